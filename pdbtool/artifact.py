@@ -1,0 +1,451 @@
+"""HDF5 artifact format: write, open (mmap), verify, versions, checksums.
+
+One HDF5 file per partition. Every table of the partition is concatenated into
+one flat uint8 dataset "tables" (the search kernel takes one array plus
+offsets); everything else is a root attribute: scalars natively, structured
+lists as JSON strings.
+
+The installed form keeps "tables" contiguous, uncompressed, allocated early and
+4096-aligned, so a reader maps it with np.memmap: zero-copy, shared by every
+thread and process through the page cache. The packed (zstd) form lives in
+ship.py and shares the metadata code here.
+"""
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from .errors import ArtifactError
+
+FORMAT_VERSION = 1
+UNSET = 255
+RANK_SCHEME = "mixed-radix-lex"
+RANK_VERSION = 1
+DATASET = "tables"
+ALIGNMENT = 4096
+INSTALLED = "installed"
+PACKED = "packed"
+ZSTD_FILTER = 32015  # the registered HDF5 filter id of zstd
+
+HASH_CHUNK = 64 << 20  # hash in big slices: fast, and a memmap is never copied
+STATS_CHUNK = 4 << 20  # np.bincount widens to intp: keep its temporary small
+
+# Root attributes in the order they are written (same order -> same bytes).
+ATTR_ORDER = (
+    "format_version", "form", "partition", "size", "goal", "rank_scheme",
+    "rank_version", "builder_version", "build", "tables", "groups", "version",
+)
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    name: str
+    tiles: tuple[int, ...]
+    cells: int
+    entries: int
+    offset: int  # of the table's first entry inside the flat "tables" dataset
+    sha256: str
+    histogram: tuple[int, ...]  # count of each value 0..max, unset entries excluded
+    unset: int  # count of UNSET entries
+
+
+@dataclass(frozen=True)
+class GroupInfo:
+    tiles: tuple[int, ...]
+    table: int  # index into ArtifactMeta.tables
+    cell_map: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ArtifactMeta:
+    path: str
+    format_version: int
+    form: str
+    partition: str
+    size: int
+    goal: str
+    rank_scheme: str
+    rank_version: int
+    builder_version: str
+    build: dict
+    tables: tuple[TableInfo, ...]
+    groups: tuple[GroupInfo, ...]
+    version: str
+    data_offset: int | None  # byte offset of "tables" in the file; None when packed
+    data_length: int  # bytes in "tables" (= total_entries)
+    file_size: int
+
+    @property
+    def total_entries(self) -> int:
+        return sum(t.entries for t in self.tables)
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["total_entries"] = self.total_entries
+        return d
+
+
+# ---------------------------------------------------------------- writing
+
+
+@contextlib.contextmanager
+def atomic_output(path):
+    """Yield a temporary path beside `path`; on success fsync it and rename it
+    over `path`, on any failure delete it, so no half-written file is ever seen
+    under the final name."""
+    path = Path(path)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.partial")
+    try:
+        yield tmp
+        _fsync(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):  # make the rename durable; not every fs allows it
+        _fsync(path.parent)
+
+
+def _fsync(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_artifact(path, *, partition, size, goal, tables, groups, build,
+                   builder_version) -> ArtifactMeta:
+    """Write an installed artifact atomically and return its metadata.
+
+    tables: list of (name, tiles, cells, 1-D uint8 array);
+    groups: list of (tiles, table_index, cell_map).
+    """
+    arrays = [_check_array(name, a) for name, _, _, a in tables]
+    infos, offset = [], 0
+    for (name, tiles, cells, _), a in zip(tables, arrays):
+        sha, hist, unset = table_stats(a)
+        infos.append(TableInfo(str(name), _ints(tiles), int(cells), a.size, offset,
+                               sha, hist, unset))
+        offset += a.size
+    ginfos = [GroupInfo(_ints(t), int(i), _ints(m)) for t, i, m in groups]
+    problem = _layout_problem(infos, ginfos)
+    if problem:
+        raise ValueError(problem)
+    attrs = {
+        "format_version": FORMAT_VERSION,
+        "form": INSTALLED,
+        "partition": str(partition),
+        "size": int(size),
+        "goal": str(goal),
+        "rank_scheme": RANK_SCHEME,
+        "rank_version": RANK_VERSION,
+        "builder_version": str(builder_version),
+        "build": _to_json(build),
+        "tables": _to_json([dataclasses.asdict(t) for t in infos]),
+        "groups": _to_json([dataclasses.asdict(g) for g in ginfos]),
+    }
+    attrs["version"] = content_version(attrs["partition"], attrs["size"], attrs["goal"],
+                                       RANK_SCHEME, RANK_VERSION, infos, ginfos)
+    with atomic_output(path) as tmp:
+        data_offset = create_installed_file(tmp, attrs, offset)
+        with open(tmp, "r+b") as out:
+            for info, a in zip(infos, arrays):
+                out.seek(data_offset + info.offset)
+                out.write(memoryview(a))  # straight from the caller's array, no copy
+    return read_meta(path)
+
+
+def create_installed_file(path, attrs, length) -> int:
+    """Create an installed-form file: `attrs` on the root and an uninitialised
+    contiguous "tables" dataset of `length` bytes; return its byte offset.
+
+    The caller then writes the data with plain file I/O at that offset: the
+    layout is fixed and allocated, so this is exactly where HDF5 would put it.
+    """
+    with h5py.File(path, "w", alignment_threshold=ALIGNMENT,
+                   alignment_interval=ALIGNMENT) as f:
+        write_attrs(f, attrs)
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_layout(h5py.h5d.CONTIGUOUS)
+        dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
+        dcpl.set_fill_time(h5py.h5d.FILL_TIME_NEVER)  # we overwrite every byte anyway
+        dcpl.set_obj_track_times(False)  # no timestamps: equal content, equal bytes
+        space = h5py.h5s.create_simple((length,))
+        ds = h5py.h5d.create(f.id, DATASET.encode(), h5py.h5t.NATIVE_UINT8, space,
+                             dcpl=dcpl)
+        return ds.get_offset()
+
+
+def write_attrs(h5file, attrs):
+    """Write root attributes in a fixed order so equal metadata gives equal bytes."""
+    for key in ordered_keys(attrs):
+        h5file.attrs[key] = attrs[key]
+
+
+def ordered_keys(attrs):
+    known = [k for k in ATTR_ORDER if k in attrs]
+    return known + sorted(k for k in attrs if k not in ATTR_ORDER)
+
+
+def read_attrs(path) -> dict:
+    """All root attributes of an artifact, in write order (for copying them)."""
+    try:
+        with h5py.File(path, "r") as f:
+            attrs = {k: f.attrs[k] for k in f.attrs}
+    except OSError as e:
+        raise ArtifactError(f"{path}: unreadable HDF5 file ({e})") from None
+    return {k: attrs[k] for k in ordered_keys(attrs)}
+
+
+def table_stats(a) -> tuple[str, tuple[int, ...], int]:
+    """(sha256, histogram of values 0..max, count of UNSET) of one table."""
+    sha = hashlib.sha256()
+    counts = np.zeros(256, np.int64)
+    for start in range(0, a.size, STATS_CHUNK):
+        part = a[start:start + STATS_CHUNK]
+        sha.update(memoryview(part))
+        counts += np.bincount(part, minlength=256)
+    values = np.flatnonzero(counts[:UNSET])
+    top = int(values[-1]) + 1 if values.size else 0
+    return sha.hexdigest(), tuple(int(c) for c in counts[:top]), int(counts[UNSET])
+
+
+def content_version(partition, size, goal, rank_scheme, rank_version, tables,
+                    groups) -> str:
+    """Short content hash: what the tables hold and how they are looked up,
+    never when or how they were built. Same tables -> same version."""
+    doc = {
+        "partition": partition, "size": size, "goal": goal,
+        "rank_scheme": rank_scheme, "rank_version": rank_version,
+        "tables": [[t.name, t.tiles, t.cells, t.entries, t.sha256] for t in tables],
+        "groups": [dataclasses.asdict(g) for g in groups],
+    }
+    return hashlib.sha256(_to_json(doc).encode()).hexdigest()[:12]
+
+
+def _check_array(name, a):
+    if not isinstance(a, np.ndarray) or a.dtype != np.uint8 or a.ndim != 1:
+        raise ValueError(f"table {name!r}: need a 1-D uint8 numpy array")
+    if a.size == 0:
+        raise ValueError(f"table {name!r} is empty")
+    return np.ascontiguousarray(a)  # copies only if the caller passed a strided view
+
+
+def _ints(values) -> tuple[int, ...]:
+    return tuple(int(v) for v in values)
+
+
+def _to_json(obj) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=_json_default)
+
+
+def _json_default(obj):
+    if isinstance(obj, (np.generic, np.ndarray)):  # numpy numbers in build parameters
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"cannot store {type(obj).__name__} in artifact metadata")
+
+
+# ---------------------------------------------------------------- reading
+
+
+def read_meta(path) -> ArtifactMeta:
+    """Metadata of an installed artifact; refuses anything else with ArtifactError."""
+    return _read_meta(path, INSTALLED)
+
+
+def read_packed_meta(path) -> ArtifactMeta:
+    """Metadata of a packed (shipping) artifact; data_offset is None."""
+    return _read_meta(path, PACKED)
+
+
+def open_tables(path, *, verify=True) -> tuple[ArtifactMeta, np.ndarray]:
+    """Map the flat table data read-only; with verify, check every table's sha256."""
+    meta = read_meta(path)
+    data = np.memmap(meta.path, np.uint8, mode="r", offset=meta.data_offset,
+                     shape=(meta.data_length,))
+    if verify:
+        for t in meta.tables:
+            got = table_sha256(data, t)
+            if got != t.sha256:
+                raise ArtifactError(
+                    f"{path}: table {t.name!r} checksum mismatch (sha256 {got[:16]}..., "
+                    f"expected {t.sha256[:16]}...); the file is corrupted")
+    return meta, data
+
+
+def table_view(data, table: TableInfo) -> np.ndarray:
+    """One table's entries inside the flat data (a view, no copy)."""
+    return data[table.offset:table.offset + table.entries]
+
+
+def table_sha256(data, table: TableInfo) -> str:
+    view = memoryview(table_view(data, table))
+    sha = hashlib.sha256()
+    for start in range(0, len(view), HASH_CHUNK):
+        sha.update(view[start:start + HASH_CHUNK])
+    return sha.hexdigest()
+
+
+def table_checksums_ok(meta, data) -> list[tuple[str, bool]]:
+    return [(t.name, table_sha256(data, t) == t.sha256) for t in meta.tables]
+
+
+def find_artifacts(directory) -> list[Path]:
+    """Installed artifacts (*.h5) in a directory, sorted by name."""
+    return sorted(p for p in Path(directory).glob("*.h5") if p.is_file())
+
+
+def artifact_filename(partition) -> str:
+    """'15/7-8' -> '15-7-8.h5'."""
+    name = str(partition).replace("/", "-")
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise ValueError(f"partition {partition!r} does not make a file name")
+    return name + ".h5"
+
+
+def _read_meta(path, form) -> ArtifactMeta:
+    path = str(path)
+    if not os.path.exists(path):
+        raise ArtifactError(f"{path}: no such file")
+    if not os.path.isfile(path):
+        raise ArtifactError(f"{path}: not a regular file")
+    if not h5py.is_hdf5(path):
+        raise ArtifactError(f"{path}: not an HDF5 file")
+    try:
+        with h5py.File(path, "r") as f:
+            attrs = {k: f.attrs[k] for k in f.attrs}
+            ds = f.get(DATASET)
+            layout = _dataset_layout(ds) if isinstance(ds, h5py.Dataset) else None
+    except OSError as e:
+        raise ArtifactError(f"{path}: unreadable HDF5 file, truncated or corrupted ({e})") \
+            from None
+    meta = _meta_from_attrs(path, attrs, layout)
+    if meta.form != form:  # before the layout check: the form explains the layout
+        if meta.form == PACKED:
+            raise ArtifactError(f"{path}: is a packed file; run `pdbtool unpack` to install it")
+        raise ArtifactError(f"{path}: is an installed artifact, not a packed one")
+    _check_layout(meta, layout)
+    return meta
+
+
+def _dataset_layout(ds) -> dict:
+    plist = ds.id.get_create_plist()
+    return {
+        "shape": ds.shape,
+        "dtype": ds.dtype,
+        "layout": plist.get_layout(),
+        "filters": [plist.get_filter(i)[0] for i in range(plist.get_nfilters())],
+        "offset": ds.id.get_offset(),
+    }
+
+
+def _meta_from_attrs(path, attrs, layout) -> ArtifactMeta:
+    if "format_version" not in attrs:
+        raise ArtifactError(f"{path}: missing attribute 'format_version' "
+                            "(not a pdbtool artifact)")
+    try:
+        version = int(attrs["format_version"])
+    except (TypeError, ValueError):
+        raise ArtifactError(f"{path}: format_version {attrs['format_version']!r} "
+                            "is not a number") from None
+    if version != FORMAT_VERSION:
+        raise ArtifactError(f"{path}: format version {version}, "
+                            f"this pdbtool reads {FORMAT_VERSION}")
+    missing = [k for k in ATTR_ORDER if k not in attrs]
+    if missing:
+        raise ArtifactError(f"{path}: missing attribute(s) {', '.join(missing)}")
+    text = {k: _text(attrs[k]) for k in ATTR_ORDER if k not in ("size", "rank_version",
+                                                               "format_version")}
+    if text["form"] not in (INSTALLED, PACKED):
+        raise ArtifactError(f"{path}: unknown form {text['form']!r}")
+    try:
+        size, rank_version = int(attrs["size"]), int(attrs["rank_version"])
+        build = json.loads(text["build"])
+        tables = tuple(_table_info(d) for d in json.loads(text["tables"]))
+        groups = tuple(GroupInfo(_ints(d["tiles"]), int(d["table"]), _ints(d["cell_map"]))
+                       for d in json.loads(text["groups"]))
+    except (ValueError, KeyError, TypeError) as e:
+        raise ArtifactError(f"{path}: malformed metadata ({e!r})") from None
+    problem = _layout_problem(tables, groups)
+    if problem:
+        raise ArtifactError(f"{path}: {problem}")
+    meta = ArtifactMeta(
+        path=path, format_version=version, form=text["form"],
+        partition=text["partition"], size=size, goal=text["goal"],
+        rank_scheme=text["rank_scheme"], rank_version=rank_version,
+        builder_version=text["builder_version"], build=build, tables=tables,
+        groups=groups, version=text["version"],
+        data_offset=layout["offset"] if layout else None,
+        data_length=int(layout["shape"][0]) if layout and layout["shape"] else 0,
+        file_size=os.path.getsize(path),
+    )
+    expected = content_version(meta.partition, meta.size, meta.goal, meta.rank_scheme,
+                               meta.rank_version, tables, groups)
+    if meta.version != expected:
+        raise ArtifactError(f"{path}: version attribute {meta.version!r} does not match "
+                            f"the metadata ({expected!r}); the file is corrupted")
+    return meta
+
+
+def _table_info(d) -> TableInfo:
+    return TableInfo(str(d["name"]), _ints(d["tiles"]), int(d["cells"]), int(d["entries"]),
+                     int(d["offset"]), str(d["sha256"]), _ints(d["histogram"]),
+                     int(d["unset"]))
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _layout_problem(tables, groups) -> str | None:
+    """What is inconsistent in the tables/groups description, or None."""
+    if not tables:
+        return "no tables"
+    offset = 0
+    for t in tables:
+        if t.entries <= 0:
+            return f"table {t.name!r} is empty"
+        if t.offset != offset:
+            return f"table {t.name!r} has offset {t.offset}, expected {offset}"
+        offset += t.entries
+    for g in groups:
+        if not 0 <= g.table < len(tables):
+            return f"group {list(g.tiles)} refers to missing table {g.table}"
+        t = tables[g.table]
+        if len(g.tiles) != len(t.tiles) or len(g.cell_map) != t.cells:
+            return f"group {list(g.tiles)} does not fit table {t.name!r}"
+    return None
+
+
+def _check_layout(meta, layout):
+    path, total = meta.path, meta.total_entries
+    if layout is None:
+        raise ArtifactError(f"{path}: no '{DATASET}' dataset")
+    if layout["dtype"] != np.uint8 or len(layout["shape"]) != 1:
+        raise ArtifactError(f"{path}: '{DATASET}' is not a flat uint8 dataset")
+    if meta.data_length != total:
+        raise ArtifactError(f"{path}: '{DATASET}' holds {meta.data_length} bytes, "
+                            f"the tables need {total}")
+    if meta.form == PACKED:
+        if layout["layout"] != h5py.h5d.CHUNKED or ZSTD_FILTER not in layout["filters"]:
+            raise ArtifactError(f"{path}: packed '{DATASET}' is not zstd-chunked")
+        return
+    if layout["layout"] != h5py.h5d.CONTIGUOUS or meta.data_offset is None:
+        raise ArtifactError(f"{path}: '{DATASET}' is not contiguous and allocated, "
+                            "cannot be memory-mapped")
+    end = meta.data_offset + meta.data_length
+    if meta.file_size < end:
+        raise ArtifactError(f"{path}: truncated: table data ends at byte {end} "
+                            f"but the file has {meta.file_size} bytes")

@@ -1,0 +1,36 @@
+"""Errors that map to the CLI's exit codes (see docs/architecture.md)."""
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+EXIT_UNSOLVABLE = 3
+EXIT_LIMIT = 4
+
+
+class PdbError(Exception):
+    """Base class: an error with a clear message and an exit code."""
+
+    exit_code = 1
+
+
+class BadInput(PdbError):
+    """The user gave something malformed (board, option, file)."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class Unsolvable(PdbError):
+    """The board cannot reach the goal (parity); the message says why."""
+
+    exit_code = EXIT_UNSOLVABLE
+
+
+class LimitReached(PdbError):
+    """A node budget, deadline or cancellation stopped the search."""
+
+    exit_code = EXIT_LIMIT
+
+
+class ArtifactError(PdbError):
+    """A table file is missing, corrupted, truncated, or of an unknown format."""
+
+    exit_code = 1

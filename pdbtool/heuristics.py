@@ -1,0 +1,147 @@
+"""The heuristics that need no tables: Hamming, Manhattan, linear conflict, walking distance.
+
+Each is a ``Heuristic``: a name and the array tuple ``H`` that heuristic_kernels.py
+evaluates. Pattern databases build the same object in pdb.py, so the search never needs
+to know which heuristic it runs.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from . import heuristic_kernels as hk
+from .errors import BadInput
+
+TABLE_FREE = ("hamming", "manhattan", "linear-conflict", "walking-distance")
+WALKING_MAX_SIDE = 4  # the walking-distance table has 24,964 states for 4x4, millions for 5x5
+
+
+@dataclass(frozen=True)
+class Heuristic:
+    name: str
+    side: int
+    H: tuple
+    width: int  # columns of the kernel's state row
+    artifact: str | None = None  # version of the table artifact it reads, if any
+    note: str = ""  # e.g. why a fallback was taken
+
+    def value(self, board_bf) -> int:
+        """h of a blank-first board (slow path, for tools and tests)."""
+        board = np.asarray(board_bf, dtype=np.int64)
+        pos = np.empty(len(board), dtype=np.int64)
+        pos[board] = np.arange(len(board))
+        row = np.zeros(self.width, dtype=np.int32)
+        return int(hk.h_init(self.H, self.side, board, pos, row))
+
+
+def empty_parts() -> list:
+    """An H tuple with every slot empty but correctly typed (one compiled kernel for all)."""
+    return [
+        np.int64(0),
+        np.zeros((1, 1), np.int32),          # TILE_TAB
+        np.zeros((1, 2, 1), np.int32),       # WD_TRANS
+        np.zeros(1, np.int32),               # WD_DIST
+        np.zeros(1, np.int64),               # WD_CODES
+        np.zeros((1, 1), np.int64),          # LK_TILES
+        np.zeros(0, np.int64),               # LK_M (no lookups)
+        np.zeros((1, 1), np.int64),          # LK_CMAP
+        np.zeros((1, 1), np.int64),          # LK_W
+        np.zeros(1, np.int64),               # LK_OFF
+        np.zeros(1, np.int64),               # LK_SET
+        np.full((1, 2), -1, np.int64),       # TILE_LK
+        np.zeros(1, np.uint8),               # TABLE
+    ]
+
+
+def manhattan_table(side: int) -> np.ndarray:
+    """md[t, c]: grid distance from cell c to tile t's blank-first goal cell t (0 for blank)."""
+    n = side * side
+    c = np.arange(n)
+    t = np.arange(n)[:, None]
+    md = np.abs(c // side - t // side) + np.abs(c % side - t % side)
+    md[0, :] = 0
+    return md.astype(np.int32)
+
+
+def hamming_table(side: int) -> np.ndarray:
+    n = side * side
+    tab = (np.arange(n)[None, :] != np.arange(n)[:, None]).astype(np.int32)
+    tab[0, :] = 0
+    return tab
+
+
+@lru_cache(maxsize=None)
+def walking_tables(side: int):
+    """BFS over walking-distance states; returns (sorted codes, transitions, distances).
+
+    A state is the count matrix M[line][goal line] of tiles (blank excluded). In the
+    blank-first goal line 0 holds s-1 tiles, the blank's line is the one short of s.
+    trans[i, d, g]: the state after a tile whose goal line is g moves into the blank's line
+    from the line below (d=0, the tile moves up) or above (d=1); -1 if impossible.
+    """
+    s = side
+    goal = tuple(tuple((s - (r == 0)) if r == g else 0 for g in range(s)) for r in range(s))
+    dist = {goal: 0}
+    queue = deque([goal])
+    edges = {}
+    while queue:
+        m = queue.popleft()
+        br = next(r for r in range(s) if sum(m[r]) == s - 1)
+        out = {}
+        for d, src in ((0, br + 1), (1, br - 1)):
+            if not 0 <= src < s:
+                continue
+            for g in range(s):
+                if m[src][g] == 0:
+                    continue
+                rows = [list(r) for r in m]
+                rows[src][g] -= 1
+                rows[br][g] += 1
+                nxt = tuple(tuple(r) for r in rows)
+                out[d, g] = nxt
+                if nxt not in dist:
+                    dist[nxt] = dist[m] + 1
+                    queue.append(nxt)
+        edges[m] = out
+
+    def code(m):
+        v = 0
+        for r in m:
+            for x in r:
+                v = v * (s + 1) + x
+        return v
+
+    states = sorted(dist, key=code)
+    index = {m: i for i, m in enumerate(states)}
+    codes = np.array([code(m) for m in states], dtype=np.int64)
+    trans = np.full((len(states), 2, s), -1, dtype=np.int32)
+    for m, out in edges.items():
+        for (d, g), nxt in out.items():
+            trans[index[m], d, g] = index[nxt]
+    dists = np.array([dist[m] for m in states], dtype=np.int32)
+    return codes, trans, dists
+
+
+def table_free(name: str, side: int) -> Heuristic:
+    """One of TABLE_FREE for boards of the given side."""
+    parts = empty_parts()
+    if name == "hamming":
+        parts[hk.KIND], parts[hk.TILE_TAB] = np.int64(hk.PER_TILE), hamming_table(side)
+    elif name == "manhattan":
+        parts[hk.KIND], parts[hk.TILE_TAB] = np.int64(hk.PER_TILE), manhattan_table(side)
+    elif name == "linear-conflict":
+        parts[hk.KIND], parts[hk.TILE_TAB] = np.int64(hk.LINEAR_CONFLICT), manhattan_table(side)
+    elif name == "walking-distance":
+        if side > WALKING_MAX_SIDE:
+            raise BadInput(f"walking distance is available up to {WALKING_MAX_SIDE}x{WALKING_MAX_SIDE} boards")
+        codes, trans, dists = walking_tables(side)
+        parts[hk.KIND] = np.int64(hk.WALKING)
+        parts[hk.WD_CODES], parts[hk.WD_TRANS], parts[hk.WD_DIST] = codes, trans, dists
+    else:
+        raise BadInput(f"unknown heuristic {name!r}: choose one of {', '.join(TABLE_FREE)}")
+    kind = int(parts[hk.KIND])
+    return Heuristic(name, side, tuple(parts), hk.state_width(kind, side, 0))

@@ -1,0 +1,254 @@
+"""Boards, goals, parsing, parity, moves, replay and random instances.
+
+A board is a tuple of s*s ints, row-major, 0 the blank; the side s is inferred from the
+count. Two goal conventions exist (see docs/architecture.md): ``blank-last`` (1..N, 0) is
+the default, ``blank-first`` (0, 1..N) is Korf's. They are isomorphic: rotating the board
+180 degrees and relabelling tile t -> N+1-t maps one onto the other, so the solver works
+in ``blank-first`` internally and maps boards and moves across at the edges.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+
+from .errors import BadInput, Unsolvable
+
+GOALS = ("blank-last", "blank-first")
+MIN_SIDE, MAX_SIDE = 2, 6
+
+# The blank's moves: U means the blank goes up (the tile above it slides down).
+BLANK_STEP = {"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)}
+ROTATE_MOVE = str.maketrans("UDLR", "DURL")
+
+
+def parse_board(text: str | list | tuple) -> tuple[int, ...]:
+    """Parse tiles given as text ("1 2 3, 4 ...") or a sequence; validate; return a tuple.
+
+    Raises BadInput with a message naming the problem.
+    """
+    if isinstance(text, (list, tuple)):
+        text = " ".join(str(t) for t in text)
+    tokens = [t for t in re.split(r"[\s,]+", text.strip()) if t]
+    if not tokens:
+        raise BadInput("empty board: give the tiles row by row, 0 for the blank")
+    tiles = []
+    for tok in tokens:
+        try:
+            tiles.append(int(tok))
+        except ValueError:
+            raise BadInput(f"not an integer: {tok!r} (tiles are whole numbers, 0 is the blank)") from None
+    return validate(tiles)
+
+
+def validate(tiles) -> tuple[int, ...]:
+    """Check a sequence of ints is a board: a square count, each of 0..N exactly once."""
+    tiles = tuple(int(t) for t in tiles)
+    n = len(tiles)
+    side = math.isqrt(n)
+    if side * side != n:
+        raise BadInput(f"{n} tiles is not a square board (expected 9, 16, 25, ...: s*s tiles)")
+    if not MIN_SIDE <= side <= MAX_SIDE:
+        raise BadInput(f"board side {side} is not supported (sides {MIN_SIDE} to {MAX_SIDE})")
+    out_of_range = sorted({t for t in tiles if not 0 <= t < n})
+    if out_of_range:
+        raise BadInput(f"tile(s) {out_of_range} out of range: a {side}x{side} board holds 0..{n - 1}")
+    seen, dups = set(), set()
+    for t in tiles:
+        (dups if t in seen else seen).add(t)
+    if dups:
+        missing = sorted(set(range(n)) - seen)
+        raise BadInput(f"duplicate tile(s) {sorted(dups)}; missing {missing}")
+    return tiles
+
+
+def side_of(board) -> int:
+    return math.isqrt(len(board))
+
+
+def check_goal(goal: str) -> str:
+    if goal not in GOALS:
+        raise BadInput(f"unknown goal {goal!r}: choose one of {', '.join(GOALS)}")
+    return goal
+
+
+def goal_board(side: int, goal: str = "blank-last") -> tuple[int, ...]:
+    n = side * side
+    check_goal(goal)
+    if goal == "blank-first":
+        return tuple(range(n))
+    return tuple(range(1, n)) + (0,)
+
+
+def to_blank_first(board, goal: str) -> tuple[int, ...]:
+    """Map a board for ``goal`` onto the equivalent board for the blank-first goal."""
+    if check_goal(goal) == "blank-first":
+        return tuple(board)
+    return rotate_relabel(board)
+
+
+def rotate_relabel(board) -> tuple[int, ...]:
+    """The isomorphism between the goals: rotate 180 degrees, relabel t -> N+1-t (0 stays).
+
+    It is its own inverse and maps the blank-last goal onto the blank-first goal.
+    """
+    n = len(board)
+    return tuple(0 if t == 0 else n - t for t in reversed(board))
+
+
+def moves_from_blank_first(tile_moves, blank_moves, side, goal):
+    """Map a solution found for the blank-first image back to the user's goal convention."""
+    if goal == "blank-first":
+        return list(tile_moves), blank_moves
+    n = side * side
+    return [n - t for t in tile_moves], blank_moves.translate(ROTATE_MOVE)
+
+
+# --- parity -------------------------------------------------------------------------------
+
+def permutation_parity(perm) -> int:
+    """Parity (0 even, 1 odd) of a permutation given as a sequence, by its cycles."""
+    seen = [False] * len(perm)
+    transpositions = 0
+    for start in range(len(perm)):
+        length = 0
+        i = start
+        while not seen[i]:
+            seen[i] = True
+            i = perm[i]
+            length += 1
+        if length:
+            transpositions += length - 1
+    return transpositions & 1
+
+
+def solvability(board, goal: str = "blank-last") -> tuple[bool, str]:
+    """Decide solvability by the parity theorem; return (solvable, explanation).
+
+    Every move swaps the blank with a tile: it is one transposition of the cells' contents
+    and one step of the blank. So the permutation that takes the board to the goal and the
+    blank's taxicab distance to its goal cell always have the same parity on a solvable
+    board, and the condition is also sufficient (seeds 000, section 3).
+    """
+    side = side_of(board)
+    target = goal_board(side, goal)
+    where = {t: c for c, t in enumerate(target)}
+    perm = [where[t] for t in board]  # cell -> goal cell of its content
+    odd = permutation_parity(perm)
+    b, gb = board.index(0), target.index(0)
+    dist = abs(b // side - gb // side) + abs(b % side - gb % side)
+    if odd == dist % 2:
+        return True, "solvable: permutation parity equals the parity of the blank's distance to its goal cell"
+    word = ("even", "odd")
+    return False, (
+        f"unsolvable for the {goal} goal: the board is an {word[odd]} permutation of the goal, "
+        f"but the blank is {dist} move(s) from its goal cell, an {word[dist % 2]} number; "
+        "every move is one transposition and one blank step, so these parities must agree "
+        "(e.g. Loyd's 14-15 board: one swap away, blank at home)"
+    )
+
+
+def require_solvable(board, goal: str = "blank-last") -> None:
+    ok, why = solvability(board, goal)
+    if not ok:
+        raise Unsolvable(why)
+
+
+# --- moves and replay ---------------------------------------------------------------------
+
+def neighbours(side: int) -> list[list[int]]:
+    """Cells adjacent to each cell, in U, D, L, R order of the blank's step."""
+    out = []
+    for c in range(side * side):
+        r, col = divmod(c, side)
+        out.append([(r + dr) * side + col + dc for dr, dc in BLANK_STEP.values()
+                    if 0 <= r + dr < side and 0 <= col + dc < side])
+    return out
+
+
+def step_letter(side: int, src: int, dst: int) -> str:
+    """The letter of the blank's move from cell src to the adjacent cell dst."""
+    delta = dst - src
+    return {-side: "U", side: "D", -1: "L", 1: "R"}[delta]
+
+
+def blank_path_to_moves(board, blank_cells):
+    """Given the cells the blank visits after the start, return (tile numbers, UDLR string)."""
+    side = side_of(board)
+    cells = list(board)
+    b = cells.index(0)
+    tiles, letters = [], []
+    for nxt in blank_cells:
+        tiles.append(cells[nxt])
+        letters.append(step_letter(side, b, nxt))
+        cells[b], cells[nxt] = cells[nxt], 0
+        b = nxt
+    return tiles, "".join(letters)
+
+
+def apply_tile_moves(board, tile_moves) -> tuple[int, ...]:
+    """Slide each named tile into the blank; raise BadInput if a tile is not adjacent."""
+    side = side_of(board)
+    cells = list(board)
+    b = cells.index(0)
+    for i, t in enumerate(tile_moves):
+        c = cells.index(t)
+        if abs(c // side - b // side) + abs(c % side - b % side) != 1:
+            raise BadInput(f"move {i + 1}: tile {t} is not next to the blank")
+        cells[b], cells[c] = t, 0
+        b = c
+    return tuple(cells)
+
+
+def apply_blank_moves(board, letters: str) -> tuple[int, ...]:
+    """Move the blank by a string of U/D/L/R; raise BadInput on an illegal step."""
+    side = side_of(board)
+    cells = list(board)
+    b = cells.index(0)
+    for i, m in enumerate(letters):
+        if m not in BLANK_STEP:
+            raise BadInput(f"move {i + 1}: {m!r} is not one of U, D, L, R")
+        dr, dc = BLANK_STEP[m]
+        r, c = b // side + dr, b % side + dc
+        if not (0 <= r < side and 0 <= c < side):
+            raise BadInput(f"move {i + 1}: the blank cannot go {m} from cell {b}")
+        nb = r * side + c
+        cells[b], cells[nb] = cells[nb], 0
+        b = nb
+    return tuple(cells)
+
+
+# --- random instances ---------------------------------------------------------------------
+
+def random_board(side: int, goal: str = "blank-last", rng: random.Random | None = None):
+    """A uniformly random solvable board: a random permutation, fixed up by one swap."""
+    rng = rng or random.Random()
+    cells = list(range(side * side))
+    rng.shuffle(cells)
+    if not solvability(tuple(cells), goal)[0]:
+        i, j = [k for k, t in enumerate(cells) if t != 0][:2]
+        cells[i], cells[j] = cells[j], cells[i]
+    return tuple(cells)
+
+
+def random_walk(side: int, steps: int, goal: str = "blank-last", rng: random.Random | None = None):
+    """The board reached by ``steps`` random blank moves from the goal (no immediate undo)."""
+    rng = rng or random.Random()
+    nbrs = neighbours(side)
+    cells = list(goal_board(side, goal))
+    b, prev = cells.index(0), -1
+    for _ in range(steps):
+        nb = rng.choice([c for c in nbrs[b] if c != prev])
+        cells[b], cells[nb] = cells[nb], 0
+        prev, b = b, nb
+    return tuple(cells)
+
+
+def format_board(board) -> str:
+    side = side_of(board)
+    width = len(str(len(board) - 1))
+    rows = []
+    for r in range(side):
+        rows.append(" ".join(("." if t == 0 else str(t)).rjust(width) for t in board[r * side:(r + 1) * side]))
+    return "\n".join(rows)

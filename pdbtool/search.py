@@ -1,0 +1,150 @@
+"""Solving a board: validation, the goal isomorphism, the IDA* kernel, replay, statistics.
+
+``Solver`` wraps one heuristic and answers ``solve(board, goal)`` with a ``SolveResult``
+whose moves have been replayed to the goal before it is returned.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import puzzle
+from .errors import BadInput, LimitReached
+from .heuristic_kernels import h_init
+from .heuristics import Heuristic
+from .search_kernel import BUDGET, FOUND, MAX_DEPTH, STOPPED, ida
+
+
+@dataclass
+class SolveResult:
+    board: tuple
+    goal: str
+    side: int
+    length: int
+    moves: list
+    blank_moves: str
+    nodes_expanded: int
+    nodes_generated: int
+    seconds: float
+    heuristic: str
+    initial_h: int
+    iterations: list = field(default_factory=list)  # [{"bound": b, "nodes": n}, ...]
+    artifact: str | None = None
+    threads: int = 1
+    note: str = ""
+
+    @property
+    def ebf(self) -> float:
+        """Effective branching factor: b with b**length = nodes generated."""
+        if self.length == 0 or self.nodes_generated <= 1:
+            return 0.0
+        return self.nodes_generated ** (1.0 / self.length)
+
+    def to_dict(self) -> dict:
+        return {
+            "board": list(self.board),
+            "size": self.side,
+            "tiles": self.side * self.side - 1,
+            "goal": self.goal,
+            "length": self.length,
+            "moves": self.moves,
+            "blank_moves": self.blank_moves,
+            "nodes_expanded": self.nodes_expanded,
+            "nodes_generated": self.nodes_generated,
+            "seconds": round(self.seconds, 6),
+            "nodes_per_second": round(self.nodes_generated / self.seconds) if self.seconds > 0 else 0,
+            "heuristic": self.heuristic,
+            "artifact": self.artifact,
+            "initial_h": self.initial_h,
+            "iterations": self.iterations,
+            "effective_branching_factor": round(self.ebf, 4),
+            "threads": self.threads,
+            "note": self.note,
+        }
+
+
+def neighbour_arrays(side: int):
+    """nbr[c, k] for k < nnbr[c]: the cells next to c, in U, D, L, R order."""
+    lists = puzzle.neighbours(side)
+    nbr = np.full((side * side, 4), -1, dtype=np.int64)
+    nnbr = np.zeros(side * side, dtype=np.int64)
+    for c, cells in enumerate(lists):
+        nbr[c, :len(cells)] = cells
+        nnbr[c] = len(cells)
+    return nbr, nnbr
+
+
+def board_arrays(board_bf):
+    board = np.asarray(board_bf, dtype=np.int64)
+    pos = np.empty(len(board), dtype=np.int64)
+    pos[board] = np.arange(len(board))
+    return board, pos
+
+
+class Solver:
+    """Optimal solver for one board size with one heuristic; safe to share across threads."""
+
+    def __init__(self, heuristic: Heuristic):
+        self.heuristic = heuristic
+        self.side = heuristic.side
+        self.nbr, self.nnbr = neighbour_arrays(self.side)
+
+    def prepare(self, board, goal: str):
+        """Validate and map to blank-first; raise BadInput / Unsolvable with a clear message."""
+        board = puzzle.validate(board)
+        puzzle.check_goal(goal)
+        side = puzzle.side_of(board)
+        if side != self.side:
+            raise BadInput(
+                f"board is {side}x{side} ({len(board)} tiles) but the heuristic "
+                f"{self.heuristic.name!r} serves {self.side}x{self.side} boards")
+        puzzle.require_solvable(board, goal)
+        return board, puzzle.to_blank_first(board, goal)
+
+    def root(self, board_bf):
+        """Kernel arrays of a root: board, positions, heuristic state stack (row 0 set)."""
+        board, pos = board_arrays(board_bf)
+        hs = np.zeros((MAX_DEPTH + 2, self.heuristic.width), dtype=np.int32)
+        h_init(self.heuristic.H, self.side, board, pos, hs[0])
+        return board, pos, hs
+
+    def solve(self, board, goal: str = "blank-last", budget: int | None = None,
+              stop: np.ndarray | None = None, counters: np.ndarray | None = None) -> SolveResult:
+        """Solve optimally. ``stop`` (int64[1]) cancels when set non-zero; ``counters``
+        (int64[3]: generated, expanded, bound) are published while the search runs."""
+        board, bf = self.prepare(board, goal)
+        stop = np.zeros(1, np.int64) if stop is None else stop
+        counters = np.zeros(3, np.int64) if counters is None else counters
+        b, pos, hs = self.root(bf)
+        path = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
+        bounds = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
+        nodes = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
+        h0 = int(hs[0, 0])
+        t0 = time.perf_counter()
+        status, length, expanded, generated, iters = ida(
+            int(self.heuristic.H[0]), self.heuristic.H, self.side, b, pos, self.nbr, self.nnbr, hs, bf.index(0),
+            -1 if budget is None else int(budget), stop, counters, path, bounds, nodes)
+        seconds = time.perf_counter() - t0
+        iterations = [{"bound": int(bounds[i]), "nodes": int(nodes[i])} for i in range(min(iters, len(bounds)))]
+        if status != FOUND:
+            why = {STOPPED: "search stopped (cancelled or deadline)", BUDGET: "node budget exhausted"}
+            raise LimitReached(
+                f"{why.get(status, 'search limit reached')} after {generated:,} nodes "
+                f"({seconds:.3f} s, last bound {iterations[-1]['bound'] if iterations else h0})")
+        return self.result(board, goal, bf, path[:length], expanded, generated, seconds, h0, iterations)
+
+    def result(self, board, goal, bf, blank_cells, expanded, generated, seconds, h0, iterations,
+               threads=1) -> SolveResult:
+        """Turn the blank's path into moves in the user's convention and replay them."""
+        tiles, letters = puzzle.blank_path_to_moves(bf, [int(c) for c in blank_cells])
+        moves, blank_moves = puzzle.moves_from_blank_first(tiles, letters, self.side, goal)
+        if puzzle.apply_tile_moves(board, moves) != puzzle.goal_board(self.side, goal):
+            raise AssertionError("internal error: the solution found does not replay to the goal")
+        return SolveResult(
+            board=board, goal=goal, side=self.side, length=len(moves), moves=moves,
+            blank_moves=blank_moves, nodes_expanded=int(expanded), nodes_generated=int(generated),
+            seconds=seconds, heuristic=self.heuristic.name, initial_h=h0, iterations=iterations,
+            artifact=self.heuristic.artifact, threads=threads, note=self.heuristic.note)

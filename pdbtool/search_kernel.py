@@ -1,0 +1,144 @@
+"""The IDA* kernel: a cost-bounded depth-first search with an explicit stack.
+
+Plain numba over arrays, no Python objects: the board and the tile positions are changed
+in place (make/undo), the move back to the parent is never generated, and the heuristic is
+updated from the parent's state row (heuristic_kernels.h_update). ``dfs`` searches one
+subtree under one bound, so the same task serves serial IDA* (``ida`` below) and the
+parallel search (parallel.py), which hands out subtrees of the root.
+
+Control arrays, shared with the caller while the kernel runs (nogil):
+  stop[0]     set non-zero by the caller to stop; polled every POLL expansions;
+  counters    [generated, expanded, current bound], published at each poll.
+"""
+
+import numpy as np
+from numba import literally, njit
+
+from .heuristic_kernels import h_update
+
+NOT_FOUND, FOUND, STOPPED, BUDGET = 0, 1, 2, 3
+INF = 1 << 30
+MAX_DEPTH = 255
+POLL = 4096
+
+
+@njit(cache=True, nogil=True)
+def dfs(kind, H, s, board, pos, nbr, nnbr, hs, root_blank, root_prev, g0, bound, budget, stop,
+        counters, path):
+    """Search below the root (whose state row is hs[0]) with f = g0 + g + h <= bound.
+
+    Returns (status, next bound, expanded, generated, length). On FOUND, path[:length]
+    holds the cells the blank visits after the root; otherwise board and pos are restored.
+    budget < 0 means no node limit.
+    """
+    blanks = np.empty(MAX_DEPTH + 2, dtype=np.int64)
+    it = np.empty(MAX_DEPTH + 2, dtype=np.int64)
+    scratch = np.empty(32, dtype=np.int64)
+    counters[2] = bound
+    h0 = hs[0, 0]
+    if g0 + h0 > bound:
+        return NOT_FOUND, g0 + h0, 0, 0, 0
+    if h0 == 0:
+        return FOUND, bound, 0, 0, 0
+    next_bound = INF
+    expanded, generated = 1, 0
+    reported_e, reported_g = 0, 0
+    depth = 0
+    blanks[0] = root_blank
+    it[0] = 0
+    status = NOT_FOUND
+    length = 0
+    while True:
+        b = blanks[depth]
+        k = it[depth]
+        if k == nnbr[b]:
+            if depth == 0:
+                break
+            # Undo the move into this node: the tile returns to the blank's cell.
+            pb = blanks[depth - 1]
+            t = board[pb]
+            board[b] = t
+            board[pb] = 0
+            pos[t] = b
+            depth -= 1
+            continue
+        it[depth] = k + 1
+        c = nbr[b, k]
+        if c == (blanks[depth - 1] if depth > 0 else root_prev):
+            continue
+        t = board[c]
+        board[b] = t
+        board[c] = 0
+        pos[t] = b
+        generated += 1
+        h = h_update(kind, H, s, board, pos, hs[depth], hs[depth + 1], t, c, b, scratch)
+        f = g0 + depth + 1 + h
+        if f > bound:
+            if f < next_bound:
+                next_bound = f
+            board[c] = t
+            board[b] = 0
+            pos[t] = c
+            continue
+        if h == 0:
+            for i in range(depth):
+                path[i] = blanks[i + 1]
+            path[depth] = c
+            status = FOUND
+            length = depth + 1
+            break
+        depth += 1
+        blanks[depth] = c
+        it[depth] = 0
+        expanded += 1
+        if expanded % POLL == 0:
+            counters[0] += generated - reported_g
+            counters[1] += expanded - reported_e
+            reported_g, reported_e = generated, expanded
+            if stop[0] != 0:
+                status = STOPPED
+                break
+            if budget >= 0 and generated > budget:
+                status = BUDGET
+                break
+    if status == STOPPED or status == BUDGET:
+        # Unwind to the root so the caller's board is intact.
+        while depth > 0:
+            b = blanks[depth]
+            pb = blanks[depth - 1]
+            t = board[pb]
+            board[b] = t
+            board[pb] = 0
+            pos[t] = b
+            depth -= 1
+    counters[0] += generated - reported_g
+    counters[1] += expanded - reported_e
+    return status, next_bound, expanded, generated, length
+
+
+@njit(cache=True, nogil=True)
+def ida(kind, H, s, board, pos, nbr, nnbr, hs, blank, budget, stop, counters, path, bounds, nodes):
+    """Iterative deepening from the root's h: each bound is the previous minimum overshoot.
+
+    bounds[i], nodes[i] receive each iteration's bound and nodes generated.
+    Returns (status, length, expanded, generated, iterations).
+    """
+    literally(kind)
+    bound = hs[0, 0]
+    expanded, generated = 0, 0
+    i = 0
+    while True:
+        if bound > MAX_DEPTH:  # the stacks are sized for MAX_DEPTH moves
+            return BUDGET, 0, expanded, generated, i
+        left = budget - generated if budget >= 0 else -1
+        status, nb, e, g, length = dfs(kind, H, s, board, pos, nbr, nnbr, hs, blank, -1, 0, bound,
+                                       left, stop, counters, path)
+        expanded += e
+        generated += g
+        if i < bounds.shape[0]:
+            bounds[i] = bound
+            nodes[i] = g
+        i += 1
+        if status != NOT_FOUND or nb >= INF:
+            return status, length, expanded, generated, i
+        bound = nb

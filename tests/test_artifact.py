@@ -1,0 +1,222 @@
+"""The installed HDF5 artifact: round trips, mapping, versions, refusals."""
+
+import json
+import os
+
+import h5py
+import numpy as np
+import pytest
+
+from pdbtool import artifact
+from pdbtool.artifact import (
+    FORMAT_VERSION,
+    UNSET,
+    artifact_filename,
+    atomic_output,
+    find_artifacts,
+    open_tables,
+    read_meta,
+    table_checksums_ok,
+    write_artifact,
+)
+from pdbtool.errors import ArtifactError
+
+
+def make_tables(seed=0, sizes=(5000, 70001)):
+    rng = np.random.default_rng(seed)
+    small = rng.integers(0, 20, sizes[0], dtype=np.uint8)
+    big = rng.integers(0, 40, sizes[1], dtype=np.uint8)
+    big[::1000] = UNSET
+    return [("g7", range(1, 8), 16, small), ("g8", range(8, 16), 16, big)]
+
+
+GROUPS = [(range(1, 8), 0, range(16)), (range(8, 16), 1, range(16))]
+
+
+def write(path, tables=None, build=None):
+    return write_artifact(path, partition="15/7-8", size=4, goal="blank-first",
+                          tables=tables or make_tables(), groups=GROUPS,
+                          build=build or {"seconds": 1.5, "workers": 2},
+                          builder_version="0.1.0")
+
+
+def flip_byte(path, position):
+    with open(path, "r+b") as f:
+        f.seek(position)
+        byte = f.read(1)[0]
+        f.seek(position)
+        f.write(bytes([byte ^ 0xFF]))
+
+
+def test_round_trip(tmp_path):
+    tables = make_tables()
+    path = tmp_path / "15-7-8.h5"
+    written = write(path, tables)
+    meta = read_meta(path)
+    assert meta == written
+    assert (meta.format_version, meta.form, meta.partition) == (FORMAT_VERSION, "installed",
+                                                               "15/7-8")
+    assert (meta.size, meta.goal, meta.rank_scheme, meta.rank_version) == (
+        4, "blank-first", "mixed-radix-lex", 1)
+    assert meta.builder_version == "0.1.0"
+    assert meta.build == {"seconds": 1.5, "workers": 2}
+    assert [t.name for t in meta.tables] == ["g7", "g8"]
+    assert meta.tables[1].tiles == tuple(range(8, 16))
+    assert meta.tables[1].offset == 5000
+    assert meta.total_entries == meta.data_length == 75001
+    assert meta.groups[1] == artifact.GroupInfo(tuple(range(8, 16)), 1, tuple(range(16)))
+    assert meta.file_size == os.path.getsize(path)
+    json.dumps(meta.to_dict())  # --json output must serialise
+
+    meta, data = open_tables(path)
+    for (_, _, _, array), info in zip(tables, meta.tables):
+        assert np.array_equal(artifact.table_view(data, info), array)
+
+
+def test_histogram_and_unset(tmp_path):
+    tables = make_tables()
+    meta = write(tmp_path / "a.h5", tables)
+    for (_, _, _, array), info in zip(tables, meta.tables):
+        counts = np.bincount(array, minlength=256)
+        top = max(v for v in range(UNSET) if counts[v])
+        assert info.histogram == tuple(counts[:top + 1])
+        assert info.unset == counts[UNSET]
+    assert meta.tables[0].unset == 0 and meta.tables[1].unset == 71
+
+
+def test_data_is_aligned_and_mapped_read_only(tmp_path):
+    tables = make_tables()
+    meta, data = open_tables(write(tmp_path / "a.h5", tables).path)
+    assert meta.data_offset % 4096 == 0
+    with h5py.File(meta.path, "r") as f:
+        plist = f["tables"].id.get_create_plist()
+        assert plist.get_layout() == h5py.h5d.CONTIGUOUS
+        assert f["tables"].id.get_offset() == meta.data_offset
+        assert np.array_equal(f["tables"][:], data)
+    assert isinstance(data, np.memmap) and not data.flags.writeable
+    assert np.array_equal(data, np.concatenate([t[3] for t in tables]))
+
+
+def test_equal_tables_give_equal_files_and_version(tmp_path):
+    a = write(tmp_path / "a.h5")
+    b = write(tmp_path / "b.h5")
+    assert a.version == b.version and len(a.version) == 12
+    assert (tmp_path / "a.h5").read_bytes() == (tmp_path / "b.h5").read_bytes()
+    # How it was built is not content: the version stays.
+    assert write(tmp_path / "c.h5", build={"seconds": 99}).version == a.version
+
+
+def test_one_changed_byte_changes_version(tmp_path):
+    tables = make_tables()
+    a = write(tmp_path / "a.h5", tables)
+    big = tables[1][3]
+    big[12345] = (big[12345] + 1) % 200
+    b = write(tmp_path / "b.h5", tables)
+    assert a.version != b.version
+    assert a.tables[0].sha256 == b.tables[0].sha256
+    assert a.tables[1].sha256 != b.tables[1].sha256
+
+
+def test_flipped_byte_is_refused_naming_the_table(tmp_path):
+    path = tmp_path / "15-7-8.h5"
+    meta = write(path)
+    flip_byte(path, meta.data_offset + meta.tables[1].offset + 777)
+    with pytest.raises(ArtifactError, match=r"15-7-8\.h5: table 'g8' checksum mismatch"):
+        open_tables(path)
+    meta, data = open_tables(path, verify=False)  # mapping alone does not hash
+    assert table_checksums_ok(meta, data) == [("g7", True), ("g8", False)]
+
+
+@pytest.mark.parametrize("keep", ["half_data", "header_only"])
+def test_truncated_file_is_refused(tmp_path, keep):
+    path = tmp_path / "a.h5"
+    meta = write(path)
+    size = meta.data_offset + meta.data_length // 2 if keep == "half_data" else 2048
+    os.truncate(path, size)
+    with pytest.raises(ArtifactError, match=r"a\.h5: .*truncated"):
+        open_tables(path)
+
+
+def test_unknown_format_version_is_refused(tmp_path):
+    path = tmp_path / "a.h5"
+    write(path)
+    with h5py.File(path, "r+") as f:
+        f.attrs["format_version"] = 7
+    with pytest.raises(ArtifactError, match=r"a\.h5: format version 7, this pdbtool reads 1"):
+        read_meta(path)
+
+
+def test_missing_attribute_is_refused(tmp_path):
+    path = tmp_path / "a.h5"
+    write(path)
+    with h5py.File(path, "r+") as f:
+        del f.attrs["groups"]
+    with pytest.raises(ArtifactError, match=r"a\.h5: missing attribute.*groups"):
+        read_meta(path)
+
+
+def test_tampered_metadata_is_refused(tmp_path):
+    path = tmp_path / "a.h5"
+    write(path)
+    with h5py.File(path, "r+") as f:
+        f.attrs["goal"] = "blank-last"  # would silently misread every table
+    with pytest.raises(ArtifactError, match=r"a\.h5: version attribute"):
+        read_meta(path)
+
+
+def test_packed_form_is_refused(tmp_path):
+    path = tmp_path / "a.h5"
+    write(path)
+    with h5py.File(path, "r+") as f:
+        f.attrs["form"] = "packed"
+    with pytest.raises(ArtifactError, match=r"a\.h5: is a packed file; run `pdbtool unpack`"):
+        open_tables(path)
+
+
+def test_not_hdf5_and_missing_files_are_refused(tmp_path):
+    junk = tmp_path / "junk.h5"
+    junk.write_bytes(b"not an hdf5 file at all" * 100)
+    with pytest.raises(ArtifactError, match=r"junk\.h5: not an HDF5 file"):
+        read_meta(junk)
+    with pytest.raises(ArtifactError, match=r"nope\.h5: no such file"):
+        open_tables(tmp_path / "nope.h5")
+    with h5py.File(tmp_path / "other.h5", "w") as f:
+        f["x"] = np.arange(3)
+    with pytest.raises(ArtifactError, match=r"other\.h5: missing attribute 'format_version'"):
+        read_meta(tmp_path / "other.h5")
+
+
+def test_bad_input_is_rejected_before_writing(tmp_path):
+    tables = make_tables()
+    with pytest.raises(ValueError, match="uint8"):
+        write(tmp_path / "a.h5", [("g7", range(1, 8), 16, tables[0][3].astype(np.int16)),
+                                  tables[1]])
+    with pytest.raises(ValueError, match="does not fit"):
+        write_artifact(tmp_path / "a.h5", partition="15/7-8", size=4, goal="blank-first",
+                       tables=tables, groups=[(range(1, 8), 0, range(9))], build={},
+                       builder_version="0")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_atomic_output_leaves_nothing_on_failure(tmp_path):
+    dst = tmp_path / "a.h5"
+    dst.write_bytes(b"old")
+    with pytest.raises(RuntimeError):
+        with atomic_output(dst) as tmp:
+            assert tmp.name.endswith(".partial") and tmp.parent == tmp_path
+            tmp.write_bytes(b"half")
+            raise RuntimeError("boom")
+    assert list(tmp_path.iterdir()) == [dst] and dst.read_bytes() == b"old"
+    with atomic_output(dst) as tmp:
+        tmp.write_bytes(b"new")
+    assert list(tmp_path.iterdir()) == [dst] and dst.read_bytes() == b"new"
+
+
+def test_file_names(tmp_path):
+    assert artifact_filename("15/7-8") == "15-7-8.h5"
+    assert artifact_filename("24/6-6-6-6") == "24-6-6-6-6.h5"
+    with pytest.raises(ValueError):
+        artifact_filename("../x")
+    for name in ("b.h5", "a.h5", "notes.txt"):
+        (tmp_path / name).write_bytes(b"")
+    assert find_artifacts(tmp_path) == [tmp_path / "a.h5", tmp_path / "b.h5"]

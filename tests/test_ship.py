@@ -1,0 +1,164 @@
+"""pack / unpack: the zstd shipping form round-trips exactly and refuses damage."""
+
+import os
+
+import h5py
+import numpy as np
+import pytest
+
+from pdbtool.artifact import (
+    ZSTD_FILTER,
+    open_tables,
+    read_meta,
+    read_packed_meta,
+    write_artifact,
+)
+from pdbtool.errors import ArtifactError
+from pdbtool.ship import pack, unpack
+
+CHUNK = 8192  # small, so the tables span many chunks; the total is not a multiple
+
+
+def make_installed(path, sizes=(5000, 70001)):
+    rng = np.random.default_rng(7)
+    tables = [(f"t{i}", range(1 + 4 * i, 5 + 4 * i), 16,
+               rng.integers(0, 12, n, dtype=np.uint8)) for i, n in enumerate(sizes)]
+    groups = [(t[1], i, range(16)) for i, t in enumerate(tables)]
+    return write_artifact(path, partition="15/4-4", size=4, goal="blank-first",
+                          tables=tables, groups=groups, build={"seconds": 0.1},
+                          builder_version="test")
+
+
+@pytest.fixture
+def packed(tmp_path):
+    src = tmp_path / "15-4-4.h5"
+    make_installed(src)
+    dst = tmp_path / "15-4-4.pdbpack"
+    pack(src, dst, chunk_bytes=CHUNK, threads=3)
+    return src, dst
+
+
+def flip_byte(path, position):
+    with open(path, "r+b") as f:
+        f.seek(position)
+        byte = f.read(1)[0]
+        f.seek(position)
+        f.write(bytes([byte ^ 0xFF]))
+
+
+def chunk_location(path, index):
+    with h5py.File(path, "r") as f:
+        info = f["tables"].id.get_chunk_info_by_coord((index * CHUNK,))
+    return info.byte_offset, info.size
+
+
+def test_round_trip_is_exact(tmp_path):
+    src, dst, back = tmp_path / "a.h5", tmp_path / "a.pdbpack", tmp_path / "b.h5"
+    original = make_installed(src)
+    stats = pack(src, dst, chunk_bytes=CHUNK, threads=3)
+    assert stats["raw_bytes"] == original.data_length == 75001
+    assert stats["chunks"] == 10 and stats["chunk_bytes"] == CHUNK
+    assert stats["packed_bytes"] == os.path.getsize(dst) < original.file_size
+
+    meta = unpack(dst, back, threads=2)
+    assert meta.form == "installed" and meta.path == str(back)
+    assert meta.version == original.version and meta.tables == original.tables
+    _, a = open_tables(src)
+    _, b = open_tables(back)
+    assert np.array_equal(a, b)
+    # Same attributes, same layout: the installed file comes back byte for byte.
+    assert src.read_bytes() == back.read_bytes()
+
+
+def test_packed_layout(packed):
+    src, dst = packed
+    meta = read_packed_meta(dst)
+    assert meta.form == "packed" and meta.data_offset is None
+    assert meta.version == read_meta(src).version
+    with h5py.File(dst, "r") as f:
+        ds = f["tables"]
+        plist = ds.id.get_create_plist()
+        assert plist.get_layout() == h5py.h5d.CHUNKED and ds.chunks == (CHUNK,)
+        assert plist.get_filter(0)[0] == ZSTD_FILTER
+        assert ds.id.get_num_chunks() == 10
+
+
+def test_thread_count_does_not_change_the_file(tmp_path, packed):
+    src, dst = packed
+    other = tmp_path / "one.pdbpack"
+    pack(src, other, chunk_bytes=CHUNK, threads=1)
+    assert other.read_bytes() == dst.read_bytes()
+
+
+def test_single_chunk_and_one_byte_tables(tmp_path):
+    src, dst, back = tmp_path / "a.h5", tmp_path / "a.pdbpack", tmp_path / "b.h5"
+    make_installed(src, sizes=(1, 3))
+    assert pack(src, dst)["chunks"] == 1  # the chunk shrinks to the data
+    unpack(dst, back)
+    assert src.read_bytes() == back.read_bytes()
+
+
+def test_other_hdf5_tools_read_the_packed_file(packed):
+    pytest.importorskip("hdf5plugin")  # importing it registers the zstd filter with HDF5
+    src, dst = packed
+    with h5py.File(src, "r") as a, h5py.File(dst, "r") as b:
+        assert np.array_equal(a["tables"][:], b["tables"][:])
+
+
+def test_flipped_byte_in_a_chunk_is_refused(tmp_path, packed):
+    _, dst = packed
+    offset, size = chunk_location(dst, 3)
+    flip_byte(dst, offset + size // 2)
+    with pytest.raises(ArtifactError, match=r"15-4-4\.pdbpack: chunk 3 "):
+        unpack(dst, tmp_path / "out.h5")
+
+
+def test_truncated_packed_file_is_refused(tmp_path, packed):
+    _, dst = packed
+    os.truncate(dst, os.path.getsize(dst) - 1000)
+    with pytest.raises(ArtifactError, match=r"15-4-4\.pdbpack: .*truncated"):
+        unpack(dst, tmp_path / "out.h5")
+
+
+def test_corrupted_source_is_not_packed(tmp_path):
+    src, dst = tmp_path / "a.h5", tmp_path / "a.pdbpack"
+    meta = make_installed(src)
+    flip_byte(src, meta.data_offset + 6000)
+    with pytest.raises(ArtifactError, match=r"a\.h5: table 't1' checksum mismatch"):
+        pack(src, dst, chunk_bytes=CHUNK)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.h5"]
+
+
+def test_unknown_format_version_is_refused(tmp_path, packed):
+    _, dst = packed
+    with h5py.File(dst, "r+") as f:
+        f.attrs["format_version"] = 7
+    with pytest.raises(ArtifactError, match=r"pdbpack: format version 7, this pdbtool reads 1"):
+        unpack(dst, tmp_path / "out.h5")
+
+
+def test_wrong_forms_are_refused(tmp_path, packed):
+    src, dst = packed
+    with pytest.raises(ArtifactError, match=r"15-4-4\.h5: is an installed artifact"):
+        unpack(src, tmp_path / "out.h5")
+    with pytest.raises(ArtifactError, match=r"pdbpack: is a packed file; run `pdbtool unpack`"):
+        open_tables(dst)
+    with pytest.raises(ArtifactError, match=r"pdbpack: is a packed file"):
+        pack(dst, tmp_path / "again.pdbpack")
+
+
+def test_failed_unpack_leaves_nothing_behind(tmp_path, packed):
+    _, dst = packed
+    out = tmp_path / "out.h5"
+    last, size = chunk_location(dst, 9)
+    flip_byte(dst, last + size - 2)  # late damage: most of the output is already written
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(ArtifactError):
+        unpack(dst, out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert not out.exists()
+    out.write_bytes(b"previous install")  # an existing install survives a failed update
+    with pytest.raises(ArtifactError):
+        unpack(dst, out)
+    assert out.read_bytes() == b"previous install"
+    assert not any(p.name.endswith(".partial") for p in tmp_path.iterdir())
