@@ -29,13 +29,17 @@ class Heuristic:
     artifact: str | None = None  # version of the table artifact it reads, if any
     note: str = ""  # e.g. why a fallback was taken
 
-    def value(self, board_bf) -> int:
-        """h of a blank-first board (slow path, for tools and tests)."""
+    def state(self, board_bf) -> np.ndarray:
+        """The kernel's state row of a blank-first board: h first (slow path, for tools)."""
         board = np.asarray(board_bf, dtype=np.int64)
         pos = np.empty(len(board), dtype=np.int64)
         pos[board] = np.arange(len(board))
         row = np.zeros(self.width, dtype=np.int32)
-        return int(hk.h_init(self.H, self.side, board, pos, row))
+        hk.h_init(self.H, self.side, board, pos, row)
+        return row
+
+    def value(self, board_bf) -> int:
+        return int(self.state(board_bf)[0])
 
 
 def empty_parts() -> list:

@@ -35,13 +35,13 @@ def weights(n, m):
 @njit(cache=True, nogil=True, inline="always")
 def rank(pos, w):
     """Rank of the placement pos (cells, distinct) with place values w."""
-    used = np.uint64(0)
+    # All int64: numba turns uint64 mixed with int64 into float64.
+    used = 0
     r = 0
     for i in range(pos.shape[0]):
         p = pos[i]
-        below = used & ((np.uint64(1) << np.uint64(p)) - np.uint64(1))
-        r += (p - popcount(below)) * w[i]
-        used |= np.uint64(1) << np.uint64(p)
+        r += (p - popcount(used & ((1 << p) - 1))) * w[i]
+        used |= 1 << p
     return r
 
 

@@ -1,0 +1,150 @@
+"""A small client for programs that embed pdbd, and the error mapping the CLI shares.
+
+Failures raise pdbtool's own errors, so callers handle a remote solve like a local one:
+BadInput (INVALID_ARGUMENT), Unsolvable (FAILED_PRECONDITION), LimitReached (deadline,
+cancellation, node budget, queue full), and ServerUnavailable (cannot reach the server).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from pdbtool.errors import BadInput, LimitReached, PdbError, Unsolvable
+
+from . import convert
+from .pdbd.v1 import solver_pb2 as pb, solver_pb2_grpc as pb_grpc
+
+DEFAULT_SERVER = "127.0.0.1:50051"
+UINT32_MAX = (1 << 32) - 1
+
+
+class ServerUnavailable(PdbError):
+    """The server cannot be reached, is shutting down, or failed internally."""
+
+    exit_code = 1
+
+
+ERRORS = {
+    grpc.StatusCode.INVALID_ARGUMENT: BadInput,
+    grpc.StatusCode.FAILED_PRECONDITION: Unsolvable,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: LimitReached,
+    grpc.StatusCode.DEADLINE_EXCEEDED: LimitReached,
+    grpc.StatusCode.CANCELLED: LimitReached,
+}
+
+
+def translate(err: grpc.RpcError, address: str) -> PdbError:
+    """A gRPC failure as the pdbtool error with the same meaning (and exit code)."""
+    code, details = err.code(), err.details() or ""
+    cls = ERRORS.get(code)
+    if cls is None:
+        if code == grpc.StatusCode.UNAVAILABLE:
+            message = f"cannot reach pdbd at {address}: {details}"
+        else:
+            message = f"pdbd at {address} failed: {code.name}: {details}"
+        cls = ServerUnavailable
+    elif code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        message = f"deadline exceeded: {details}"
+    else:
+        message = details
+    error = cls(message)
+    error.code = code
+    return error
+
+
+def board_tiles(board) -> list[int]:
+    """Tiles from text ("1 2 3, 4 ...") or a sequence of ints; the server validates the rest."""
+    if isinstance(board, str):
+        board = [t for t in re.split(r"[\s,]+", board.strip()) if t]
+    tiles = []
+    for t in board:
+        try:
+            v = int(t)
+        except (TypeError, ValueError):
+            raise BadInput(f"not an integer: {t!r} (tiles are whole numbers, 0 is the blank)") from None
+        if not 0 <= v <= UINT32_MAX:
+            raise BadInput(f"tile {v} out of range: tiles are 0 (the blank) to N")
+        tiles.append(v)
+    return tiles
+
+
+class SolverClient:
+    """Talks to one pdbd server. ``with SolverClient(addr) as c: c.solve(board)``."""
+
+    def __init__(self, address: str = DEFAULT_SERVER):
+        self.address = address
+        self._channel = grpc.insecure_channel(address)
+        self._stub = pb_grpc.SolverStub(self._channel)
+        self._health = health_pb2_grpc.HealthStub(self._channel)
+
+    def solve(self, board, goal: str = "blank-last", deadline: float | None = None,
+              budget: int | None = None) -> dict:
+        """Solve optimally; the dict has the fields of `pdbtool solve --json`.
+        ``deadline`` is in seconds from now; ``budget`` caps the nodes generated."""
+        request = convert.solve_request(board_tiles(board), goal, budget)
+        try:
+            reply = self._stub.Solve(request, timeout=deadline)
+        except grpc.RpcError as e:
+            raise translate(e, self.address) from None
+        return convert.result_dict(reply)
+
+    def solve_stream(self, board, goal: str = "blank-last", deadline: float | None = None,
+                     budget: int | None = None, progress_ms: int | None = None):
+        """Yield progress dicts ({"event": "progress", "bound", "nodes_generated", ...}) while
+        the search runs, then the result dict. Stopping the iteration early cancels it."""
+        request = convert.solve_request(board_tiles(board), goal, budget, progress_ms)
+        call = self._stub.SolveStream(request, timeout=deadline)
+        try:
+            for event in call:
+                if event.HasField("progress"):
+                    yield convert.progress_dict(event.progress)
+                else:
+                    yield convert.result_dict(event.result)
+        except grpc.RpcError as e:
+            raise translate(e, self.address) from None
+        finally:
+            call.cancel()  # a no-op once finished; otherwise the server stops the search
+
+    def info(self, timeout: float | None = 10.0) -> dict:
+        try:
+            return convert.info_dict(self._stub.Info(pb.InfoRequest(), timeout=timeout))
+        except grpc.RpcError as e:
+            raise translate(e, self.address) from None
+
+    def health(self, service: str = "", timeout: float | None = 5.0) -> str:
+        """The health status name: SERVING, NOT_SERVING, SERVICE_UNKNOWN."""
+        try:
+            reply = self._health.Check(health_pb2.HealthCheckRequest(service=service),
+                                       timeout=timeout)
+        except grpc.RpcError as e:
+            raise translate(e, self.address) from None
+        return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+
+    def wait_serving(self, timeout: float = 60.0) -> None:
+        """Block until the server reports SERVING; ServerUnavailable after ``timeout``."""
+        end = time.monotonic() + timeout
+        last = "no answer"
+        while True:
+            try:
+                last = self.health(timeout=max(0.1, min(1.0, end - time.monotonic())))
+                if last == "SERVING":
+                    return
+            except PdbError as e:
+                last = str(e)
+            if time.monotonic() >= end:
+                raise ServerUnavailable(f"pdbd at {self.address} not serving after "
+                                        f"{timeout:g} s ({last})")
+            time.sleep(0.1)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

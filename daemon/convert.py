@@ -1,0 +1,84 @@
+"""Conversions between the wire messages (pdbd.v1) and pdbtool's objects and JSON dicts.
+
+The client turns a SolveResult message back into pdbtool's own SolveResult and calls its
+to_dict(), so `pdbd query --json` prints exactly the fields of `pdbtool solve --json`.
+"""
+
+from __future__ import annotations
+
+from pdbtool.search import SolveResult
+
+from .pdbd.v1 import solver_pb2 as pb
+
+DEFAULT_GOAL = "blank-last"
+
+
+def solve_request(tiles, goal: str | None = None, budget: int | None = None,
+                  progress_ms: int | None = None) -> pb.SolveRequest:
+    return pb.SolveRequest(tiles=list(tiles), goal=goal or "", node_budget=budget or 0,
+                           progress_ms=progress_ms or 0)
+
+
+def result_message(r: SolveResult, queue_seconds: float = 0.0) -> pb.SolveResult:
+    return pb.SolveResult(
+        board=list(r.board), size=r.side, goal=r.goal, length=r.length, moves=list(r.moves),
+        blank_moves=r.blank_moves, nodes_expanded=r.nodes_expanded,
+        nodes_generated=r.nodes_generated, seconds=r.seconds, initial_h=r.initial_h,
+        heuristic=r.heuristic, artifact_version=r.artifact or "",
+        iterations=[pb.Iteration(bound=i["bound"], nodes=i["nodes"]) for i in r.iterations],
+        threads=r.threads, note=r.note, queue_seconds=queue_seconds)
+
+
+def result_from_message(m: pb.SolveResult) -> SolveResult:
+    return SolveResult(
+        board=tuple(m.board), goal=m.goal, side=m.size, length=m.length, moves=list(m.moves),
+        blank_moves=m.blank_moves, nodes_expanded=m.nodes_expanded,
+        nodes_generated=m.nodes_generated, seconds=m.seconds, heuristic=m.heuristic,
+        initial_h=m.initial_h,
+        iterations=[{"bound": i.bound, "nodes": i.nodes} for i in m.iterations],
+        artifact=m.artifact_version or None, threads=m.threads, note=m.note)
+
+
+def result_dict(m: pb.SolveResult) -> dict:
+    """The same JSON fields as `pdbtool solve --json`."""
+    return result_from_message(m).to_dict()
+
+
+def progress_message(counters, elapsed: float, queued: bool) -> pb.Progress:
+    """A snapshot of the kernel's live counters [generated, expanded, bound]."""
+    generated, expanded, bound = (int(x) for x in counters)
+    rate = generated / elapsed if elapsed > 0 else 0.0
+    return pb.Progress(bound=bound, nodes_generated=generated, nodes_expanded=expanded,
+                       nodes_per_second=rate, elapsed_seconds=elapsed, queued=queued)
+
+
+def progress_dict(m: pb.Progress) -> dict:
+    return {"event": "progress", "bound": m.bound, "nodes_generated": m.nodes_generated,
+            "nodes_expanded": m.nodes_expanded, "nodes_per_second": round(m.nodes_per_second),
+            "elapsed_seconds": round(m.elapsed_seconds, 3), "queued": m.queued}
+
+
+def artifact_message(meta) -> pb.Artifact:
+    """An ArtifactMeta (pdbtool.artifact) as listed by Info."""
+    return pb.Artifact(
+        path=str(meta.path), partition=meta.partition, size=meta.size, version=meta.version,
+        tables=[pb.Table(name=t.name, sha256=t.sha256, entries=t.entries) for t in meta.tables])
+
+
+def info_dict(m: pb.InfoReply) -> dict:
+    c = m.counters
+    return {
+        "version": m.version,
+        "threads": m.threads,
+        "max_queue": m.max_queue,
+        "uptime_seconds": round(m.uptime_seconds, 3),
+        "sizes": [{"size": s.size, "heuristic": s.heuristic,
+                   "artifact": s.artifact_version or None} for s in m.sizes],
+        "artifacts": [{"path": a.path, "partition": a.partition, "size": a.size,
+                       "version": a.version,
+                       "tables": [{"name": t.name, "sha256": t.sha256, "entries": t.entries}
+                                  for t in a.tables]} for a in m.artifacts],
+        "counters": {"requests": c.requests, "solved": c.solved, "failed": c.failed,
+                     "cancelled": c.cancelled, "rejected": c.rejected,
+                     "in_flight": c.in_flight, "running": c.running},
+    }

@@ -1,0 +1,119 @@
+"""Searches as jobs on a bounded pool of worker threads.
+
+The IDA* kernel releases the GIL, so plain threads search in parallel over the same
+memory-mapped tables. A job owns the two small arrays the kernel shares with its caller:
+``stop`` (set to 1 to make the search return within about a millisecond) and
+``counters`` (nodes generated, nodes expanded, current bound), read for progress.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import numpy as np
+
+from pdbtool.errors import LimitReached
+
+
+class QueueFull(Exception):
+    """Every worker is busy and the queue holds max_queue jobs already."""
+
+
+class Job:
+    def __init__(self, solver, board, goal: str, budget: int | None):
+        self.solver, self.board, self.goal, self.budget = solver, board, goal, budget
+        self.stop = np.zeros(1, np.int64)
+        self.counters = np.zeros(3, np.int64)
+        self.reason: str | None = None  # why it was halted: deadline, cancelled, shutdown
+        self.future: Future | None = None
+        self.submitted = time.monotonic()
+        self.started: float | None = None
+        self._lock = threading.Lock()
+
+    def run(self):
+        self.started = time.monotonic()
+        if self.stop[0]:
+            raise LimitReached("stopped before the search started")
+        return self.solver.solve(self.board, self.goal, budget=self.budget, stop=self.stop,
+                                 counters=self.counters)
+
+    def halt(self, reason: str) -> None:
+        """Stop the search (or drop it from the queue); the first reason given wins."""
+        with self._lock:
+            if self.reason is None:
+                self.reason = reason
+        self.stop[0] = 1
+        if self.future is not None:
+            self.future.cancel()  # only succeeds while it is still queued: frees its slot
+
+    @property
+    def queue_seconds(self) -> float:
+        end = self.started if self.started is not None else time.monotonic()
+        return end - self.submitted
+
+    @property
+    def search_seconds(self) -> float:
+        return 0.0 if self.started is None else time.monotonic() - self.started
+
+
+class WorkerPool:
+    """``threads`` workers and at most ``max_queue`` waiting jobs; beyond that, QueueFull."""
+
+    def __init__(self, threads: int, max_queue: int):
+        self.threads, self.max_queue = threads, max_queue
+        self._executor = ThreadPoolExecutor(threads, thread_name_prefix="pdbd-search")
+        self._slots = threading.BoundedSemaphore(threads + max_queue)
+        self._lock = threading.Lock()
+        self._jobs: set[Job] = set()
+        self._running = 0
+
+    def submit(self, job: Job) -> Future:
+        if not self._slots.acquire(blocking=False):
+            raise QueueFull(f"{self.threads} searches running and {self.max_queue} waiting")
+        with self._lock:
+            self._jobs.add(job)
+        try:
+            job.future = self._executor.submit(self._run, job)
+        except RuntimeError:  # the executor is shut down
+            self._release(job)
+            raise
+        job.future.add_done_callback(lambda _: self._release(job))
+        return job.future
+
+    def _run(self, job: Job):
+        with self._lock:
+            self._running += 1
+        try:
+            return job.run()
+        finally:
+            with self._lock:
+                self._running -= 1
+
+    def _release(self, job: Job) -> None:
+        with self._lock:
+            if job not in self._jobs:
+                return
+            self._jobs.discard(job)
+        self._slots.release()
+
+    @property
+    def in_flight(self) -> int:
+        with self._lock:
+            return len(self._jobs)
+
+    @property
+    def running(self) -> int:
+        with self._lock:
+            return self._running
+
+    def halt_all(self, reason: str) -> None:
+        with self._lock:
+            jobs = list(self._jobs)
+        for job in jobs:
+            job.halt(reason)
+
+    def shutdown(self) -> None:
+        self.halt_all("shutdown")
+        self._executor.shutdown(wait=True, cancel_futures=True)

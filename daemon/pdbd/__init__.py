@@ -1,0 +1,1 @@
+"""Generated gRPC stubs, one subpackage per proto package (regenerate with scripts/gen-protos)."""

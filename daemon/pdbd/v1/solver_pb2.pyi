@@ -1,0 +1,161 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class SolveRequest(_message.Message):
+    __slots__ = ("tiles", "goal", "node_budget", "progress_ms")
+    TILES_FIELD_NUMBER: _ClassVar[int]
+    GOAL_FIELD_NUMBER: _ClassVar[int]
+    NODE_BUDGET_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_MS_FIELD_NUMBER: _ClassVar[int]
+    tiles: _containers.RepeatedScalarFieldContainer[int]
+    goal: str
+    node_budget: int
+    progress_ms: int
+    def __init__(self, tiles: _Optional[_Iterable[int]] = ..., goal: _Optional[str] = ..., node_budget: _Optional[int] = ..., progress_ms: _Optional[int] = ...) -> None: ...
+
+class Iteration(_message.Message):
+    __slots__ = ("bound", "nodes")
+    BOUND_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    bound: int
+    nodes: int
+    def __init__(self, bound: _Optional[int] = ..., nodes: _Optional[int] = ...) -> None: ...
+
+class SolveResult(_message.Message):
+    __slots__ = ("board", "size", "goal", "length", "moves", "blank_moves", "nodes_expanded", "nodes_generated", "seconds", "initial_h", "heuristic", "artifact_version", "iterations", "threads", "note", "queue_seconds")
+    BOARD_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    GOAL_FIELD_NUMBER: _ClassVar[int]
+    LENGTH_FIELD_NUMBER: _ClassVar[int]
+    MOVES_FIELD_NUMBER: _ClassVar[int]
+    BLANK_MOVES_FIELD_NUMBER: _ClassVar[int]
+    NODES_EXPANDED_FIELD_NUMBER: _ClassVar[int]
+    NODES_GENERATED_FIELD_NUMBER: _ClassVar[int]
+    SECONDS_FIELD_NUMBER: _ClassVar[int]
+    INITIAL_H_FIELD_NUMBER: _ClassVar[int]
+    HEURISTIC_FIELD_NUMBER: _ClassVar[int]
+    ARTIFACT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    ITERATIONS_FIELD_NUMBER: _ClassVar[int]
+    THREADS_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    board: _containers.RepeatedScalarFieldContainer[int]
+    size: int
+    goal: str
+    length: int
+    moves: _containers.RepeatedScalarFieldContainer[int]
+    blank_moves: str
+    nodes_expanded: int
+    nodes_generated: int
+    seconds: float
+    initial_h: int
+    heuristic: str
+    artifact_version: str
+    iterations: _containers.RepeatedCompositeFieldContainer[Iteration]
+    threads: int
+    note: str
+    queue_seconds: float
+    def __init__(self, board: _Optional[_Iterable[int]] = ..., size: _Optional[int] = ..., goal: _Optional[str] = ..., length: _Optional[int] = ..., moves: _Optional[_Iterable[int]] = ..., blank_moves: _Optional[str] = ..., nodes_expanded: _Optional[int] = ..., nodes_generated: _Optional[int] = ..., seconds: _Optional[float] = ..., initial_h: _Optional[int] = ..., heuristic: _Optional[str] = ..., artifact_version: _Optional[str] = ..., iterations: _Optional[_Iterable[_Union[Iteration, _Mapping]]] = ..., threads: _Optional[int] = ..., note: _Optional[str] = ..., queue_seconds: _Optional[float] = ...) -> None: ...
+
+class Progress(_message.Message):
+    __slots__ = ("bound", "nodes_generated", "nodes_expanded", "nodes_per_second", "elapsed_seconds", "queued")
+    BOUND_FIELD_NUMBER: _ClassVar[int]
+    NODES_GENERATED_FIELD_NUMBER: _ClassVar[int]
+    NODES_EXPANDED_FIELD_NUMBER: _ClassVar[int]
+    NODES_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
+    ELAPSED_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    QUEUED_FIELD_NUMBER: _ClassVar[int]
+    bound: int
+    nodes_generated: int
+    nodes_expanded: int
+    nodes_per_second: float
+    elapsed_seconds: float
+    queued: bool
+    def __init__(self, bound: _Optional[int] = ..., nodes_generated: _Optional[int] = ..., nodes_expanded: _Optional[int] = ..., nodes_per_second: _Optional[float] = ..., elapsed_seconds: _Optional[float] = ..., queued: _Optional[bool] = ...) -> None: ...
+
+class SolveEvent(_message.Message):
+    __slots__ = ("progress", "result")
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    progress: Progress
+    result: SolveResult
+    def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., result: _Optional[_Union[SolveResult, _Mapping]] = ...) -> None: ...
+
+class InfoRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Table(_message.Message):
+    __slots__ = ("name", "sha256", "entries")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    sha256: str
+    entries: int
+    def __init__(self, name: _Optional[str] = ..., sha256: _Optional[str] = ..., entries: _Optional[int] = ...) -> None: ...
+
+class Artifact(_message.Message):
+    __slots__ = ("path", "partition", "size", "version", "tables")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    TABLES_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    partition: str
+    size: int
+    version: str
+    tables: _containers.RepeatedCompositeFieldContainer[Table]
+    def __init__(self, path: _Optional[str] = ..., partition: _Optional[str] = ..., size: _Optional[int] = ..., version: _Optional[str] = ..., tables: _Optional[_Iterable[_Union[Table, _Mapping]]] = ...) -> None: ...
+
+class SizeServed(_message.Message):
+    __slots__ = ("size", "heuristic", "artifact_version")
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    HEURISTIC_FIELD_NUMBER: _ClassVar[int]
+    ARTIFACT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    size: int
+    heuristic: str
+    artifact_version: str
+    def __init__(self, size: _Optional[int] = ..., heuristic: _Optional[str] = ..., artifact_version: _Optional[str] = ...) -> None: ...
+
+class Counters(_message.Message):
+    __slots__ = ("requests", "solved", "failed", "cancelled", "rejected", "in_flight", "running")
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    SOLVED_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    CANCELLED_FIELD_NUMBER: _ClassVar[int]
+    REJECTED_FIELD_NUMBER: _ClassVar[int]
+    IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_FIELD_NUMBER: _ClassVar[int]
+    requests: int
+    solved: int
+    failed: int
+    cancelled: int
+    rejected: int
+    in_flight: int
+    running: int
+    def __init__(self, requests: _Optional[int] = ..., solved: _Optional[int] = ..., failed: _Optional[int] = ..., cancelled: _Optional[int] = ..., rejected: _Optional[int] = ..., in_flight: _Optional[int] = ..., running: _Optional[int] = ...) -> None: ...
+
+class InfoReply(_message.Message):
+    __slots__ = ("version", "artifacts", "sizes", "counters", "threads", "max_queue", "uptime_seconds")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    ARTIFACTS_FIELD_NUMBER: _ClassVar[int]
+    SIZES_FIELD_NUMBER: _ClassVar[int]
+    COUNTERS_FIELD_NUMBER: _ClassVar[int]
+    THREADS_FIELD_NUMBER: _ClassVar[int]
+    MAX_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    UPTIME_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    version: str
+    artifacts: _containers.RepeatedCompositeFieldContainer[Artifact]
+    sizes: _containers.RepeatedCompositeFieldContainer[SizeServed]
+    counters: Counters
+    threads: int
+    max_queue: int
+    uptime_seconds: float
+    def __init__(self, version: _Optional[str] = ..., artifacts: _Optional[_Iterable[_Union[Artifact, _Mapping]]] = ..., sizes: _Optional[_Iterable[_Union[SizeServed, _Mapping]]] = ..., counters: _Optional[_Union[Counters, _Mapping]] = ..., threads: _Optional[int] = ..., max_queue: _Optional[int] = ..., uptime_seconds: _Optional[float] = ...) -> None: ...

@@ -1,0 +1,327 @@
+"""The pdbtool command line: solve, build, verify, info, list, pack, unpack, partitions.
+
+Exit codes: 0 ok; 2 bad input; 3 unsolvable; 4 budget, deadline or cancellation;
+1 anything else that failed (e.g. a damaged artifact). Errors are one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from . import __version__, artifact, partitions, puzzle
+from .errors import EXIT_BAD_INPUT, BadInput, PdbError
+
+DEFAULT_ARTIFACTS = "artifacts"
+
+
+def emit(args, obj: dict, text: str) -> None:
+    print(json.dumps(obj) if args.json else text, flush=True)
+
+
+# --- solve --------------------------------------------------------------------------------
+
+def choose_heuristic(args, side: int, cache: dict):
+    """The heuristic for a board side: --heuristic, --artifact, or the strongest table in
+    --artifacts, else an explicit, announced fallback to a table-free heuristic."""
+    from .heuristics import table_free
+    from .pdb import load_directory, load_heuristic
+
+    if side in cache:
+        return cache[side]
+    if args.heuristic:
+        h = table_free(args.heuristic, side)
+    elif args.artifact:
+        h = load_heuristic(args.artifact, reflect=not args.no_reflect)
+        if h.side != side:
+            raise BadInput(f"{args.artifact} serves {h.side}x{h.side} boards, the board is {side}x{side}")
+    else:
+        found = {}
+        directory = Path(args.artifacts or DEFAULT_ARTIFACTS)
+        if args.artifacts or directory.is_dir():
+            found = cache.setdefault("dir", load_directory(directory, reflect=not args.no_reflect))
+        if side in found:
+            h = found[side]
+        else:
+            fallback = "walking-distance" if side == 4 else "linear-conflict"
+            h = table_free(fallback, side)
+            h = type(h)(**{**h.__dict__, "note": f"no table for {side}x{side} boards in "
+                           f"{directory}/: fell back to {fallback}"})
+    cache[side] = h
+    return h
+
+
+def solve_one(args, text, cache) -> int:
+    from .parallel import solve_parallel
+    from .search import Solver
+
+    board = puzzle.parse_board(text)
+    side = puzzle.side_of(board)
+    h = choose_heuristic(args, side, cache)
+    solver = cache.setdefault(("solver", side), Solver(h))
+    stop = np.zeros(1, np.int64)
+    timer = None
+    if args.timeout:
+        timer = threading.Timer(args.timeout, lambda: stop.__setitem__(0, 1))
+        timer.daemon = True
+        timer.start()
+    try:
+        if args.threads > 1:
+            r = solve_parallel(solver, board, args.goal, threads=args.threads, budget=args.budget, stop=stop)
+        else:
+            r = solver.solve(board, args.goal, budget=args.budget, stop=stop)
+    finally:
+        if timer:
+            timer.cancel()
+    text = (f"length {r.length}  moves {' '.join(map(str, r.moves)) or '-'}\n"
+            f"blank  {r.blank_moves or '-'}\n"
+            f"{r.heuristic}: h0 {r.initial_h}, {r.nodes_generated:,} nodes generated, "
+            f"{r.seconds:.3f} s" + (f"\nnote: {r.note}" if r.note else ""))
+    emit(args, r.to_dict(), text)
+    return 0
+
+
+def cmd_solve(args) -> int:
+    puzzle.check_goal(args.goal)
+    cache: dict = {}
+    if args.file is None:
+        if not args.board:
+            raise BadInput("no board: give the tiles (e.g. pdbtool solve 1 2 3 4 5 6 7 0 8) or --file FILE")
+        return solve_one(args, " ".join(args.board), cache)
+    if args.board:
+        raise BadInput("give either a BOARD or --file, not both")
+    stream = sys.stdin if args.file == "-" else open_text(args.file)
+    worst = 0
+    for lineno, line in enumerate(stream, 1):
+        line = line.split("#")[0].strip()
+        if not line:
+            continue
+        try:
+            code = solve_one(args, line, cache)
+        except PdbError as e:
+            code = e.exit_code
+            report_error(args, e, f"line {lineno}")
+        worst = max(worst, code)
+    return worst
+
+
+def open_text(path):
+    try:
+        return open(path, encoding="utf-8")
+    except OSError as e:
+        raise BadInput(f"cannot read {path}: {e.strerror}") from None
+
+
+def report_error(args, err: PdbError, where: str = "") -> None:
+    prefix = f"{where}: " if where else ""
+    if getattr(args, "json", False):
+        print(json.dumps({"error": str(err), "exit_code": err.exit_code, "where": where}), flush=True)
+    print(f"pdbtool: {prefix}{err}", file=sys.stderr, flush=True)
+
+
+# --- tables -------------------------------------------------------------------------------
+
+def cmd_build(args) -> int:
+    from .build import build
+    from .pdb import record_verified
+
+    meta = build(args.partition, args.out, workers=args.workers, progress=not args.quiet)
+    record_verified(meta)
+    obj = meta.to_dict()
+    emit(args, obj, f"wrote {meta.path}  version {meta.version}  {meta.total_entries:,} entries  "
+                    f"{meta.build.get('seconds', 0):.1f} s  peak memory "
+                    f"{meta.build.get('peak_memory_bytes', 0) / 2**30:.2f} GiB")
+    return 0
+
+
+def cmd_verify(args) -> int:
+    from .pdb import record_verified
+    from .verify import verify
+
+    meta, checks = verify(args.path, full=args.full)
+    ok = all(c.ok for c in checks)
+    if ok:
+        record_verified(meta)
+    lines = [f"{'ok ' if c.ok else 'FAIL'} {c.name:13s} {c.detail} ({c.seconds:.2f} s)" for c in checks]
+    lines.append(f"{args.path}: {'verified' if ok else 'FAILED'}")
+    emit(args, {"path": str(args.path), "ok": ok, "checks": [c.to_dict() for c in checks]}, "\n".join(lines))
+    if not ok:
+        failed = next(c for c in checks if not c.ok)
+        print(f"pdbtool: {args.path}: check {failed.name} failed: {failed.detail}", file=sys.stderr)
+    return 0 if ok else 1
+
+
+def read_any_meta(path):
+    try:
+        return artifact.read_meta(path)
+    except PdbError:
+        return artifact.read_packed_meta(path)
+
+
+def cmd_info(args) -> int:
+    meta = read_any_meta(args.path)
+    lines = [f"{meta.path}: {meta.partition} ({meta.form}), {meta.size}x{meta.size}, goal {meta.goal}",
+             f"version {meta.version}, format {meta.format_version}, builder {meta.builder_version}, "
+             f"rank {meta.rank_scheme} v{meta.rank_version}",
+             f"build {json.dumps(meta.build)}"]
+    for t in meta.tables:
+        mean = sum(v * c for v, c in enumerate(t.histogram)) / max(1, sum(t.histogram))
+        lines.append(f"  table {t.name}: tiles {list(t.tiles)}, {t.entries:,} entries, mean {mean:.2f}, "
+                     f"max {len(t.histogram) - 1}, unset {t.unset:,}, sha256 {t.sha256[:16]}...")
+    for g in meta.groups:
+        lines.append(f"  group {list(g.tiles)} -> table {g.table}")
+    emit(args, meta.to_dict(), "\n".join(lines))
+    return 0
+
+
+def cmd_list(args) -> int:
+    from .pdb import is_recorded
+
+    directory = Path(args.dir)
+    if not directory.is_dir():
+        raise BadInput(f"{directory}: no such directory")
+    rows = []
+    for path in sorted(directory.iterdir()):
+        if path.suffix not in (".h5", ".pdbpack"):
+            continue
+        try:
+            meta = read_any_meta(path)
+            state = ("verified" if is_recorded(meta) else "unverified") if meta.form == "installed" else "packed"
+            rows.append({"path": str(path), "partition": meta.partition, "version": meta.version,
+                         "bytes": path.stat().st_size, "state": state})
+        except PdbError as e:
+            rows.append({"path": str(path), "partition": None, "version": None,
+                         "bytes": path.stat().st_size, "state": f"damaged: {e}"})
+    text = "\n".join(f"{r['path']:40s} {r['partition'] or '-':12s} {r['version'] or '-':14s} "
+                     f"{r['bytes'] / 2**20:9.1f} MiB  {r['state']}" for r in rows) or f"no artifacts in {directory}"
+    emit(args, {"artifacts": rows}, text)
+    return 0
+
+
+def cmd_pack(args) -> int:
+    from .ship import pack
+
+    stats = pack(args.path, args.output, threads=args.threads, level=args.level)
+    emit(args, {"path": str(args.output), **stats},
+         f"packed {args.path} -> {args.output}: {stats['raw_bytes']:,} -> {stats['packed_bytes']:,} bytes "
+         f"in {stats['seconds']:.1f} s")
+    return 0
+
+
+def cmd_unpack(args) -> int:
+    from .pdb import record_verified
+    from .ship import unpack
+
+    meta = unpack(args.path, args.output, threads=args.threads)
+    record_verified(meta)
+    emit(args, meta.to_dict(), f"unpacked {args.path} -> {meta.path}: {meta.partition} version {meta.version}, "
+                               "every table checksum verified")
+    return 0
+
+
+def cmd_partitions(args) -> int:
+    rows = []
+    for p in partitions.CATALOGUE.values():
+        sizes = p.group_sizes()
+        plan, _ = partitions.plan_tables(p)
+        rows.append({"name": p.name, "side": p.side, "groups": [list(g) for g in p.groups],
+                     "entries": sizes, "tables_built": len(plan), "note": p.note})
+    text = "\n".join(f"{r['name']:11s} groups {r['groups']}\n            entries {r['entries']} "
+                     f"({r['tables_built']} table(s) to build): {r['note']}" for r in rows)
+    emit(args, {"partitions": rows}, text)
+    return 0
+
+
+# --- parser -------------------------------------------------------------------------------
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pdbtool", description=(
+        "Optimal sliding-tile puzzle solving: build, verify, ship pattern databases, and solve."))
+    p.add_argument("--version", action="version", version=f"pdbtool {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    s = sub.add_parser("solve", help="solve boards optimally", description=(
+        "Solve a board optimally with IDA*. BOARD is the tiles row by row (0 = blank), as one "
+        "argument or several, separated by spaces and/or commas; the size comes from the count."))
+    s.add_argument("board", nargs="*", metavar="BOARD")
+    s.add_argument("--file", metavar="FILE", help="solve one board per line of FILE ('-' = stdin)")
+    s.add_argument("--goal", default="blank-last", help="blank-last (1..N then 0, default) or blank-first (0,1..N)")
+    s.add_argument("--heuristic", choices=("hamming", "manhattan", "linear-conflict", "walking-distance"),
+                   help="use a table-free heuristic instead of pattern databases")
+    s.add_argument("--artifact", metavar="PATH", help="use this pattern-database artifact")
+    s.add_argument("--artifacts", metavar="DIR", help=f"pick the strongest artifact for the size (default ./{DEFAULT_ARTIFACTS} if present)")
+    s.add_argument("--no-reflect", action="store_true", help="do not max with the reflected board's value")
+    s.add_argument("--threads", type=int, default=1, help="search one board on N threads (default 1)")
+    s.add_argument("--budget", type=int, help="give up after about this many nodes (exit 4)")
+    s.add_argument("--timeout", type=float, help="give up after this many seconds (exit 4)")
+    s.add_argument("--json", action="store_true", help="one JSON object per board")
+    s.set_defaults(func=cmd_solve)
+
+    b = sub.add_parser("build", help="build a partition's pattern databases", description=(
+        "Build the tables of a partition (see `pdbtool partitions`) and write one artifact."))
+    b.add_argument("partition", help="e.g. 8/full, 15/5-5-5, 15/6-6-3, 15/7-8, 24/6-6-6-6")
+    b.add_argument("--workers", type=int, default=os.cpu_count(), help="threads (default: all cores)")
+    b.add_argument("--out", default=DEFAULT_ARTIFACTS, help=f"output directory (default {DEFAULT_ARTIFACTS})")
+    b.add_argument("--quiet", action="store_true", help="no progress bar")
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(func=cmd_build)
+
+    v = sub.add_parser("verify", help="check an artifact thoroughly", description=(
+        "Checksums, rank/unrank round trip, completeness, consistency across moves and "
+        "admissibility against exact solves. Exit 1 names the failed check."))
+    v.add_argument("path")
+    v.add_argument("--full", action="store_true", help="exhaustive round trip and more samples")
+    v.add_argument("--json", action="store_true")
+    v.set_defaults(func=cmd_verify)
+
+    i = sub.add_parser("info", help="show an artifact's metadata")
+    i.add_argument("path")
+    i.add_argument("--json", action="store_true")
+    i.set_defaults(func=cmd_info)
+
+    ls = sub.add_parser("list", help="list the artifacts in a directory")
+    ls.add_argument("dir", nargs="?", default=DEFAULT_ARTIFACTS)
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(func=cmd_list)
+
+    pk = sub.add_parser("pack", help="compress an artifact for shipping (zstd, all cores)")
+    pk.add_argument("path")
+    pk.add_argument("-o", "--output", required=True, help="packed file to write (e.g. x.pdbpack)")
+    pk.add_argument("--threads", type=int, default=os.cpu_count())
+    pk.add_argument("--level", type=int, default=10, help="zstd level (default 10)")
+    pk.add_argument("--json", action="store_true")
+    pk.set_defaults(func=cmd_pack)
+
+    up = sub.add_parser("unpack", help="expand a packed artifact and verify every checksum")
+    up.add_argument("path")
+    up.add_argument("-o", "--output", required=True, help="installed artifact to write (.h5)")
+    up.add_argument("--threads", type=int, default=os.cpu_count())
+    up.add_argument("--json", action="store_true")
+    up.set_defaults(func=cmd_unpack)
+
+    pt = sub.add_parser("partitions", help="list the partition catalogue")
+    pt.add_argument("--json", action="store_true")
+    pt.set_defaults(func=cmd_partitions)
+    return p
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except PdbError as e:
+        report_error(args, e)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("pdbtool: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
