@@ -16,7 +16,8 @@ import threading
 
 from pdbtool.errors import BadInput, LimitReached, PdbError
 
-from .client import DEFAULT_SERVER, SolverClient
+from .client import SolverClient
+from .defaults import DEFAULT_LISTEN, DEFAULT_MAX_QUEUE, DEFAULT_SERVER
 
 EXIT_INTERRUPTED = LimitReached.exit_code
 
@@ -26,16 +27,21 @@ def main(argv=None) -> int:
     try:
         return args.run(args)
     except PdbError as e:
-        print(f"pdbd: {e}", file=sys.stderr)
+        report_error(args, str(e), e.exit_code)
         return e.exit_code
     except KeyboardInterrupt:
-        print("pdbd: interrupted", file=sys.stderr)
+        report_error(args, "interrupted", EXIT_INTERRUPTED)
         return EXIT_INTERRUPTED
 
 
-def parser() -> argparse.ArgumentParser:
-    from .server import DEFAULT_LISTEN, DEFAULT_MAX_QUEUE
+def report_error(args, message: str, code: int) -> None:
+    """One line on stderr; with --json also an error object on stdout, as pdbtool does."""
+    if getattr(args, "json", False):
+        print(json.dumps({"error": message, "exit_code": code, "where": ""}), flush=True)
+    print(f"pdbd: {message}", file=sys.stderr, flush=True)
 
+
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pdbd", description="gRPC daemon for optimal sliding-tile solving")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -58,7 +64,7 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("board", nargs="*", metavar="BOARD",
                    help="tiles row by row, 0 for the blank (spaces or commas); stdin if none")
     q.add_argument("--goal", default="blank-last", help="blank-last (default) or blank-first")
-    q.add_argument("--deadline", type=float, default=None, metavar="S", help="give up after S seconds")
+    q.add_argument("--deadline", "--timeout", type=float, default=None, metavar="S", help="give up after S seconds")
     q.add_argument("--budget", type=positive, default=None, metavar="N", help="node budget")
     q.add_argument("--stream", action="store_true", help="show progress on stderr while it searches")
     q.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -167,13 +173,11 @@ def print_progress(p: dict, as_json: bool) -> None:
 
 
 def print_result(r: dict) -> None:
-    side = r["size"]
-    print(f"optimal length {r['length']} ({side}x{side}, goal {r['goal']})")
-    print(f"moves (tiles): {' '.join(map(str, r['moves'])) or '-'}")
-    print(f"blank moves:   {r['blank_moves'] or '-'}")
-    print(f"nodes {r['nodes_generated']:,} generated, {r['nodes_expanded']:,} expanded in "
-          f"{r['seconds']:.3f} s ({r['nodes_per_second']:,} nodes/s); initial h {r['initial_h']}")
-    print(f"heuristic {r['heuristic']}, artifact {r['artifact'] or 'none'}")
+    """The text of `pdbtool solve`."""
+    print(f"length {r['length']}  moves {' '.join(map(str, r['moves'])) or '-'}")
+    print(f"blank  {r['blank_moves'] or '-'}")
+    print(f"{r['heuristic']}: h0 {r['initial_h']}, {r['nodes_generated']:,} nodes generated, "
+          f"{r['seconds']:.3f} s" + (f"\nnote: {r['note']}" if r["note"] else ""))
 
 
 def info(args) -> int:

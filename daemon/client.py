@@ -16,9 +16,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from pdbtool.errors import BadInput, LimitReached, PdbError, Unsolvable
 
 from . import convert
+from .defaults import DEFAULT_SERVER
 from .pdbd.v1 import solver_pb2 as pb, solver_pb2_grpc as pb_grpc
 
-DEFAULT_SERVER = "127.0.0.1:50051"
 UINT32_MAX = (1 << 32) - 1
 
 
@@ -41,6 +41,8 @@ def translate(err: grpc.RpcError, address: str) -> PdbError:
     """A gRPC failure as the pdbtool error with the same meaning (and exit code)."""
     code, details = err.code(), err.details() or ""
     cls = ERRORS.get(code)
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details:
+        cls = BadInput  # the request itself is too big: no board is that large
     if cls is None:
         if code == grpc.StatusCode.UNAVAILABLE:
             message = f"cannot reach pdbd at {address}: {details}"

@@ -6,8 +6,6 @@ to_dict(), so `pdbd query --json` prints exactly the fields of `pdbtool solve --
 
 from __future__ import annotations
 
-from pdbtool.search import SolveResult
-
 from .pdbd.v1 import solver_pb2 as pb
 
 DEFAULT_GOAL = "blank-last"
@@ -19,7 +17,8 @@ def solve_request(tiles, goal: str | None = None, budget: int | None = None,
                            progress_ms=progress_ms or 0)
 
 
-def result_message(r: SolveResult, queue_seconds: float = 0.0) -> pb.SolveResult:
+def result_message(r, queue_seconds: float = 0.0) -> pb.SolveResult:
+    """A pdbtool.search.SolveResult as a wire message."""
     return pb.SolveResult(
         board=list(r.board), size=r.side, goal=r.goal, length=r.length, moves=list(r.moves),
         blank_moves=r.blank_moves, nodes_expanded=r.nodes_expanded,
@@ -29,7 +28,10 @@ def result_message(r: SolveResult, queue_seconds: float = 0.0) -> pb.SolveResult
         threads=r.threads, note=r.note, queue_seconds=queue_seconds)
 
 
-def result_from_message(m: pb.SolveResult) -> SolveResult:
+def result_from_message(m: pb.SolveResult):
+    # Imported here: pdbtool.search loads numba, which `pdbd health` and `info` do not need.
+    from pdbtool.search import SolveResult
+
     return SolveResult(
         board=tuple(m.board), goal=m.goal, side=m.size, length=m.length, moves=list(m.moves),
         blank_moves=m.blank_moves, nodes_expanded=m.nodes_expanded,

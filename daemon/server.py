@@ -13,6 +13,7 @@ from grpc_reflection.v1alpha import reflection
 from pdbtool import puzzle
 from pdbtool.errors import PdbError
 
+from .defaults import DEFAULT_LISTEN, DEFAULT_MAX_QUEUE
 from .jobs import WorkerPool
 from .pdbd.v1 import solver_pb2_grpc as pb_grpc
 from .servicer import SERVICE_NAME, SolverServicer
@@ -20,8 +21,6 @@ from .tables import Tables
 
 log = logging.getLogger("pdbd")
 
-DEFAULT_LISTEN = "127.0.0.1:50051"
-DEFAULT_MAX_QUEUE = 32
 MAX_MESSAGE_BYTES = 64 * 1024  # a board is at most a few hundred bytes
 SPARE_HANDLERS = 16  # handler threads beyond the solves: Info, health checks and watches
 
@@ -38,8 +37,6 @@ class Daemon:
         threads = threads or os.cpu_count() or 1
         self.pool = WorkerPool(threads, max_queue)
         self.servicer = SolverServicer(tables, self.pool)
-        if warm:
-            warm_up(self.servicer.solvers)
         # Solves beyond threads + max_queue are refused by the pool; the handler pool is
         # bounded too, so a burst never queues without limit inside gRPC.
         handlers = threads + max_queue + SPARE_HANDLERS
@@ -63,6 +60,9 @@ class Daemon:
             raise ListenError(f"cannot listen on {listen} (address in use or invalid)")
         host = listen.rsplit(":", 1)[0]
         self.address = f"{host}:{self.port}"
+        # After binding (a busy port fails fast), before serving (no query pays for it).
+        if warm:
+            warm_up(self.servicer.solvers)
 
     def start(self) -> None:
         self.server.start()

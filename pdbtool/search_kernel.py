@@ -130,7 +130,11 @@ def ida(kind, H, s, board, pos, nbr, nnbr, hs, blank, budget, stop, counters, pa
     while True:
         if bound > MAX_DEPTH:  # the stacks are sized for MAX_DEPTH moves
             return BUDGET, 0, expanded, generated, i
-        left = budget - generated if budget >= 0 else -1
+        left = -1  # no limit
+        if budget >= 0:
+            if generated >= budget:
+                return BUDGET, 0, expanded, generated, i
+            left = budget - generated
         status, nb, e, g, length = dfs(kind, H, s, board, pos, nbr, nnbr, hs, blank, -1, 0, bound,
                                        left, stop, counters, path)
         expanded += e

@@ -1,0 +1,113 @@
+"""The command line as a user meets it: exit codes, messages, JSON, no tracebacks."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pdbtool.cli import main
+
+
+
+def run(*args, stdin=None):
+    p = subprocess.run([sys.executable, "-m", "pdbtool.cli", *args], capture_output=True, text=True,
+                       input=stdin, timeout=300)
+    assert "Traceback" not in p.stderr, p.stderr
+    return p
+
+
+def test_solve_json_fields():
+    p = run("solve", "--json", "--heuristic", "manhattan", "8 6 7 2 5 4 3 0 1")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    for key in ("size", "goal", "length", "moves", "blank_moves", "nodes_expanded", "nodes_generated",
+                "seconds", "heuristic", "initial_h", "iterations"):
+        assert key in out
+    assert out["length"] == 31 and out["size"] == 3 and out["goal"] == "blank-last"
+    assert len(out["moves"]) == len(out["blank_moves"]) == 31
+
+
+@pytest.mark.parametrize("board, words", [
+    (["1", "2", "3"], "not a square"),
+    (["1 2 3 4 5 6 7 8 8"], "duplicate"),
+    (["1 2 3 4 5 6 7 8 9"], "out of range"),
+    (["a b c d"], "not an integer"),
+    ([], "no board"),
+])
+def test_bad_input_exit_2_with_message(board, words):
+    p = run("solve", "--heuristic", "manhattan", *board)
+    assert p.returncode == 2 and words in p.stderr
+
+
+def test_bad_goal_and_bad_option():
+    assert run("solve", "--goal", "sideways", "1 2 3 0").returncode == 2
+    assert run("solve", "--heuristic", "magic", "1 2 3 0").returncode == 2
+
+
+def test_unsolvable_exit_3_says_why():
+    p = run("solve", "--heuristic", "manhattan", "1 2 3 4 5 6 7 8 9 10 11 12 13 15 14 0")
+    assert p.returncode == 3 and "unsolvable" in p.stderr and "permutation" in p.stderr
+
+
+def test_budget_exit_4():
+    p = run("solve", "--heuristic", "manhattan", "--budget", "1000", "--goal", "blank-first",
+            "14 13 15 7 11 12 9 5 6 0 2 1 4 8 10 3")
+    assert p.returncode == 4 and "budget" in p.stderr
+
+
+def test_file_mode_one_line_per_board(tmp_path):
+    f = tmp_path / "boards.txt"
+    f.write_text("# comment\n1 2 3 4 5 6 7 0 8\n\n1 2 3 4 5 6 0 7 8\n1 2 3\n")
+    p = run("solve", "--json", "--heuristic", "linear-conflict", "--file", str(f))
+    lines = [json.loads(x) for x in p.stdout.splitlines()]
+    assert [x.get("length") for x in lines] == [1, 2, None]
+    assert "line 5" in p.stderr and p.returncode == 2
+    p = run("solve", "--heuristic", "linear-conflict", "--file", "-", stdin="1 2 3 4 5 6 7 0 8\n")
+    assert p.returncode == 0 and "length 1" in p.stdout
+
+
+def test_table_commands(tmp_path, capsys):
+    assert main(["build", "8/full", "--out", str(tmp_path), "--quiet"]) == 0
+    path = tmp_path / "8-full.h5"
+    assert main(["verify", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["ok"]
+    assert main(["info", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["partition"] == "8/full"
+    packed = tmp_path / "8-full.pdbpack"
+    assert main(["pack", str(path), "-o", str(packed)]) == 0
+    out = tmp_path / "copy" / "8-full.h5"
+    out.parent.mkdir()
+    assert main(["unpack", str(packed), "-o", str(out)]) == 0
+    assert main(["list", str(tmp_path), "--json"]) == 0
+    capsys.readouterr()
+    assert main(["solve", "--json", "--artifact", str(out), "8 6 7 2 5 4 3 0 1"]) == 0
+    assert json.loads(capsys.readouterr().out)["length"] == 31
+
+
+def test_damaged_artifacts_are_refused(tmp_path):
+    assert main(["build", "8/full", "--out", str(tmp_path), "--quiet"]) == 0
+    path = tmp_path / "8-full.h5"
+    data = bytearray(path.read_bytes())
+    data[-1000] ^= 0xFF  # inside the table region
+    path.write_bytes(bytes(data))
+    p = run("verify", str(path))
+    assert p.returncode == 1 and "checksums" in p.stderr and "8-full" in p.stderr
+    p = run("solve", "--artifact", str(path), "1 2 3 4 5 6 7 0 8")
+    assert p.returncode == 1 and "checksum" in p.stderr
+    path.write_bytes(bytes(data[: len(data) // 2]))
+    p = run("verify", str(path))
+    assert p.returncode == 1 and "truncated" in p.stderr.lower() or "unreadable" in p.stderr.lower()
+    p = run("solve", "--artifacts", str(tmp_path), "1 2 3 4 5 6 7 0 8")
+    assert p.returncode == 1
+
+
+def test_wrong_size_for_artifact(tmp_path):
+    assert main(["build", "8/full", "--out", str(tmp_path), "--quiet"]) == 0
+    p = run("solve", "--artifact", str(tmp_path / "8-full.h5"), "1 2 3 4 5 6 7 8 9 10 11 12 13 14 0 15")
+    assert p.returncode == 2 and "3x3" in p.stderr
+
+
+def test_help_explains():
+    p = run("--help")
+    assert p.returncode == 0 and "solve" in p.stdout and "build" in p.stdout

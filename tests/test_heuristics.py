@@ -1,0 +1,88 @@
+"""Admissibility on every 8-puzzle state against exact BFS, h(goal) = 0, consistency."""
+
+import random
+
+import numpy as np
+import pytest
+
+from pdbtool import heuristic_kernels as hk
+from pdbtool import puzzle
+from pdbtool.heuristics import TABLE_FREE, table_free
+from pdbtool.pdb import load_heuristic
+
+
+@pytest.mark.parametrize("name", TABLE_FREE)
+def test_admissible_on_all_8_puzzle_states(name, oracle8):
+    h = table_free(name, 3)
+    over = [(s, d) for s, d in oracle8.items() if h.value(s) > d]
+    assert not over, f"{name} overestimates on {len(over)} states, e.g. {over[0]}"
+    assert h.value(tuple(range(9))) == 0
+
+
+@pytest.mark.parametrize("name", TABLE_FREE)
+def test_consistent_across_moves(name):
+    # All four table-free heuristics are consistent: one move changes h by at most 1.
+    for side in (3, 4):
+        if name == "walking-distance" and side > 4:
+            continue
+        h = table_free(name, side)
+        rng = random.Random(side)
+        nbrs = puzzle.neighbours(side)
+        for _ in range(300):
+            b = puzzle.random_board(side, "blank-first", rng)
+            z = b.index(0)
+            for c in nbrs[z]:
+                cells = list(b)
+                cells[z], cells[c] = cells[c], 0
+                assert abs(h.value(cells) - h.value(b)) <= 1
+
+
+def test_strength_order_on_8_puzzle(oracle8):
+    states = list(oracle8)[::97]
+    means = {n: np.mean([table_free(n, 3).value(s) for s in states]) for n in TABLE_FREE}
+    assert means["hamming"] < means["manhattan"] < means["linear-conflict"]
+
+
+def test_linear_conflict_counts_lines_not_pairs():
+    # Row 0 holds 3 2 1 in reverse: two of them must leave the line: +4, not +6 (3 pairs).
+    b = (3, 2, 1, 0, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+    md = table_free("manhattan", 4).value(b)
+    assert table_free("linear-conflict", 4).value(b) == md + 4
+
+
+def incremental_matches_full(h, side, steps, seed):
+    """Walk randomly; after each move the kernel's incremental row equals a recomputation."""
+    rng = random.Random(seed)
+    board = np.array(puzzle.random_board(side, "blank-first", rng), dtype=np.int64)
+    pos = np.empty(side * side, np.int64)
+    pos[board] = np.arange(side * side)
+    row = np.zeros(h.width, np.int32)
+    hk.h_init(h.H, side, board, pos, row)
+    nbrs = puzzle.neighbours(side)
+    scratch = np.zeros(32, np.int64)
+    for _ in range(steps):
+        b = int(pos[0])
+        c = rng.choice(nbrs[b])
+        t = int(board[c])
+        board[b], board[c] = t, 0
+        pos[t], pos[0] = b, c
+        new = np.zeros_like(row)
+        hk.h_update(int(h.H[0]), h.H, side, board, pos, row, new, t, c, b, scratch)
+        full = h.state(board)
+        assert new[0] == full[0] and (new == full).all(), (board.tolist(), new, full)
+        row = new
+
+
+@pytest.mark.parametrize("name", TABLE_FREE)
+def test_incremental_update_equals_recomputation(name):
+    incremental_matches_full(table_free(name, 4), 4, 300, 1)
+
+
+def test_pdb_incremental_and_reflection(art_dir, oracle8):
+    h = load_heuristic(art_dir / "15-5-5-5.h5")
+    incremental_matches_full(h, 4, 500, 2)
+    # 8/full with reflection is exact: both sums equal the BFS distance.
+    h8 = load_heuristic(art_dir / "8-full.h5")
+    for s, d in list(oracle8.items())[::50]:
+        row = h8.state(s)
+        assert row[0] == row[1] == row[2] == d

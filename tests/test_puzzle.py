@@ -1,0 +1,85 @@
+import random
+
+import pytest
+
+from pdbtool import puzzle
+from pdbtool.errors import BadInput, Unsolvable
+
+LOYD = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 14, 0)
+
+
+def test_parse_spaces_commas_and_lists():
+    assert puzzle.parse_board("1 2 3, 4 5 6,7 8 0") == (1, 2, 3, 4, 5, 6, 7, 8, 0)
+    assert puzzle.parse_board(["1,2", "3", "0"]) == (1, 2, 3, 0)
+    assert puzzle.side_of(puzzle.parse_board(" ".join(map(str, range(25))))) == 5
+
+
+@pytest.mark.parametrize("text, words", [
+    ("", "empty"),
+    ("1 2 3 4 5 6 7 8", "not a square"),
+    ("1 2 3 4 5 6 7 8 8", "duplicate"),
+    ("1 2 3 4 5 6 7 8 9", "out of range"),
+    ("1 2 3 4 5 6 7 x 0", "not an integer"),
+    ("1.5 2 3 0", "not an integer"),
+    ("0", "not supported"),
+    (" ".join(map(str, range(49))), "not supported"),
+])
+def test_bad_boards_name_the_problem(text, words):
+    with pytest.raises(BadInput, match=words):
+        puzzle.parse_board(text)
+
+
+def test_loyd_14_15_is_unsolvable_with_reason():
+    ok, why = puzzle.solvability(LOYD, "blank-last")
+    assert not ok and "odd permutation" in why and "0 move" in why
+    with pytest.raises(Unsolvable):
+        puzzle.require_solvable(LOYD)
+
+
+def test_parity_worked_examples():
+    # Goal itself, one move away, and a single swap of two tiles, on 3x3 and 4x4.
+    for side in (3, 4):
+        g = puzzle.goal_board(side)
+        assert puzzle.solvability(g)[0]
+        assert puzzle.solvability(puzzle.apply_blank_moves(g, "U"))[0]
+        swapped = list(g)
+        swapped[0], swapped[1] = swapped[1], swapped[0]
+        assert not puzzle.solvability(tuple(swapped))[0]
+    # Even width: moving the blank up a row changes the inversion parity (seeds 002).
+    assert puzzle.solvability(puzzle.apply_blank_moves(puzzle.goal_board(4), "UL"))[0]
+
+
+def test_parity_matches_reachability(oracle8_last):
+    rng = random.Random(3)
+    for _ in range(2000):
+        cells = list(range(9))
+        rng.shuffle(cells)
+        assert puzzle.solvability(tuple(cells), "blank-last")[0] == (tuple(cells) in oracle8_last)
+
+
+def test_isomorphism_maps_goal_and_is_involution():
+    for side in (2, 3, 4, 5):
+        last, first = puzzle.goal_board(side, "blank-last"), puzzle.goal_board(side, "blank-first")
+        assert puzzle.rotate_relabel(last) == first
+        b = puzzle.random_board(side, "blank-last", random.Random(side))
+        assert puzzle.rotate_relabel(puzzle.rotate_relabel(b)) == b
+        assert puzzle.solvability(b, "blank-last")[0] == puzzle.solvability(puzzle.rotate_relabel(b), "blank-first")[0]
+
+
+def test_moves_replay_and_blank_letters_agree():
+    g = puzzle.goal_board(4)
+    b = puzzle.apply_blank_moves(g, "ULLURD")
+    tiles, letters = puzzle.blank_path_to_moves(b, [])
+    assert tiles == [] and letters == ""
+    with pytest.raises(BadInput, match="not next to the blank"):
+        puzzle.apply_tile_moves(g, [1])
+    with pytest.raises(BadInput, match="cannot go D"):
+        puzzle.apply_blank_moves(g, "D")
+
+
+def test_random_boards_are_solvable_and_walks_stay_solvable():
+    rng = random.Random(7)
+    for side in (2, 3, 4, 5):
+        for goal in puzzle.GOALS:
+            assert puzzle.solvability(puzzle.random_board(side, goal, rng), goal)[0]
+            assert puzzle.solvability(puzzle.random_walk(side, 30, goal, rng), goal)[0]

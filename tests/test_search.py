@@ -1,0 +1,109 @@
+"""IDA* lengths against exact oracles; replay; goal isomorphism; limits; parallel = serial."""
+
+import random
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from conftest import korf100
+from pdbtool import puzzle
+from pdbtool.errors import BadInput, LimitReached, Unsolvable
+from pdbtool.heuristics import TABLE_FREE, table_free
+from pdbtool.parallel import solve_parallel
+from pdbtool.pdb import load_heuristic
+from pdbtool.search import Solver
+
+
+def random_8_boards(k, seed):
+    rng = random.Random(seed)
+    return [puzzle.random_board(3, "blank-first", rng) for _ in range(k)]
+
+
+@pytest.mark.parametrize("name", TABLE_FREE)
+def test_lengths_equal_bfs_on_1000_boards(name, oracle8):
+    solver = Solver(table_free(name, 3))
+    for b in random_8_boards(1000, 11):
+        r = solver.solve(b, "blank-first")
+        assert r.length == oracle8[b]
+        assert puzzle.apply_tile_moves(b, r.moves) == tuple(range(9))
+        assert puzzle.apply_blank_moves(b, r.blank_moves) == tuple(range(9))
+
+
+def test_pdb_8_full_lengths_and_blank_last(art_dir, oracle8, oracle8_last):
+    solver = Solver(load_heuristic(art_dir / "8-full.h5"))
+    for b in random_8_boards(300, 12):
+        assert solver.solve(b, "blank-first").length == oracle8[b]
+        r = solver.solve(b, "blank-last")
+        assert r.length == oracle8_last[b]
+        assert puzzle.apply_tile_moves(b, r.moves) == puzzle.goal_board(3, "blank-last")
+
+
+def test_isomorphism_maps_optimal_solutions(oracle8, oracle8_last):
+    solver = Solver(table_free("manhattan", 3))
+    for b in random_8_boards(100, 13):
+        image = puzzle.rotate_relabel(b)
+        r = solver.solve(b, "blank-first")
+        # The image of an optimal blank-first solution solves the image for blank-last.
+        moves, letters = puzzle.moves_from_blank_first(r.moves, r.blank_moves, 3, "blank-last")
+        assert puzzle.apply_tile_moves(image, moves) == puzzle.goal_board(3, "blank-last")
+        assert puzzle.apply_blank_moves(image, letters) == puzzle.goal_board(3, "blank-last")
+        assert oracle8_last[image] == r.length == oracle8[b]
+
+
+def test_korf_instances_with_5_5_5(art_dir):
+    solver = Solver(load_heuristic(art_dir / "15-5-5-5.h5"))
+    for _, optimal, board in sorted(korf100(), key=lambda r: r[1])[:5]:
+        r = solver.solve(board, "blank-first")
+        assert r.length == optimal
+        assert puzzle.apply_tile_moves(board, r.moves) == tuple(range(16))
+        assert r.iterations[-1]["bound"] == optimal and r.initial_h <= optimal
+
+
+def test_statistics_are_reported():
+    r = Solver(table_free("manhattan", 3)).solve((8, 6, 7, 2, 5, 4, 3, 0, 1))
+    assert r.length == 31 and r.nodes_generated >= r.nodes_expanded > 0
+    assert [i["bound"] for i in r.iterations] == sorted(i["bound"] for i in r.iterations)
+    assert r.iterations[0]["bound"] == r.initial_h and r.ebf > 1
+
+
+def test_unsolvable_and_wrong_size_are_refused():
+    with pytest.raises(Unsolvable):
+        Solver(table_free("manhattan", 4)).solve((1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 14, 0))
+    with pytest.raises(BadInput, match="3x3"):
+        Solver(table_free("manhattan", 4)).solve((1, 2, 3, 4, 5, 6, 7, 8, 0))
+
+
+def test_budget_and_stop_flag_stop_the_search():
+    hard = korf100()[0][2]  # 57 moves: seconds with Manhattan
+    solver = Solver(table_free("manhattan", 4))
+    with pytest.raises(LimitReached, match="budget"):
+        solver.solve(hard, "blank-first", budget=100_000)
+    stop = np.zeros(1, np.int64)
+    threading.Timer(0.2, lambda: stop.__setitem__(0, 1)).start()
+    t0 = time.perf_counter()
+    with pytest.raises(LimitReached, match="stopped"):
+        solver.solve(hard, "blank-first", stop=stop)
+    assert time.perf_counter() - t0 < 2.0
+
+
+def test_parallel_equals_serial(art_dir):
+    solver = Solver(load_heuristic(art_dir / "15-5-5-5.h5"))
+    for _, optimal, board in sorted(korf100(), key=lambda r: r[1])[:3]:
+        r = solve_parallel(solver, board, "blank-first", threads=2)
+        assert r.length == optimal == solver.solve(board, "blank-first").length
+        assert puzzle.apply_tile_moves(board, r.moves) == tuple(range(16))
+    rng = random.Random(5)
+    s8 = Solver(table_free("linear-conflict", 3))
+    for _ in range(20):
+        b = puzzle.random_board(3, "blank-last", rng)
+        assert solve_parallel(s8, b, "blank-last", threads=2, target=16).length == s8.solve(b).length
+
+
+def test_parallel_stop():
+    solver = Solver(table_free("manhattan", 4))
+    stop = np.zeros(1, np.int64)
+    threading.Timer(0.3, lambda: stop.__setitem__(0, 1)).start()
+    with pytest.raises(LimitReached):
+        solve_parallel(solver, korf100()[0][2], "blank-first", threads=2, stop=stop)
