@@ -32,6 +32,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         report_error(args, "interrupted", EXIT_INTERRUPTED)
         return EXIT_INTERRUPTED
+    except OSError as e:  # e.g. an unreadable artifact directory: a message, not a traceback
+        report_error(args, str(e), 1)
+        return 1
 
 
 def report_error(args, message: str, code: int) -> None:

@@ -79,7 +79,7 @@ class WorkerPool:
         except RuntimeError:  # the executor is shut down
             self._release(job)
             raise
-        job.future.add_done_callback(lambda _: self._release(job))
+        job.future.add_done_callback(lambda _: self._release(job))  # also when cancelled queued
         return job.future
 
     def _run(self, job: Job):
@@ -90,8 +90,10 @@ class WorkerPool:
         finally:
             with self._lock:
                 self._running -= 1
+            self._release(job)  # before the result is visible, so counts are never stale
 
     def _release(self, job: Job) -> None:
+        """Free the job's slot, once."""
         with self._lock:
             if job not in self._jobs:
                 return

@@ -14,7 +14,7 @@ Boards are always in the blank-first convention: tile t's goal cell is t.
 import numpy as np
 from numba import njit
 
-from .ranking import rank
+from .intrinsics import popcount
 
 PER_TILE = 0        # sum of a per-tile table: Hamming or Manhattan  [h]
 LINEAR_CONFLICT = 1  # Manhattan + 2 * per-line conflicts            [h, md, line values...]
@@ -61,14 +61,19 @@ def line_conflict(board, s, line, is_col):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def lookup(H, pos, l, scratch):
-    """Table value of lookup l: its tiles' cells, mapped by its cell map, ranked."""
+def lookup(H, pos, l):
+    """Table value of lookup l: its tiles' cells, mapped by its cell map, ranked in place
+    (ranking.rank, fused here to skip a copy of the cells: this runs twice per node)."""
     tiles = H[LK_TILES]
     cmap = H[LK_CMAP]
-    m = H[LK_M][l]
-    for i in range(m):
-        scratch[i] = cmap[l, pos[tiles[l, i]]]
-    return np.int32(H[TABLE][H[LK_OFF][l] + rank(scratch[:m], H[LK_W][l])])
+    w = H[LK_W]
+    used = 0
+    r = 0
+    for i in range(H[LK_M][l]):
+        p = cmap[l, pos[tiles[l, i]]]
+        r += (p - popcount(used & ((1 << p) - 1))) * w[l, i]
+        used |= 1 << p
+    return np.int32(H[TABLE][H[LK_OFF][l] + r])
 
 
 @njit(cache=True, nogil=True)
@@ -100,10 +105,9 @@ def h_init(H, s, board, pos, row):
         row[2] = wd_index(board, s, H, True)
         row[0] = H[WD_DIST][row[1]] + H[WD_DIST][row[2]]
     else:
-        scratch = np.empty(32, dtype=np.int64)
         sums = np.zeros(2, dtype=np.int32)
         for l in range(H[LK_M].shape[0]):
-            v = lookup(H, pos, l, scratch)
+            v = lookup(H, pos, l)
             row[3 + l] = v
             sums[H[LK_SET][l]] += v
         row[1] = sums[0]
@@ -145,7 +149,7 @@ def wd_index(board, s, H, is_col):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def h_update(kind, H, s, board, pos, prev, row, tile, src, dst, scratch):
+def h_update(kind, H, s, board, pos, prev, row, tile, src, dst):
     """After ``tile`` moved from cell src to cell dst (board and pos already updated),
     derive the state row from the previous one; return the new h. ``kind`` is a
     compile-time literal, so each kind gets a kernel without the others' branches."""
@@ -190,7 +194,7 @@ def h_update(kind, H, s, board, pos, prev, row, tile, src, dst, scratch):
     for j in range(2):
         l = H[TILE_LK][tile, j]
         if l >= 0:
-            v = lookup(H, pos, l, scratch)
+            v = lookup(H, pos, l)
             row[1 + H[LK_SET][l]] += v - prev[3 + l]
             row[3 + l] = v
     h = max(row[1], row[2])

@@ -17,7 +17,7 @@ import numpy as np
 
 from .errors import LimitReached
 from .search import SolveResult, Solver
-from .search_kernel import BUDGET, FOUND, INF, MAX_DEPTH, NOT_FOUND, STOPPED, dfs
+from .search_kernel import BUDGET, FOUND, INF, MAX_DEPTH, NOT_FOUND, STOPPED, run_dfs
 
 FRONTIER = 2048  # subtrees: many more than threads, for load balance
 
@@ -80,7 +80,7 @@ def solve_parallel(solver: Solver, board, goal: str = "blank-last", *, threads: 
         cells, blank, prev, path = node
         b, pos, hs = solver.root(cells)
         out = np.zeros(MAX_DEPTH + 1, np.int64)
-        res = dfs(int(solver.heuristic.H[0]), solver.heuristic.H, solver.side, b, pos, solver.nbr,
+        res = run_dfs(int(solver.heuristic.H[0]), solver.heuristic.H, solver.side, b, pos, solver.nbr,
                   solver.nnbr, hs, blank, prev, len(path), bound, left, halt, worker_counters(), out)
         return res, path, out
 

@@ -15,7 +15,7 @@ from . import puzzle
 from .errors import BadInput, LimitReached
 from .heuristic_kernels import h_init
 from .heuristics import Heuristic
-from .search_kernel import BUDGET, FOUND, MAX_DEPTH, STOPPED, ida
+from .search_kernel import BUDGET, FOUND, MAX_DEPTH, STOPPED, run_ida
 
 
 @dataclass
@@ -124,7 +124,7 @@ class Solver:
         nodes = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
         h0 = int(hs[0, 0])
         t0 = time.perf_counter()
-        status, length, expanded, generated, iters = ida(
+        status, length, expanded, generated, iters = run_ida(
             int(self.heuristic.H[0]), self.heuristic.H, self.side, b, pos, self.nbr, self.nnbr, hs, bf.index(0),
             -1 if budget is None else int(budget), stop, counters, path, bounds, nodes)
         seconds = time.perf_counter() - t0

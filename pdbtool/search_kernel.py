@@ -29,11 +29,11 @@ def dfs(kind, H, s, board, pos, nbr, nnbr, hs, root_blank, root_prev, g0, bound,
 
     Returns (status, next bound, expanded, generated, length). On FOUND, path[:length]
     holds the cells the blank visits after the root; otherwise board and pos are restored.
-    budget < 0 means no node limit.
+    budget < 0 means no node limit. ``kind`` must be a literal: call it through run_dfs.
     """
+    literally(kind)
     blanks = np.empty(MAX_DEPTH + 2, dtype=np.int64)
     it = np.empty(MAX_DEPTH + 2, dtype=np.int64)
-    scratch = np.empty(32, dtype=np.int64)
     counters[2] = bound
     h0 = hs[0, 0]
     if g0 + h0 > bound:
@@ -71,7 +71,7 @@ def dfs(kind, H, s, board, pos, nbr, nnbr, hs, root_blank, root_prev, g0, bound,
         board[c] = 0
         pos[t] = b
         generated += 1
-        h = h_update(kind, H, s, board, pos, hs[depth], hs[depth + 1], t, c, b, scratch)
+        h = h_update(kind, H, s, board, pos, hs[depth], hs[depth + 1], t, c, b)
         f = g0 + depth + 1 + h
         if f > bound:
             if f < next_bound:
@@ -146,3 +146,30 @@ def ida(kind, H, s, board, pos, nbr, nnbr, hs, blank, budget, stop, counters, pa
         if status != NOT_FOUND or nb >= INF:
             return status, length, expanded, generated, i
         bound = nb
+
+
+# Entry points for Python. Calling a kernel that demands a literal from Python makes numba
+# retry its dispatch on every call (about 10 ms); these take the kind as a plain int and
+# call the specialised kernels with constants, so each kind is compiled (and cached) once.
+
+@njit(cache=True, nogil=True)
+def run_dfs(kind, H, s, board, pos, nbr, nnbr, hs, root_blank, root_prev, g0, bound, budget,
+            stop, counters, path):
+    if kind == 0:
+        return dfs(0, H, s, board, pos, nbr, nnbr, hs, root_blank, root_prev, g0, bound, budget, stop, counters, path)
+    if kind == 1:
+        return dfs(1, H, s, board, pos, nbr, nnbr, hs, root_blank, root_prev, g0, bound, budget, stop, counters, path)
+    if kind == 2:
+        return dfs(2, H, s, board, pos, nbr, nnbr, hs, root_blank, root_prev, g0, bound, budget, stop, counters, path)
+    return dfs(3, H, s, board, pos, nbr, nnbr, hs, root_blank, root_prev, g0, bound, budget, stop, counters, path)
+
+
+@njit(cache=True, nogil=True)
+def run_ida(kind, H, s, board, pos, nbr, nnbr, hs, blank, budget, stop, counters, path, bounds, nodes):
+    if kind == 0:
+        return ida(0, H, s, board, pos, nbr, nnbr, hs, blank, budget, stop, counters, path, bounds, nodes)
+    if kind == 1:
+        return ida(1, H, s, board, pos, nbr, nnbr, hs, blank, budget, stop, counters, path, bounds, nodes)
+    if kind == 2:
+        return ida(2, H, s, board, pos, nbr, nnbr, hs, blank, budget, stop, counters, path, bounds, nodes)
+    return ida(3, H, s, board, pos, nbr, nnbr, hs, blank, budget, stop, counters, path, bounds, nodes)

@@ -59,7 +59,6 @@ def incremental_matches_full(h, side, steps, seed):
     row = np.zeros(h.width, np.int32)
     hk.h_init(h.H, side, board, pos, row)
     nbrs = puzzle.neighbours(side)
-    scratch = np.zeros(32, np.int64)
     for _ in range(steps):
         b = int(pos[0])
         c = rng.choice(nbrs[b])
@@ -67,7 +66,7 @@ def incremental_matches_full(h, side, steps, seed):
         board[b], board[c] = t, 0
         pos[t], pos[0] = b, c
         new = np.zeros_like(row)
-        hk.h_update(int(h.H[0]), h.H, side, board, pos, row, new, t, c, b, scratch)
+        hk.h_update(int(h.H[0]), h.H, side, board, pos, row, new, t, c, b)
         full = h.state(board)
         assert new[0] == full[0] and (new == full).all(), (board.tolist(), new, full)
         row = new
