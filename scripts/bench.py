@@ -138,7 +138,136 @@ def foundation() -> str:
     return "\n".join(out)
 
 
-SECTIONS = {"foundation": foundation}
+# --- issue 3 ------------------------------------------------------------------------------
+
+def ensure_artifact(partition: str) -> Path:
+    """The artifact in artifacts/, built (timed by the builder itself) if missing."""
+    from pdbtool.artifact import artifact_filename
+
+    path = ART / artifact_filename(partition)
+    if not path.exists():
+        subprocess.run([PY, "-m", "pdbtool.cli", "build", partition, "--out", str(ART)], check=True)
+    return path
+
+
+def tables() -> str:
+    import tempfile
+
+    import numba
+
+    from pdbtool import artifact, puzzle
+    from pdbtool.build import build_table
+    from pdbtool.pdb import load_heuristic
+    from pdbtool.ship import pack, unpack
+
+    out = [f"## Pattern databases: build, verify, ship\n\nMachine: {machine()}\n"]
+    rows = []
+    for part, bar in (("15/7-8", "10 min, 10 GiB"), ("24/6-6-6-6", "20 min")):
+        meta = artifact.read_meta(ensure_artifact(part))
+        b = meta.build
+        rows.append((part, f"{meta.total_entries:,}", f"{meta.file_size / 2**20:,.0f} MiB", b.get("workers"),
+                     f"{b['seconds'] / 60:.1f} min", f"{b['peak_memory_bytes'] / 2**30:.2f} GiB", bar))
+    out.append("Build figures as recorded by `pdbtool build` in each artifact (wall time, peak RSS):\n")
+    out.append(table(("partition", "entries", "file", "workers", "build time", "peak memory", "bar"), rows))
+
+    # Thread scaling on one real table (the 7-tile group of 15/7-8).
+    times = {}
+    for w in (1, 2):
+        numba.set_num_threads(w)
+        build_table((1, 2, 3, 5, 6, 7), 4, progress=False)  # warm
+        t0 = time.perf_counter()
+        build_table((1, 2, 3, 4, 5, 6, 7), 4, progress=False)
+        times[w] = time.perf_counter() - t0
+    out.append(f"\n**Workers:** the 7-tile table (57.7M entries) in {times[1]:.1f} s with 1 thread, "
+               f"{times[2]:.1f} s with 2: **{times[1] / times[2]:.2f}x** (bar 1.6x).\n")
+
+    # Verify, pack, unpack on 15/7-8.
+    path = ensure_artifact("15/7-8")
+    t0 = time.perf_counter()
+    v = subprocess.run([PY, "-m", "pdbtool.cli", "verify", str(path)], capture_output=True, text=True)
+    verify_s = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory(dir=ART) as tmp:
+        packed = Path(tmp) / "15-7-8.pdbpack"
+        st = pack(path, packed)
+        t0 = time.perf_counter()
+        unpack(packed, Path(tmp) / "15-7-8.h5")
+        unpack_s = time.perf_counter() - t0
+    raw = st["raw_bytes"]
+    out.append(table(("15/7-8", "figure"), [
+        ("raw table bytes", f"{raw:,} ({raw / 2**20:.0f} MiB)"),
+        ("packed bytes (zstd 10)", f"{st['packed_bytes']:,} ({st['packed_bytes'] / 2**20:.0f} MiB, {raw / st['packed_bytes']:.2f}x)"),
+        ("pack", f"{st['seconds']:.1f} s, {raw / st['seconds'] / 2**20:.0f} MiB/s"),
+        ("unpack + verify checksums", f"{unpack_s:.1f} s, {raw / unpack_s / 2**20:.0f} MiB/s"),
+        ("`pdbtool verify` (whole process)", f"{verify_s:.1f} s, {'passed' if v.returncode == 0 else 'FAILED'}"),
+    ]))
+
+    # Mean heuristic value over Korf's 100 starts and random states.
+    korf = [b for _, _, b in instances("korf100.txt")]
+    rng = random.Random(1)
+    rand = [puzzle.random_board(4, "blank-first", rng) for _ in range(10000)]
+    rows = []
+    for reflect in (False, True):
+        h = load_heuristic(path, reflect=reflect)
+        rows.append(("7-8" + (" + reflection" if reflect else ""),
+                     f"{statistics.mean(h.value(b) for b in korf):.2f}",
+                     f"{statistics.mean(h.value(b) for b in rand):.2f}",
+                     "45.63" if not reflect else "-"))
+    out.append("\n### Mean heuristic value\n")
+    out.append(table(("heuristic", "Korf's 100 starts", "10,000 random states", "published (Korf & Felner)"), rows))
+    return "\n".join(out)
+
+
+# --- issue 4 ------------------------------------------------------------------------------
+
+def search() -> str:
+    from pdbtool.parallel import solve_parallel
+    from pdbtool.pdb import load_heuristic
+    from pdbtool.search import Solver
+
+    out = [f"## Optimal search with pattern databases\n\nMachine: {machine()}\n"]
+    korf = instances("korf100.txt")
+    solver = Solver(load_heuristic(ensure_artifact("15/7-8")))
+    solver.solve(korf[0][2], "blank-first")  # compile, touch pages
+    runs = []
+    for _ in range(3):
+        res = [solver.solve(b, "blank-first") for _, _, b in korf]
+        runs.append(res)
+    wrong = [k for (k, opt, _), r in zip(korf, runs[0]) if r.length != opt]
+    totals = [sum(r.seconds for r in res) for res in runs]
+    mid = runs[totals.index(statistics.median(totals))]
+    nodes = [r.nodes_generated for r in mid]
+    secs = [r.seconds for r in mid]
+    hardest = max(zip(nodes, secs, korf), key=lambda x: x[0])
+    out.append(table(("Korf's 100, 15/7-8 + reflection, 1 thread", "this machine", "bar / anchor"), [
+        ("lengths equal to published optimum", f"{100 - len(wrong)}/100" + (f" (wrong: {wrong})" if wrong else ""), "100/100"),
+        ("total search time (median of 3 runs)", f"**{statistics.median(totals):.3f} s**", "<= 0.5 s; C++ peer 11.4 s"),
+        ("median instance", f"**{statistics.median(secs) * 1e3:.2f} ms**", "<= 3 ms; C++ peer 25 ms"),
+        ("mean nodes generated per instance", f"{statistics.mean(nodes):,.0f}", "K&F 7-8 without reflection 36,710"),
+        ("median nodes per instance", f"{statistics.median(nodes):,.0f}", ""),
+        ("hardest instance", f"#{hardest[2][0]}: {hardest[0]:,} nodes, {hardest[1] * 1e3:.1f} ms", "C++ peer #82: 3.2 s"),
+        ("node rate (all nodes / all time)", f"{sum(nodes) / sum(secs) / 1e6:.1f} M nodes/s", "prototype ~11 M"),
+    ]))
+
+    # 24-puzzle: the easiest of Korf & Felner's 50, serial and on 2 threads.
+    k24 = {k: (opt, b) for k, opt, b in instances("korf24_50.txt")}
+    pub = {int(f[0]): int(f[2]) for f in (l.split() for l in (BENCH / "korf24_50_nodes.txt").read_text().splitlines() if l and not l.startswith("#"))}
+    s24 = Solver(load_heuristic(ensure_artifact("24/6-6-6-6")))
+    rows = []
+    for k in (40, 25):
+        opt, b = k24[k]
+        r1 = s24.solve(b, "blank-first")
+        r2 = solve_parallel(s24, b, "blank-first", threads=2)
+        rows.append((f"#{k}", opt, r1.length, r2.length, f"{r1.nodes_generated:,}", f"{pub[k]:,}",
+                     f"{r1.seconds:.1f}", f"{r2.seconds:.1f}", f"**{r1.seconds / r2.seconds:.2f}x**",
+                     f"{r1.nodes_generated / r1.seconds / 1e6:.1f}"))
+    out.append("\n### 24-puzzle, 6-6-6-6 + reflection: 1 thread against 2\n")
+    out.append(table(("instance", "optimal", "length 1T", "length 2T", "nodes 1T", "K&F nodes",
+                      "1T s", "2T s", "speed-up", "M nodes/s 1T"), rows))
+    out.append("\nRust peer on this machine (one core): #40 4.9 s, #25 18.4 s. Bar: 2 threads >= 1.6x.\n")
+    return "\n".join(out)
+
+
+SECTIONS = {"foundation": foundation, "tables": tables, "search": search}
 
 
 def main():
