@@ -267,7 +267,137 @@ def search() -> str:
     return "\n".join(out)
 
 
-SECTIONS = {"foundation": foundation, "tables": tables, "search": search}
+# --- issue 5 ------------------------------------------------------------------------------
+
+def free_port() -> int:
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def daemon() -> str:
+    import concurrent.futures as cf
+    import tempfile
+    import threading
+
+    import grpc
+
+    from daemon.client import SolverClient
+    from daemon.pdbd.v1 import solver_pb2 as pb, solver_pb2_grpc as pb_grpc
+    from pdbtool.pdb import load_heuristic
+    from pdbtool.search import Solver
+
+    out = [f"## The gRPC daemon\n\nMachine: {machine()}\n"]
+    korf = instances("korf100.txt")
+    with tempfile.TemporaryDirectory() as tmp:
+        # Serve exactly 15/7-8 and 24/6-6-6-6 (links, so nothing is copied).
+        for part in ("15/7-8", "24/6-6-6-6"):
+            src = ensure_artifact(part)
+            for suffix in ("", ".verified"):
+                if Path(str(src) + suffix).exists():
+                    os.symlink(str(src) + suffix, Path(tmp) / (src.name + suffix))
+        port = free_port()
+        addr = f"127.0.0.1:{port}"
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([PY, "-m", "daemon.cli", "serve", "--artifacts", tmp, "--listen", addr,
+                                 "--threads", "2", "--max-queue", "64"], stderr=subprocess.DEVNULL)
+        try:
+            client = SolverClient(addr)
+            client.wait_serving(60)
+            startup = time.perf_counter() - t0
+            rss_start = rss_kib(proc.pid)
+
+            # Korf's 100 over gRPC against the same solves in this process.
+            local = Solver(load_heuristic(ensure_artifact("15/7-8")))
+            for _, _, b in korf:  # warm both sides: page cache, kernels
+                local.solve(b, "blank-first")
+                client.solve(b, "blank-first")
+            # Whole passes, alternating, so neither side finds the other's table lines
+            # still hot in the shared cache; per instance the median of 3 passes.
+            wrong = set()
+            remote = {k: [] for k, _, _ in korf}
+            here = {k: [] for k, _, _ in korf}
+            for _ in range(3):
+                for k, opt, b in korf:
+                    t = time.perf_counter()
+                    r = client.solve(b, "blank-first")
+                    remote[k].append(time.perf_counter() - t)
+                    if r["length"] != opt:
+                        wrong.add(k)
+                for k, _, b in korf:
+                    t = time.perf_counter()
+                    local.solve(b, "blank-first")
+                    here[k].append(time.perf_counter() - t)
+            remote_t = [statistics.median(v) for v in remote.values()]
+            local_t = [statistics.median(v) for v in here.values()]
+            overhead = [r - l for r, l in zip(remote_t, local_t)]
+            wrong = sorted(wrong)
+
+            def run_clients(n: int) -> float:
+                clients = [SolverClient(addr) for _ in range(n)]
+                jobs = [b for _, _, b in korf] * 2
+                t = time.perf_counter()
+                with cf.ThreadPoolExecutor(n) as pool:
+                    list(pool.map(lambda i: clients[i % n].solve(jobs[i], "blank-first"), range(len(jobs))))
+                dt = time.perf_counter() - t
+                for c in clients:
+                    c.close()
+                return len(jobs) / dt
+
+            one = statistics.median(run_clients(1) for _ in range(3))
+            two = statistics.median(run_clients(2) for _ in range(3))
+
+            # A burst of 500 concurrent requests on one channel.
+            channel = grpc.insecure_channel(addr)
+            stub = pb_grpc.SolverStub(channel)
+            rss_before = rss_kib(proc.pid)
+            outcomes: dict[str, int] = {}
+            lock = threading.Lock()
+            calls = []
+            t = time.perf_counter()
+            for i in range(500):
+                _, opt, b = korf[i % 100]
+                calls.append((opt, stub.Solve.future(pb.SolveRequest(tiles=b, goal="blank-first"), timeout=120)))
+            for opt, call in calls:
+                try:
+                    ok = call.result().length == opt
+                    key = "answered, optimal" if ok else "answered, WRONG"
+                except grpc.RpcError as e:
+                    key = e.code().name
+                with lock:
+                    outcomes[key] = outcomes.get(key, 0) + 1
+            burst_s = time.perf_counter() - t
+            rss_after = rss_kib(proc.pid)
+            healthy = client.health()
+            channel.close()
+            client.close()
+        finally:
+            proc.terminate()
+            code = proc.wait(30)
+    out.append(table(("figure", "this machine", "bar"), [
+        ("start-up to SERVING, 15/7-8 + 24/6-6-6-6 (831 MB mapped)", f"**{startup:.2f} s**", "<= 2 s"),
+        ("server RSS after start-up", f"{rss_start / 1024:.0f} MiB", "tables mapped, not read"),
+        ("Korf's 100 over gRPC: optimal answers", f"{100 - len(wrong)}/100" + (f" wrong {wrong}" if wrong else ""), "100/100"),
+        ("per-query overhead over in-process, median", f"**{statistics.median(overhead) * 1e3:.2f} ms**", "<= 1 ms"),
+        ("median query: gRPC / in-process", f"{statistics.median(remote_t) * 1e3:.2f} / {statistics.median(local_t) * 1e3:.2f} ms", ""),
+        ("throughput, 1 client (Korf's 100 twice)", f"{one:.0f} queries/s", ""),
+        ("throughput, 2 concurrent clients", f"{two:.0f} queries/s: **{two / one:.2f}x**", ">= 1.6x"),
+        ("burst of 500 concurrent requests", ", ".join(f"{v} {k}" for k, v in sorted(outcomes.items())) + f" in {burst_s:.1f} s", "answered or RESOURCE_EXHAUSTED"),
+        ("server RSS before / after the burst", f"{rss_before / 1024:.0f} / {rss_after / 1024:.0f} MiB", "flat"),
+        ("health after the burst; exit code on SIGTERM", f"{healthy}; {code}", "SERVING; 0"),
+    ]))
+    return "\n".join(out)
+
+
+SECTIONS = {"foundation": foundation, "tables": tables, "search": search, "daemon": daemon}
 
 
 def main():
