@@ -24,11 +24,10 @@ import h5py
 import numpy as np
 
 from .errors import ArtifactError
+from .ranking import RANK_SCHEME, RANK_VERSION
 
 FORMAT_VERSION = 1
 UNSET = 255
-RANK_SCHEME = "mixed-radix-lex"
-RANK_VERSION = 1
 DATASET = "tables"
 ALIGNMENT = 4096
 INSTALLED = "installed"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import resource
+import sys
 import time
 from pathlib import Path
 
@@ -83,7 +84,7 @@ def build(partition: str | Partition, out_dir, *, workers: int | None = None,
         dist = build_table(tiles, part.side, label=label, progress=progress)
         if progress:
             print(f"{label}: {dist.size:,} entries in {fmt_seconds(time.perf_counter() - ts)}",
-                  file=__import__("sys").stderr)
+                  file=sys.stderr)
         tables.append((f"t{i}_" + "-".join(map(str, tiles)), list(tiles), part.cells, dist))
     seconds = time.perf_counter() - t0
     params = {"workers": workers, "seconds": round(seconds, 3),

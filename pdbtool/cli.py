@@ -7,6 +7,7 @@ Exit codes: 0 ok; 2 bad input; 3 unsolvable; 4 budget, deadline or cancellation;
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -50,9 +51,8 @@ def choose_heuristic(args, side: int, cache: dict):
             h = found[side]
         else:
             fallback = "walking-distance" if side == 4 else "linear-conflict"
-            h = table_free(fallback, side)
-            h = type(h)(**{**h.__dict__, "note": f"no table for {side}x{side} boards in "
-                           f"{directory}/: fell back to {fallback}"})
+            h = dataclasses.replace(table_free(fallback, side), note=(
+                f"no table for {side}x{side} boards in {directory}/: fell back to {fallback}"))
     cache[side] = h
     return h
 

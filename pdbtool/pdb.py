@@ -10,6 +10,7 @@ group reads tiles T(g_i) through the cell map sigma(T(c)). h = max(direct sum, r
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -119,12 +120,10 @@ def _fingerprint(meta) -> dict:
 
 
 def record_verified(meta) -> None:
-    import json
     stamp_path(meta.path).write_text(json.dumps(_fingerprint(meta)) + "\n")
 
 
 def is_recorded(meta) -> bool:
-    import json
     try:
         return json.loads(stamp_path(meta.path).read_text()) == _fingerprint(meta)
     except (OSError, ValueError):

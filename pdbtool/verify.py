@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import artifact, puzzle
+from . import artifact, heuristic_kernels as hk, puzzle
 from .errors import PdbError
 from .heuristics import Heuristic, table_free
+from .partitions import blank_region
 from .pdb import check_layout, heuristic_from
 from .ranking import rank_of, round_trip_errors, table_size
 from .search import Solver
@@ -85,9 +86,6 @@ def check_consistency(h: Heuristic, samples: int, rng: random.Random):
     jump further (the blank's region is not part of the index), so h as a whole is not
     consistent; how often that happens is reported, not failed.
     """
-    from . import heuristic_kernels as hk
-    from .partitions import blank_region
-
     side = h.side
     tiles_of = h.H[hk.LK_TILES]
     m_of = h.H[hk.LK_M]

@@ -4,6 +4,8 @@ BENCHMARKS.md (between <!-- bench:NAME --> markers), with the machine it ran on.
     scripts/bench foundation     # issue 2: node rates, table-free heuristics, start-up
     scripts/bench tables         # issue 3: builds, sizes, pack/unpack, verify, mean h
     scripts/bench search         # issue 4: Korf's 100 with 7-8, parallel, 24-puzzle
+    scripts/bench 24             # issue 4: how many of Korf & Felner's 50 fall within one hour
+    scripts/bench daemon         # issue 5: start-up, overhead, throughput, burst
 """
 
 from __future__ import annotations
@@ -267,6 +269,49 @@ def search() -> str:
     return "\n".join(out)
 
 
+def hour24(budget_s: float = 3600.0, threads: int = 2) -> str:
+    """Korf & Felner's 50, easiest (by their node count) first, until ``budget_s`` of wall
+    time is spent; the instance running when time is up is stopped and counted unsolved."""
+    import threading
+
+    import numpy as np
+
+    from pdbtool.errors import LimitReached
+    from pdbtool.parallel import solve_parallel
+    from pdbtool.pdb import load_heuristic
+    from pdbtool.search import Solver
+
+    k24 = {k: (opt, b) for k, opt, b in instances("korf24_50.txt")}
+    pub = {int(f[0]): int(f[2]) for f in (l.split() for l in (BENCH / "korf24_50_nodes.txt").read_text().splitlines() if l and not l.startswith("#"))}
+    solver = Solver(load_heuristic(ensure_artifact("24/6-6-6-6")))
+    rows, solved, t_start = [], 0, time.perf_counter()
+    for k in sorted(pub, key=pub.get):
+        left = budget_s - (time.perf_counter() - t_start)
+        if left <= 0:
+            break
+        opt, b = k24[k]
+        stop = np.zeros(1, np.int64)
+        timer = threading.Timer(left, lambda: stop.__setitem__(0, 1))
+        timer.start()
+        try:
+            r = solve_parallel(solver, b, "blank-first", threads=threads, stop=stop)
+        except LimitReached:
+            rows.append((f"#{k}", opt, "stopped at the hour", "", f"{pub[k]:,}", "", ""))
+            break
+        finally:
+            timer.cancel()
+        solved += r.length == opt
+        rows.append((f"#{k}", opt, r.length, f"{r.nodes_generated:,}", f"{pub[k]:,}",
+                     f"{r.nodes_generated / pub[k]:.2f}", f"{r.seconds:.1f}"))
+        print(rows[-1], flush=True)
+    total = time.perf_counter() - t_start
+    out = [f"## 24-puzzle: Korf & Felner's 50 within one hour\n\nMachine: {machine()}\n",
+           f"6-6-6-6 + reflection, parallel IDA* on {threads} threads, easiest first (by the published node "
+           f"count). **{solved} solved optimally in {total / 60:.1f} min** (budget {budget_s / 60:.0f} min).\n",
+           table(("instance", "optimal", "length", "nodes generated", "K&F nodes", "ratio", "seconds"), rows)]
+    return "\n".join(out)
+
+
 # --- issue 5 ------------------------------------------------------------------------------
 
 def free_port() -> int:
@@ -397,7 +442,7 @@ def daemon() -> str:
     return "\n".join(out)
 
 
-SECTIONS = {"foundation": foundation, "tables": tables, "search": search, "daemon": daemon}
+SECTIONS = {"foundation": foundation, "tables": tables, "search": search, "24": hour24, "daemon": daemon}
 
 
 def main():
