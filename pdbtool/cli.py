@@ -12,12 +12,14 @@ import json
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
 
 from . import __version__, artifact, partitions, puzzle
-from .errors import EXIT_BAD_INPUT, BadInput, PdbError
+from .errors import BadInput, PdbError
+from .progress import fmt_seconds
 
 DEFAULT_ARTIFACTS = "artifacts"
 
@@ -66,17 +68,23 @@ def solve_one(args, text, cache) -> int:
     h = choose_heuristic(args, side, cache)
     solver = cache.setdefault(("solver", side), Solver(h))
     stop = np.zeros(1, np.int64)
+    counters = np.zeros(3, np.int64)
     timer = None
     if args.timeout:
         timer = threading.Timer(args.timeout, lambda: stop.__setitem__(0, 1))
         timer.daemon = True
         timer.start()
+    done = threading.Event()
+    if not args.quiet:
+        threading.Thread(target=report_progress, args=(counters, done), daemon=True).start()
     try:
         if args.threads > 1:
-            r = solve_parallel(solver, board, args.goal, threads=args.threads, budget=args.budget, stop=stop)
+            r = solve_parallel(solver, board, args.goal, threads=args.threads, budget=args.budget,
+                               stop=stop, counters=counters)
         else:
-            r = solver.solve(board, args.goal, budget=args.budget, stop=stop)
+            r = solver.solve(board, args.goal, budget=args.budget, stop=stop, counters=counters)
     finally:
+        done.set()
         if timer:
             timer.cancel()
     text = (f"length {r.length}  moves {' '.join(map(str, r.moves)) or '-'}\n"
@@ -85,6 +93,23 @@ def solve_one(args, text, cache) -> int:
             f"{r.seconds:.3f} s" + (f"\nnote: {r.note}" if r.note else ""))
     emit(args, r.to_dict(), text)
     return 0
+
+
+def report_progress(counters, done: threading.Event, after: float = 1.0, every: float = 1.0) -> None:
+    """Searches longer than ``after`` seconds report bound, nodes, rate and elapsed time on
+    stderr, from the counters the kernel publishes while it runs."""
+    start = time.perf_counter()
+    if done.wait(after):
+        return
+    tty = sys.stderr.isatty()
+    while not done.wait(every if tty else 10 * every):
+        elapsed = time.perf_counter() - start
+        line = (f"searching: bound {counters[2]}, {counters[0]:,} nodes, "
+                f"{counters[0] / elapsed / 1e6:.1f}M nodes/s, {fmt_seconds(elapsed)} elapsed")
+        sys.stderr.write(("\r\x1b[K" + line) if tty else line + "\n")
+        sys.stderr.flush()
+    if tty:
+        sys.stderr.write("\r\x1b[K")
 
 
 def cmd_solve(args) -> int:
@@ -261,6 +286,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--budget", type=int, help="give up after about this many nodes (exit 4)")
     s.add_argument("--timeout", type=float, help="give up after this many seconds (exit 4)")
     s.add_argument("--json", action="store_true", help="one JSON object per board")
+    s.add_argument("--quiet", action="store_true", help="no progress line for long searches")
     s.set_defaults(func=cmd_solve)
 
     b = sub.add_parser("build", help="build a partition's pattern databases", description=(

@@ -22,6 +22,17 @@ MAX_DEPTH = 255
 POLL = 4096
 
 
+@njit(cache=True, nogil=True, inline="always")
+def undo(board, pos, blanks, depth):
+    """Take back the move into the node at ``depth``: the tile returns to the blank's cell."""
+    b = blanks[depth]
+    pb = blanks[depth - 1]
+    t = board[pb]
+    board[b] = t
+    board[pb] = 0
+    pos[t] = b
+
+
 @njit(cache=True, nogil=True)
 def dfs(kind, H, s, board, pos, nbr, nnbr, hs, root_blank, root_prev, g0, bound, budget, stop,
         counters, path):
@@ -54,12 +65,7 @@ def dfs(kind, H, s, board, pos, nbr, nnbr, hs, root_blank, root_prev, g0, bound,
         if k == nnbr[b]:
             if depth == 0:
                 break
-            # Undo the move into this node: the tile returns to the blank's cell.
-            pb = blanks[depth - 1]
-            t = board[pb]
-            board[b] = t
-            board[pb] = 0
-            pos[t] = b
+            undo(board, pos, blanks, depth)
             depth -= 1
             continue
         it[depth] = k + 1
@@ -104,12 +110,7 @@ def dfs(kind, H, s, board, pos, nbr, nnbr, hs, root_blank, root_prev, g0, bound,
     if status == STOPPED or status == BUDGET:
         # Unwind to the root so the caller's board is intact.
         while depth > 0:
-            b = blanks[depth]
-            pb = blanks[depth - 1]
-            t = board[pb]
-            board[b] = t
-            board[pb] = 0
-            pos[t] = b
+            undo(board, pos, blanks, depth)
             depth -= 1
     counters[0] += generated - reported_g
     counters[1] += expanded - reported_e

@@ -124,3 +124,22 @@ def test_interrupted_build_leaves_no_artifact(tmp_path):
     p.wait(60)
     assert p.returncode != 0
     assert list(tmp_path.iterdir()) == []  # neither a table nor a half-written file
+
+
+def test_progress_reports_bound_nodes_rate(capsys):
+    import threading
+    import time
+
+    import numpy as np
+
+    from pdbtool.cli import report_progress
+
+    counters = np.array([5_000_000, 1_000_000, 62], np.int64)
+    done = threading.Event()
+    t = threading.Thread(target=report_progress, args=(counters, done, 0.05, 0.01))
+    t.start()
+    time.sleep(0.4)
+    done.set()
+    t.join()
+    err = capsys.readouterr().err
+    assert "bound 62" in err and "5,000,000 nodes" in err and "M nodes/s" in err
