@@ -6,6 +6,8 @@ to_dict(), so `pdbd query --json` prints exactly the fields of `pdbtool solve --
 
 from __future__ import annotations
 
+from pdbtool.result import SolveResult
+
 from .pdbd.v1 import solver_pb2 as pb
 
 DEFAULT_GOAL = "blank-last"
@@ -29,9 +31,6 @@ def result_message(r, queue_seconds: float = 0.0) -> pb.SolveResult:
 
 
 def result_from_message(m: pb.SolveResult):
-    # Imported here: pdbtool.search loads numba, which `pdbd health` and `info` do not need.
-    from pdbtool.search import SolveResult
-
     return SolveResult(
         board=tuple(m.board), goal=m.goal, side=m.size, length=m.length, moves=list(m.moves),
         blank_moves=m.blank_moves, nodes_expanded=m.nodes_expanded,

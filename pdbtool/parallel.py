@@ -17,7 +17,8 @@ import time
 import numpy as np
 
 from .errors import LimitReached
-from .search import SolveResult, Solver
+from .result import SolveResult
+from .search import Solver
 from .search_kernel import BUDGET, FOUND, INF, MAX_DEPTH, NOT_FOUND, STOPPED, run_dfs
 
 FRONTIER_PER_THREAD = 128  # subtrees per thread: enough for load balance, few enough

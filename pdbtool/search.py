@@ -7,63 +7,14 @@ whose moves have been replayed to the goal before it is returned.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from . import puzzle
 from .errors import BadInput, LimitReached
 from .heuristic_kernels import h_init
 from .heuristics import Heuristic
+from .result import SolveResult
 from .search_kernel import BUDGET, FOUND, MAX_DEPTH, STOPPED, run_ida
-
-
-@dataclass
-class SolveResult:
-    board: tuple
-    goal: str
-    side: int
-    length: int
-    moves: list
-    blank_moves: str
-    nodes_expanded: int
-    nodes_generated: int
-    seconds: float
-    heuristic: str
-    initial_h: int
-    iterations: list = field(default_factory=list)  # [{"bound": b, "nodes": n}, ...]
-    artifact: str | None = None
-    threads: int = 1
-    note: str = ""
-
-    @property
-    def ebf(self) -> float:
-        """Effective branching factor: b with b**length = nodes generated."""
-        if self.length == 0 or self.nodes_generated <= 1:
-            return 0.0
-        return self.nodes_generated ** (1.0 / self.length)
-
-    def to_dict(self) -> dict:
-        return {
-            "board": list(self.board),
-            "size": self.side,
-            "tiles": self.side * self.side - 1,
-            "goal": self.goal,
-            "length": self.length,
-            "moves": self.moves,
-            "blank_moves": self.blank_moves,
-            "nodes_expanded": self.nodes_expanded,
-            "nodes_generated": self.nodes_generated,
-            "seconds": round(self.seconds, 6),
-            "nodes_per_second": round(self.nodes_generated / self.seconds) if self.seconds > 0 else 0,
-            "heuristic": self.heuristic,
-            "artifact": self.artifact,
-            "initial_h": self.initial_h,
-            "iterations": self.iterations,
-            "effective_branching_factor": round(self.ebf, 4),
-            "threads": self.threads,
-            "note": self.note,
-        }
 
 
 def neighbour_arrays(side: int):
