@@ -7,6 +7,7 @@ whose moves have been replayed to the goal before it is returned.
 from __future__ import annotations
 
 import time
+
 import numpy as np
 
 from . import puzzle

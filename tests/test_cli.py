@@ -97,7 +97,7 @@ def test_damaged_artifacts_are_refused(tmp_path):
     assert p.returncode == 1 and "checksum" in p.stderr
     path.write_bytes(bytes(data[: len(data) // 2]))
     p = run("verify", str(path))
-    assert p.returncode == 1 and "truncated" in p.stderr.lower() or "unreadable" in p.stderr.lower()
+    assert p.returncode == 1 and ("truncated" in p.stderr.lower() or "unreadable" in p.stderr.lower())
     p = run("solve", "--artifacts", str(tmp_path), "1 2 3 4 5 6 7 0 8")
     assert p.returncode == 1
 
