@@ -66,7 +66,7 @@ def solve_one(args, text, cache) -> int:
     board = puzzle.parse_board(text)
     side = puzzle.side_of(board)
     h = choose_heuristic(args, side, cache)
-    solver = cache.setdefault(("solver", side), Solver(h))
+    solver = cache.setdefault(("solver", side), Solver(h, prune=not args.no_prune))
     stop = np.zeros(1, np.int64)
     counters = np.zeros(3, np.int64)
     timer = None
@@ -282,6 +282,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--artifact", metavar="PATH", help="use this pattern-database artifact")
     s.add_argument("--artifacts", metavar="DIR", help=f"pick the strongest artifact for the size (default ./{DEFAULT_ARTIFACTS} if present)")
     s.add_argument("--no-reflect", action="store_true", help="do not max with the reflected board's value")
+    s.add_argument("--no-prune", action="store_true",
+                   help="prune only the move back, not duplicate move sequences (for comparison)")
     s.add_argument("--threads", type=int, default=1, help="search one board on N threads (default 1)")
     s.add_argument("--budget", type=int, help="give up after about this many nodes (exit 4)")
     s.add_argument("--timeout", type=float, help="give up after this many seconds (exit 4)")

@@ -14,12 +14,13 @@ from . import puzzle
 from .errors import BadInput, LimitReached
 from .heuristic_kernels import h_init
 from .heuristics import Heuristic
+from .move_pruning import pruning_fsm
 from .result import SolveResult
 from .search_kernel import BUDGET, FOUND, MAX_DEPTH, STOPPED, run_ida
 
 
 def neighbour_arrays(side: int):
-    """nbr[c, k] for k < nnbr[c]: the cells next to c, in U, D, L, R order."""
+    """nbr[c, k] for k < nnbr[c]: the cells next to c, in U, D, L, R order (for the builder)."""
     lists = puzzle.neighbours(side)
     nbr = np.full((side * side, 4), -1, dtype=np.int64)
     nnbr = np.zeros(side * side, dtype=np.int64)
@@ -27,6 +28,20 @@ def neighbour_arrays(side: int):
         nbr[c, :len(cells)] = cells
         nnbr[c] = len(cells)
     return nbr, nnbr
+
+
+def move_arrays(side: int):
+    """The blank's moves from each cell, packed for the kernel: moves[c, i] for
+    i < nmoves[c] is (destination << 2) | direction, directions 0-3 being U, D, L, R."""
+    moves = np.zeros((side * side, 4), dtype=np.int64)
+    nmoves = np.zeros(side * side, dtype=np.int64)
+    for c in range(side * side):
+        r, col = divmod(c, side)
+        for k, (dr, dc) in enumerate(puzzle.BLANK_STEP.values()):
+            if 0 <= r + dr < side and 0 <= col + dc < side:
+                moves[c, nmoves[c]] = (((r + dr) * side + col + dc) << 2) | k
+                nmoves[c] += 1
+    return moves, nmoves
 
 
 def board_arrays(board_bf):
@@ -39,10 +54,12 @@ def board_arrays(board_bf):
 class Solver:
     """Optimal solver for one board size with one heuristic; safe to share across threads."""
 
-    def __init__(self, heuristic: Heuristic):
+    def __init__(self, heuristic: Heuristic, prune: bool = True):
         self.heuristic = heuristic
         self.side = heuristic.side
-        self.nbr, self.nnbr = neighbour_arrays(self.side)
+        self.moves, self.nmoves = move_arrays(self.side)
+        self.prune = prune
+        self.fsm = pruning_fsm(prune)
 
     def prepare(self, board, goal: str):
         """Validate and map to blank-first; raise BadInput / Unsolvable with a clear message."""
@@ -77,7 +94,7 @@ class Solver:
         h0 = int(hs[0, 0])
         t0 = time.perf_counter()
         status, length, expanded, generated, iters = run_ida(
-            int(self.heuristic.H[0]), self.heuristic.H, self.side, b, pos, self.nbr, self.nnbr, hs, bf.index(0),
+            int(self.heuristic.H[0]), self.heuristic.H, self.side, b, pos, self.moves, self.nmoves, self.fsm, hs, bf.index(0),
             -1 if budget is None else int(budget), stop, counters, path, bounds, nodes)
         seconds = time.perf_counter() - t0
         iterations = [{"bound": int(bounds[i]), "nodes": int(nodes[i])} for i in range(min(iters, len(bounds)))]

@@ -1,8 +1,9 @@
 """The IDA* kernel: a cost-bounded depth-first search with an explicit stack.
 
 Plain numba over arrays, no Python objects: the board and the tile positions are changed
-in place (make/undo), the move back to the parent is never generated, and the heuristic is
-updated from the parent's state row (heuristic_kernels.h_update). ``dfs`` searches one
+in place (make/undo), a move is generated only if the move-pruning automaton allows it
+(move_pruning.py: no move back to the parent, no duplicate move sequences), and the
+heuristic is updated from the parent's state row (heuristic_kernels.h_update). ``dfs`` searches one
 subtree under one bound, so the same task serves serial IDA* (``ida`` below) and the
 parallel search (parallel.py), which hands out subtrees of the root.
 
@@ -34,9 +35,13 @@ def undo(board, pos, blanks, depth):
 
 
 @njit(cache=True, nogil=True)
-def dfs(kind, H, s, board, pos, nbr, nnbr, hs, root_blank, root_prev, g0, bound, budget, stop,
-        counters, path):
+def dfs(kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound,
+        budget, stop, counters, path):
     """Search below the root (whose state row is hs[0]) with f = g0 + g + h <= bound.
+
+    moves[c, i] for i < nmoves[c] is (cell << 2) | direction of the blank's moves from c
+    (directions 0-3 are U, D, L, R); fsm[state, direction] is the automaton's next state,
+    or -1 if that move is pruned there.
 
     Returns (status, next bound, expanded, generated, length). On FOUND, path[:length]
     holds the cells the blank visits after the root; otherwise board and pos are restored.
@@ -45,6 +50,7 @@ def dfs(kind, H, s, board, pos, nbr, nnbr, hs, root_blank, root_prev, g0, bound,
     literally(kind)
     blanks = np.empty(MAX_DEPTH + 2, dtype=np.int64)
     it = np.empty(MAX_DEPTH + 2, dtype=np.int64)
+    automaton = np.empty(MAX_DEPTH + 2, dtype=np.int64)
     counters[2] = bound
     h0 = hs[0, 0]
     if g0 + h0 > bound:
@@ -56,22 +62,25 @@ def dfs(kind, H, s, board, pos, nbr, nnbr, hs, root_blank, root_prev, g0, bound,
     reported_e, reported_g = 0, 0
     depth = 0
     blanks[0] = root_blank
+    automaton[0] = root_state
     it[0] = 0
     status = NOT_FOUND
     length = 0
     while True:
         b = blanks[depth]
         k = it[depth]
-        if k == nnbr[b]:
+        if k == nmoves[b]:
             if depth == 0:
                 break
             undo(board, pos, blanks, depth)
             depth -= 1
             continue
         it[depth] = k + 1
-        c = nbr[b, k]
-        if c == (blanks[depth - 1] if depth > 0 else root_prev):
+        move = moves[b, k]
+        next_state = fsm[automaton[depth], move & 3]
+        if next_state < 0:
             continue
+        c = move >> 2
         t = board[c]
         board[b] = t
         board[c] = 0
@@ -95,9 +104,10 @@ def dfs(kind, H, s, board, pos, nbr, nnbr, hs, root_blank, root_prev, g0, bound,
             break
         depth += 1
         blanks[depth] = c
+        automaton[depth] = next_state
         it[depth] = 0
         expanded += 1
-        if expanded % POLL == 0:
+        if expanded & (POLL - 1) == 0:
             counters[0] += generated - reported_g
             counters[1] += expanded - reported_e
             reported_g, reported_e = generated, expanded
@@ -118,7 +128,8 @@ def dfs(kind, H, s, board, pos, nbr, nnbr, hs, root_blank, root_prev, g0, bound,
 
 
 @njit(cache=True, nogil=True)
-def ida(kind, H, s, board, pos, nbr, nnbr, hs, blank, budget, stop, counters, path, bounds, nodes):
+def ida(kind, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds,
+        nodes):
     """Iterative deepening from the root's h: each bound is the previous minimum overshoot.
 
     bounds[i], nodes[i] receive each iteration's bound and nodes generated.
@@ -136,7 +147,7 @@ def ida(kind, H, s, board, pos, nbr, nnbr, hs, blank, budget, stop, counters, pa
             if generated >= budget:
                 return BUDGET, 0, expanded, generated, i
             left = budget - generated
-        status, nb, e, g, length = dfs(kind, H, s, board, pos, nbr, nnbr, hs, blank, -1, 0, bound,
+        status, nb, e, g, length = dfs(kind, H, s, board, pos, moves, nmoves, fsm, hs, blank, 0, 0, bound,
                                        left, stop, counters, path)
         expanded += e
         generated += g
@@ -154,23 +165,22 @@ def ida(kind, H, s, board, pos, nbr, nnbr, hs, blank, budget, stop, counters, pa
 # call the specialised kernels with constants, so each kind is compiled (and cached) once.
 
 @njit(cache=True, nogil=True)
-def run_dfs(kind, H, s, board, pos, nbr, nnbr, hs, root_blank, root_prev, g0, bound, budget,
-            stop, counters, path):
+def run_dfs(kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound, budget, stop, counters, path):
     if kind == 0:
-        return dfs(0, H, s, board, pos, nbr, nnbr, hs, root_blank, root_prev, g0, bound, budget, stop, counters, path)
+        return dfs(0, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound, budget, stop, counters, path)
     if kind == 1:
-        return dfs(1, H, s, board, pos, nbr, nnbr, hs, root_blank, root_prev, g0, bound, budget, stop, counters, path)
+        return dfs(1, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound, budget, stop, counters, path)
     if kind == 2:
-        return dfs(2, H, s, board, pos, nbr, nnbr, hs, root_blank, root_prev, g0, bound, budget, stop, counters, path)
-    return dfs(3, H, s, board, pos, nbr, nnbr, hs, root_blank, root_prev, g0, bound, budget, stop, counters, path)
+        return dfs(2, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound, budget, stop, counters, path)
+    return dfs(3, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound, budget, stop, counters, path)
 
 
 @njit(cache=True, nogil=True)
-def run_ida(kind, H, s, board, pos, nbr, nnbr, hs, blank, budget, stop, counters, path, bounds, nodes):
+def run_ida(kind, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes):
     if kind == 0:
-        return ida(0, H, s, board, pos, nbr, nnbr, hs, blank, budget, stop, counters, path, bounds, nodes)
+        return ida(0, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes)
     if kind == 1:
-        return ida(1, H, s, board, pos, nbr, nnbr, hs, blank, budget, stop, counters, path, bounds, nodes)
+        return ida(1, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes)
     if kind == 2:
-        return ida(2, H, s, board, pos, nbr, nnbr, hs, blank, budget, stop, counters, path, bounds, nodes)
-    return ida(3, H, s, board, pos, nbr, nnbr, hs, blank, budget, stop, counters, path, bounds, nodes)
+        return ida(2, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes)
+    return ida(3, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes)

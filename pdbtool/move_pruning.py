@@ -1,0 +1,123 @@
+"""Move-sequence pruning: an automaton over the blank's moves that rejects duplicate paths.
+
+A word (a string of U, D, L, R) is *forbidden* when an earlier word has the same effect:
+same blank displacement, same rearrangement of tiles, and no larger bounding box. "Earlier"
+means shorter, or of equal length and lexicographically smaller in U < D < L < R.
+Replacing a forbidden word inside any path by its earlier twin gives a path that is
+shorter or lexicographically smaller, reaches the same state, and stays on the board
+(same bounding box). So the lexicographically smallest optimal solution contains no
+forbidden word, and IDA* that never extends a path into one still finds an optimal
+solution. The four immediate reversals (UD, DU, LR, RL) are forbidden too: that is the
+usual parent pruning.
+
+The words up to MAX_LENGTH are found by a breadth-first search over words on an unbounded
+grid (``forbidden_words``). They are shipped as data in forbidden_words.txt, because the
+search takes about half a minute; a test regenerates a shorter prefix and compares.
+The words then become an Aho-Corasick automaton ``fsm[state, move] -> state``, or -1
+where the move would complete a forbidden word; state 0 is the start.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+MOVES = "UDLR"  # the kernel's neighbour order: move k of a cell is MOVES[k]
+STEP = {"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)}
+REVERSE = {"U": "D", "D": "U", "L": "R", "R": "L"}
+MAX_LENGTH = 12
+WORDS_FILE = Path(__file__).with_name("forbidden_words.txt")
+
+
+def forbidden_words(max_length: int) -> list[str]:
+    """Minimal forbidden words up to max_length (no proper substring is forbidden)."""
+    forbidden: set[str] = set()
+    boxes: dict = {((0, 0), frozenset()): [(0, 0, 0, 0)]}  # state -> bounding boxes reaching it
+    level = [("", (0, 0), {}, (0, 0, 0, 0))]  # word, blank, moved tiles (cell -> origin), box
+    for _ in range(max_length):
+        nxt = []
+        for word, blank, moved, box in level:  # in lexicographic order, so first = earliest
+            for m in MOVES:
+                if word and REVERSE[m] == word[-1]:
+                    continue
+                w = word + m
+                if any(w[i:] in forbidden for i in range(1, len(w) - 1)):
+                    continue  # contains a shorter forbidden word already
+                cell = (blank[0] + STEP[m][0], blank[1] + STEP[m][1])
+                tiles = dict(moved)
+                origin = tiles.pop(cell, cell)  # the tile that slides into the old blank cell
+                if origin != blank:
+                    tiles[blank] = origin
+                wbox = (min(box[0], cell[0]), max(box[1], cell[0]), min(box[2], cell[1]), max(box[3], cell[1]))
+                state = (cell, frozenset(tiles.items()))
+                known = boxes.setdefault(state, [])
+                if any(b[0] >= wbox[0] and b[1] <= wbox[1] and b[2] >= wbox[2] and b[3] <= wbox[3] for b in known):
+                    forbidden.add(w)
+                    continue
+                known.append(wbox)
+                nxt.append((w, cell, tiles, wbox))
+        level = nxt
+    return sorted(forbidden, key=lambda w: (len(w), w))
+
+
+def shipped_words() -> list[str]:
+    lines = (line.strip() for line in WORDS_FILE.read_text().splitlines())
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def automaton(words) -> np.ndarray:
+    """Aho-Corasick over the words plus the four reversals: fsm[state, move index]."""
+    words = list(words) + [a + REVERSE[a] for a in MOVES]
+    goto = [[-1] * 4]
+    terminal = [False]
+    for w in words:
+        s = 0
+        for ch in w:
+            k = MOVES.index(ch)
+            if goto[s][k] < 0:
+                goto[s][k] = len(goto)
+                goto.append([-1] * 4)
+                terminal.append(False)
+            s = goto[s][k]
+        terminal[s] = True
+    fail = [0] * len(goto)
+    fsm = np.zeros((len(goto), 4), dtype=np.int32)  # int16 below when it fits: cache-friendlier
+    queue = deque()
+    for k in range(4):
+        t = goto[0][k]
+        fsm[0, k] = t if t >= 0 else 0
+        if t >= 0:
+            queue.append(t)
+    while queue:
+        s = queue.popleft()
+        terminal[s] = terminal[s] or terminal[fail[s]]  # a suffix is forbidden: so is this
+        for k in range(4):
+            t = goto[s][k]
+            if t >= 0:
+                fail[t] = fsm[fail[s], k]
+                fsm[s, k] = t
+                queue.append(t)
+            else:
+                fsm[s, k] = fsm[fail[s], k]
+    # Entering a terminal state completes a forbidden word: that move is pruned.
+    dead = np.array(terminal)
+    fsm[dead[fsm]] = -1
+    return fsm.astype(np.int16) if len(goto) < 2**15 else fsm
+
+
+@lru_cache(maxsize=None)
+def pruning_fsm(enabled: bool = True) -> np.ndarray:
+    """The automaton the search uses; disabled, it forbids only immediate reversals."""
+    return automaton(shipped_words() if enabled else [])
+
+
+def allowed(fsm: np.ndarray, letters: str, state: int = 0) -> int:
+    """Run letters through the automaton; the final state, or -1 if a word is forbidden."""
+    for ch in letters:
+        state = int(fsm[state, MOVES.index(ch)])
+        if state < 0:
+            return -1
+    return state
