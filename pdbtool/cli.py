@@ -104,8 +104,11 @@ def report_progress(counters, done: threading.Event, after: float = 1.0, every: 
     tty = sys.stderr.isatty()
     while not done.wait(every if tty else 10 * every):
         elapsed = time.perf_counter() - start
-        line = (f"searching: bound {counters[2]}, {counters[0]:,} nodes, "
-                f"{counters[0] / elapsed / 1e6:.1f}M nodes/s, {fmt_seconds(elapsed)} elapsed")
+        if counters[2] == 0:  # the kernel has not published yet: loading or compiling
+            line = f"preparing (kernels compile on first use), {fmt_seconds(elapsed)} elapsed"
+        else:
+            line = (f"searching: bound {counters[2]}, {counters[0]:,} nodes, "
+                    f"{counters[0] / elapsed / 1e6:.1f}M nodes/s, {fmt_seconds(elapsed)} elapsed")
         sys.stderr.write(("\r\x1b[K" + line) if tty else line + "\n")
         sys.stderr.flush()
     if tty:

@@ -23,7 +23,7 @@ PDB = 3             # additive pattern databases, max with reflection [h, sum0, 
 
 # Positions in the H tuple.
 (KIND, TILE_TAB, WD_TRANS, WD_DIST, WD_CODES,
- LK_TILES, LK_M, LK_CMAP, LK_W, LK_OFF, LK_SET, TILE_LK, TABLE) = range(13)
+ LK_TILES, LK_M, LK_CMAP, LK_W, LK_OFF, LK_SET, TILE_LK, TABLE, LINE_TAB) = range(14)
 
 
 def state_width(kind: int, side: int, lookups: int) -> int:
@@ -31,33 +31,25 @@ def state_width(kind: int, side: int, lookups: int) -> int:
     return {PER_TILE: 1, LINEAR_CONFLICT: 2 + 2 * side, WALKING: 3, PDB: 3 + lookups}[kind]
 
 
-@njit(cache=True, nogil=True)
-def line_conflict(board, s, line, is_col):
-    """Tiles that must leave a line so the rest keep their goal order: k - LIS, times 2."""
-    # Goal order keys of the tiles in this line that belong to it, in cell order.
-    keys = np.empty(8, dtype=np.int64)
-    k = 0
+@njit(cache=True, nogil=True, inline="always")
+def line_conflict(H, board, s, line, is_col):
+    """2 x the tiles that must leave a line so the rest keep their goal order.
+
+    The line's content is coded in base s+1, one digit per cell: a tile's goal position
+    within this line, or s for a blank or a tile of another line. A table built once
+    (heuristics.line_table) holds 2 * (tiles of the line - longest increasing run).
+    """
+    code = 0
     for i in range(s):
-        c = i * s + line if is_col else line * s + i
-        t = board[c]
+        t = board[i * s + line] if is_col else board[line * s + i]
+        digit = s
         if t != 0:
             if is_col and t % s == line:
-                keys[k] = t // s
-                k += 1
+                digit = t // s
             elif not is_col and t // s == line:
-                keys[k] = t % s
-                k += 1
-    # Longest strictly increasing subsequence, O(k^2) with k <= 6.
-    best = 0
-    lis = np.empty(8, dtype=np.int64)
-    for i in range(k):
-        lis[i] = 1
-        for j in range(i):
-            if keys[j] < keys[i] and lis[j] + 1 > lis[i]:
-                lis[i] = lis[j] + 1
-        if lis[i] > best:
-            best = lis[i]
-    return 2 * (k - best)
+                digit = t % s
+        code = code * (s + 1) + digit
+    return H[LINE_TAB][code]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -94,8 +86,8 @@ def h_init(H, s, board, pos, row):
                 md += H[TILE_TAB][board[c], c]
         h = md
         for line in range(s):
-            row[2 + line] = line_conflict(board, s, line, False)
-            row[2 + s + line] = line_conflict(board, s, line, True)
+            row[2 + line] = line_conflict(H, board, s, line, False)
+            row[2 + s + line] = line_conflict(H, board, s, line, True)
             h += row[2 + line] + row[2 + s + line]
         row[0] = h
         row[1] = md
@@ -164,11 +156,11 @@ def h_update(kind, H, s, board, pos, prev, row, tile, src, dst):
         row[1] = md
         # A vertical move changes the contents of two rows, a horizontal one of two columns.
         if src // s != dst // s:
-            row[2 + src // s] = line_conflict(board, s, src // s, False)
-            row[2 + dst // s] = line_conflict(board, s, dst // s, False)
+            row[2 + src // s] = line_conflict(H, board, s, src // s, False)
+            row[2 + dst // s] = line_conflict(H, board, s, dst // s, False)
         else:
-            row[2 + s + src % s] = line_conflict(board, s, src % s, True)
-            row[2 + s + dst % s] = line_conflict(board, s, dst % s, True)
+            row[2 + s + src % s] = line_conflict(H, board, s, src % s, True)
+            row[2 + s + dst % s] = line_conflict(H, board, s, dst % s, True)
         h = md
         for i in range(2, 2 + 2 * s):
             h += row[i]

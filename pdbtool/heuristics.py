@@ -58,6 +58,7 @@ def empty_parts() -> list:
         np.zeros(1, np.int64),               # LK_SET
         np.full((1, 2), -1, np.int64),       # TILE_LK
         np.zeros(1, np.uint8),               # TABLE
+        np.zeros(1, np.int32),               # LINE_TAB
     ]
 
 
@@ -69,6 +70,26 @@ def manhattan_table(side: int) -> np.ndarray:
     md = np.abs(c // side - t // side) + np.abs(c % side - t % side)
     md[0, :] = 0
     return md.astype(np.int32)
+
+
+def line_table(side: int) -> np.ndarray:
+    """Linear-conflict value of every line content, indexed as in kernels.line_conflict:
+    2 * (tiles of the line - longest strictly increasing run of their goal positions)."""
+    s = side
+    table = np.zeros((s + 1) ** s, dtype=np.int32)
+    for code in range(table.size):
+        digits, c = [], code
+        for _ in range(s):
+            digits.append(c % (s + 1))
+            c //= s + 1
+        keys = [d for d in reversed(digits) if d < s]  # cell order, tiles of this line
+        longest = [1] * len(keys)
+        for i in range(len(keys)):
+            for j in range(i):
+                if keys[j] < keys[i]:
+                    longest[i] = max(longest[i], longest[j] + 1)
+        table[code] = 2 * (len(keys) - max(longest, default=0))
+    return table
 
 
 def hamming_table(side: int) -> np.ndarray:
@@ -139,6 +160,7 @@ def table_free(name: str, side: int) -> Heuristic:
         parts[hk.KIND], parts[hk.TILE_TAB] = np.int64(hk.PER_TILE), manhattan_table(side)
     elif name == "linear-conflict":
         parts[hk.KIND], parts[hk.TILE_TAB] = np.int64(hk.LINEAR_CONFLICT), manhattan_table(side)
+        parts[hk.LINE_TAB] = line_table(side)
     elif name == "walking-distance":
         if side > WALKING_MAX_SIDE:
             raise BadInput(f"walking distance is available up to {WALKING_MAX_SIDE}x{WALKING_MAX_SIDE} boards")
