@@ -21,7 +21,9 @@ from .tables import Tables
 
 log = logging.getLogger("pdbd")
 
-MAX_MESSAGE_BYTES = 64 * 1024  # a board is at most a few hundred bytes
+# A board is at most a few hundred bytes; up to 1 MiB a request still reaches validation and
+# gets INVALID_ARGUMENT naming the problem; beyond that gRPC refuses it unread.
+MAX_MESSAGE_BYTES = 1 << 20
 SPARE_HANDLERS = 16  # handler threads beyond the solves: Info, health checks and watches
 
 

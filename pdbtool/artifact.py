@@ -101,6 +101,10 @@ def atomic_output(path):
     over `path`, on any failure delete it, so no half-written file is ever seen
     under the final name."""
     path = Path(path)
+    if not path.parent.is_dir():
+        raise ArtifactError(f"{path}: directory {path.parent} does not exist")
+    if path.is_dir():
+        raise ArtifactError(f"{path} is a directory: give a file name")
     tmp = path.with_name(f"{path.name}.{os.getpid()}.partial")
     try:
         yield tmp

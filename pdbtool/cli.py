@@ -17,8 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__, artifact, partitions, puzzle
-from .errors import BadInput, PdbError
+from . import __version__, artifact, partitions, puzzle, stamp
+from .errors import ArtifactError, BadInput, PdbError
+from .heuristics import TABLE_FREE
 from .progress import fmt_seconds
 
 DEFAULT_ARTIFACTS = "artifacts"
@@ -157,10 +158,10 @@ def report_error(args, err: PdbError, where: str = "") -> None:
 
 def cmd_build(args) -> int:
     from .build import build
-    from .pdb import record_verified
 
     meta = build(args.partition, args.out, workers=args.workers, progress=not args.quiet)
-    record_verified(meta)
+    artifact.open_tables(meta.path, verify=True)  # re-read from disk before trusting it
+    stamp.record(meta)
     obj = meta.to_dict()
     emit(args, obj, f"wrote {meta.path}  version {meta.version}  {meta.total_entries:,} entries  "
                     f"{meta.build.get('seconds', 0):.1f} s  peak memory "
@@ -169,13 +170,12 @@ def cmd_build(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from .pdb import record_verified
     from .verify import verify
 
     meta, checks = verify(args.path, full=args.full)
     ok = all(c.ok for c in checks)
     if ok:
-        record_verified(meta)
+        stamp.record(meta)
     lines = [f"{'ok ' if c.ok else 'FAIL'} {c.name:13s} {c.detail} ({c.seconds:.2f} s)" for c in checks]
     lines.append(f"{args.path}: {'verified' if ok else 'FAILED'}")
     emit(args, {"path": str(args.path), "ok": ok, "checks": [c.to_dict() for c in checks]}, "\n".join(lines))
@@ -209,8 +209,6 @@ def cmd_info(args) -> int:
 
 
 def cmd_list(args) -> int:
-    from .pdb import is_recorded
-
     directory = Path(args.dir)
     if not directory.is_dir():
         raise BadInput(f"{directory}: no such directory")
@@ -220,7 +218,7 @@ def cmd_list(args) -> int:
             continue
         try:
             meta = read_any_meta(path)
-            state = ("verified" if is_recorded(meta) else "unverified") if meta.form == "installed" else "packed"
+            state = ("verified" if stamp.is_recorded(meta) else "unverified") if meta.form == "installed" else "packed"
             rows.append({"path": str(path), "partition": meta.partition, "version": meta.version,
                          "bytes": path.stat().st_size, "state": state})
         except PdbError as e:
@@ -243,13 +241,28 @@ def cmd_pack(args) -> int:
 
 
 def cmd_unpack(args) -> int:
-    from .pdb import record_verified
     from .ship import unpack
+    from .verify import verify
 
-    meta = unpack(args.path, args.output, threads=args.threads)
-    record_verified(meta)
+    output = Path(args.output)
+    if output.is_dir():
+        raise BadInput(f"{output} is a directory: give the artifact's file name, e.g. {output}/name.h5")
+    # Unpack beside the target (checksums checked on the way), run every verify check,
+    # and only then take the target's name: a failed check leaves nothing behind.
+    staging = output.with_name(output.name + ".unverified")
+    try:
+        unpack(args.path, staging, threads=args.threads)
+        _, checks = verify(staging)
+        failed = [c for c in checks if not c.ok]
+        if failed:
+            raise ArtifactError(f"{args.path}: unpacked tables fail check {failed[0].name}: {failed[0].detail}")
+        os.replace(staging, output)
+    finally:
+        staging.unlink(missing_ok=True)
+    meta = artifact.read_meta(output)
+    stamp.record(meta)
     emit(args, meta.to_dict(), f"unpacked {args.path} -> {meta.path}: {meta.partition} version {meta.version}, "
-                               "every table checksum verified")
+                               f"checksums and all {len(checks)} verify checks passed")
     return 0
 
 
@@ -268,6 +281,33 @@ def cmd_partitions(args) -> int:
 
 # --- parser -------------------------------------------------------------------------------
 
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text} must be more than 0")
+    return value
+
+
+def zstd_level(text: str) -> int:
+    value = positive_int(text)
+    if value > 22:
+        raise argparse.ArgumentTypeError(f"zstd levels go from 1 to 22, not {value}")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pdbtool", description=(
         "Optimal sliding-tile puzzle solving: build, verify, ship pattern databases, and solve."))
@@ -280,16 +320,16 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("board", nargs="*", metavar="BOARD")
     s.add_argument("--file", metavar="FILE", help="solve one board per line of FILE ('-' = stdin)")
     s.add_argument("--goal", default="blank-last", help="blank-last (1..N then 0, default) or blank-first (0,1..N)")
-    s.add_argument("--heuristic", choices=("hamming", "manhattan", "linear-conflict", "walking-distance"),
+    s.add_argument("--heuristic", choices=TABLE_FREE,
                    help="use a table-free heuristic instead of pattern databases")
     s.add_argument("--artifact", metavar="PATH", help="use this pattern-database artifact")
     s.add_argument("--artifacts", metavar="DIR", help=f"pick the strongest artifact for the size (default ./{DEFAULT_ARTIFACTS} if present)")
     s.add_argument("--no-reflect", action="store_true", help="do not max with the reflected board's value")
     s.add_argument("--no-prune", action="store_true",
                    help="prune only the move back, not duplicate move sequences (for comparison)")
-    s.add_argument("--threads", type=int, default=1, help="search one board on N threads (default 1)")
-    s.add_argument("--budget", type=int, help="give up after about this many nodes (exit 4)")
-    s.add_argument("--timeout", type=float, help="give up after this many seconds (exit 4)")
+    s.add_argument("--threads", type=positive_int, default=1, help="search one board on N threads (default 1)")
+    s.add_argument("--budget", type=positive_int, help="give up after about this many nodes (exit 4)")
+    s.add_argument("--timeout", type=positive_float, help="give up after this many seconds (exit 4)")
     s.add_argument("--json", action="store_true", help="one JSON object per board")
     s.add_argument("--quiet", action="store_true", help="no progress line for long searches")
     s.set_defaults(func=cmd_solve)
@@ -297,7 +337,7 @@ def parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="build a partition's pattern databases", description=(
         "Build the tables of a partition (see `pdbtool partitions`) and write one artifact."))
     b.add_argument("partition", help="e.g. 8/full, 15/5-5-5, 15/6-6-3, 15/7-8, 24/6-6-6-6")
-    b.add_argument("--workers", type=int, default=os.cpu_count(), help="threads (default: all cores)")
+    b.add_argument("--workers", type=positive_int, default=os.cpu_count(), help="threads (default: all cores)")
     b.add_argument("--out", default=DEFAULT_ARTIFACTS, help=f"output directory (default {DEFAULT_ARTIFACTS})")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     b.add_argument("--json", action="store_true")
@@ -324,15 +364,15 @@ def parser() -> argparse.ArgumentParser:
     pk = sub.add_parser("pack", help="compress an artifact for shipping (zstd, all cores)")
     pk.add_argument("path")
     pk.add_argument("-o", "--output", required=True, help="packed file to write (e.g. x.pdbpack)")
-    pk.add_argument("--threads", type=int, default=os.cpu_count())
-    pk.add_argument("--level", type=int, default=10, help="zstd level (default 10)")
+    pk.add_argument("--threads", type=positive_int, default=os.cpu_count())
+    pk.add_argument("--level", type=zstd_level, default=10, help="zstd level (default 10)")
     pk.add_argument("--json", action="store_true")
     pk.set_defaults(func=cmd_pack)
 
     up = sub.add_parser("unpack", help="expand a packed artifact and verify every checksum")
     up.add_argument("path")
     up.add_argument("-o", "--output", required=True, help="installed artifact to write (.h5)")
-    up.add_argument("--threads", type=int, default=os.cpu_count())
+    up.add_argument("--threads", type=positive_int, default=os.cpu_count())
     up.add_argument("--json", action="store_true")
     up.set_defaults(func=cmd_unpack)
 
@@ -349,6 +389,10 @@ def main(argv=None) -> int:
     except PdbError as e:
         report_error(args, e)
         return e.exit_code
+    except OSError as e:  # a path that cannot be read or written: say which, no traceback
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"pdbtool: {where}{e.strerror or e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("pdbtool: interrupted", file=sys.stderr)
         return 130

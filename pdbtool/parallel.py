@@ -3,7 +3,7 @@ iteration searches all of them with the same bound on a thread pool (the numba k
 releases the GIL). The first bound at which any subtree reaches the goal is optimal,
 exactly as in serial IDA*.
 
-A task is plain data, (board, blank, previous blank, g, bound) -> (status, next bound,
+A task is plain data, (board, blank, automaton state, g, bound) -> (status, next bound,
 nodes, path), so the same tasks could run on a cluster engine without touching the kernel.
 """
 

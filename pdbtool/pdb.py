@@ -10,7 +10,6 @@ group reads tiles T(g_i) through the cell map sigma(T(c)). h = max(direct sum, r
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +19,7 @@ from .errors import ArtifactError
 from .heuristics import Heuristic, empty_parts
 from .partitions import STRENGTH, transpose
 from .ranking import RANK_SCHEME, RANK_VERSION, weights
+from .stamp import is_recorded
 
 
 def lookups(meta: artifact.ArtifactMeta, reflect: bool = True):
@@ -103,28 +103,3 @@ def load_directory(directory, *, verify: bool = True, reflect: bool = True) -> d
             best[h.side] = (rank, h)
     return {side: h for side, (_, h) in best.items()}
 
-
-# --- trust after verification -------------------------------------------------------------
-# Hashing 600 MB costs about a second, so a table is hashed once: `build`, `unpack` and a
-# passing `verify` record a stamp beside it, and loaders skip the hash while the file's
-# size, mtime and version still match the stamp. Any change to the file voids it.
-
-def stamp_path(path) -> Path:
-    return Path(str(path) + ".verified")
-
-
-def _fingerprint(meta) -> dict:
-    st = Path(meta.path).stat()
-    return {"version": meta.version, "bytes": st.st_size, "mtime_ns": st.st_mtime_ns,
-            "sha256": [t.sha256 for t in meta.tables]}
-
-
-def record_verified(meta) -> None:
-    stamp_path(meta.path).write_text(json.dumps(_fingerprint(meta)) + "\n")
-
-
-def is_recorded(meta) -> bool:
-    try:
-        return json.loads(stamp_path(meta.path).read_text()) == _fingerprint(meta)
-    except (OSError, ValueError):
-        return False

@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 from . import puzzle
-from .errors import BadInput, LimitReached
+from .errors import ArtifactError, BadInput, LimitReached, PdbError
 from .heuristic_kernels import h_init
 from .heuristics import Heuristic
 from .move_pruning import pruning_fsm
@@ -111,7 +111,12 @@ class Solver:
         tiles, letters = puzzle.blank_path_to_moves(bf, [int(c) for c in blank_cells])
         moves, blank_moves = puzzle.moves_from_blank_first(tiles, letters, self.side, goal)
         if puzzle.apply_tile_moves(board, moves) != puzzle.goal_board(self.side, goal):
-            raise AssertionError("internal error: the solution found does not replay to the goal")
+            raise PdbError("internal error: the solution found does not replay to the goal")
+        if len(moves) < h0:
+            # A real path shorter than h proves h overestimates: never answer from it.
+            where = f" (artifact {self.heuristic.artifact})" if self.heuristic.artifact else ""
+            raise ArtifactError(f"heuristic {self.heuristic.name}{where} overestimates: h = {h0} but a "
+                                f"{len(moves)}-move solution exists; the table is damaged, run pdbtool verify")
         return SolveResult(
             board=board, goal=goal, side=self.side, length=len(moves), moves=moves,
             blank_moves=blank_moves, nodes_expanded=int(expanded), nodes_generated=int(generated),

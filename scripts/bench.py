@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BENCH = ROOT.parent / "shared" / "bench"
+BENCH = ROOT / "tests" / "data"  # copies of shared/bench: instances and published counts
 ART = ROOT / "artifacts"
 PY = sys.executable
 

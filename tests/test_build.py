@@ -62,7 +62,7 @@ def test_8_full_is_the_exact_distance_table(oracle8):
 
 
 def test_symmetric_group_reads_the_shared_table_correctly():
-    # 15/5-5-5: the third group is the 180-degree image of the first and reuses its table.
+    # 15/5-5-5: the third group is a symmetric image (a flip) of the first and reuses its table.
     part = get("15/5-5-5")
     plan, groups = plan_tables(part)
     assert len(plan) == 2

@@ -223,6 +223,7 @@ BAD = {
     "size not served": (list(range(25)), "no loaded table serves 5x5"),
     "empty": ([], "empty board"),
     "too many tiles": (list(range(10_000)), "not supported"),
+    "huge message": (list(range(448 * 448)), "not supported"),  # a 448x448 board, ~600 KB
 }
 
 
@@ -245,7 +246,7 @@ def test_unknown_goal_is_invalid_argument(stub):
 
 def test_message_over_the_limit_is_refused(stub):
     with pytest.raises(grpc.RpcError) as e:
-        stub.Solve(pb.SolveRequest(tiles=list(range(100_000))))
+        stub.Solve(pb.SolveRequest(tiles=list(range(500_000))))  # ~1.5 MB
     assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert "larger than max" in e.value.details()
 
@@ -381,7 +382,7 @@ def test_client_raises_pdbtool_errors(served):
         with pytest.raises(BadInput, match="not an integer"):
             client.solve("1 2 x")
         with pytest.raises(BadInput, match="larger than max"):
-            client.solve(list(range(100_000)))
+            client.solve(list(range(500_000)))  # over the 1 MiB transport limit
         with pytest.raises(Unsolvable, match="parity|parities"):
             client.solve([1, 2, 3, 4, 5, 6, 8, 7, 0])
     with SolverClient(f"127.0.0.1:{free_port()}") as client:

@@ -1,0 +1,99 @@
+"""Damage that checksums cannot see: tables rewritten with valid checksums but wrong
+entries, stale trust stamps, a wrong rank scheme, an interrupted write."""
+
+import os
+import shutil
+
+import h5py
+import numpy as np
+import pytest
+
+from pdbtool import artifact, build, puzzle, stamp
+from pdbtool.errors import ArtifactError
+from pdbtool.pdb import load_heuristic
+from pdbtool.ranking import rank_of
+from pdbtool.search import Solver
+from pdbtool.verify import verify
+
+
+def rewrite(src, dst, change):
+    """Write a copy of an artifact whose tables went through ``change`` (new checksums)."""
+    meta, data = artifact.open_tables(src)
+    tables = []
+    for t in meta.tables:
+        table = np.array(artifact.table_view(data, t))
+        change(table)
+        tables.append((t.name, list(t.tiles), t.cells, table))
+    groups = [(list(g.tiles), g.table, list(g.cell_map)) for g in meta.groups]
+    return artifact.write_artifact(dst, partition=meta.partition, size=meta.size, goal=meta.goal,
+                                   tables=tables, groups=groups, build={}, builder_version="test")
+
+
+def failed(path):
+    _, checks = verify(path)
+    return [c.name for c in checks if not c.ok]
+
+
+def test_verify_catches_wrong_entries_with_valid_checksums(art_dir, tmp_path):
+    def inflate(t):
+        t[(t != 255) & (t > 12)] += 6
+
+    rewrite(art_dir / "8-full.h5", tmp_path / "inflated.h5", inflate)
+    assert set(failed(tmp_path / "inflated.h5")) & {"consistency", "admissibility"}
+
+    def unset(t):
+        t[np.flatnonzero(t != 255)[1000]] = 255
+
+    rewrite(art_dir / "8-full.h5", tmp_path / "holes.h5", unset)
+    assert failed(tmp_path / "holes.h5") == ["completeness"]
+
+
+def test_solver_refuses_an_answer_that_proves_the_table_wrong(art_dir, tmp_path):
+    board = (8, 6, 7, 2, 5, 4, 3, 0, 1)  # 31 moves to the blank-last goal
+    image = puzzle.rotate_relabel(board)  # what the tables see (blank-first)
+    cells = [image.index(t) for t in range(1, 9)]
+
+    def boost(t):
+        t[rank_of(cells, 9)] = 40  # the start's entry now overestimates
+
+    rewrite(art_dir / "8-full.h5", tmp_path / "boosted.h5", boost)
+    solver = Solver(load_heuristic(tmp_path / "boosted.h5"))
+    with pytest.raises(ArtifactError, match="overestimates"):
+        solver.solve(board)
+
+
+def test_stamp_is_void_after_an_edit_even_with_mtime_restored(art_dir, tmp_path):
+    path = tmp_path / "8-full.h5"
+    shutil.copy(art_dir / "8-full.h5", path)
+    meta = artifact.read_meta(path)
+    stamp.record(meta)
+    assert stamp.is_recorded(meta)
+    st = os.stat(path)
+    with open(path, "r+b") as f:
+        f.seek(meta.data_offset + 12345)
+        byte = f.read(1)
+        f.seek(meta.data_offset + 12345)
+        f.write(bytes([byte[0] ^ 0x0F]))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert not stamp.is_recorded(meta)
+    with pytest.raises(ArtifactError, match="checksum"):
+        load_heuristic(path)
+
+
+def test_unknown_rank_scheme_is_refused(art_dir, tmp_path):
+    path = tmp_path / "8-full.h5"
+    shutil.copy(art_dir / "8-full.h5", path)
+    with h5py.File(path, "r+") as f:
+        f.attrs["rank_version"] = 2
+    with pytest.raises(ArtifactError):
+        load_heuristic(path)
+
+
+def test_interrupted_write_leaves_nothing(tmp_path, monkeypatch):
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(artifact.os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        build.build("8/full", tmp_path, progress=False)
+    assert list(tmp_path.iterdir()) == []
