@@ -1,7 +1,7 @@
 """What a daemon serves: one heuristic per board side, and the artifacts they came from.
 
 Loading is the only step that touches artifact files, so it is kept here, apart from the
-server, which takes a ready ``Tables`` (tests pass table-free heuristics directly).
+server, which takes a ready ``Tables`` (tests may build one from table-free heuristics).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pdbtool import artifact, pdb
 from pdbtool.errors import ArtifactError
-from pdbtool.heuristics import Heuristic, table_free
+from pdbtool.heuristics import Heuristic
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,3 @@ def load(directory) -> Tables:
     metas = tuple(artifact.read_meta(p) for p in paths)
     return Tables(heuristics, metas)
 
-
-def table_free_tables(name: str = "linear-conflict", sides=(3, 4)) -> Tables:
-    """Heuristics that need no files (for tests and development)."""
-    return Tables({s: table_free(name, s) for s in sides})

@@ -16,13 +16,23 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from . import __version__, artifact, build_kernel
+from . import __version__, artifact, build_kernel, puzzle
 from .partitions import Partition, get, plan_tables
 from .progress import Progress, fmt_seconds
 from .ranking import table_size, weights
-from .search import neighbour_arrays
 
 BUILDER_VERSION = f"{__version__}/layered-region-bfs-1"
+
+
+def neighbour_arrays(side: int):
+    """nbr[c, k] for k < nnbr[c]: the cells next to c, in U, D, L, R order ."""
+    lists = puzzle.neighbours(side)
+    nbr = np.full((side * side, 4), -1, dtype=np.int64)
+    nnbr = np.zeros(side * side, dtype=np.int64)
+    for c, cells in enumerate(lists):
+        nbr[c, :len(cells)] = cells
+        nnbr[c] = len(cells)
+    return nbr, nnbr
 
 
 def mask_dtype(cells: int):
@@ -71,8 +81,8 @@ def build(partition: str | Partition, out_dir, *, workers: int | None = None,
           progress: bool = True) -> artifact.ArtifactMeta:
     """Build every table of the partition and write ``out_dir/<name>.h5`` atomically."""
     part = get(partition) if isinstance(partition, str) else partition
-    workers = workers or os.cpu_count() or 1
-    numba.set_num_threads(min(workers, numba.config.NUMBA_NUM_THREADS))
+    workers = min(workers or os.cpu_count() or 1, numba.config.NUMBA_NUM_THREADS)
+    numba.set_num_threads(workers)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     plan, groups = plan_tables(part)

@@ -67,7 +67,9 @@ def solve_one(args, text, cache) -> int:
     board = puzzle.parse_board(text)
     side = puzzle.side_of(board)
     h = choose_heuristic(args, side, cache)
-    solver = cache.setdefault(("solver", side), Solver(h, prune=not args.no_prune))
+    if ("solver", side) not in cache:
+        cache["solver", side] = Solver(h, prune=not args.no_prune)
+    solver = cache["solver", side]
     stop = np.zeros(1, np.int64)
     counters = np.zeros(3, np.int64)
     timer = None

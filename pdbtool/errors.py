@@ -1,6 +1,5 @@
 """Errors that map to the CLI's exit codes (see docs/architecture.md)."""
 
-EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 EXIT_UNSOLVABLE = 3
 EXIT_LIMIT = 4

@@ -25,8 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .puzzle import BLANK_STEP
+
 MOVES = "UDLR"  # the kernel's neighbour order: move k of a cell is MOVES[k]
-STEP = {"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)}
 REVERSE = {"U": "D", "D": "U", "L": "R", "R": "L"}
 MAX_LENGTH = 12
 WORDS_FILE = Path(__file__).with_name("forbidden_words.txt")
@@ -46,7 +47,7 @@ def forbidden_words(max_length: int) -> list[str]:
                 w = word + m
                 if any(w[i:] in forbidden for i in range(1, len(w) - 1)):
                     continue  # contains a shorter forbidden word already
-                cell = (blank[0] + STEP[m][0], blank[1] + STEP[m][1])
+                cell = (blank[0] + BLANK_STEP[m][0], blank[1] + BLANK_STEP[m][1])
                 tiles = dict(moved)
                 origin = tiles.pop(cell, cell)  # the tile that slides into the old blank cell
                 if origin != blank:

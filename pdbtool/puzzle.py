@@ -244,11 +244,3 @@ def random_walk(side: int, steps: int, goal: str = "blank-last", rng: random.Ran
         prev, b = b, nb
     return tuple(cells)
 
-
-def format_board(board) -> str:
-    side = side_of(board)
-    width = len(str(len(board) - 1))
-    rows = []
-    for r in range(side):
-        rows.append(" ".join(("." if t == 0 else str(t)).rjust(width) for t in board[r * side:(r + 1) * side]))
-    return "\n".join(rows)

@@ -19,17 +19,6 @@ from .result import SolveResult
 from .search_kernel import BUDGET, FOUND, MAX_DEPTH, STOPPED, run_ida
 
 
-def neighbour_arrays(side: int):
-    """nbr[c, k] for k < nnbr[c]: the cells next to c, in U, D, L, R order (for the builder)."""
-    lists = puzzle.neighbours(side)
-    nbr = np.full((side * side, 4), -1, dtype=np.int64)
-    nnbr = np.zeros(side * side, dtype=np.int64)
-    for c, cells in enumerate(lists):
-        nbr[c, :len(cells)] = cells
-        nnbr[c] = len(cells)
-    return nbr, nnbr
-
-
 def move_arrays(side: int):
     """The blank's moves from each cell, packed for the kernel: moves[c, i] for
     i < nmoves[c] is (destination << 2) | direction, directions 0-3 being U, D, L, R."""
