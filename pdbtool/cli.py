@@ -274,9 +274,11 @@ def cmd_partitions(args) -> int:
         sizes = p.group_sizes()
         plan, _ = partitions.plan_tables(p)
         rows.append({"name": p.name, "side": p.side, "groups": [list(g) for g in p.groups],
-                     "entries": sizes, "tables_built": len(plan), "note": p.note})
+                     "entries": sizes, "tables_built": len(plan), "table_bytes": p.table_bytes(),
+                     "build_bytes": p.build_bytes(), "note": p.note})
     text = "\n".join(f"{r['name']:11s} groups {r['groups']}\n            entries {r['entries']} "
-                     f"({r['tables_built']} table(s) to build): {r['note']}" for r in rows)
+                     f"({r['tables_built']} table(s) to build, {r['table_bytes'] / 2**20:,.0f} MiB on disk, "
+                     f"about {r['build_bytes'] / 2**30:.1f} GiB to build): {r['note']}" for r in rows)
     emit(args, {"partitions": rows}, text)
     return 0
 

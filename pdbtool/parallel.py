@@ -77,8 +77,15 @@ def solve_parallel(solver: Solver, board, goal: str = "blank-last", *, threads: 
     root_out = np.zeros(MAX_DEPTH + 1, np.int64)
     halt = np.zeros(1, np.int64)  # set when a subtree found the goal or the caller stopped
     local = threading.local()
-    rows = [counters]  # the serial iterations count into the caller's array directly
+    serial = np.zeros(3, np.int64)  # the serial iterations' counters
+    rows = []  # each worker thread's counters
     lock = threading.Lock()
+
+    def publish(bound):
+        """The caller's counters: everything counted so far, and the current bound."""
+        counters[0] = serial[0] + sum(int(r[0]) for r in rows)
+        counters[1] = serial[1] + sum(int(r[1]) for r in rows)
+        counters[2] = bound
 
     def worker_counters():
         if not hasattr(local, "c"):
@@ -100,7 +107,8 @@ def solve_parallel(solver: Solver, board, goal: str = "blank-last", *, threads: 
 
     def serial_iteration(bound, left):
         """One whole iteration from the root on this thread (for small iterations)."""
-        st, nb, e, g, length = search(root, bf.index(0), 0, 0, bound, left, stop, counters, root_out)
+        st, nb, e, g, length = search(root, bf.index(0), 0, 0, bound, left, stop, serial, root_out)
+        publish(bound)
         found = root_out[:length].tolist() if st == FOUND else None
         return found, nb, e, g, st if st in (STOPPED, BUDGET) else NOT_FOUND
 
@@ -118,10 +126,7 @@ def solve_parallel(solver: Solver, board, goal: str = "blank-last", *, threads: 
                 done = [finished.get(timeout=0.02)]
             except queue.Empty:
                 done = []
-            if len(rows) > 1:
-                counters[0] = sum(int(r[0]) for r in rows[1:]) + serial_counts[0]
-                counters[1] = sum(int(r[1]) for r in rows[1:]) + serial_counts[1]
-            counters[2] = bound
+            publish(bound)
             if stop[0]:
                 halt[0] = 1
             for f in done:
@@ -140,7 +145,6 @@ def solve_parallel(solver: Solver, board, goal: str = "blank-last", *, threads: 
         return found, next_bound, expanded, generated, status
 
     bound, expanded, generated, iterations = h0, 0, 0, []
-    serial_counts = [0, 0]
     last = 0
     with cf.ThreadPoolExecutor(threads) as pool:
         while True:
@@ -149,7 +153,6 @@ def solve_parallel(solver: Solver, board, goal: str = "blank-last", *, threads: 
             left = -1 if budget is None else max(0, budget - generated)
             if last < SERIAL_BELOW:
                 found, next_bound, e, g, status = serial_iteration(bound, left)
-                serial_counts[0], serial_counts[1] = int(counters[0]), int(counters[1])
             else:
                 found, next_bound, e, g, status = parallel_iteration(pool, bound, left)
             expanded += e

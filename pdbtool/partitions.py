@@ -27,6 +27,18 @@ class Partition:
     def group_sizes(self) -> list[int]:
         return [table_size(self.cells, len(g)) for g in self.groups]
 
+    def table_bytes(self) -> int:
+        """Bytes of the artifact's tables: one per entry of each table actually built."""
+        plan, _ = plan_tables(self)
+        return sum(table_size(self.cells, len(t)) for t in plan)
+
+    def build_bytes(self) -> int:
+        """Peak memory of the build, about: the largest table's three cell masks and its
+        distance byte, plus the finished tables kept for writing."""
+        mask = 2 if self.cells <= 16 else 4
+        largest = max(table_size(self.cells, len(g)) for g in self.groups)
+        return largest * (3 * mask + 1) + self.table_bytes()
+
 
 CATALOGUE = {p.name: p for p in [
     Partition("8/full", 3, ((1, 2, 3, 4, 5, 6, 7, 8),),
