@@ -140,8 +140,8 @@ def solve_parallel(solver: Solver, board, goal: str = "blank-last", *, threads: 
                 elif st in (STOPPED, BUDGET) and found is None:
                     status = STOPPED if stop[0] else st
                 next_bound = min(next_bound, nb)
-            if budget is not None and generated > left >= 0 and found is None:
-                status, halt[0] = BUDGET, 1
+            if budget is not None and counters[0] > budget and found is None:
+                status, halt[0] = BUDGET, 1  # live counts: running tasks stop within a poll
         return found, next_bound, expanded, generated, status
 
     bound, expanded, generated, iterations = h0, 0, 0, []

@@ -107,3 +107,9 @@ def test_parallel_stop():
     threading.Timer(0.3, lambda: stop.__setitem__(0, 1)).start()
     with pytest.raises(LimitReached):
         solve_parallel(solver, korf100()[0][2], "blank-first", threads=2, stop=stop)
+
+
+def test_parallel_budget_is_respected():
+    solver = Solver(table_free("manhattan", 4))
+    with pytest.raises(LimitReached, match="budget"):
+        solve_parallel(solver, korf100()[0][2], "blank-first", threads=2, budget=3_000_000)
