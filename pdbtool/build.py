@@ -19,7 +19,7 @@ import numpy as np
 from . import __version__, artifact, build_kernel, puzzle
 from .partitions import Partition, get, plan_tables
 from .progress import Progress, fmt_seconds
-from .ranking import table_size, weights
+from .ranking import reachable_placements, table_size, weights
 
 BUILDER_VERSION = f"{__version__}/layered-region-bfs-1"
 
@@ -54,10 +54,10 @@ def build_table(tiles, side: int, *, label: str = "", progress: bool = True) -> 
     visited = np.zeros(size, dtype=dt)
     cur = np.zeros(size, dtype=dt)
     nxt = np.zeros(size, dtype=dt)
-    dist = np.full(size, build_kernel.UNSET, dtype=np.uint8)
+    dist = np.full(size, artifact.UNSET, dtype=np.uint8)
     goal_cells = np.asarray(tiles, dtype=np.int64)
     build_kernel.seed(cur, visited, dist, goal_cells, 0, n, m, w, side)
-    bar = Progress(label or f"{m} tiles", size, progress)
+    bar = Progress(label or f"{m} tiles", reachable_placements(n, m), progress)
     done, layer = 1, 0
     while True:
         build_kernel.expand(cur, nxt, visited, n, m, w, nbr, nnbr)
@@ -67,7 +67,7 @@ def build_table(tiles, side: int, *, label: str = "", progress: bool = True) -> 
         bar.update(done, f"layer {layer:3d}")
         if regions == 0:
             break
-        if layer >= build_kernel.UNSET:
+        if layer >= artifact.UNSET:
             raise RuntimeError("distance does not fit a byte")
     bar.close()
     return dist

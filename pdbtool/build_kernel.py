@@ -17,10 +17,10 @@ so the table is the same whatever the number of threads.
 import numpy as np
 from numba import njit, prange
 
+from .artifact import UNSET
 from .intrinsics import atomic_or
 from .ranking import rank, unrank
 
-UNSET = 255
 CHUNKS = 4096
 
 

@@ -37,8 +37,6 @@ def choose_heuristic(args, side: int, cache: dict):
     from .heuristics import table_free
     from .pdb import load_directory, load_heuristic
 
-    if side in cache:
-        return cache[side]
     if args.heuristic:
         h = table_free(args.heuristic, side)
     elif args.artifact:
@@ -56,7 +54,6 @@ def choose_heuristic(args, side: int, cache: dict):
             fallback = "walking-distance" if side == 4 else "linear-conflict"
             h = dataclasses.replace(table_free(fallback, side), note=(
                 f"no table for {side}x{side} boards in {directory}/: fell back to {fallback}"))
-    cache[side] = h
     return h
 
 
@@ -66,10 +63,9 @@ def solve_one(args, text, cache) -> int:
 
     board = puzzle.parse_board(text)
     side = puzzle.side_of(board)
-    h = choose_heuristic(args, side, cache)
-    if ("solver", side) not in cache:
-        cache["solver", side] = Solver(h, prune=not args.no_prune)
-    solver = cache["solver", side]
+    solver = cache.get(side)  # one Solver per board side, for --file mode
+    if solver is None:
+        solver = cache[side] = Solver(choose_heuristic(args, side, cache), prune=not args.no_prune)
     stop = np.zeros(1, np.int64)
     counters = np.zeros(3, np.int64)
     timer = None

@@ -31,15 +31,21 @@ class Heuristic:
 
     def state(self, board_bf) -> np.ndarray:
         """The kernel's state row of a blank-first board: h first (slow path, for tools)."""
-        board = np.asarray(board_bf, dtype=np.int64)
-        pos = np.empty(len(board), dtype=np.int64)
-        pos[board] = np.arange(len(board))
+        board, pos = board_arrays(board_bf)
         row = np.zeros(self.width, dtype=np.int32)
         hk.h_init(self.H, self.side, board, pos, row)
         return row
 
     def value(self, board_bf) -> int:
         return int(self.state(board_bf)[0])
+
+
+def board_arrays(board_bf):
+    """A blank-first board as the kernels take it: cells -> tiles, and tiles -> cells."""
+    board = np.asarray(board_bf, dtype=np.int64)
+    pos = np.empty(len(board), dtype=np.int64)
+    pos[board] = np.arange(len(board))
+    return board, pos
 
 
 def empty_parts() -> list:

@@ -23,6 +23,13 @@ def table_size(n: int, m: int) -> int:
     return size
 
 
+def reachable_placements(n: int, m: int) -> int:
+    """Placements the BFS reaches: all of them, but half when the group holds every tile,
+    since the blank's cell is then fixed and parity splits the placements."""
+    size = table_size(n, m)
+    return size // 2 if m == n - 1 else size
+
+
 @njit(cache=True)
 def weights(n, m):
     """Place values of the digits: w[i] = (n-i-1)(n-i-2)...(n-m+1)."""

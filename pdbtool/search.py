@@ -13,7 +13,7 @@ import numpy as np
 from . import puzzle
 from .errors import ArtifactError, BadInput, LimitReached, PdbError
 from .heuristic_kernels import h_init
-from .heuristics import Heuristic
+from .heuristics import Heuristic, board_arrays
 from .move_pruning import pruning_fsm
 from .result import SolveResult
 from .search_kernel import BUDGET, FOUND, MAX_DEPTH, STOPPED, run_ida
@@ -31,13 +31,6 @@ def move_arrays(side: int):
                 moves[c, nmoves[c]] = (((r + dr) * side + col + dc) << 2) | k
                 nmoves[c] += 1
     return moves, nmoves
-
-
-def board_arrays(board_bf):
-    board = np.asarray(board_bf, dtype=np.int64)
-    pos = np.empty(len(board), dtype=np.int64)
-    pos[board] = np.arange(len(board))
-    return board, pos
 
 
 class Solver:

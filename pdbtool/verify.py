@@ -18,7 +18,7 @@ from .errors import PdbError
 from .heuristics import Heuristic, table_free
 from .partitions import blank_region
 from .pdb import check_layout, heuristic_from
-from .ranking import rank_of, round_trip_errors, table_size
+from .ranking import rank_of, reachable_placements, round_trip_errors, table_size
 from .search import Solver
 
 
@@ -67,8 +67,7 @@ def check_completeness(meta, data):
     for t in meta.tables:
         table = artifact.table_view(data, t)
         unset = int(np.count_nonzero(table == artifact.UNSET))
-        # A group of every tile fixes the blank too: only half of its placements are reachable.
-        expected = t.entries // 2 if len(t.tiles) == t.cells - 1 else 0
+        expected = t.entries - reachable_placements(t.cells, len(t.tiles))
         if unset != expected:
             return False, f"table {t.name}: {unset:,} unset entries, expected {expected:,}"
         goal = table[rank_of(list(t.tiles), t.cells)]

@@ -7,7 +7,7 @@ import pytest
 
 from pdbtool import heuristic_kernels as hk
 from pdbtool import puzzle
-from pdbtool.heuristics import TABLE_FREE, table_free
+from pdbtool.heuristics import TABLE_FREE, board_arrays, table_free
 from pdbtool.pdb import load_heuristic
 
 
@@ -51,9 +51,7 @@ def test_linear_conflict_counts_lines_not_pairs():
 def incremental_matches_full(h, side, steps, seed):
     """Walk randomly; after each move the kernel's incremental row equals a recomputation."""
     rng = random.Random(seed)
-    board = np.array(puzzle.random_board(side, "blank-first", rng), dtype=np.int64)
-    pos = np.empty(side * side, np.int64)
-    pos[board] = np.arange(side * side)
+    board, pos = board_arrays(puzzle.random_board(side, "blank-first", rng))
     row = np.zeros(h.width, np.int32)
     hk.h_init(h.H, side, board, pos, row)
     nbrs = puzzle.neighbours(side)
