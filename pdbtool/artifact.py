@@ -19,15 +19,15 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import h5py
 import numpy as np
 
 from .errors import ArtifactError
-from .ranking import RANK_SCHEME, RANK_VERSION
+from .ranking import RANK_SCHEME, RANK_VERSION, UNSET
 
 FORMAT_VERSION = 1
-UNSET = 255
 DATASET = "tables"
 ALIGNMENT = 4096
 INSTALLED = "installed"
@@ -42,6 +42,15 @@ ATTR_ORDER = (
     "format_version", "form", "partition", "size", "goal", "rank_scheme",
     "rank_version", "builder_version", "build", "tables", "groups", "version",
 )
+
+
+class TableData(NamedTuple):
+    """A built table, ready to be written."""
+
+    name: str
+    tiles: tuple[int, ...]
+    cells: int
+    values: np.ndarray  # 1-D uint8, indexed by rank
 
 
 @dataclass(frozen=True)
@@ -130,17 +139,17 @@ def write_artifact(path, *, partition, size, goal, tables, groups, build,
                    builder_version) -> ArtifactMeta:
     """Write an installed artifact atomically and return its metadata.
 
-    tables: list of (name, tiles, cells, 1-D uint8 array);
-    groups: list of (tiles, table_index, cell_map).
+    tables: TableData each; groups: anything with .tiles, .table and .cell_map
+    (a partitions.GroupPlan or a GroupInfo).
     """
-    arrays = [_check_array(name, a) for name, _, _, a in tables]
+    arrays = [_check_array(t.name, t.values) for t in tables]
     infos, offset = [], 0
-    for (name, tiles, cells, _), a in zip(tables, arrays):
+    for t, a in zip(tables, arrays):
         sha, hist, unset = table_stats(a)
-        infos.append(TableInfo(str(name), _ints(tiles), int(cells), a.size, offset,
+        infos.append(TableInfo(str(t.name), _ints(t.tiles), int(t.cells), a.size, offset,
                                sha, hist, unset))
         offset += a.size
-    ginfos = [GroupInfo(_ints(t), int(i), _ints(m)) for t, i, m in groups]
+    ginfos = [GroupInfo(_ints(g.tiles), int(g.table), _ints(g.cell_map)) for g in groups]
     problem = _layout_problem(infos, ginfos)
     if problem:
         raise ValueError(problem)
@@ -273,18 +282,36 @@ def read_packed_meta(path) -> ArtifactMeta:
     return _read_meta(path, PACKED)
 
 
+def map_tables(meta: ArtifactMeta) -> np.ndarray:
+    """The flat table data of an installed artifact, memory-mapped read-only (no copy)."""
+    return np.memmap(meta.path, np.uint8, mode="r", offset=meta.data_offset,
+                     shape=(meta.data_length,))
+
+
+def check_checksums(meta: ArtifactMeta, data) -> None:
+    """Raise ArtifactError naming the first table whose sha256 does not match."""
+    for t in meta.tables:
+        got = table_sha256(data, t)
+        if got != t.sha256:
+            raise ArtifactError(
+                f"{meta.path}: table {t.name!r} checksum mismatch (sha256 {got[:16]}..., "
+                f"expected {t.sha256[:16]}...); the file is corrupted")
+
+
+def read_any_meta(path) -> ArtifactMeta:
+    """Metadata of an installed or a packed artifact."""
+    try:
+        return read_meta(path)
+    except ArtifactError:
+        return read_packed_meta(path)
+
+
 def open_tables(path, *, verify=True) -> tuple[ArtifactMeta, np.ndarray]:
     """Map the flat table data read-only; with verify, check every table's sha256."""
     meta = read_meta(path)
-    data = np.memmap(meta.path, np.uint8, mode="r", offset=meta.data_offset,
-                     shape=(meta.data_length,))
+    data = map_tables(meta)
     if verify:
-        for t in meta.tables:
-            got = table_sha256(data, t)
-            if got != t.sha256:
-                raise ArtifactError(
-                    f"{path}: table {t.name!r} checksum mismatch (sha256 {got[:16]}..., "
-                    f"expected {t.sha256[:16]}...); the file is corrupted")
+        check_checksums(meta, data)
     return meta, data
 
 

@@ -16,23 +16,13 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from . import __version__, artifact, build_kernel, puzzle
+from . import __version__, artifact, build_kernel, trust
+from .console import Progress, fmt_seconds
+from .geometry import neighbour_arrays
 from .partitions import Partition, get, plan_tables
-from .progress import Progress, fmt_seconds
-from .ranking import reachable_placements, table_size, weights
+from .ranking import UNSET, reachable_placements, table_size, weights
 
 BUILDER_VERSION = f"{__version__}/layered-region-bfs-1"
-
-
-def neighbour_arrays(side: int):
-    """nbr[c, k] for k < nnbr[c]: the cells next to c, in U, D, L, R order ."""
-    lists = puzzle.neighbours(side)
-    nbr = np.full((side * side, 4), -1, dtype=np.int64)
-    nnbr = np.zeros(side * side, dtype=np.int64)
-    for c, cells in enumerate(lists):
-        nbr[c, :len(cells)] = cells
-        nnbr[c] = len(cells)
-    return nbr, nnbr
 
 
 def mask_dtype(cells: int):
@@ -54,20 +44,20 @@ def build_table(tiles, side: int, *, label: str = "", progress: bool = True) -> 
     visited = np.zeros(size, dtype=dt)
     cur = np.zeros(size, dtype=dt)
     nxt = np.zeros(size, dtype=dt)
-    dist = np.full(size, artifact.UNSET, dtype=np.uint8)
+    dist = np.full(size, UNSET, dtype=np.uint8)
     goal_cells = np.asarray(tiles, dtype=np.int64)
     build_kernel.seed(cur, visited, dist, goal_cells, 0, n, m, w, side)
-    bar = Progress(label or f"{m} tiles", reachable_placements(n, m), progress)
+    bar = Progress(label or f"{m} tiles", reachable_placements(n, m), progress, unit="placements")
     done, layer = 1, 0
     while True:
         build_kernel.expand(cur, nxt, visited, n, m, w, nbr, nnbr)
         layer += 1
         new, regions = build_kernel.close(cur, nxt, visited, dist, layer, n, m, w, side)
         done += int(new)
-        bar.update(done, f"layer {layer:3d}")
+        bar.update(done, f"layer {layer}")
         if regions == 0:
             break
-        if layer >= artifact.UNSET:
+        if layer >= UNSET:
             raise RuntimeError("distance does not fit a byte")
     bar.close()
     return dist
@@ -79,28 +69,30 @@ def peak_memory_bytes() -> int:
 
 def build(partition: str | Partition, out_dir, *, workers: int | None = None,
           progress: bool = True) -> artifact.ArtifactMeta:
-    """Build every table of the partition and write ``out_dir/<name>.h5`` atomically."""
+    """Build every table of the partition, write ``out_dir/<name>.h5`` atomically, re-read
+    it from disk and stamp it as verified (trust.confirm)."""
     part = get(partition) if isinstance(partition, str) else partition
     workers = min(workers or os.cpu_count() or 1, numba.config.NUMBA_NUM_THREADS)
     numba.set_num_threads(workers)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    plan, groups = plan_tables(part)
+    plan = plan_tables(part)
     t0 = time.perf_counter()
     tables = []
-    for i, tiles in enumerate(plan):
-        label = f"{part.name} table {i + 1}/{len(plan)} ({len(tiles)} tiles)"
+    for i, tiles in enumerate(plan.tables):
+        label = f"{part.name} table {i + 1}/{len(plan.tables)} ({len(tiles)} tiles)"
         ts = time.perf_counter()
         dist = build_table(tiles, part.side, label=label, progress=progress)
         if progress:
             print(f"{label}: {dist.size:,} entries in {fmt_seconds(time.perf_counter() - ts)}",
-                  file=sys.stderr)
-        tables.append((f"t{i}_" + "-".join(map(str, tiles)), list(tiles), part.cells, dist))
+                  file=sys.stderr, flush=True)
+        tables.append(artifact.TableData(f"t{i}_" + "-".join(map(str, tiles)), tiles,
+                                         part.cells, dist))
     seconds = time.perf_counter() - t0
     params = {"workers": workers, "seconds": round(seconds, 3),
               "peak_memory_bytes": peak_memory_bytes(), "numba": numba.__version__}
-    return artifact.write_artifact(
+    meta = artifact.write_artifact(
         out / artifact.artifact_filename(part.name), partition=part.name, size=part.side,
-        goal="blank-first", tables=tables,
-        groups=[(list(t), ti, list(cmap)) for t, ti, cmap in groups],
+        goal="blank-first", tables=tables, groups=plan.groups,
         build=params, builder_version=BUILDER_VERSION)
+    return trust.confirm(meta)

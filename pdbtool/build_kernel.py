@@ -17,9 +17,8 @@ so the table is the same whatever the number of threads.
 import numpy as np
 from numba import njit, prange
 
-from .artifact import UNSET
 from .intrinsics import atomic_or
-from .ranking import rank, unrank
+from .ranking import UNSET, rank, unrank
 
 CHUNKS = 4096
 

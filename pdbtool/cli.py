@@ -1,126 +1,53 @@
 """The pdbtool command line: solve, build, verify, info, list, pack, unpack, partitions.
 
-Exit codes: 0 ok; 2 bad input; 3 unsolvable; 4 budget, deadline or cancellation;
-1 anything else that failed (e.g. a damaged artifact). Errors are one line on stderr.
+Parsing and printing only: the decisions live in the library (selection, build, trust,
+packing, verify). Exit codes: 0 ok; 2 bad input; 3 unsolvable; 4 budget, deadline or
+cancellation; 1 anything else that failed (e.g. a damaged artifact); 130 interrupted.
+Errors are one line on stderr (console.run).
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
 import os
 import sys
-import threading
-import time
 from pathlib import Path
 
-import numpy as np
-
-from . import __version__, artifact, partitions, puzzle, stamp
-from .errors import ArtifactError, BadInput, PdbError
+from . import __version__, artifact, partitions, puzzle, trust
+from .console import SearchReporter, emit, report_error, result_text, run
+from .errors import BadInput, PdbError
 from .heuristics import TABLE_FREE
-from .progress import fmt_seconds
+from .selection import DEFAULT_ARTIFACTS
 
-DEFAULT_ARTIFACTS = "artifacts"
-
-
-def emit(args, obj: dict, text: str) -> None:
-    print(json.dumps(obj) if args.json else text, flush=True)
+PROG = "pdbtool"
 
 
 # --- solve --------------------------------------------------------------------------------
 
-def choose_heuristic(args, side: int, cache: dict):
-    """The heuristic for a board side: --heuristic, --artifact, or the strongest table in
-    --artifacts, else an explicit, announced fallback to a table-free heuristic."""
-    from .heuristics import table_free
-    from .pdb import load_directory, load_heuristic
-
-    if args.heuristic:
-        h = table_free(args.heuristic, side)
-    elif args.artifact:
-        h = load_heuristic(args.artifact, reflect=not args.no_reflect)
-        if h.side != side:
-            raise BadInput(f"{args.artifact} serves {h.side}x{h.side} boards, the board is {side}x{side}")
-    else:
-        found = {}
-        directory = Path(args.artifacts or DEFAULT_ARTIFACTS)
-        if args.artifacts or directory.is_dir():
-            found = cache.setdefault("dir", load_directory(directory, reflect=not args.no_reflect))
-        if side in found:
-            h = found[side]
-        else:
-            fallback = "walking-distance" if side == 4 else "linear-conflict"
-            h = dataclasses.replace(table_free(fallback, side), note=(
-                f"no table for {side}x{side} boards in {directory}/: fell back to {fallback}"))
-    return h
-
-
-def solve_one(args, text, cache) -> int:
-    from .parallel import solve_parallel
-    from .search import Solver
+def solve_one(args, text, solvers) -> int:
+    from .search import SearchControl
 
     board = puzzle.parse_board(text)
-    side = puzzle.side_of(board)
-    solver = cache.get(side)  # one Solver per board side, for --file mode
-    if solver is None:
-        solver = cache[side] = Solver(choose_heuristic(args, side, cache), prune=not args.no_prune)
-    stop = np.zeros(1, np.int64)
-    counters = np.zeros(3, np.int64)
-    timer = None
-    if args.timeout:
-        timer = threading.Timer(args.timeout, lambda: stop.__setitem__(0, 1))
-        timer.daemon = True
-        timer.start()
-    done = threading.Event()
-    if not args.quiet:
-        threading.Thread(target=report_progress, args=(counters, done), daemon=True).start()
-    try:
-        if args.threads > 1:
-            r = solve_parallel(solver, board, args.goal, threads=args.threads, budget=args.budget,
-                               stop=stop, counters=counters)
-        else:
-            r = solver.solve(board, args.goal, budget=args.budget, stop=stop, counters=counters)
-    finally:
-        done.set()
-        if timer:
-            timer.cancel()
-    text = (f"length {r.length}  moves {' '.join(map(str, r.moves)) or '-'}\n"
-            f"blank  {r.blank_moves or '-'}\n"
-            f"{r.heuristic}: h0 {r.initial_h}, {r.nodes_generated:,} nodes generated, "
-            f"{r.seconds:.3f} s" + (f"\nnote: {r.note}" if r.note else ""))
-    emit(args, r.to_dict(), text)
+    solver = solvers.for_side(puzzle.side_of(board))
+    control = SearchControl(budget=args.budget, timeout=args.timeout)
+    with SearchReporter(control, enabled=not args.quiet):
+        r = solver.solve(board, args.goal, threads=args.threads, control=control)
+    d = r.to_dict()
+    emit(args, d, result_text(d))
     return 0
 
 
-def report_progress(counters, done: threading.Event, after: float = 1.0, every: float = 1.0) -> None:
-    """Searches longer than ``after`` seconds report bound, nodes, rate and elapsed time on
-    stderr, from the counters the kernel publishes while it runs."""
-    start = time.perf_counter()
-    if done.wait(after):
-        return
-    tty = sys.stderr.isatty()
-    while not done.wait(every if tty else 10 * every):
-        elapsed = time.perf_counter() - start
-        if counters[2] == 0:  # the kernel has not published yet: loading or compiling
-            line = f"preparing (kernels compile on first use), {fmt_seconds(elapsed)} elapsed"
-        else:
-            line = (f"searching: bound {counters[2]}, {counters[0]:,} nodes, "
-                    f"{counters[0] / elapsed / 1e6:.1f}M nodes/s, {fmt_seconds(elapsed)} elapsed")
-        sys.stderr.write(("\r\x1b[K" + line) if tty else line + "\n")
-        sys.stderr.flush()
-    if tty:
-        sys.stderr.write("\r\x1b[K")
-
-
 def cmd_solve(args) -> int:
+    from .selection import Solvers
+
     puzzle.check_goal(args.goal)
-    cache: dict = {}
+    solvers = Solvers(heuristic=args.heuristic, artifact_path=args.artifact,
+                      directory=args.artifacts, reflect=not args.no_reflect,
+                      prune=not args.no_prune)
     if args.file is None:
         if not args.board:
             raise BadInput("no board: give the tiles (e.g. pdbtool solve 1 2 3 4 5 6 7 0 8) or --file FILE")
-        return solve_one(args, " ".join(args.board), cache)
+        return solve_one(args, " ".join(args.board), solvers)
     if args.board:
         raise BadInput("give either a BOARD or --file, not both")
     stream = sys.stdin if args.file == "-" else open_text(args.file)
@@ -130,10 +57,10 @@ def cmd_solve(args) -> int:
         if not line:
             continue
         try:
-            code = solve_one(args, line, cache)
+            code = solve_one(args, line, solvers)
         except PdbError as e:
             code = e.exit_code
-            report_error(args, e, f"line {lineno}")
+            report_error(PROG, args, str(e), code, f"line {lineno}")
         worst = max(worst, code)
     return worst
 
@@ -145,57 +72,38 @@ def open_text(path):
         raise BadInput(f"cannot read {path}: {e.strerror}") from None
 
 
-def report_error(args, err: PdbError, where: str = "") -> None:
-    prefix = f"{where}: " if where else ""
-    if getattr(args, "json", False):
-        print(json.dumps({"error": str(err), "exit_code": err.exit_code, "where": where}), flush=True)
-    print(f"pdbtool: {prefix}{err}", file=sys.stderr, flush=True)
-
-
 # --- tables -------------------------------------------------------------------------------
 
 def cmd_build(args) -> int:
     from .build import build
 
     meta = build(args.partition, args.out, workers=args.workers, progress=not args.quiet)
-    artifact.open_tables(meta.path, verify=True)  # re-read from disk before trusting it
-    stamp.record(meta)
-    obj = meta.to_dict()
-    emit(args, obj, f"wrote {meta.path}  version {meta.version}  {meta.total_entries:,} entries  "
-                    f"{meta.build.get('seconds', 0):.1f} s  peak memory "
-                    f"{meta.build.get('peak_memory_bytes', 0) / 2**30:.2f} GiB")
+    emit(args, meta.to_dict(), f"wrote {meta.path}  version {meta.version}  {meta.total_entries:,} entries  "
+                               f"{meta.build.get('seconds', 0):.1f} s  peak memory "
+                               f"{meta.build.get('peak_memory_bytes', 0) / 2**30:.2f} GiB")
     return 0
 
 
 def cmd_verify(args) -> int:
     from .verify import verify
 
-    meta, checks = verify(args.path, full=args.full)
-    ok = all(c.ok for c in checks)
-    if ok:
-        stamp.record(meta)
-    lines = [f"{'ok ' if c.ok else 'FAIL'} {c.name:13s} {c.detail} ({c.seconds:.2f} s)" for c in checks]
-    lines.append(f"{args.path}: {'verified' if ok else 'FAILED'}")
-    emit(args, {"path": str(args.path), "ok": ok, "checks": [c.to_dict() for c in checks]}, "\n".join(lines))
-    if not ok:
-        failed = next(c for c in checks if not c.ok)
-        print(f"pdbtool: {args.path}: check {failed.name} failed: {failed.detail}", file=sys.stderr)
-    return 0 if ok else 1
-
-
-def read_any_meta(path):
-    try:
-        return artifact.read_meta(path)
-    except PdbError:
-        return artifact.read_packed_meta(path)
+    report = verify(args.path, full=args.full)
+    lines = [f"{'ok ' if c.ok else 'FAIL'} {c.name:13s} {c.detail} ({c.seconds:.2f} s)" for c in report.checks]
+    lines.append(f"{args.path}: {'verified' if report.ok else 'FAILED'}")
+    emit(args, {"path": str(args.path), "ok": report.ok, "checks": [c.to_dict() for c in report.checks]},
+         "\n".join(lines))
+    if not report.ok:
+        failed = report.failed
+        print(f"{PROG}: {args.path}: check {failed.name} failed: {failed.detail}", file=sys.stderr)
+    return 0 if report.ok else 1
 
 
 def cmd_info(args) -> int:
-    meta = read_any_meta(args.path)
+    meta = artifact.read_any_meta(args.path)
     lines = [f"{meta.path}: {meta.partition} ({meta.form}), {meta.size}x{meta.size}, goal {meta.goal}",
              f"version {meta.version}, format {meta.format_version}, builder {meta.builder_version}, "
              f"rank {meta.rank_scheme} v{meta.rank_version}",
-             f"build {json.dumps(meta.build)}"]
+             f"build {meta.build}"]
     for t in meta.tables:
         mean = sum(v * c for v, c in enumerate(t.histogram)) / max(1, sum(t.histogram))
         lines.append(f"  table {t.name}: tiles {list(t.tiles)}, {t.entries:,} entries, mean {mean:.2f}, "
@@ -214,14 +122,14 @@ def cmd_list(args) -> int:
     for path in sorted(directory.iterdir()):
         if path.suffix not in (".h5", ".pdbpack"):
             continue
+        row = {"path": str(path), "partition": None, "version": None, "bytes": path.stat().st_size}
         try:
-            meta = read_any_meta(path)
-            state = ("verified" if stamp.is_recorded(meta) else "unverified") if meta.form == "installed" else "packed"
-            rows.append({"path": str(path), "partition": meta.partition, "version": meta.version,
-                         "bytes": path.stat().st_size, "state": state})
+            meta = artifact.read_any_meta(path)
+            state = ("verified" if trust.is_recorded(meta) else "unverified") if meta.form == "installed" else "packed"
+            row.update(partition=meta.partition, version=meta.version, state=state)
         except PdbError as e:
-            rows.append({"path": str(path), "partition": None, "version": None,
-                         "bytes": path.stat().st_size, "state": f"damaged: {e}"})
+            row["state"] = f"damaged: {e}"
+        rows.append(row)
     text = "\n".join(f"{r['path']:40s} {r['partition'] or '-':12s} {r['version'] or '-':14s} "
                      f"{r['bytes'] / 2**20:9.1f} MiB  {r['state']}" for r in rows) or f"no artifacts in {directory}"
     emit(args, {"artifacts": rows}, text)
@@ -229,7 +137,7 @@ def cmd_list(args) -> int:
 
 
 def cmd_pack(args) -> int:
-    from .ship import pack
+    from .packing import pack
 
     stats = pack(args.path, args.output, threads=args.threads, level=args.level)
     emit(args, {"path": str(args.output), **stats},
@@ -239,39 +147,22 @@ def cmd_pack(args) -> int:
 
 
 def cmd_unpack(args) -> int:
-    from .ship import unpack
-    from .verify import verify
+    from .packing import install
 
-    output = Path(args.output)
-    if output.is_dir():
-        raise BadInput(f"{output} is a directory: give the artifact's file name, e.g. {output}/name.h5")
-    # Unpack beside the target (checksums checked on the way), run every verify check,
-    # and only then take the target's name: a failed check leaves nothing behind.
-    staging = output.with_name(output.name + ".unverified")
-    try:
-        unpack(args.path, staging, threads=args.threads)
-        _, checks = verify(staging)
-        failed = [c for c in checks if not c.ok]
-        if failed:
-            raise ArtifactError(f"{args.path}: unpacked tables fail check {failed[0].name}: {failed[0].detail}")
-        os.replace(staging, output)
-    finally:
-        staging.unlink(missing_ok=True)
-    meta = artifact.read_meta(output)
-    stamp.record(meta)
+    report = install(args.path, args.output, threads=args.threads)
+    meta = report.meta
     emit(args, meta.to_dict(), f"unpacked {args.path} -> {meta.path}: {meta.partition} version {meta.version}, "
-                               f"checksums and all {len(checks)} verify checks passed")
+                               f"checksums and all {len(report.checks)} verify checks passed")
     return 0
 
 
 def cmd_partitions(args) -> int:
     rows = []
     for p in partitions.CATALOGUE.values():
-        sizes = p.group_sizes()
-        plan, _ = partitions.plan_tables(p)
         rows.append({"name": p.name, "side": p.side, "groups": [list(g) for g in p.groups],
-                     "entries": sizes, "tables_built": len(plan), "table_bytes": p.table_bytes(),
-                     "build_bytes": p.build_bytes(), "note": p.note})
+                     "entries": p.group_sizes(), "tables_built": len(partitions.plan_tables(p).tables),
+                     "table_bytes": p.table_bytes(), "build_bytes": p.build_bytes(),
+                     "strength": p.strength, "note": p.note})
     text = "\n".join(f"{r['name']:11s} groups {r['groups']}\n            entries {r['entries']} "
                      f"({r['tables_built']} table(s) to build, {r['table_bytes'] / 2**20:,.0f} MiB on disk, "
                      f"about {r['build_bytes'] / 2**30:.1f} GiB to build): {r['note']}" for r in rows)
@@ -383,19 +274,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except PdbError as e:
-        report_error(args, e)
-        return e.exit_code
-    except OSError as e:  # a path that cannot be read or written: say which, no traceback
-        where = f"{e.filename}: " if e.filename else ""
-        print(f"pdbtool: {where}{e.strerror or e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("pdbtool: interrupted", file=sys.stderr)
-        return 130
+    return run(PROG, parser().parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 EXIT_BAD_INPUT = 2
 EXIT_UNSOLVABLE = 3
 EXIT_LIMIT = 4
+EXIT_INTERRUPTED = 130  # Ctrl-C, in both tools: 128 + SIGINT, the shell's convention
 
 
 class PdbError(Exception):

@@ -2,7 +2,7 @@
 
 numba cannot cache a kernel that takes another jitted function as an argument, so the
 search stays generic another way: a heuristic is a kind code plus a fixed tuple of arrays
-``H`` (built in heuristics.py / pdb.py), and two functions here dispatch on the kind:
+``H``, a HeuristicArrays (built in heuristics.py / pdb_heuristic.py), and two functions here dispatch on the kind:
 
 * ``h_init``   computes h of a board from scratch and fills the heuristic's state row;
 * ``h_update`` derives the next state row from the previous one after one tile moved.
@@ -10,6 +10,8 @@ search stays generic another way: a heuristic is a kind code plus a fixed tuple 
 The state row (int32) holds h in column 0 and what the kind needs to update it cheaply.
 Boards are always in the blank-first convention: tile t's goal cell is t.
 """
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -20,15 +22,61 @@ PER_TILE = 0        # sum of a per-tile table: Hamming or Manhattan  [h]
 LINEAR_CONFLICT = 1  # Manhattan + 2 * per-line conflicts            [h, md, line values...]
 WALKING = 2         # walking distance, rows + columns               [h, row state, col state]
 PDB = 3             # additive pattern databases, max with reflection [h, sum0, sum1, v_l...]
+KINDS = (PER_TILE, LINEAR_CONFLICT, WALKING, PDB)
 
-# Positions in the H tuple.
-(KIND, TILE_TAB, WD_TRANS, WD_DIST, WD_CODES,
- LK_TILES, LK_M, LK_CMAP, LK_W, LK_OFF, LK_SET, TILE_LK, TABLE, LINE_TAB) = range(14)
+# Named columns of the state row.
+ROW_H = 0          # every kind: h itself
+LC_MD = 1          # linear conflict: Manhattan part; line values follow
+LC_LINES = 2
+WD_ROWS, WD_COLS = 1, 2  # walking distance: row and column state
+PDB_SUMS = 1       # PDB: the direct and the reflected sum
+PDB_VALUES = 3     # PDB: the value of each lookup l at PDB_VALUES + l
+
+
+class HeuristicArrays(NamedTuple):
+    """Everything a kernel needs to evaluate a heuristic; slots a kind does not use hold
+    small placeholders of the same type, so one compiled kernel serves every heuristic."""
+
+    kind: np.int64
+    tile_tab: np.ndarray     # int32[tile, cell]: per-tile value (Hamming, Manhattan)
+    wd_trans: np.ndarray     # int32[state, up/down, goal line]: walking-distance moves
+    wd_dist: np.ndarray      # int32[state]: walking distance of a state
+    wd_codes: np.ndarray     # int64[state]: sorted codes of the walking-distance states
+    lk_tiles: np.ndarray     # int64[lookup, i]: the tiles a lookup reads, in table order
+    lk_m: np.ndarray         # int64[lookup]: how many tiles
+    lk_cmap: np.ndarray      # int64[lookup, cell]: cell map into the table's frame
+    lk_w: np.ndarray         # int64[lookup, i]: rank place values
+    lk_off: np.ndarray       # int64[lookup]: offset of the lookup's table in ``table``
+    lk_set: np.ndarray       # int64[lookup]: 0 direct, 1 reflected
+    tile_lk: np.ndarray      # int64[tile, set]: the lookup holding a tile, -1 if none
+    table: np.ndarray        # uint8[]: all tables, concatenated
+    line_tab: np.ndarray     # int32[line code]: linear-conflict value of a line
+
+
+def placeholder_arrays(kind: int) -> dict:
+    """Typed empty slots of HeuristicArrays, to be overridden by what ``kind`` uses."""
+    return dict(
+        kind=np.int64(kind),
+        tile_tab=np.zeros((1, 1), np.int32),
+        wd_trans=np.zeros((1, 2, 1), np.int32),
+        wd_dist=np.zeros(1, np.int32),
+        wd_codes=np.zeros(1, np.int64),
+        lk_tiles=np.zeros((1, 1), np.int64),
+        lk_m=np.zeros(0, np.int64),
+        lk_cmap=np.zeros((1, 1), np.int64),
+        lk_w=np.zeros((1, 1), np.int64),
+        lk_off=np.zeros(1, np.int64),
+        lk_set=np.zeros(1, np.int64),
+        tile_lk=np.full((1, 2), -1, np.int64),
+        table=np.zeros(1, np.uint8),
+        line_tab=np.zeros(1, np.int32),
+    )
 
 
 def state_width(kind: int, side: int, lookups: int) -> int:
     """Columns of the heuristic state row for a kind."""
-    return {PER_TILE: 1, LINEAR_CONFLICT: 2 + 2 * side, WALKING: 3, PDB: 3 + lookups}[kind]
+    return {PER_TILE: 1, LINEAR_CONFLICT: LC_LINES + 2 * side, WALKING: 3,
+            PDB: PDB_VALUES + lookups}[kind]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -49,63 +97,63 @@ def line_conflict(H, board, s, line, is_col):
             elif not is_col and t // s == line:
                 digit = t % s
         code = code * (s + 1) + digit
-    return H[LINE_TAB][code]
+    return H.line_tab[code]
 
 
 @njit(cache=True, nogil=True, inline="always")
 def lookup(H, pos, l):
     """Table value of lookup l: its tiles' cells, mapped by its cell map, ranked in place
     (ranking.rank, fused here to skip a copy of the cells: this runs twice per node)."""
-    tiles = H[LK_TILES]
-    cmap = H[LK_CMAP]
-    w = H[LK_W]
+    tiles = H.lk_tiles
+    cmap = H.lk_cmap
+    w = H.lk_w
     used = 0
     r = 0
-    for i in range(H[LK_M][l]):
+    for i in range(H.lk_m[l]):
         p = cmap[l, pos[tiles[l, i]]]
         r += (p - popcount(used & ((1 << p) - 1))) * w[l, i]
         used |= 1 << p
-    return np.int32(H[TABLE][H[LK_OFF][l] + r])
+    return np.int32(H.table[H.lk_off[l] + r])
 
 
 @njit(cache=True, nogil=True)
 def h_init(H, s, board, pos, row):
     """h of the board from scratch; fills the state row and returns h."""
-    kind = H[KIND]
+    kind = H.kind
     n = s * s
     if kind == PER_TILE:
         h = 0
         for c in range(n):
             if board[c] != 0:
-                h += H[TILE_TAB][board[c], c]
-        row[0] = h
+                h += H.tile_tab[board[c], c]
+        row[ROW_H] = h
     elif kind == LINEAR_CONFLICT:
         md = 0
         for c in range(n):
             if board[c] != 0:
-                md += H[TILE_TAB][board[c], c]
+                md += H.tile_tab[board[c], c]
         h = md
         for line in range(s):
-            row[2 + line] = line_conflict(H, board, s, line, False)
-            row[2 + s + line] = line_conflict(H, board, s, line, True)
-            h += row[2 + line] + row[2 + s + line]
-        row[0] = h
-        row[1] = md
+            row[LC_LINES + line] = line_conflict(H, board, s, line, False)
+            row[LC_LINES + s + line] = line_conflict(H, board, s, line, True)
+            h += row[LC_LINES + line] + row[LC_LINES + s + line]
+        row[ROW_H] = h
+        row[LC_MD] = md
     elif kind == WALKING:
         # Rows and columns are two states of the same table (the goal is transpose-symmetric).
-        row[1] = wd_index(board, s, H, False)
-        row[2] = wd_index(board, s, H, True)
-        row[0] = H[WD_DIST][row[1]] + H[WD_DIST][row[2]]
+        row[WD_ROWS] = wd_index(board, s, H, False)
+        row[WD_COLS] = wd_index(board, s, H, True)
+        row[ROW_H] = H.wd_dist[row[WD_ROWS]] + H.wd_dist[row[WD_COLS]]
     else:
         sums = np.zeros(2, dtype=np.int32)
-        for l in range(H[LK_M].shape[0]):
+        for l in range(H.lk_m.shape[0]):
             v = lookup(H, pos, l)
-            row[3 + l] = v
-            sums[H[LK_SET][l]] += v
-        row[1] = sums[0]
-        row[2] = sums[1]
-        row[0] = max(sums[0], sums[1])
-    return row[0]
+            row[PDB_VALUES + l] = v
+            sums[H.lk_set[l]] += v
+        row[PDB_SUMS] = sums[0]
+        row[PDB_SUMS + 1] = sums[1]
+        row[ROW_H] = max(sums[0], sums[1])
+    return row[ROW_H]
 
 
 @njit(cache=True, nogil=True)
@@ -116,7 +164,7 @@ def wd_index(board, s, H, is_col):
     number of the counts, and the table keeps the codes sorted, so a binary search finds
     the state's index. Only h_init needs this; moves follow the transition table.
     """
-    codes = H[WD_CODES]
+    codes = H.wd_codes
     code = 0
     # Mixed radix s+1 over the s*s counts, row-major (counts are 0..s).
     for line in range(s):
@@ -146,49 +194,48 @@ def h_update(kind, H, s, board, pos, prev, row, tile, src, dst):
     derive the state row from the previous one; return the new h. ``kind`` is a
     compile-time literal, so each kind gets a kernel without the others' branches."""
     if kind == PER_TILE:
-        h = prev[0] + H[TILE_TAB][tile, dst] - H[TILE_TAB][tile, src]
-        row[0] = h
+        h = prev[ROW_H] + H.tile_tab[tile, dst] - H.tile_tab[tile, src]
+        row[ROW_H] = h
         return h
     if kind == LINEAR_CONFLICT:
         for i in range(row.shape[0]):
             row[i] = prev[i]
-        md = prev[1] + H[TILE_TAB][tile, dst] - H[TILE_TAB][tile, src]
-        row[1] = md
+        md = prev[LC_MD] + H.tile_tab[tile, dst] - H.tile_tab[tile, src]
+        row[LC_MD] = md
         # A vertical move changes the contents of two rows, a horizontal one of two columns.
         if src // s != dst // s:
-            row[2 + src // s] = line_conflict(H, board, s, src // s, False)
-            row[2 + dst // s] = line_conflict(H, board, s, dst // s, False)
+            row[LC_LINES + src // s] = line_conflict(H, board, s, src // s, False)
+            row[LC_LINES + dst // s] = line_conflict(H, board, s, dst // s, False)
         else:
-            row[2 + s + src % s] = line_conflict(H, board, s, src % s, True)
-            row[2 + s + dst % s] = line_conflict(H, board, s, dst % s, True)
+            row[LC_LINES + s + src % s] = line_conflict(H, board, s, src % s, True)
+            row[LC_LINES + s + dst % s] = line_conflict(H, board, s, dst % s, True)
         h = md
-        for i in range(2, 2 + 2 * s):
+        for i in range(LC_LINES, LC_LINES + 2 * s):
             h += row[i]
-        row[0] = h
+        row[ROW_H] = h
         return h
     if kind == WALKING:
-        trans = H[WD_TRANS]
-        row[1] = prev[1]
-        row[2] = prev[2]
+        trans = H.wd_trans
+        row[WD_ROWS] = prev[WD_ROWS]
+        row[WD_COLS] = prev[WD_COLS]
+        # The tile moves up (dst above src: the blank went down) or down, or sideways.
+        d = 0 if dst < src else 1
         if src // s != dst // s:
-            # Tile moves up (dst above src: the blank went down) or down, changing rows.
-            d = 0 if dst < src else 1
-            row[1] = trans[prev[1], d, tile // s]
+            row[WD_ROWS] = trans[prev[WD_ROWS], d, tile // s]
         else:
-            d = 0 if dst < src else 1
-            row[2] = trans[prev[2], d, tile % s]
-        h = H[WD_DIST][row[1]] + H[WD_DIST][row[2]]
-        row[0] = h
+            row[WD_COLS] = trans[prev[WD_COLS], d, tile % s]
+        h = H.wd_dist[row[WD_ROWS]] + H.wd_dist[row[WD_COLS]]
+        row[ROW_H] = h
         return h
     # PDB: only the lookups that hold the moved tile change (direct and reflected).
     for i in range(row.shape[0]):
         row[i] = prev[i]
     for j in range(2):
-        l = H[TILE_LK][tile, j]
+        l = H.tile_lk[tile, j]
         if l >= 0:
             v = lookup(H, pos, l)
-            row[1 + H[LK_SET][l]] += v - prev[3 + l]
-            row[3 + l] = v
-    h = max(row[1], row[2])
-    row[0] = h
+            row[PDB_SUMS + H.lk_set[l]] += v - prev[PDB_VALUES + l]
+            row[PDB_VALUES + l] = v
+    h = max(row[PDB_SUMS], row[PDB_SUMS + 1])
+    row[ROW_H] = h
     return h

@@ -1,8 +1,8 @@
 """The heuristics that need no tables: Hamming, Manhattan, linear conflict, walking distance.
 
-Each is a ``Heuristic``: a name and the array tuple ``H`` that heuristic_kernels.py
-evaluates. Pattern databases build the same object in pdb.py, so the search never needs
-to know which heuristic it runs.
+Each is a ``Heuristic``: a name and the ``HeuristicArrays`` that heuristic_kernels.py
+evaluates. Pattern databases build the same object in pdb_heuristic.py, so the search
+never needs to know which heuristic it runs.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ WALKING_MAX_SIDE = 4  # the walking-distance table has 24,964 states for 4x4, mi
 class Heuristic:
     name: str
     side: int
-    H: tuple
+    H: hk.HeuristicArrays
     width: int  # columns of the kernel's state row
     artifact: str | None = None  # version of the table artifact it reads, if any
     note: str = ""  # e.g. why a fallback was taken
@@ -46,26 +46,6 @@ def board_arrays(board_bf):
     pos = np.empty(len(board), dtype=np.int64)
     pos[board] = np.arange(len(board))
     return board, pos
-
-
-def empty_parts() -> list:
-    """An H tuple with every slot empty but correctly typed (one compiled kernel for all)."""
-    return [
-        np.int64(0),
-        np.zeros((1, 1), np.int32),          # TILE_TAB
-        np.zeros((1, 2, 1), np.int32),       # WD_TRANS
-        np.zeros(1, np.int32),               # WD_DIST
-        np.zeros(1, np.int64),               # WD_CODES
-        np.zeros((1, 1), np.int64),          # LK_TILES
-        np.zeros(0, np.int64),               # LK_M (no lookups)
-        np.zeros((1, 1), np.int64),          # LK_CMAP
-        np.zeros((1, 1), np.int64),          # LK_W
-        np.zeros(1, np.int64),               # LK_OFF
-        np.zeros(1, np.int64),               # LK_SET
-        np.full((1, 2), -1, np.int64),       # TILE_LK
-        np.zeros(1, np.uint8),               # TABLE
-        np.zeros(1, np.int32),               # LINE_TAB
-    ]
 
 
 def manhattan_table(side: int) -> np.ndarray:
@@ -159,21 +139,19 @@ def walking_tables(side: int):
 
 def table_free(name: str, side: int) -> Heuristic:
     """One of TABLE_FREE for boards of the given side."""
-    parts = empty_parts()
-    if name == "hamming":
-        parts[hk.KIND], parts[hk.TILE_TAB] = np.int64(hk.PER_TILE), hamming_table(side)
-    elif name == "manhattan":
-        parts[hk.KIND], parts[hk.TILE_TAB] = np.int64(hk.PER_TILE), manhattan_table(side)
+    if name in ("hamming", "manhattan"):
+        table = hamming_table(side) if name == "hamming" else manhattan_table(side)
+        arrays = dict(kind=hk.PER_TILE, tile_tab=table)
     elif name == "linear-conflict":
-        parts[hk.KIND], parts[hk.TILE_TAB] = np.int64(hk.LINEAR_CONFLICT), manhattan_table(side)
-        parts[hk.LINE_TAB] = line_table(side)
+        arrays = dict(kind=hk.LINEAR_CONFLICT, tile_tab=manhattan_table(side),
+                      line_tab=line_table(side))
     elif name == "walking-distance":
         if side > WALKING_MAX_SIDE:
             raise BadInput(f"walking distance is available up to {WALKING_MAX_SIDE}x{WALKING_MAX_SIDE} boards")
         codes, trans, dists = walking_tables(side)
-        parts[hk.KIND] = np.int64(hk.WALKING)
-        parts[hk.WD_CODES], parts[hk.WD_TRANS], parts[hk.WD_DIST] = codes, trans, dists
+        arrays = dict(kind=hk.WALKING, wd_codes=codes, wd_trans=trans, wd_dist=dists)
     else:
         raise BadInput(f"unknown heuristic {name!r}: choose one of {', '.join(TABLE_FREE)}")
-    kind = int(parts[hk.KIND])
-    return Heuristic(name, side, tuple(parts), hk.state_width(kind, side, 0))
+    kind = arrays["kind"]
+    H = hk.HeuristicArrays(**{**hk.placeholder_arrays(kind), **arrays, "kind": np.int64(kind)})
+    return Heuristic(name, side, H, hk.state_width(kind, side, 0))

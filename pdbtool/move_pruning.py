@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .puzzle import BLANK_STEP
+from .geometry import BLANK_STEP, DIRECTIONS
 
-MOVES = "UDLR"  # the kernel's neighbour order: move k of a cell is MOVES[k]
+MOVES = DIRECTIONS  # the kernels' direction order: move k of a cell is MOVES[k]
 REVERSE = {"U": "D", "D": "U", "L": "R", "R": "L"}
 MAX_LENGTH = 12
 WORDS_FILE = Path(__file__).with_name("forbidden_words.txt")

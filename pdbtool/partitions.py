@@ -8,9 +8,26 @@ blocks of goal cells, since tiles that interact belong in the same group.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .errors import BadInput
+from .geometry import blank_region, symmetries
 from .ranking import table_size
+
+
+class GroupPlan(NamedTuple):
+    """How one group of a partition reads its table."""
+
+    tiles: tuple[int, ...]     # the group's tiles, in the order of the table's tiles
+    table: int                 # index of the table in the plan
+    cell_map: tuple[int, ...]  # board cell -> cell in the table's frame
+
+
+class TablePlan(NamedTuple):
+    """The tables a partition needs (goal cell = tile) and how each group reads one."""
+
+    tables: list[tuple[int, ...]]
+    groups: list[GroupPlan]
 
 
 @dataclass(frozen=True)
@@ -19,6 +36,7 @@ class Partition:
     side: int
     groups: tuple[tuple[int, ...], ...]
     note: str
+    strength: int  # to choose among the artifacts for one board size: the larger wins
 
     @property
     def cells(self) -> int:
@@ -29,8 +47,7 @@ class Partition:
 
     def table_bytes(self) -> int:
         """Bytes of the artifact's tables: one per entry of each table actually built."""
-        plan, _ = plan_tables(self)
-        return sum(table_size(self.cells, len(t)) for t in plan)
+        return sum(table_size(self.cells, len(t)) for t in plan_tables(self).tables)
 
     def build_bytes(self) -> int:
         """Peak memory of the build, about: the largest table's three cell masks and its
@@ -42,21 +59,18 @@ class Partition:
 
 CATALOGUE = {p.name: p for p in [
     Partition("8/full", 3, ((1, 2, 3, 4, 5, 6, 7, 8),),
-              "all eight tiles: the exact 8-puzzle distances (half the placements are unreachable)"),
+              "all eight tiles: the exact 8-puzzle distances (half the placements are unreachable)",
+              100),
     Partition("15/5-5-5", 4, ((1, 2, 3, 6, 7), (4, 5, 8, 9, 12), (10, 11, 13, 14, 15)),
-              "top row with 6-7, left block, bottom-right block"),
+              "top row with 6-7, left block, bottom-right block", 10),
     Partition("15/6-6-3", 4, ((1, 2, 3, 5, 6, 7), (4, 8, 9, 12, 13, 14), (10, 11, 15)),
-              "top two rows, bottom-left block, the three at the right"),
+              "top two rows, bottom-left block, the three at the right", 20),
     Partition("15/7-8", 4, ((1, 2, 3, 4, 5, 6, 7), (8, 9, 10, 11, 12, 13, 14, 15)),
-              "Korf & Felner (2002): top two rows and bottom two rows"),
+              "Korf & Felner (2002): top two rows and bottom two rows", 30),
     Partition("24/6-6-6-6", 5, ((1, 5, 6, 10, 11, 12), (2, 3, 4, 7, 8, 9),
                                 (13, 14, 18, 19, 23, 24), (15, 16, 17, 20, 21, 22)),
-              "Korf & Felner (2002) Figure 5; the last three groups are rotations of one shape"),
+              "Korf & Felner (2002) Figure 5; the last three groups are rotations of one shape", 10),
 ]}
-
-# How strong each partition is, for choosing among artifacts of one size (bigger wins).
-STRENGTH = {"8/full": 100, "15/7-8": 30, "15/6-6-3": 20, "15/5-5-5": 10, "24/6-6-6-6": 10}
-
 
 def get(name: str) -> Partition:
     try:
@@ -65,56 +79,16 @@ def get(name: str) -> Partition:
         raise BadInput(f"unknown partition {name!r}: choose one of {', '.join(CATALOGUE)}") from None
 
 
-# --- board symmetries ---------------------------------------------------------------------
-
-def symmetries(side: int) -> list[tuple[int, ...]]:
-    """The 8 symmetries of the square as cell permutations sigma[c]."""
-    out = []
-    for k in range(8):
-        perm = []
-        for c in range(side * side):
-            r, col = divmod(c, side)
-            if k & 4:
-                r, col = col, r
-            for _ in range(k & 3):
-                r, col = col, side - 1 - r
-            perm.append(r * side + col)
-        out.append(tuple(perm))
-    return sorted(set(out))
-
-
-def transpose(side: int) -> tuple[int, ...]:
-    """Reflection about the main diagonal, as a cell permutation."""
-    return tuple((c % side) * side + c // side for c in range(side * side))
-
-
-def blank_region(side: int, occupied: set[int], start: int = 0) -> frozenset[int]:
-    """Cells reachable by the blank from ``start`` without crossing occupied cells."""
-    seen = {start}
-    stack = [start]
-    while stack:
-        c = stack.pop()
-        r, col = divmod(c, side)
-        for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1)):
-            if 0 <= r + dr < side and 0 <= col + dc < side:
-                nb = (r + dr) * side + col + dc
-                if nb not in occupied and nb not in seen:
-                    seen.add(nb)
-                    stack.append(nb)
-    return frozenset(seen)
-
-
-def plan_tables(partition: Partition):
+def plan_tables(partition: Partition) -> TablePlan:
     """Decide which tables to build and how each group reads one.
 
-    Returns (tables, groups): tables is a list of tile tuples to build (goal cells = tiles),
-    groups a list of (tiles in table order, table index, cell map). A group reuses an
-    earlier table when a board symmetry maps its goal cells and the blank's goal region
-    onto that table's: with the blank's moves free, the distances are then the same.
+    A group reuses an earlier table when a board symmetry maps its goal cells and the
+    blank's goal region onto that table's: with the blank's moves free, the distances are
+    then the same.
     """
     side = partition.side
     tables: list[tuple[int, ...]] = []
-    groups = []
+    groups: list[GroupPlan] = []
     identity = tuple(range(side * side))
     for g in partition.groups:
         region = blank_region(side, set(g))
@@ -124,12 +98,12 @@ def plan_tables(partition: Partition):
             for sigma in symmetries(side):
                 if {sigma[c] for c in g} == set(t) and frozenset(sigma[c] for c in region) == t_region:
                     inverse = {sigma[c]: c for c in g}
-                    use = (tuple(inverse[h] for h in t), ti, sigma)
+                    use = GroupPlan(tuple(inverse[h] for h in t), ti, sigma)
                     break
             if use:
                 break
         if use is None:
             tables.append(tuple(sorted(g)))
-            use = (tables[-1], len(tables) - 1, identity)
+            use = GroupPlan(tables[-1], len(tables) - 1, identity)
         groups.append(use)
-    return tables, groups
+    return TablePlan(tables, groups)

@@ -14,12 +14,11 @@ import random
 import re
 
 from .errors import BadInput, Unsolvable
+from .geometry import BLANK_STEP, neighbours
 
 GOALS = ("blank-last", "blank-first")
 MIN_SIDE, MAX_SIDE = 2, 6
 
-# The blank's moves: U means the blank goes up (the tile above it slides down).
-BLANK_STEP = {"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)}
 ROTATE_MOVE = str.maketrans("UDLR", "DURL")
 
 
@@ -156,16 +155,6 @@ def require_solvable(board, goal: str = "blank-last") -> None:
 
 
 # --- moves and replay ---------------------------------------------------------------------
-
-def neighbours(side: int) -> list[list[int]]:
-    """Cells adjacent to each cell, in U, D, L, R order of the blank's step."""
-    out = []
-    for c in range(side * side):
-        r, col = divmod(c, side)
-        out.append([(r + dr) * side + col + dc for dr, dc in BLANK_STEP.values()
-                    if 0 <= r + dr < side and 0 <= col + dc < side])
-    return out
-
 
 def step_letter(side: int, src: int, dst: int) -> str:
     """The letter of the blank's move from cell src to the adjacent cell dst."""

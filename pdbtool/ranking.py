@@ -13,6 +13,7 @@ from .intrinsics import popcount
 
 RANK_SCHEME = "mixed-radix-lex"
 RANK_VERSION = 1
+UNSET = 255  # a table entry no placement of that rank has reached (unreachable parity)
 
 
 def table_size(n: int, m: int) -> int:

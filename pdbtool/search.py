@@ -1,36 +1,118 @@
 """Solving a board: validation, the goal isomorphism, the IDA* kernel, replay, statistics.
 
-``Solver`` wraps one heuristic and answers ``solve(board, goal)`` with a ``SolveResult``
-whose moves have been replayed to the goal before it is returned.
+``Solver`` wraps one heuristic. ``solve(board, goal)`` validates once and returns a
+``SolveResult`` whose moves have been replayed to the goal; callers that validated already
+(the daemon validates before it queues) keep the ``PreparedBoard`` and call ``search``.
+A ``SearchControl`` is what the caller shares with a running search: the stop flag, the
+live counters, the node budget and the timeout.
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
 from . import puzzle
 from .errors import ArtifactError, BadInput, LimitReached, PdbError
-from .heuristic_kernels import h_init
+from .geometry import blank_moves
+from .heuristic_kernels import ROW_H, h_init
 from .heuristics import Heuristic, board_arrays
 from .move_pruning import pruning_fsm
 from .result import SolveResult
-from .search_kernel import BUDGET, FOUND, MAX_DEPTH, STOPPED, run_ida
+from .search_kernel import (BOUND, BUDGET, COUNTERS, EXPANDED, FOUND, GENERATED, MAX_DEPTH,
+                            STOPPED, run_dfs, run_ida)
+
+LIMIT_REASONS = {STOPPED: "search stopped (cancelled or deadline)", BUDGET: "node budget exhausted"}
 
 
-def move_arrays(side: int):
-    """The blank's moves from each cell, packed for the kernel: moves[c, i] for
-    i < nmoves[c] is (destination << 2) | direction, directions 0-3 being U, D, L, R."""
-    moves = np.zeros((side * side, 4), dtype=np.int64)
-    nmoves = np.zeros(side * side, dtype=np.int64)
-    for c in range(side * side):
-        r, col = divmod(c, side)
-        for k, (dr, dc) in enumerate(puzzle.BLANK_STEP.values()):
-            if 0 <= r + dr < side and 0 <= col + dc < side:
-                moves[c, nmoves[c]] = (((r + dr) * side + col + dc) << 2) | k
-                nmoves[c] += 1
-    return moves, nmoves
+class PreparedBoard(NamedTuple):
+    """A validated, solvable board, and its image in the blank-first convention."""
+
+    board: tuple[int, ...]        # as the user gave it
+    goal: str
+    blank_first: tuple[int, ...]  # what the kernels search
+
+
+class Root(NamedTuple):
+    """Kernel arrays of a search root: cells -> tiles, tiles -> cells, heuristic rows."""
+
+    board: np.ndarray
+    pos: np.ndarray
+    rows: np.ndarray  # one heuristic state row per depth; row 0 is the root's
+
+    @property
+    def h(self) -> int:
+        return int(self.rows[0, ROW_H])
+
+
+class DfsOutcome(NamedTuple):
+    """What one bounded depth-first search of a subtree returns."""
+
+    status: int       # NOT_FOUND, FOUND, STOPPED or BUDGET
+    next_bound: int   # the smallest f above the bound seen (NOT_FOUND)
+    expanded: int
+    generated: int
+    length: int       # moves of the path below the root (FOUND)
+
+
+@dataclass
+class SearchControl:
+    """What a caller shares with a running search.
+
+    ``stop`` (int64[1]) is polled by the kernel every few thousand nodes: ``halt`` sets it.
+    ``counters`` (int64[COUNTERS]: generated, expanded, bound) are published while it runs.
+    ``budget`` caps the nodes generated; ``timeout`` (seconds) halts it with reason
+    "deadline". The first reason given to ``halt`` is kept.
+    """
+
+    budget: int | None = None
+    timeout: float | None = None
+    stop: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    counters: np.ndarray = field(default_factory=lambda: np.zeros(COUNTERS, np.int64))
+    reason: str | None = None
+
+    def __post_init__(self):
+        self._lock = threading.Lock()
+
+    def halt(self, reason: str = "cancelled") -> None:
+        with self._lock:
+            if self.reason is None:
+                self.reason = reason
+        self.stop[0] = 1
+
+    @property
+    def halted(self) -> bool:
+        return bool(self.stop[0])
+
+    @property
+    def generated(self) -> int:
+        return int(self.counters[GENERATED])
+
+    @property
+    def expanded(self) -> int:
+        return int(self.counters[EXPANDED])
+
+    @property
+    def bound(self) -> int:
+        return int(self.counters[BOUND])
+
+    @property
+    def kernel_budget(self) -> int:
+        """The budget as the kernels take it: -1 for none."""
+        return -1 if self.budget is None else int(self.budget)
+
+    def timer(self) -> threading.Timer | None:
+        """A started timer that halts the search after ``timeout`` seconds, or None."""
+        if self.timeout is None:
+            return None
+        t = threading.Timer(self.timeout, self.halt, args=("deadline",))
+        t.daemon = True
+        t.start()
+        return t
 
 
 class Solver:
@@ -39,11 +121,11 @@ class Solver:
     def __init__(self, heuristic: Heuristic, prune: bool = True):
         self.heuristic = heuristic
         self.side = heuristic.side
-        self.moves, self.nmoves = move_arrays(self.side)
+        self.moves, self.nmoves = blank_moves(self.side)
         self.prune = prune
         self.fsm = pruning_fsm(prune)
 
-    def prepare(self, board, goal: str):
+    def prepare(self, board, goal: str = "blank-last") -> PreparedBoard:
         """Validate and map to blank-first; raise BadInput / Unsolvable with a clear message."""
         board = puzzle.validate(board)
         puzzle.check_goal(goal)
@@ -53,45 +135,72 @@ class Solver:
                 f"board is {side}x{side} ({len(board)} tiles) but the heuristic "
                 f"{self.heuristic.name!r} serves {self.side}x{self.side} boards")
         puzzle.require_solvable(board, goal)
-        return board, puzzle.to_blank_first(board, goal)
+        return PreparedBoard(board, goal, puzzle.to_blank_first(board, goal))
 
-    def root(self, board_bf):
-        """Kernel arrays of a root: board, positions, heuristic state stack (row 0 set)."""
-        board, pos = board_arrays(board_bf)
-        hs = np.zeros((MAX_DEPTH + 2, self.heuristic.width), dtype=np.int32)
-        h_init(self.heuristic.H, self.side, board, pos, hs[0])
-        return board, pos, hs
+    def solve(self, board, goal: str = "blank-last", threads: int = 1,
+              control: SearchControl | None = None) -> SolveResult:
+        """Validate the board once and solve it optimally (see ``search``)."""
+        return self.search(self.prepare(board, goal), threads, control)
 
-    def solve(self, board, goal: str = "blank-last", budget: int | None = None,
-              stop: np.ndarray | None = None, counters: np.ndarray | None = None) -> SolveResult:
-        """Solve optimally. ``stop`` (int64[1]) cancels when set non-zero; ``counters``
-        (int64[3]: generated, expanded, bound) are published while the search runs."""
-        board, bf = self.prepare(board, goal)
-        stop = np.zeros(1, np.int64) if stop is None else stop
-        counters = np.zeros(3, np.int64) if counters is None else counters
-        b, pos, hs = self.root(bf)
+    def search(self, prepared: PreparedBoard, threads: int = 1,
+               control: SearchControl | None = None) -> SolveResult:
+        """Solve a prepared board optimally on ``threads`` threads. Raises LimitReached
+        when the control's budget, timeout or stop flag ends the search first."""
+        control = control or SearchControl()
+        timer = control.timer()
+        try:
+            if threads > 1:
+                from .parallel import search_parallel
+                return search_parallel(self, prepared, threads, control)
+            return self._search_serial(prepared, control)
+        finally:
+            if timer:
+                timer.cancel()
+
+    def _search_serial(self, prepared: PreparedBoard, control: SearchControl) -> SolveResult:
+        bf = prepared.blank_first
+        root = self.root(bf)
         path = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
         bounds = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
         nodes = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
-        h0 = int(hs[0, 0])
         t0 = time.perf_counter()
         status, length, expanded, generated, iters = run_ida(
-            int(self.heuristic.H[0]), self.heuristic.H, self.side, b, pos, self.moves, self.nmoves, self.fsm, hs, bf.index(0),
-            -1 if budget is None else int(budget), stop, counters, path, bounds, nodes)
+            int(self.heuristic.H.kind), self.heuristic.H, self.side, root.board, root.pos,
+            self.moves, self.nmoves, self.fsm, root.rows, bf.index(0), control.kernel_budget,
+            control.stop, control.counters, path, bounds, nodes)
         seconds = time.perf_counter() - t0
-        iterations = [{"bound": int(bounds[i]), "nodes": int(nodes[i])} for i in range(min(iters, len(bounds)))]
+        iterations = [{"bound": int(bounds[i]), "nodes": int(nodes[i])}
+                      for i in range(min(iters, len(bounds)))]
         if status != FOUND:
-            why = {STOPPED: "search stopped (cancelled or deadline)", BUDGET: "node budget exhausted"}
+            last = iterations[-1]["bound"] if iterations else root.h
             raise LimitReached(
-                f"{why.get(status, 'search limit reached')} after {generated:,} nodes "
-                f"({seconds:.3f} s, last bound {iterations[-1]['bound'] if iterations else h0})")
-        return self.result(board, goal, bf, path[:length], expanded, generated, seconds, h0, iterations)
+                f"{LIMIT_REASONS.get(status, 'search limit reached')} after {generated:,} nodes "
+                f"({seconds:.3f} s, last bound {last})")
+        return self.result(prepared, path[:length], expanded, generated, seconds, root.h,
+                           iterations)
 
-    def result(self, board, goal, bf, blank_cells, expanded, generated, seconds, h0, iterations,
-               threads=1) -> SolveResult:
+    def root(self, board_bf) -> Root:
+        """Kernel arrays of a root: board, positions, heuristic state stack (row 0 set)."""
+        board, pos = board_arrays(board_bf)
+        rows = np.zeros((MAX_DEPTH + 2, self.heuristic.width), dtype=np.int32)
+        h_init(self.heuristic.H, self.side, board, pos, rows[0])
+        return Root(board, pos, rows)
+
+    def dfs(self, root: Root, blank: int, automaton_state: int, g0: int, bound: int,
+            budget: int, stop: np.ndarray, counters: np.ndarray, path: np.ndarray) -> DfsOutcome:
+        """One bounded depth-first search below ``root`` (the parallel search's task):
+        f = g0 + g + h <= bound; on FOUND, path[:length] holds the blank's cells."""
+        return DfsOutcome(*run_dfs(
+            int(self.heuristic.H.kind), self.heuristic.H, self.side, root.board, root.pos,
+            self.moves, self.nmoves, self.fsm, root.rows, blank, automaton_state, g0, bound,
+            budget, stop, counters, path))
+
+    def result(self, prepared: PreparedBoard, blank_cells, expanded, generated, seconds, h0,
+               iterations, threads=1) -> SolveResult:
         """Turn the blank's path into moves in the user's convention and replay them."""
+        board, goal, bf = prepared
         tiles, letters = puzzle.blank_path_to_moves(bf, [int(c) for c in blank_cells])
-        moves, blank_moves = puzzle.moves_from_blank_first(tiles, letters, self.side, goal)
+        moves, blank_moves_ = puzzle.moves_from_blank_first(tiles, letters, self.side, goal)
         if puzzle.apply_tile_moves(board, moves) != puzzle.goal_board(self.side, goal):
             raise PdbError("internal error: the solution found does not replay to the goal")
         if len(moves) < h0:
@@ -101,6 +210,6 @@ class Solver:
                                 f"{len(moves)}-move solution exists; the table is damaged, run pdbtool verify")
         return SolveResult(
             board=board, goal=goal, side=self.side, length=len(moves), moves=moves,
-            blank_moves=blank_moves, nodes_expanded=int(expanded), nodes_generated=int(generated),
+            blank_moves=blank_moves_, nodes_expanded=int(expanded), nodes_generated=int(generated),
             seconds=seconds, heuristic=self.heuristic.name, initial_h=h0, iterations=iterations,
             artifact=self.heuristic.artifact, threads=threads, note=self.heuristic.note)

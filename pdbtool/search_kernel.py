@@ -9,7 +9,7 @@ parallel search (parallel.py), which hands out subtrees of the root.
 
 Control arrays, shared with the caller while the kernel runs (nogil):
   stop[0]     set non-zero by the caller to stop; polled every POLL expansions;
-  counters    [generated, expanded, current bound], published at each poll.
+  counters    [GENERATED, EXPANDED, BOUND], published at each poll.
 """
 
 import numpy as np
@@ -17,7 +17,9 @@ from numba import literally, njit
 
 from .heuristic_kernels import h_update
 
-NOT_FOUND, FOUND, STOPPED, BUDGET = 0, 1, 2, 3
+NOT_FOUND, FOUND, STOPPED, BUDGET = 0, 1, 2, 3  # outcomes of a search
+GENERATED, EXPANDED, BOUND = 0, 1, 2  # slots of the counters array
+COUNTERS = 3
 INF = 1 << 30
 MAX_DEPTH = 255
 POLL = 4096
@@ -51,7 +53,7 @@ def dfs(kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, 
     blanks = np.empty(MAX_DEPTH + 2, dtype=np.int64)
     it = np.empty(MAX_DEPTH + 2, dtype=np.int64)
     automaton = np.empty(MAX_DEPTH + 2, dtype=np.int64)
-    counters[2] = bound
+    counters[BOUND] = bound
     h0 = hs[0, 0]
     if g0 + h0 > bound:
         return NOT_FOUND, g0 + h0, 0, 0, 0
@@ -108,8 +110,8 @@ def dfs(kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, 
         it[depth] = 0
         expanded += 1
         if expanded & (POLL - 1) == 0:
-            counters[0] += generated - reported_g
-            counters[1] += expanded - reported_e
+            counters[GENERATED] += generated - reported_g
+            counters[EXPANDED] += expanded - reported_e
             reported_g, reported_e = generated, expanded
             if stop[0] != 0:
                 status = STOPPED
@@ -122,8 +124,8 @@ def dfs(kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, 
         while depth > 0:
             undo(board, pos, blanks, depth)
             depth -= 1
-    counters[0] += generated - reported_g
-    counters[1] += expanded - reported_e
+    counters[GENERATED] += generated - reported_g
+    counters[EXPANDED] += expanded - reported_e
     return status, next_bound, expanded, generated, length
 
 

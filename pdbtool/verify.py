@@ -10,15 +10,15 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
-from . import artifact, heuristic_kernels as hk, puzzle
+from . import artifact, geometry, heuristic_kernels as hk, puzzle, trust
 from .errors import PdbError
 from .heuristics import Heuristic, table_free
-from .partitions import blank_region
-from .pdb import check_layout, heuristic_from
-from .ranking import rank_of, reachable_placements, round_trip_errors, table_size
+from .pdb_heuristic import check_layout, heuristic_from
+from .ranking import UNSET, rank_of, reachable_placements, round_trip_errors, table_size
 from .search import Solver
 
 
@@ -66,7 +66,7 @@ def check_ranking(meta, full: bool, samples: int):
 def check_completeness(meta, data):
     for t in meta.tables:
         table = artifact.table_view(data, t)
-        unset = int(np.count_nonzero(table == artifact.UNSET))
+        unset = int(np.count_nonzero(table == UNSET))
         expected = t.entries - reachable_placements(t.cells, len(t.tiles))
         if unset != expected:
             return False, f"table {t.name}: {unset:,} unset entries, expected {expected:,}"
@@ -86,10 +86,8 @@ def check_consistency(h: Heuristic, samples: int, rng: random.Random):
     consistent; how often that happens is reported, not failed.
     """
     side = h.side
-    tiles_of = h.H[hk.LK_TILES]
-    m_of = h.H[hk.LK_M]
-    tile_lk = h.H[hk.TILE_LK]
-    nbrs = puzzle.neighbours(side)
+    tiles_of, m_of, tile_lk = h.H.lk_tiles, h.H.lk_m, h.H.tile_lk
+    nbrs = geometry.neighbours(side)
     checked = jumps = moves = 0
     for _ in range(samples):
         board = puzzle.random_board(side, "blank-first", rng)
@@ -101,15 +99,15 @@ def check_consistency(h: Heuristic, samples: int, rng: random.Random):
             cells[b], cells[c] = t, 0
             after = h.state(cells)
             moves += 1
-            jumps += abs(int(after[0]) - int(before[0])) > 1
+            jumps += abs(int(after[hk.ROW_H]) - int(before[hk.ROW_H])) > 1
             l = tile_lk[t, 0]
             group = set(tiles_of[l, :m_of[l]].tolist())
             free = side * side - len(group)
-            whole = all(len(blank_region(side, {x for x, u in enumerate(bd) if u in group}, bd.index(0))) == free
+            whole = all(len(geometry.blank_region(side, {x for x, u in enumerate(bd) if u in group}, bd.index(0))) == free
                         for bd in (board, cells))
             if whole:
                 checked += 1
-                d = abs(int(after[3 + l]) - int(before[3 + l]))
+                d = abs(int(after[hk.PDB_VALUES + l]) - int(before[hk.PDB_VALUES + l]))
                 if d > 1:
                     return False, (f"group {sorted(group)} value changes by {d} across one move on board "
                                    f"{list(board)} (tile {t}) with the blank's region whole")
@@ -137,11 +135,33 @@ def check_admissibility(h: Heuristic, samples: int, rng: random.Random, walk: in
     return True, f"h <= true distance on {states:,} states of {samples} optimal paths"
 
 
-def verify(path, *, full: bool = False, seed: int = 1) -> tuple[artifact.ArtifactMeta | None, list[Check]]:
-    """Run every check; stops after a failure of the ones the others depend on."""
+class Report(NamedTuple):
+    meta: artifact.ArtifactMeta | None  # None when the metadata could not be read
+    checks: list[Check]
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    @property
+    def failed(self) -> Check | None:
+        return next((c for c in self.checks if not c.ok), None)
+
+
+def verify(path, *, full: bool = False, seed: int = 1, stamp: bool = True) -> Report:
+    """Run every check (stopping after a failure of one the others depend on); with
+    ``stamp``, a file that passes them all is stamped as verified (trust.record)."""
+    report = Report(*_run_checks(path, full, seed))
+    if stamp and report.ok:
+        trust.record(report.meta)
+    return report
+
+
+def _run_checks(path, full: bool, seed: int) -> tuple[artifact.ArtifactMeta | None, list[Check]]:
     checks = []
     try:
-        meta, data = artifact.open_tables(path, verify=False)
+        meta = artifact.read_meta(path)
+        data = artifact.map_tables(meta)
         check_layout(meta)
     except PdbError as e:
         return None, [Check("metadata", False, str(e))]

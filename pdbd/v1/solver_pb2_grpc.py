@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from . import solver_pb2 as pdbd_dot_v1_dot_solver__pb2
+from pdbd.v1 import solver_pb2 as pdbd_dot_v1_dot_solver__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__

@@ -14,10 +14,11 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from pdbtool.errors import BadInput, LimitReached, PdbError, Unsolvable
+from pdbtool.result import SolveResult
 
 from . import convert
 from .defaults import DEFAULT_SERVER
-from .pdbd.v1 import solver_pb2 as pb, solver_pb2_grpc as pb_grpc
+from .v1 import solver_pb2 as pb, solver_pb2_grpc as pb_grpc
 
 UINT32_MAX = (1 << 32) - 1
 
@@ -84,20 +85,20 @@ class SolverClient:
         self._health = health_pb2_grpc.HealthStub(self._channel)
 
     def solve(self, board, goal: str = "blank-last", deadline: float | None = None,
-              budget: int | None = None) -> dict:
-        """Solve optimally; the dict has the fields of `pdbtool solve --json`.
-        ``deadline`` is in seconds from now; ``budget`` caps the nodes generated."""
+              budget: int | None = None) -> SolveResult:
+        """Solve optimally, as Solver.solve does locally. ``deadline`` is in seconds from
+        now; ``budget`` caps the nodes generated."""
         request = convert.solve_request(board_tiles(board), goal, budget)
         try:
             reply = self._stub.Solve(request, timeout=deadline)
         except grpc.RpcError as e:
             raise translate(e, self.address) from None
-        return convert.result_dict(reply)
+        return convert.result_from_message(reply)
 
     def solve_stream(self, board, goal: str = "blank-last", deadline: float | None = None,
                      budget: int | None = None, progress_ms: int | None = None):
         """Yield progress dicts ({"event": "progress", "bound", "nodes_generated", ...}) while
-        the search runs, then the result dict. Stopping the iteration early cancels it."""
+        the search runs, then the SolveResult. Stopping the iteration early cancels it."""
         request = convert.solve_request(board_tiles(board), goal, budget, progress_ms)
         call = self._stub.SolveStream(request, timeout=deadline)
         try:
@@ -105,7 +106,7 @@ class SolverClient:
                 if event.HasField("progress"):
                     yield convert.progress_dict(event.progress)
                 else:
-                    yield convert.result_dict(event.result)
+                    yield convert.result_from_message(event.result)
         except grpc.RpcError as e:
             raise translate(e, self.address) from None
         finally:

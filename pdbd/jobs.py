@@ -1,9 +1,9 @@
 """Searches as jobs on a bounded pool of worker threads.
 
 The IDA* kernel releases the GIL, so plain threads search in parallel over the same
-memory-mapped tables. A job owns the two small arrays the kernel shares with its caller:
-``stop`` (set to 1 to make the search return within about a millisecond) and
-``counters`` (nodes generated, nodes expanded, current bound), read for progress.
+memory-mapped tables. A job holds a board validated once (a PreparedBoard) and the
+SearchControl the kernel shares with its caller: halting it makes the search return within
+about a millisecond, and its counters are read for progress.
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
-import numpy as np
-
 from pdbtool.errors import LimitReached
+from pdbtool.search import PreparedBoard, SearchControl, Solver
 
 
 class QueueFull(Exception):
@@ -22,29 +21,27 @@ class QueueFull(Exception):
 
 
 class Job:
-    def __init__(self, solver, board, goal: str, budget: int | None):
-        self.solver, self.board, self.goal, self.budget = solver, board, goal, budget
-        self.stop = np.zeros(1, np.int64)
-        self.counters = np.zeros(3, np.int64)
-        self.reason: str | None = None  # why it was halted: deadline, cancelled, shutdown
+    def __init__(self, solver: Solver, prepared: PreparedBoard, budget: int | None):
+        self.solver, self.prepared = solver, prepared
+        self.control = SearchControl(budget=budget)
         self.future: Future | None = None
         self.submitted = time.monotonic()
         self.started: float | None = None
-        self._lock = threading.Lock()
+
+    @property
+    def reason(self) -> str | None:
+        """Why it was halted: deadline, cancelled, shutdown; None if it was not."""
+        return self.control.reason
 
     def run(self):
         self.started = time.monotonic()
-        if self.stop[0]:
+        if self.control.halted:
             raise LimitReached("stopped before the search started")
-        return self.solver.solve(self.board, self.goal, budget=self.budget, stop=self.stop,
-                                 counters=self.counters)
+        return self.solver.search(self.prepared, control=self.control)
 
     def halt(self, reason: str) -> None:
         """Stop the search (or drop it from the queue); the first reason given wins."""
-        with self._lock:
-            if self.reason is None:
-                self.reason = reason
-        self.stop[0] = 1
+        self.control.halt(reason)
         if self.future is not None:
             self.future.cancel()  # only succeeds while it is still queued: frees its slot
 

@@ -19,11 +19,11 @@ import pdbtool
 from pdbtool import puzzle
 from pdbtool.errors import BadInput, LimitReached, PdbError, Unsolvable
 from pdbtool.search import Solver
+from pdbtool.selection import TableSet
 
 from . import convert
 from .jobs import Job, QueueFull, WorkerPool
-from .pdbd.v1 import solver_pb2 as pb, solver_pb2_grpc as pb_grpc
-from .tables import Tables
+from .v1 import solver_pb2 as pb, solver_pb2_grpc as pb_grpc
 
 log = logging.getLogger("pdbd")
 
@@ -67,7 +67,7 @@ class Counters:
 
 
 class SolverServicer(pb_grpc.SolverServicer):
-    def __init__(self, tables: Tables, pool: WorkerPool):
+    def __init__(self, tables: TableSet, pool: WorkerPool):
         self.tables = tables
         self.pool = pool
         self.solvers = {side: Solver(h) for side, h in tables.heuristics.items()}
@@ -89,7 +89,7 @@ class SolverServicer(pb_grpc.SolverServicer):
         while not self._wait(job, context, tick):
             queued = job.started is None
             yield pb.SolveEvent(progress=convert.progress_message(
-                job.counters, job.search_seconds, queued))
+                job.control, job.search_seconds, queued))
         yield pb.SolveEvent(result=self._outcome(job, context))
 
     def Info(self, request, context):
@@ -118,15 +118,14 @@ class SolverServicer(pb_grpc.SolverServicer):
         if self._closing:
             context.abort(grpc.StatusCode.UNAVAILABLE, "the server is shutting down")
         try:
-            board, goal, solver = self._parse(request)
-            solver.prepare(board, goal)
+            solver, prepared = self._prepare(request)
         except BadInput as e:
             self.counters.add("failed")
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, short(str(e)))
         except Unsolvable as e:
             self.counters.add("failed")
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, short(str(e)))
-        job = Job(solver, board, goal, request.node_budget or None)
+        job = Job(solver, prepared, request.node_budget or None)
         if not context.add_callback(lambda: job.halt(self._why_ended(context))):
             job.halt(self._why_ended(context))  # the RPC is over already
         try:
@@ -139,19 +138,19 @@ class SolverServicer(pb_grpc.SolverServicer):
             context.abort(grpc.StatusCode.UNAVAILABLE, "the server is shutting down")
         return job
 
-    def _parse(self, request):
+    def _prepare(self, request):
+        """The solver for the board's size and the board validated (once) for it."""
         tiles = request.tiles
         if not tiles:
             raise BadInput("empty board: give the tiles row by row, 0 for the blank")
-        board = puzzle.validate(tiles)
-        goal = puzzle.check_goal(request.goal or convert.DEFAULT_GOAL)
-        side = puzzle.side_of(board)
-        solver = self.solvers.get(side)
+        side = puzzle.side_of(tiles)
+        solver = self.solvers.get(side) if side * side == len(tiles) else None
         if solver is None:
+            puzzle.validate(tiles)  # names what is wrong with a malformed board
             served = ", ".join(f"{s}x{s} ({s * s} tiles)" for s in sorted(self.solvers))
-            raise BadInput(f"no loaded table serves {side}x{side} boards ({len(board)} tiles); "
+            raise BadInput(f"no loaded table serves {side}x{side} boards ({len(tiles)} tiles); "
                            f"this server serves {served}")
-        return board, goal, solver
+        return solver, solver.prepare(tiles, request.goal or convert.DEFAULT_GOAL)
 
     @staticmethod
     def _why_ended(context) -> str:
@@ -178,7 +177,7 @@ class SolverServicer(pb_grpc.SolverServicer):
             result = job.future.result()
         except (LimitReached, CancelledError) as e:
             code, what = HALT_STATUS.get(job.reason, (None, None))
-            nodes = int(job.counters[0])
+            nodes = job.control.generated
             log.info("solve %dx%d stopped: %s nodes=%d seconds=%.3f artifact=%s", side, side,
                      job.reason or "node budget", nodes, job.search_seconds,
                      job.solver.heuristic.artifact)

@@ -12,12 +12,12 @@ from grpc_reflection.v1alpha import reflection
 
 from pdbtool import puzzle
 from pdbtool.errors import PdbError
+from pdbtool.selection import TableSet
 
 from .defaults import DEFAULT_LISTEN, DEFAULT_MAX_QUEUE
 from .jobs import WorkerPool
-from .pdbd.v1 import solver_pb2_grpc as pb_grpc
 from .servicer import SERVICE_NAME, SolverServicer
-from .tables import Tables
+from .v1 import solver_pb2_grpc as pb_grpc
 
 log = logging.getLogger("pdbd")
 
@@ -34,7 +34,7 @@ class ListenError(PdbError):
 class Daemon:
     """A configured server, warmed up and bound, not yet serving until start()."""
 
-    def __init__(self, tables: Tables, listen: str = DEFAULT_LISTEN, threads: int | None = None,
+    def __init__(self, tables: TableSet, listen: str = DEFAULT_LISTEN, threads: int | None = None,
                  max_queue: int = DEFAULT_MAX_QUEUE, warm: bool = True):
         threads = threads or os.cpu_count() or 1
         self.pool = WorkerPool(threads, max_queue)

@@ -1,14 +1,15 @@
 """Conversions between the wire messages (pdbd.v1) and pdbtool's objects and JSON dicts.
 
-The client turns a SolveResult message back into pdbtool's own SolveResult and calls its
-to_dict(), so `pdbd query --json` prints exactly the fields of `pdbtool solve --json`.
+The client turns a SolveResult message back into pdbtool's own SolveResult, so a remote
+solve returns what a local one does, and `pdbd query --json` prints exactly the fields of
+`pdbtool solve --json`.
 """
 
 from __future__ import annotations
 
 from pdbtool.result import SolveResult
 
-from .pdbd.v1 import solver_pb2 as pb
+from .v1 import solver_pb2 as pb
 
 DEFAULT_GOAL = "blank-last"
 
@@ -19,8 +20,8 @@ def solve_request(tiles, goal: str | None = None, budget: int | None = None,
                            progress_ms=progress_ms or 0)
 
 
-def result_message(r, queue_seconds: float = 0.0) -> pb.SolveResult:
-    """A pdbtool.search.SolveResult as a wire message."""
+def result_message(r: SolveResult, queue_seconds: float = 0.0) -> pb.SolveResult:
+    """A pdbtool SolveResult as a wire message."""
     return pb.SolveResult(
         board=list(r.board), size=r.side, goal=r.goal, length=r.length, moves=list(r.moves),
         blank_moves=r.blank_moves, nodes_expanded=r.nodes_expanded,
@@ -30,7 +31,7 @@ def result_message(r, queue_seconds: float = 0.0) -> pb.SolveResult:
         threads=r.threads, note=r.note, queue_seconds=queue_seconds)
 
 
-def result_from_message(m: pb.SolveResult):
+def result_from_message(m: pb.SolveResult) -> SolveResult:
     return SolveResult(
         board=tuple(m.board), goal=m.goal, side=m.size, length=m.length, moves=list(m.moves),
         blank_moves=m.blank_moves, nodes_expanded=m.nodes_expanded,
@@ -40,17 +41,13 @@ def result_from_message(m: pb.SolveResult):
         artifact=m.artifact_version or None, threads=m.threads, note=m.note)
 
 
-def result_dict(m: pb.SolveResult) -> dict:
-    """The same JSON fields as `pdbtool solve --json`."""
-    return result_from_message(m).to_dict()
-
-
-def progress_message(counters, elapsed: float, queued: bool) -> pb.Progress:
-    """A snapshot of the kernel's live counters [generated, expanded, bound]."""
-    generated, expanded, bound = (int(x) for x in counters)
+def progress_message(control, elapsed: float, queued: bool) -> pb.Progress:
+    """A snapshot of a running search's live counters (a pdbtool SearchControl)."""
+    generated = control.generated
     rate = generated / elapsed if elapsed > 0 else 0.0
-    return pb.Progress(bound=bound, nodes_generated=generated, nodes_expanded=expanded,
-                       nodes_per_second=rate, elapsed_seconds=elapsed, queued=queued)
+    return pb.Progress(bound=control.bound, nodes_generated=generated,
+                       nodes_expanded=control.expanded, nodes_per_second=rate,
+                       elapsed_seconds=elapsed, queued=queued)
 
 
 def progress_dict(m: pb.Progress) -> dict:

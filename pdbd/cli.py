@@ -1,8 +1,9 @@
 """The `pdbd` command: serve, query, info, health.
 
-Exit codes follow pdbtool: 0 ok, 1 server unreachable or failed (or an artifact refused
-at start-up), 2 bad input, 3 unsolvable, 4 deadline, node budget, cancellation or a full
-queue. Errors are one clear line on stderr, never a traceback.
+Exit codes follow pdbtool (both go through pdbtool.console): 0 ok, 1 server unreachable or
+failed (or an artifact refused at start-up), 2 bad input, 3 unsolvable, 4 deadline, node
+budget, cancellation or a full queue, 130 interrupted. Errors are one clear line on
+stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -14,34 +15,17 @@ import signal
 import sys
 import threading
 
-from pdbtool.errors import BadInput, LimitReached, PdbError
+from pdbtool.console import emit, result_text, run, search_line
+from pdbtool.errors import BadInput
 
 from .client import SolverClient
 from .defaults import DEFAULT_LISTEN, DEFAULT_MAX_QUEUE, DEFAULT_SERVER
 
-EXIT_INTERRUPTED = LimitReached.exit_code
+PROG = "pdbd"
 
 
 def main(argv=None) -> int:
-    args = parser().parse_args(argv)
-    try:
-        return args.run(args)
-    except PdbError as e:
-        report_error(args, str(e), e.exit_code)
-        return e.exit_code
-    except KeyboardInterrupt:
-        report_error(args, "interrupted", EXIT_INTERRUPTED)
-        return EXIT_INTERRUPTED
-    except OSError as e:  # e.g. an unreadable artifact directory: a message, not a traceback
-        report_error(args, str(e), 1)
-        return 1
-
-
-def report_error(args, message: str, code: int) -> None:
-    """One line on stderr; with --json also an error object on stdout, as pdbtool does."""
-    if getattr(args, "json", False):
-        print(json.dumps({"error": message, "exit_code": code, "where": ""}), flush=True)
-    print(f"pdbd: {message}", file=sys.stderr, flush=True)
+    return run(PROG, parser().parse_args(argv))
 
 
 def parser() -> argparse.ArgumentParser:
@@ -60,7 +44,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--grace", type=float, default=5.0, metavar="S",
                    help="seconds to let RPCs finish on shutdown (default 5)")
     s.add_argument("--verbose", "-v", action="store_true", help="debug logging")
-    s.set_defaults(run=serve)
+    s.set_defaults(func=serve)
 
     q = sub.add_parser("query", help="solve a board on a running server")
     add_server(q)
@@ -71,18 +55,18 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("--budget", type=positive, default=None, metavar="N", help="node budget")
     q.add_argument("--stream", action="store_true", help="show progress on stderr while it searches")
     q.add_argument("--json", action="store_true", help="print the result as JSON")
-    q.set_defaults(run=query)
+    q.set_defaults(func=query)
 
     i = sub.add_parser("info", help="what a server has loaded and done")
     add_server(i)
     i.add_argument("--json", action="store_true")
-    i.set_defaults(run=info)
+    i.set_defaults(func=info)
 
     h = sub.add_parser("health", help="print the server's health; exit 0 if SERVING")
     add_server(h)
     h.add_argument("--wait", type=float, default=0.0, metavar="S",
                    help="wait up to S seconds for SERVING")
-    h.set_defaults(run=health)
+    h.set_defaults(func=health)
     return p
 
 
@@ -108,7 +92,8 @@ def non_negative(text):
 # -- serve ---------------------------------------------------------------------------------
 
 def serve(args) -> int:
-    from . import tables
+    from pdbtool.selection import load_directory
+
     from .server import Daemon
 
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
@@ -118,7 +103,7 @@ def serve(args) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    loaded = tables.load(args.artifacts)
+    loaded = load_directory(args.artifacts, require=True)
     for m in loaded.artifacts:
         log.info("verified %s: %s %dx%d version %s", m.path, m.partition, m.size, m.size, m.version)
     daemon = Daemon(loaded, args.listen, args.threads, args.max_queue)
@@ -152,16 +137,14 @@ def query(args) -> int:
         if args.stream:
             result = None
             for event in client.solve_stream(board, args.goal, args.deadline, args.budget):
-                if event.get("event") == "progress":
+                if isinstance(event, dict):
                     print_progress(event, args.json)
                 else:
                     result = event
         else:
             result = client.solve(board, args.goal, args.deadline, args.budget)
-    if args.json:
-        print(json.dumps(result))
-    else:
-        print_result(result)
+    d = result.to_dict()
+    emit(args, d, result_text(d))
     return 0
 
 
@@ -171,16 +154,7 @@ def print_progress(p: dict, as_json: bool) -> None:
     elif p["queued"]:
         print("waiting for a search thread...", file=sys.stderr)
     else:
-        print(f"bound {p['bound']}: {p['nodes_generated']:,} nodes, "
-              f"{p['nodes_per_second']:,} nodes/s, {p['elapsed_seconds']:.1f} s", file=sys.stderr)
-
-
-def print_result(r: dict) -> None:
-    """The text of `pdbtool solve`."""
-    print(f"length {r['length']}  moves {' '.join(map(str, r['moves'])) or '-'}")
-    print(f"blank  {r['blank_moves'] or '-'}")
-    print(f"{r['heuristic']}: h0 {r['initial_h']}, {r['nodes_generated']:,} nodes generated, "
-          f"{r['seconds']:.3f} s" + (f"\nnote: {r['note']}" if r["note"] else ""))
+        print(search_line(p["bound"], p["nodes_generated"], p["elapsed_seconds"]), file=sys.stderr)
 
 
 def info(args) -> int:

@@ -10,6 +10,7 @@ its content size and a checksum; unpack also checks every table's sha256.
 
 import hashlib
 import os
+from pathlib import Path
 import threading
 import time
 from collections import deque
@@ -19,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 import h5py
 import zstandard
 
+from . import artifact
 from .artifact import (
     DATASET,
     INSTALLED,
@@ -123,6 +125,31 @@ def unpack(src, dst, *, threads=None):
                     out.write(piece)
         hasher.check(src, "packed")
     return read_meta(dst)
+
+
+def install(src, dst, *, threads=None):
+    """Unpack ``src`` beside ``dst`` (checksums checked on the way), run every verify
+    check, and only then take the name ``dst`` and stamp it; a failed check leaves
+    nothing behind. Returns the verify report."""
+    from . import trust
+    from .verify import verify
+
+    dst = Path(dst)
+    if dst.is_dir():
+        raise ArtifactError(f"{dst} is a directory: give the artifact's file name, e.g. {dst}/name.h5")
+    staging = dst.with_name(dst.name + ".unverified")
+    try:
+        unpack(src, staging, threads=threads)
+        report = verify(staging, stamp=False)
+        if not report.ok:
+            raise ArtifactError(f"{src}: unpacked tables fail check {report.failed.name}: "
+                                f"{report.failed.detail}")
+        os.replace(staging, dst)
+    finally:
+        staging.unlink(missing_ok=True)
+    meta = artifact.read_meta(dst)
+    trust.record(meta)
+    return report._replace(meta=meta)
 
 
 def _create_packed_dataset(f, total, chunk, level):

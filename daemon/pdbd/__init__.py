@@ -1,1 +1,0 @@
-"""Generated gRPC stubs, one subpackage per proto package (regenerate with scripts/gen-protos)."""

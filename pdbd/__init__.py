@@ -1,0 +1,5 @@
+"""pdbd: the gRPC solver daemon over pdbtool's memory-mapped pattern databases.
+
+Imports go one way: pdbd uses pdbtool, pdbtool never imports pdbd or grpc. The wire
+stubs live in pdbd.v1, as protoc writes them for the proto package pdbd.v1.
+"""

@@ -1,0 +1,7 @@
+"""``python -m pdbtool``: the pdbtool command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

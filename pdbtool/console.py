@@ -1,0 +1,146 @@
+"""What both command lines share: running a command, reporting errors, printing results,
+progress. ``pdbtool`` and ``pdbd`` go through here, so their exit codes, error lines and
+JSON shapes cannot drift apart.
+
+Loads neither numba nor grpc: ``pdbd query`` starts fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+
+from .errors import EXIT_INTERRUPTED, PdbError
+
+PROGRESS_EVERY = 1.0  # seconds between progress lines on a terminal
+LOG_EVERY = 10.0  # ... and in a log, where every line stays
+
+
+def run(prog: str, args) -> int:
+    """Run ``args.func(args)``; turn every expected failure into one line and an exit code:
+    PdbError -> its code, OSError -> 1, Ctrl-C -> 130. Never a traceback."""
+    try:
+        return args.func(args)
+    except PdbError as e:
+        report_error(prog, args, str(e), e.exit_code)
+        return e.exit_code
+    except OSError as e:  # a path that cannot be read or written: say which
+        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        report_error(prog, args, f"{where}{e.strerror or e}", 1)
+        return 1
+    except KeyboardInterrupt:
+        report_error(prog, args, "interrupted", EXIT_INTERRUPTED)
+        return EXIT_INTERRUPTED
+
+
+def report_error(prog: str, args, message: str, code: int, where: str = "") -> None:
+    """One line on stderr; with --json also an error object on stdout."""
+    if getattr(args, "json", False):
+        print(json.dumps({"error": message, "exit_code": code, "where": where}), flush=True)
+    prefix = f"{where}: " if where else ""
+    print(f"{prog}: {prefix}{message}", file=sys.stderr, flush=True)
+
+
+def emit(args, obj: dict, text: str) -> None:
+    """The result of a command: JSON with --json, else the text."""
+    print(json.dumps(obj) if getattr(args, "json", False) else text, flush=True)
+
+
+def fmt_seconds(s: float) -> str:
+    s = int(s)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def result_text(r: dict) -> str:
+    """A solve result (the dict of `--json`) as the text both tools print."""
+    lines = [f"length {r['length']}  moves {' '.join(map(str, r['moves'])) or '-'}",
+             f"blank  {r['blank_moves'] or '-'}",
+             f"{r['heuristic']}: h0 {r['initial_h']}, {r['nodes_generated']:,} nodes generated, "
+             f"{r['seconds']:.3f} s"]
+    if r.get("note"):
+        lines.append(f"note: {r['note']}")
+    return "\n".join(lines)
+
+
+def search_line(bound: int, nodes: int, elapsed: float) -> str:
+    rate = nodes / elapsed if elapsed > 0 else 0.0
+    return (f"searching: bound {bound}, {nodes:,} nodes, {rate / 1e6:.1f}M nodes/s, "
+            f"{fmt_seconds(elapsed)} elapsed")
+
+
+class Progress:
+    """Progress of long work on stderr: a tqdm bar on a terminal, a plain line per step
+    (at most every LOG_EVERY seconds) in a log. Disabled, it prints nothing."""
+
+    def __init__(self, label: str, total: int, enabled: bool = True, unit: str = "it"):
+        self.label, self.total = label, total
+        self.enabled = enabled
+        self.start = time.perf_counter()
+        self._last = float("-inf")
+        self._bar = None
+        if enabled and sys.stderr.isatty():
+            from tqdm import tqdm
+            self._bar = tqdm(total=total, desc=label, unit=unit, unit_scale=True,
+                             file=sys.stderr, leave=True, dynamic_ncols=True)
+
+    def update(self, done: int, text: str = "") -> None:
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            self._bar.n = done
+            self._bar.set_postfix_str(text, refresh=False)
+            self._bar.refresh()
+            return
+        now = time.perf_counter()
+        if now - self._last < LOG_EVERY and done < self.total:
+            return
+        self._last = now
+        elapsed = now - self.start
+        pct = 100 * done / self.total if self.total else 100.0
+        print(f"{self.label}: {pct:5.1f}% {done:,}/{self.total:,} {text} "
+              f"elapsed {fmt_seconds(elapsed)}", file=sys.stderr, flush=True)
+
+    def close(self, text: str = "") -> None:
+        if self._bar is not None:
+            self._bar.close()
+        if self.enabled and text:
+            print(text, file=sys.stderr, flush=True)
+
+
+class SearchReporter:
+    """A thread that reports a long search on stderr from the counters the kernel
+    publishes (see search.SearchControl): nothing for the first ``after`` seconds."""
+
+    def __init__(self, control, enabled: bool = True, after: float = 1.0):
+        self.control, self.after = control, after
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True) if enabled else None
+
+    def __enter__(self):
+        if self._thread:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._done.set()
+        if self._thread:
+            self._thread.join()
+
+    def _run(self) -> None:
+        start = time.perf_counter()
+        if self._done.wait(self.after):
+            return
+        tty = sys.stderr.isatty()
+        while not self._done.wait(PROGRESS_EVERY if tty else LOG_EVERY):
+            elapsed = time.perf_counter() - start
+            c = self.control
+            if c.bound == 0:  # the kernel has not published yet: loading or compiling
+                line = f"preparing (kernels compile on first use), {fmt_seconds(elapsed)} elapsed"
+            else:
+                line = search_line(c.bound, c.generated, elapsed)
+            sys.stderr.write(("\r\x1b[K" + line) if tty else line + "\n")
+            sys.stderr.flush()
+        if tty:
+            sys.stderr.write("\r\x1b[K")

@@ -1,0 +1,103 @@
+"""Which heuristic serves a board size: the policy both tools share.
+
+The strongest artifact per board side wins (``Partition.strength``); every artifact of a
+directory is opened and checked, not only the chosen ones, so a damaged file is an error
+and never silently skipped. With no table for a size, the table-free fallback is said in
+the heuristic's note, which every answer carries.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import artifact, partitions
+from .errors import ArtifactError, BadInput
+from .heuristics import Heuristic, table_free
+from .pdb_heuristic import heuristic_from, load_heuristic
+from .search import Solver
+from .trust import open_trusted
+
+DEFAULT_ARTIFACTS = "artifacts"
+FALLBACK = {4: "walking-distance"}  # per side; linear conflict otherwise
+
+
+@dataclass(frozen=True)
+class TableSet:
+    """The strongest heuristic per board side in a directory, and every artifact read."""
+
+    heuristics: dict[int, Heuristic]
+    artifacts: tuple[artifact.ArtifactMeta, ...] = ()
+
+    @property
+    def sides(self) -> list[int]:
+        return sorted(self.heuristics)
+
+
+def strength(meta: artifact.ArtifactMeta) -> int:
+    part = partitions.CATALOGUE.get(meta.partition)
+    return part.strength if part else 0
+
+
+def load_directory(directory, *, reflect: bool = True, require: bool = False) -> TableSet:
+    """One pass over the directory: each artifact's HDF5 file is opened once (its
+    metadata), its tables mapped and checked (trust.open_trusted). With ``require``, a
+    directory without artifacts is an error."""
+    d = Path(directory)
+    if not d.is_dir():
+        raise ArtifactError(f"{d}: no such directory")
+    best: dict[int, tuple[int, Heuristic]] = {}
+    metas = []
+    for path in artifact.find_artifacts(d):
+        meta, data = open_trusted(path)
+        h = heuristic_from(meta, data, reflect)
+        metas.append(meta)
+        if h.side not in best or strength(meta) > best[h.side][0]:
+            best[h.side] = (strength(meta), h)
+    if require and not metas:
+        raise ArtifactError(f"{d}: no artifacts (*.h5) to serve; build one with "
+                            f"`pdbtool build 15/5-5-5 --out {d}`")
+    return TableSet({side: h for side, (_, h) in best.items()}, tuple(metas))
+
+
+def fallback(side: int, why: str) -> Heuristic:
+    name = FALLBACK.get(side, "linear-conflict")
+    return dataclasses.replace(table_free(name, side), note=f"{why}: fell back to {name}")
+
+
+class Solvers:
+    """One Solver per board side, chosen once: ``heuristic`` (table-free, by name), else
+    ``artifact`` (one file), else the strongest table in ``directory`` (default
+    ./artifacts when it exists), else the announced fallback."""
+
+    def __init__(self, *, heuristic: str | None = None, artifact_path=None, directory=None,
+                 reflect: bool = True, prune: bool = True):
+        self.heuristic, self.artifact_path = heuristic, artifact_path
+        self.directory = Path(directory) if directory else None
+        self.reflect, self.prune = reflect, prune
+        self._tables: TableSet | None = None
+        self._solvers: dict[int, Solver] = {}
+
+    def for_side(self, side: int) -> Solver:
+        if side not in self._solvers:
+            self._solvers[side] = Solver(self._choose(side), prune=self.prune)
+        return self._solvers[side]
+
+    def _choose(self, side: int) -> Heuristic:
+        if self.heuristic:
+            return table_free(self.heuristic, side)
+        if self.artifact_path:
+            h = load_heuristic(self.artifact_path, reflect=self.reflect)
+            if h.side != side:
+                raise BadInput(f"{self.artifact_path} serves {h.side}x{h.side} boards, "
+                               f"the board is {side}x{side}")
+            return h
+        directory = self.directory or Path(DEFAULT_ARTIFACTS)
+        if self._tables is None:
+            explicit = self.directory is not None
+            self._tables = (load_directory(directory, reflect=self.reflect)
+                            if explicit or directory.is_dir() else TableSet({}))
+        if side in self._tables.heuristics:
+            return self._tables.heuristics[side]
+        return fallback(side, f"no table for {side}x{side} boards in {directory}/")
