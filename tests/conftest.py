@@ -1,32 +1,10 @@
-"""Shared fixtures: an exact 8-puzzle oracle and small artifacts built once per session."""
-
-from collections import deque
-from pathlib import Path
+"""Shared fixtures: exact 8-puzzle oracles, small artifacts built once per session, and
+in-process pdbd servers. Helpers and oracles live in reference.py and serving.py."""
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent / "data"  # copies of shared/bench
-
-
-def bfs_distances(goal):
-    """Exact distance of every state reachable from ``goal`` (plain BFS, no project code)."""
-    side = int(len(goal) ** 0.5)
-    dist = {tuple(goal): 0}
-    queue = deque([tuple(goal)])
-    while queue:
-        s = queue.popleft()
-        b = s.index(0)
-        r, c = divmod(b, side)
-        for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1)):
-            if 0 <= r + dr < side and 0 <= c + dc < side:
-                nb = (r + dr) * side + c + dc
-                t = list(s)
-                t[b], t[nb] = t[nb], 0
-                t = tuple(t)
-                if t not in dist:
-                    dist[t] = dist[s] + 1
-                    queue.append(t)
-    return dist
+from reference import bfs_distances
+from serving import channel_stub, running_daemon
 
 
 @pytest.fixture(scope="session")
@@ -43,6 +21,12 @@ def oracle8_last():
 
 
 @pytest.fixture(scope="session")
+def oracle(oracle8, oracle8_last):
+    """Exact 8-puzzle distances (BFS over every state) for each goal."""
+    return {"blank-first": oracle8, "blank-last": oracle8_last}
+
+
+@pytest.fixture(scope="session")
 def art_dir(tmp_path_factory):
     """8/full and 15/5-5-5 artifacts (a second or two to build)."""
     from pdbtool.build import build
@@ -53,10 +37,35 @@ def art_dir(tmp_path_factory):
     return d
 
 
-def korf100():
-    rows = []
-    for line in (BENCH / "korf100.txt").read_text().splitlines():
-        if line.strip() and not line.startswith("#"):
-            f = line.split()
-            rows.append((int(f[0]), int(f[1]), tuple(int(x) for x in f[2:])))
-    return rows
+@pytest.fixture(scope="module")
+def served(art_dir):
+    """pdbd over the built 8/full and 15/5-5-5 artifacts: 2 threads, queue 8."""
+    from pdbtool.selection import load_directory
+
+    daemon = running_daemon(load_directory(art_dir, require=True), threads=2, max_queue=8)
+    yield daemon
+    daemon.stop(grace=1)
+
+
+@pytest.fixture(scope="module")
+def slow():
+    """pdbd serving the 15-puzzle with Manhattan distance on one thread, queue 1: a hard
+    board searches for minutes unless stopping works."""
+    from pdbtool.heuristics import table_free
+    from pdbtool.selection import TableSet
+
+    daemon = running_daemon(TableSet({4: table_free("manhattan", 4)}), threads=1, max_queue=1)
+    yield daemon
+    daemon.stop(grace=1)
+
+
+@pytest.fixture
+def stub(served):
+    with channel_stub(served.address) as stub:
+        yield stub
+
+
+@pytest.fixture
+def slow_stub(slow):
+    with channel_stub(slow.address) as stub:
+        yield stub

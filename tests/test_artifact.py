@@ -10,7 +10,8 @@ import pytest
 from pdbtool import artifact
 from pdbtool.artifact import (
     FORMAT_VERSION,
-    UNSET,
+    GroupInfo,
+    TableData,
     artifact_filename,
     atomic_output,
     find_artifacts,
@@ -20,6 +21,8 @@ from pdbtool.artifact import (
     write_artifact,
 )
 from pdbtool.errors import ArtifactError
+from pdbtool.ranking import UNSET
+from reference import flip_byte
 
 
 def make_tables(seed=0, sizes=(5000, 70001)):
@@ -27,10 +30,10 @@ def make_tables(seed=0, sizes=(5000, 70001)):
     small = rng.integers(0, 20, sizes[0], dtype=np.uint8)
     big = rng.integers(0, 40, sizes[1], dtype=np.uint8)
     big[::1000] = UNSET
-    return [("g7", range(1, 8), 16, small), ("g8", range(8, 16), 16, big)]
+    return [TableData("g7", range(1, 8), 16, small), TableData("g8", range(8, 16), 16, big)]
 
 
-GROUPS = [(range(1, 8), 0, range(16)), (range(8, 16), 1, range(16))]
+GROUPS = [GroupInfo(range(1, 8), 0, range(16)), GroupInfo(range(8, 16), 1, range(16))]
 
 
 def write(path, tables=None, build=None):
@@ -38,14 +41,6 @@ def write(path, tables=None, build=None):
                           tables=tables or make_tables(), groups=GROUPS,
                           build=build or {"seconds": 1.5, "workers": 2},
                           builder_version="0.1.0")
-
-
-def flip_byte(path, position):
-    with open(path, "r+b") as f:
-        f.seek(position)
-        byte = f.read(1)[0]
-        f.seek(position)
-        f.write(bytes([byte ^ 0xFF]))
 
 
 def test_round_trip(tmp_path):
@@ -69,15 +64,15 @@ def test_round_trip(tmp_path):
     json.dumps(meta.to_dict())  # --json output must serialise
 
     meta, data = open_tables(path)
-    for (_, _, _, array), info in zip(tables, meta.tables):
-        assert np.array_equal(artifact.table_view(data, info), array)
+    for t, info in zip(tables, meta.tables):
+        assert np.array_equal(artifact.table_view(data, info), t.values)
 
 
 def test_histogram_and_unset(tmp_path):
     tables = make_tables()
     meta = write(tmp_path / "a.h5", tables)
-    for (_, _, _, array), info in zip(tables, meta.tables):
-        counts = np.bincount(array, minlength=256)
+    for t, info in zip(tables, meta.tables):
+        counts = np.bincount(t.values, minlength=256)
         top = max(v for v in range(UNSET) if counts[v])
         assert info.histogram == tuple(counts[:top + 1])
         assert info.unset == counts[UNSET]
@@ -94,7 +89,7 @@ def test_data_is_aligned_and_mapped_read_only(tmp_path):
         assert f["tables"].id.get_offset() == meta.data_offset
         assert np.array_equal(f["tables"][:], data)
     assert isinstance(data, np.memmap) and not data.flags.writeable
-    assert np.array_equal(data, np.concatenate([t[3] for t in tables]))
+    assert np.array_equal(data, np.concatenate([t.values for t in tables]))
 
 
 def test_equal_tables_give_equal_files_and_version(tmp_path):
@@ -109,7 +104,7 @@ def test_equal_tables_give_equal_files_and_version(tmp_path):
 def test_one_changed_byte_changes_version(tmp_path):
     tables = make_tables()
     a = write(tmp_path / "a.h5", tables)
-    big = tables[1][3]
+    big = tables[1].values
     big[12345] = (big[12345] + 1) % 200
     b = write(tmp_path / "b.h5", tables)
     assert a.version != b.version
@@ -137,40 +132,25 @@ def test_truncated_file_is_refused(tmp_path, keep):
         open_tables(path)
 
 
-def test_unknown_format_version_is_refused(tmp_path):
+DELETE = object()
+
+
+@pytest.mark.parametrize("key, value, reader, message", [
+    ("format_version", 7, read_meta, r"format version 7, this pdbtool reads 1"),
+    ("groups", DELETE, read_meta, r"missing attribute.*groups"),
+    ("goal", "blank-last", read_meta, r"version attribute"),  # would misread every table
+    ("form", "packed", open_tables, r"is a packed file; run `pdbtool unpack`"),
+], ids=["unknown format version", "missing attribute", "tampered metadata", "packed form"])
+def test_damaged_attributes_are_refused(tmp_path, key, value, reader, message):
     path = tmp_path / "a.h5"
     write(path)
     with h5py.File(path, "r+") as f:
-        f.attrs["format_version"] = 7
-    with pytest.raises(ArtifactError, match=r"a\.h5: format version 7, this pdbtool reads 1"):
-        read_meta(path)
-
-
-def test_missing_attribute_is_refused(tmp_path):
-    path = tmp_path / "a.h5"
-    write(path)
-    with h5py.File(path, "r+") as f:
-        del f.attrs["groups"]
-    with pytest.raises(ArtifactError, match=r"a\.h5: missing attribute.*groups"):
-        read_meta(path)
-
-
-def test_tampered_metadata_is_refused(tmp_path):
-    path = tmp_path / "a.h5"
-    write(path)
-    with h5py.File(path, "r+") as f:
-        f.attrs["goal"] = "blank-last"  # would silently misread every table
-    with pytest.raises(ArtifactError, match=r"a\.h5: version attribute"):
-        read_meta(path)
-
-
-def test_packed_form_is_refused(tmp_path):
-    path = tmp_path / "a.h5"
-    write(path)
-    with h5py.File(path, "r+") as f:
-        f.attrs["form"] = "packed"
-    with pytest.raises(ArtifactError, match=r"a\.h5: is a packed file; run `pdbtool unpack`"):
-        open_tables(path)
+        if value is DELETE:
+            del f.attrs[key]
+        else:
+            f.attrs[key] = value
+    with pytest.raises(ArtifactError, match=r"a\.h5: " + message):
+        reader(path)
 
 
 def test_not_hdf5_and_missing_files_are_refused(tmp_path):
@@ -189,11 +169,11 @@ def test_not_hdf5_and_missing_files_are_refused(tmp_path):
 def test_bad_input_is_rejected_before_writing(tmp_path):
     tables = make_tables()
     with pytest.raises(ValueError, match="uint8"):
-        write(tmp_path / "a.h5", [("g7", range(1, 8), 16, tables[0][3].astype(np.int16)),
+        write(tmp_path / "a.h5", [tables[0]._replace(values=tables[0].values.astype(np.int16)),
                                   tables[1]])
     with pytest.raises(ValueError, match="does not fit"):
         write_artifact(tmp_path / "a.h5", partition="15/7-8", size=4, goal="blank-first",
-                       tables=tables, groups=[(range(1, 8), 0, range(9))], build={},
+                       tables=tables, groups=[GroupInfo(range(1, 8), 0, range(9))], build={},
                        builder_version="0")
     assert list(tmp_path.iterdir()) == []
 

@@ -1,48 +1,14 @@
 """The builder against a plain reference: 0/1-BFS over (pattern tile cells, blank cell)."""
 
-from collections import deque
-
 import numpy as np
 import pytest
 
 from pdbtool.artifact import open_tables
 from pdbtool.build import build, build_table
 from pdbtool.partitions import get, plan_tables
-from pdbtool.pdb import load_heuristic
-from pdbtool.ranking import rank_of, table_size
-
-
-def reference_table(tiles, side):
-    """0/1-BFS over full abstract states, blank goal cell 0; entry = min over blank cells.
-
-    Pattern tile moves cost 1, blank moves among other cells cost 0. No project code.
-    """
-    n = side * side
-    start = (tuple(tiles), 0)
-    dist = {start: 0}
-    dq = deque([start])
-    while dq:
-        state = dq.popleft()
-        cells, b = state
-        d = dist[state]
-        r, c = divmod(b, side)
-        for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1)):
-            if not (0 <= r + dr < side and 0 <= c + dc < side):
-                continue
-            nb = (r + dr) * side + c + dc
-            if nb in cells:
-                i = cells.index(nb)
-                nxt, cost = (cells[:i] + (b,) + cells[i + 1:], nb), 1
-            else:
-                nxt, cost = (cells, nb), 0
-            if nxt not in dist or dist[nxt] > d + cost:
-                dist[nxt] = d + cost
-                (dq.appendleft if cost == 0 else dq.append)(nxt)
-    table = np.full(table_size(n, len(tiles)), 255, np.uint8)
-    for (cells, _), d in dist.items():
-        i = rank_of(list(cells), n)
-        table[i] = min(table[i], d)
-    return table
+from pdbtool.pdb_heuristic import load_heuristic
+from pdbtool.ranking import rank_of
+from reference import reference_table
 
 
 @pytest.mark.parametrize("tiles, side", [
@@ -64,11 +30,11 @@ def test_8_full_is_the_exact_distance_table(oracle8):
 def test_symmetric_group_reads_the_shared_table_correctly():
     # 15/5-5-5: the third group is a symmetric image (a flip) of the first and reuses its table.
     part = get("15/5-5-5")
-    plan, groups = plan_tables(part)
-    assert len(plan) == 2
-    tiles, ti, cmap = groups[2]
+    plan = plan_tables(part)
+    assert len(plan.tables) == 2
+    tiles, ti, cmap = plan.groups[2]
     own = build_table(tuple(sorted(tiles)), 4, progress=False)
-    shared = build_table(plan[ti], 4, progress=False)
+    shared = build_table(plan.tables[ti], 4, progress=False)
     rng = np.random.default_rng(1)
     for _ in range(3000):
         cells = rng.choice(16, size=5, replace=False).tolist()  # cells of tiles in table order

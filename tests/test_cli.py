@@ -1,13 +1,14 @@
 """The command line as a user meets it: exit codes, messages, JSON, no tracebacks."""
 
+import argparse
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
 from pdbtool.cli import main
-
 
 
 def run(*args, stdin=None):
@@ -113,20 +114,30 @@ def test_help_explains():
     assert p.returncode == 0 and "solve" in p.stdout and "build" in p.stdout
 
 
-def test_progress_reports_bound_nodes_rate(capsys):
-    import threading
-    import time
+def test_progress_reports_bound_nodes_rate(capsys, monkeypatch):
+    from pdbtool import console
+    from pdbtool.search import SearchControl
+    from pdbtool.search_kernel import BOUND, EXPANDED, GENERATED
 
-    import numpy as np
-
-    from pdbtool.cli import report_progress
-
-    counters = np.array([5_000_000, 1_000_000, 62], np.int64)
-    done = threading.Event()
-    t = threading.Thread(target=report_progress, args=(counters, done, 0.05, 0.01))
-    t.start()
-    time.sleep(0.4)
-    done.set()
-    t.join()
+    monkeypatch.setattr(console, "PROGRESS_EVERY", 0.01)
+    monkeypatch.setattr(console, "LOG_EVERY", 0.01)
+    control = SearchControl()
+    control.counters[[GENERATED, EXPANDED, BOUND]] = 5_000_000, 1_000_000, 62
+    with console.SearchReporter(control, enabled=True, after=0.05):
+        time.sleep(0.4)
     err = capsys.readouterr().err
     assert "bound 62" in err and "5,000,000 nodes" in err and "M nodes/s" in err
+    with console.SearchReporter(control, enabled=False, after=0.0):
+        time.sleep(0.1)
+    assert capsys.readouterr().err == ""
+
+
+def test_interrupt_exits_130_with_one_line(capsys):
+    from pdbtool.console import run
+    from pdbtool.errors import EXIT_INTERRUPTED
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    assert run("pdbtool", argparse.Namespace(func=interrupted)) == EXIT_INTERRUPTED == 130
+    assert capsys.readouterr().err == "pdbtool: interrupted\n"

@@ -5,10 +5,10 @@ import random
 import numpy as np
 import pytest
 
+from pdbtool import geometry, puzzle
 from pdbtool import heuristic_kernels as hk
-from pdbtool import puzzle
 from pdbtool.heuristics import TABLE_FREE, board_arrays, table_free
-from pdbtool.pdb import load_heuristic
+from pdbtool.pdb_heuristic import load_heuristic
 
 
 @pytest.mark.parametrize("name", TABLE_FREE)
@@ -25,7 +25,7 @@ def test_consistent_across_moves(name):
     for side in (3, 4):
         h = table_free(name, side)
         rng = random.Random(side)
-        nbrs = puzzle.neighbours(side)
+        nbrs = geometry.neighbours(side)
         for _ in range(300):
             b = puzzle.random_board(side, "blank-first", rng)
             z = b.index(0)
@@ -54,7 +54,7 @@ def incremental_matches_full(h, side, steps, seed):
     board, pos = board_arrays(puzzle.random_board(side, "blank-first", rng))
     row = np.zeros(h.width, np.int32)
     hk.h_init(h.H, side, board, pos, row)
-    nbrs = puzzle.neighbours(side)
+    nbrs = geometry.neighbours(side)
     for _ in range(steps):
         b = int(pos[0])
         c = rng.choice(nbrs[b])
@@ -62,9 +62,9 @@ def incremental_matches_full(h, side, steps, seed):
         board[b], board[c] = t, 0
         pos[t], pos[0] = b, c
         new = np.zeros_like(row)
-        hk.h_update(int(h.H[0]), h.H, side, board, pos, row, new, t, c, b)
+        hk.h_update(int(h.H.kind), h.H, side, board, pos, row, new, t, c, b)
         full = h.state(board)
-        assert new[0] == full[0] and (new == full).all(), (board.tolist(), new, full)
+        assert new[hk.ROW_H] == full[hk.ROW_H] and (new == full).all(), (board.tolist(), new, full)
         row = new
 
 
@@ -80,4 +80,5 @@ def test_pdb_incremental_and_reflection(art_dir, oracle8):
     h8 = load_heuristic(art_dir / "8-full.h5")
     for s, d in list(oracle8.items())[::50]:
         row = h8.state(s)
-        assert row[0] == row[1] == row[2] == d
+        direct, reflected = row[hk.PDB_SUMS], row[hk.PDB_SUMS + 1]
+        assert row[hk.ROW_H] == direct == reflected == d

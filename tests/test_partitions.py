@@ -1,4 +1,5 @@
-from pdbtool.partitions import CATALOGUE, blank_region, plan_tables, symmetries, transpose
+from pdbtool.geometry import blank_region, symmetries, transpose
+from pdbtool.partitions import CATALOGUE, plan_tables
 from pdbtool.ranking import table_size
 
 
@@ -15,12 +16,12 @@ def test_documented_sizes():
 
 
 def test_24_puzzle_needs_two_tables():
-    plan, groups = plan_tables(CATALOGUE["24/6-6-6-6"])
-    assert plan == [(1, 5, 6, 10, 11, 12), (2, 3, 4, 7, 8, 9)]
-    assert [g[1] for g in groups] == [0, 1, 1, 1]
-    for tiles, ti, sigma in groups:
+    plan = plan_tables(CATALOGUE["24/6-6-6-6"])
+    assert plan.tables == [(1, 5, 6, 10, 11, 12), (2, 3, 4, 7, 8, 9)]
+    assert [g.table for g in plan.groups] == [0, 1, 1, 1]
+    for tiles, ti, sigma in plan.groups:
         # The symmetry carries each tile's goal cell onto the table tile's goal cell.
-        assert [sigma[t] for t in tiles] == list(plan[ti])
+        assert [sigma[t] for t in tiles] == list(plan.tables[ti])
 
 
 def test_symmetries_and_regions():

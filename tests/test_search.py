@@ -4,16 +4,15 @@ import random
 import threading
 import time
 
-import numpy as np
 import pytest
 
-from conftest import korf100
 from pdbtool import puzzle
 from pdbtool.errors import BadInput, LimitReached, Unsolvable
 from pdbtool.heuristics import TABLE_FREE, table_free
-from pdbtool.parallel import solve_parallel
-from pdbtool.pdb import load_heuristic
-from pdbtool.search import Solver
+from pdbtool.parallel import search_parallel
+from pdbtool.pdb_heuristic import load_heuristic
+from pdbtool.search import SearchControl, Solver
+from reference import korf100, korf_shortest
 
 
 def random_8_boards(k, seed):
@@ -54,7 +53,7 @@ def test_isomorphism_maps_optimal_solutions(oracle8, oracle8_last):
 
 def test_korf_instances_with_5_5_5(art_dir):
     solver = Solver(load_heuristic(art_dir / "15-5-5-5.h5"))
-    for _, optimal, board in sorted(korf100(), key=lambda r: r[1])[:5]:
+    for _, optimal, board in korf_shortest(5):
         r = solver.solve(board, "blank-first")
         assert r.length == optimal
         assert puzzle.apply_tile_moves(board, r.moves) == tuple(range(16))
@@ -75,41 +74,49 @@ def test_unsolvable_and_wrong_size_are_refused():
         Solver(table_free("manhattan", 4)).solve((1, 2, 3, 4, 5, 6, 7, 8, 0))
 
 
-def test_budget_and_stop_flag_stop_the_search():
+def test_budget_stop_flag_and_timeout_stop_the_search():
     hard = korf100()[0][2]  # 57 moves: seconds with Manhattan
     solver = Solver(table_free("manhattan", 4))
     with pytest.raises(LimitReached, match="budget"):
-        solver.solve(hard, "blank-first", budget=100_000)
-    stop = np.zeros(1, np.int64)
-    threading.Timer(0.2, lambda: stop.__setitem__(0, 1)).start()
+        solver.solve(hard, "blank-first", control=SearchControl(budget=100_000))
+    control = SearchControl()
+    threading.Timer(0.2, control.halt).start()
     t0 = time.perf_counter()
     with pytest.raises(LimitReached, match="stopped"):
-        solver.solve(hard, "blank-first", stop=stop)
+        solver.solve(hard, "blank-first", control=control)
     assert time.perf_counter() - t0 < 2.0
+    assert control.reason == "cancelled" and control.generated > 0
+    control = SearchControl(timeout=0.2)
+    t0 = time.perf_counter()
+    with pytest.raises(LimitReached, match="stopped"):
+        solver.solve(hard, "blank-first", control=control)
+    assert time.perf_counter() - t0 < 2.0 and control.reason == "deadline"
 
 
 def test_parallel_equals_serial(art_dir):
     solver = Solver(load_heuristic(art_dir / "15-5-5-5.h5"))
-    for _, optimal, board in sorted(korf100(), key=lambda r: r[1])[:3]:
-        r = solve_parallel(solver, board, "blank-first", threads=2)
+    for _, optimal, board in korf_shortest(3):
+        r = solver.solve(board, "blank-first", threads=2)
         assert r.length == optimal == solver.solve(board, "blank-first").length
         assert puzzle.apply_tile_moves(board, r.moves) == tuple(range(16))
     rng = random.Random(5)
     s8 = Solver(table_free("linear-conflict", 3))
     for _ in range(20):
         b = puzzle.random_board(3, "blank-last", rng)
-        assert solve_parallel(s8, b, "blank-last", threads=2, target=16).length == s8.solve(b).length
+        r = search_parallel(s8, s8.prepare(b, "blank-last"), 2, SearchControl(), target=16)
+        assert r.length == s8.solve(b).length
 
 
 def test_parallel_stop():
     solver = Solver(table_free("manhattan", 4))
-    stop = np.zeros(1, np.int64)
-    threading.Timer(0.3, lambda: stop.__setitem__(0, 1)).start()
+    control = SearchControl()
+    threading.Timer(0.3, control.halt).start()
     with pytest.raises(LimitReached):
-        solve_parallel(solver, korf100()[0][2], "blank-first", threads=2, stop=stop)
+        solver.solve(korf100()[0][2], "blank-first", threads=2, control=control)
 
 
 def test_parallel_budget_is_respected():
     solver = Solver(table_free("manhattan", 4))
     with pytest.raises(LimitReached, match="budget"):
-        solve_parallel(solver, korf100()[0][2], "blank-first", threads=2, budget=3_000_000)
+        solver.solve(korf100()[0][2], "blank-first", threads=2,
+                     control=SearchControl(budget=3_000_000))

@@ -8,12 +8,14 @@ import h5py
 import numpy as np
 import pytest
 
-from pdbtool import artifact, build, puzzle, stamp
+from pdbtool import artifact, puzzle, trust
+from pdbtool.build import build
 from pdbtool.errors import ArtifactError
-from pdbtool.pdb import load_heuristic
-from pdbtool.ranking import rank_of
+from pdbtool.pdb_heuristic import load_heuristic
+from pdbtool.ranking import UNSET, rank_of
 from pdbtool.search import Solver
 from pdbtool.verify import verify
+from reference import flip_byte
 
 
 def rewrite(src, dst, change):
@@ -23,26 +25,29 @@ def rewrite(src, dst, change):
     for t in meta.tables:
         table = np.array(artifact.table_view(data, t))
         change(table)
-        tables.append((t.name, list(t.tiles), t.cells, table))
-    groups = [(list(g.tiles), g.table, list(g.cell_map)) for g in meta.groups]
+        tables.append(artifact.TableData(t.name, t.tiles, t.cells, table))
     return artifact.write_artifact(dst, partition=meta.partition, size=meta.size, goal=meta.goal,
-                                   tables=tables, groups=groups, build={}, builder_version="test")
+                                   tables=tables, groups=meta.groups, build={},
+                                   builder_version="test")
 
 
 def failed(path):
-    _, checks = verify(path)
-    return [c.name for c in checks if not c.ok]
+    report = verify(path)
+    names = [c.name for c in report.checks if not c.ok]
+    assert report.ok == (not names)
+    assert trust.is_recorded(report.meta) == report.ok  # stamped only when every check passed
+    return names
 
 
 def test_verify_catches_wrong_entries_with_valid_checksums(art_dir, tmp_path):
     def inflate(t):
-        t[(t != 255) & (t > 12)] += 6
+        t[(t != UNSET) & (t > 12)] += 6
 
     rewrite(art_dir / "8-full.h5", tmp_path / "inflated.h5", inflate)
     assert set(failed(tmp_path / "inflated.h5")) & {"consistency", "admissibility"}
 
     def unset(t):
-        t[np.flatnonzero(t != 255)[1000]] = 255
+        t[np.flatnonzero(t != UNSET)[1000]] = UNSET
 
     rewrite(art_dir / "8-full.h5", tmp_path / "holes.h5", unset)
     assert failed(tmp_path / "holes.h5") == ["completeness"]
@@ -66,16 +71,12 @@ def test_stamp_is_void_after_an_edit_even_with_mtime_restored(art_dir, tmp_path)
     path = tmp_path / "8-full.h5"
     shutil.copy(art_dir / "8-full.h5", path)
     meta = artifact.read_meta(path)
-    stamp.record(meta)
-    assert stamp.is_recorded(meta)
+    trust.record(meta)
+    assert trust.is_recorded(meta)
     st = os.stat(path)
-    with open(path, "r+b") as f:
-        f.seek(meta.data_offset + 12345)
-        byte = f.read(1)
-        f.seek(meta.data_offset + 12345)
-        f.write(bytes([byte[0] ^ 0x0F]))
+    flip_byte(path, meta.data_offset + 12345)
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-    assert not stamp.is_recorded(meta)
+    assert not trust.is_recorded(meta)
     with pytest.raises(ArtifactError, match="checksum"):
         load_heuristic(path)
 
@@ -95,5 +96,5 @@ def test_interrupted_write_leaves_nothing(tmp_path, monkeypatch):
 
     monkeypatch.setattr(artifact.os, "replace", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        build.build("8/full", tmp_path, progress=False)
+        build("8/full", tmp_path, progress=False)
     assert list(tmp_path.iterdir()) == []

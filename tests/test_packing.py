@@ -1,4 +1,4 @@
-"""pack / unpack: the zstd shipping form round-trips exactly and refuses damage."""
+"""pack / unpack / install: the zstd shipping form round-trips exactly and refuses damage."""
 
 import os
 
@@ -6,24 +6,28 @@ import h5py
 import numpy as np
 import pytest
 
+from pdbtool import trust
 from pdbtool.artifact import (
     ZSTD_FILTER,
+    GroupInfo,
+    TableData,
     open_tables,
     read_meta,
     read_packed_meta,
     write_artifact,
 )
 from pdbtool.errors import ArtifactError
-from pdbtool.ship import pack, unpack
+from pdbtool.packing import install, pack, unpack
+from reference import flip_byte
 
 CHUNK = 8192  # small, so the tables span many chunks; the total is not a multiple
 
 
 def make_installed(path, sizes=(5000, 70001)):
     rng = np.random.default_rng(7)
-    tables = [(f"t{i}", range(1 + 4 * i, 5 + 4 * i), 16,
-               rng.integers(0, 12, n, dtype=np.uint8)) for i, n in enumerate(sizes)]
-    groups = [(t[1], i, range(16)) for i, t in enumerate(tables)]
+    tables = [TableData(f"t{i}", range(1 + 4 * i, 5 + 4 * i), 16,
+                        rng.integers(0, 12, n, dtype=np.uint8)) for i, n in enumerate(sizes)]
+    groups = [GroupInfo(t.tiles, i, range(16)) for i, t in enumerate(tables)]
     return write_artifact(path, partition="15/4-4", size=4, goal="blank-first",
                           tables=tables, groups=groups, build={"seconds": 0.1},
                           builder_version="test")
@@ -36,14 +40,6 @@ def packed(tmp_path):
     dst = tmp_path / "15-4-4.pdbpack"
     pack(src, dst, chunk_bytes=CHUNK, threads=3)
     return src, dst
-
-
-def flip_byte(path, position):
-    with open(path, "r+b") as f:
-        f.seek(position)
-        byte = f.read(1)[0]
-        f.seek(position)
-        f.write(bytes([byte ^ 0xFF]))
 
 
 def chunk_location(path, index):
@@ -162,3 +158,20 @@ def test_failed_unpack_leaves_nothing_behind(tmp_path, packed):
         unpack(dst, out)
     assert out.read_bytes() == b"previous install"
     assert not any(p.name.endswith(".partial") for p in tmp_path.iterdir())
+
+
+def test_install_verifies_before_taking_the_name(tmp_path, packed, art_dir):
+    # Random tables pass their checksums but not verify: nothing is installed.
+    _, dst = packed
+    out = tmp_path / "installed" / "15-4-4.h5"
+    out.parent.mkdir()
+    with pytest.raises(ArtifactError, match=r"pdbpack: unpacked tables fail check"):
+        install(dst, out)
+    assert list(out.parent.iterdir()) == []
+    # A real table is unpacked, verified, renamed and stamped.
+    real = tmp_path / "8-full.pdbpack"
+    pack(art_dir / "8-full.h5", real)
+    report = install(real, out.parent / "8-full.h5")
+    assert report.ok and report.meta.path == str(out.parent / "8-full.h5")
+    assert trust.is_recorded(report.meta)
+    assert sorted(p.name for p in out.parent.iterdir()) == ["8-full.h5", "8-full.h5.verified"]

@@ -1,0 +1,127 @@
+"""Independent oracles and small helpers the tests share (conftest.py holds only fixtures).
+
+The oracles use no project code: a plain BFS over board states, and a 0/1-BFS over
+abstract pattern states that a built table must equal entry for entry.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections import deque
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data"  # copies of shared/bench: instances and published counts
+STEPS = ((-1, 0), (1, 0), (0, -1), (0, 1))
+
+
+def neighbour_cells(cell: int, side: int):
+    """The cells next to ``cell`` on a side x side board (no project code)."""
+    r, c = divmod(cell, side)
+    return [(r + dr) * side + c + dc for dr, dc in STEPS
+            if 0 <= r + dr < side and 0 <= c + dc < side]
+
+
+def bfs_distances(goal) -> dict[tuple[int, ...], int]:
+    """Exact distance of every state reachable from ``goal`` (plain BFS)."""
+    side = int(len(goal) ** 0.5)
+    dist = {tuple(goal): 0}
+    queue = deque([tuple(goal)])
+    while queue:
+        s = queue.popleft()
+        b = s.index(0)
+        for nb in neighbour_cells(b, side):
+            t = list(s)
+            t[b], t[nb] = t[nb], 0
+            t = tuple(t)
+            if t not in dist:
+                dist[t] = dist[s] + 1
+                queue.append(t)
+    return dist
+
+
+def reference_table(tiles, side: int) -> np.ndarray:
+    """A pattern database by 0/1-BFS over full abstract states (tile cells, blank cell),
+    the blank's goal cell 0; entry = the minimum over blank cells, 255 where unreached.
+
+    Pattern tile moves cost 1, blank moves among the other cells cost 0. Only the final
+    indexing uses the project's ranking (what the table is indexed by).
+    """
+    from pdbtool.ranking import rank_of, table_size
+
+    n = side * side
+    start = (tuple(tiles), 0)
+    dist = {start: 0}
+    dq = deque([start])
+    while dq:
+        state = dq.popleft()
+        cells, b = state
+        d = dist[state]
+        for nb in neighbour_cells(b, side):
+            if nb in cells:
+                i = cells.index(nb)
+                nxt, cost = (cells[:i] + (b,) + cells[i + 1:], nb), 1
+            else:
+                nxt, cost = (cells, nb), 0
+            if nxt not in dist or dist[nxt] > d + cost:
+                dist[nxt] = d + cost
+                (dq.appendleft if cost == 0 else dq.append)(nxt)
+    table = np.full(table_size(n, len(tiles)), 255, np.uint8)
+    for (cells, _), d in dist.items():
+        i = rank_of(list(cells), n)
+        table[i] = min(table[i], d)
+    return table
+
+
+# -- instances -----------------------------------------------------------------------------
+
+def data_rows(name: str) -> list[list[int]]:
+    """The rows of numbers of a data file in tests/data ('#' lines are comments)."""
+    lines = (DATA / name).read_text().splitlines()
+    return [[int(x) for x in line.split()] for line in lines
+            if line.strip() and not line.startswith("#")]
+
+
+def instances(name: str) -> list[tuple[int, int, tuple[int, ...]]]:
+    """(id, published optimal length, board) of an instance file, in file order."""
+    return [(row[0], row[1], tuple(row[2:])) for row in data_rows(name)]
+
+
+def korf100() -> list[tuple[int, int, tuple[int, ...]]]:
+    """Korf's 100 15-puzzle instances (blank-first goal)."""
+    return instances("korf100.txt")
+
+
+def korf_shortest(n: int) -> list[tuple[int, int, tuple[int, ...]]]:
+    """The n shortest of Korf's 100."""
+    return sorted(korf100(), key=lambda r: r[1])[:n]
+
+
+# -- files, ports, answers -----------------------------------------------------------------
+
+def flip_byte(path, position: int) -> None:
+    """Invert every bit of one byte of a file in place."""
+    with open(path, "r+b") as f:
+        f.seek(position)
+        byte = f.read(1)[0]
+        f.seek(position)
+        f.write(bytes([byte ^ 0xFF]))
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def assert_replays(result: dict, board, goal: str) -> None:
+    """A solve result's tile moves and blank letters both take ``board`` to the goal."""
+    from pdbtool import puzzle
+
+    target = puzzle.goal_board(puzzle.side_of(board), goal)
+    assert puzzle.apply_tile_moves(board, result["moves"]) == target
+    assert puzzle.apply_blank_moves(board, result["blank_moves"]) == target
+    assert len(result["moves"]) == len(result["blank_moves"]) == result["length"]

@@ -1,0 +1,73 @@
+"""Helpers of the pdbd tests: boards, in-process servers, polling a server's counters,
+and `pdbd` as a command (in-process or as a process)."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+# Korf's instance 60: 66 moves; Manhattan-distance IDA* needs minutes for it.
+HARD = (11, 14, 13, 1, 2, 3, 12, 4, 15, 7, 9, 5, 10, 6, 8, 0)
+EASY8 = (1, 2, 3, 4, 5, 6, 0, 7, 8)  # two moves from the blank-last goal
+LOYD = tuple(range(1, 14)) + (15, 14, 0)  # 14 and 15 swapped: unsolvable
+
+
+def running_daemon(tables, **options):
+    """A started in-process pdbd on a free loopback port; stop() it when done."""
+    from pdbd.server import Daemon
+
+    daemon = Daemon(tables, "127.0.0.1:0", **options)
+    daemon.start()
+    return daemon
+
+
+@contextlib.contextmanager
+def channel_stub(address: str):
+    """A raw pdbd.v1.Solver stub on its own channel, closed afterwards."""
+    import grpc
+
+    from pdbd.v1 import solver_pb2_grpc
+
+    with grpc.insecure_channel(address) as channel:
+        yield solver_pb2_grpc.SolverStub(channel)
+
+
+def info(daemon) -> dict:
+    from pdbd.client import SolverClient
+
+    with SolverClient(daemon.address) as c:
+        return c.info()
+
+
+def wait_for(predicate, timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.005)
+    return predicate()
+
+
+def worker_free_within(daemon, seconds: float) -> tuple[bool, float]:
+    start = time.monotonic()
+    ok = wait_for(lambda: info(daemon)["counters"]["running"] == 0, seconds)
+    return ok, time.monotonic() - start
+
+
+def run_cli(capsys, *argv) -> tuple[int, str, str]:
+    """`pdbd ARGV` in this process: exit code, stdout, stderr."""
+    from pdbd import cli
+
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def pdbd_process(*args) -> subprocess.Popen:
+    """`pdbd ARGS` as a process (the console script beside this interpreter)."""
+    exe = Path(sys.executable).with_name("pdbd")
+    return subprocess.Popen([str(exe), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)

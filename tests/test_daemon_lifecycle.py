@@ -1,0 +1,96 @@
+"""pdbd's life: start-up refusal, what it reports (info, health, reflection), shutdown.
+
+Start-up refusal and SIGTERM run `pdbd serve` as a process; the rest use in-process servers.
+"""
+
+import shutil
+import signal
+import time
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from pdbd.client import SolverClient
+from pdbd.v1 import solver_pb2 as pb
+from pdbtool import artifact
+from pdbtool.heuristics import table_free
+from pdbtool.selection import TableSet
+from reference import flip_byte, free_port
+from serving import EASY8, HARD, channel_stub, info, pdbd_process, running_daemon, wait_for
+
+
+def test_corrupted_artifact_stops_start_up(art_dir, tmp_path):
+    src = art_dir / "8-full.h5"
+    bad = tmp_path / "8-full.h5"
+    shutil.copy(src, bad)
+    flip_byte(bad, artifact.read_meta(src).data_offset + 1234)
+    proc = pdbd_process("serve", "--artifacts", str(tmp_path), "--listen", f"127.0.0.1:{free_port()}")
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode != 0
+    assert str(bad) in err and "checksum" in err and "Traceback" not in err
+
+
+def test_empty_directory_stops_start_up(tmp_path):
+    proc = pdbd_process("serve", "--artifacts", str(tmp_path), "--listen", f"127.0.0.1:{free_port()}")
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1
+    assert "no artifacts" in err and "pdbtool build" in err and "Traceback" not in err
+
+
+def test_info_lists_artifacts_sizes_and_counters(served, art_dir):
+    d = info(served)
+    metas = {str(p): artifact.read_meta(p) for p in artifact.find_artifacts(art_dir)}
+    assert {a["path"] for a in d["artifacts"]} == set(metas)
+    for a in d["artifacts"]:
+        meta = metas[a["path"]]
+        assert a["version"] == meta.version and a["partition"] == meta.partition
+        assert [t["sha256"] for t in a["tables"]] == [t.sha256 for t in meta.tables]
+    assert [s["size"] for s in d["sizes"]] == [3, 4]
+    assert d["threads"] == 2 and d["max_queue"] == 8 and d["version"]
+    assert set(d["counters"]) == {"requests", "solved", "failed", "cancelled", "rejected",
+                                  "in_flight", "running"}
+
+
+def test_health_and_reflection(served):
+    with grpc.insecure_channel(served.address) as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        for service in ("", "pdbd.v1.Solver"):
+            reply = health.Check(health_pb2.HealthCheckRequest(service=service))
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        refl = reflection_pb2_grpc.ServerReflectionStub(channel)
+        replies = refl.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]))
+        names = {s.name for r in replies for s in r.list_services_response.service}
+    assert {"pdbd.v1.Solver", "grpc.health.v1.Health"} <= names
+
+
+def test_shutdown_stops_running_searches():
+    daemon = running_daemon(TableSet({4: table_free("manhattan", 4)}), threads=1)
+    with channel_stub(daemon.address) as stub:
+        future = stub.Solve.future(pb.SolveRequest(tiles=HARD, goal="blank-first"))
+        assert wait_for(lambda: info(daemon)["counters"]["running"] == 1, 2)
+        start = time.monotonic()
+        daemon.stop(grace=5)
+        assert time.monotonic() - start < 1.0  # did not wait out the grace period
+        with pytest.raises(grpc.RpcError) as e:
+            future.result()
+        assert e.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert "shutting down" in e.value.details()
+
+
+def test_sigterm_shuts_down_cleanly(art_dir):
+    port = free_port()
+    proc = pdbd_process("serve", "--artifacts", str(art_dir), "--listen", f"127.0.0.1:{port}",
+                        "--threads", "1")
+    try:
+        with SolverClient(f"127.0.0.1:{port}") as client:
+            client.wait_serving(30)
+            assert client.solve(EASY8).length == 2
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "solve 3x3 length=2" in err and "stopped" in err

@@ -1,0 +1,120 @@
+"""pdbd's limits: deadlines, cancellation, node budgets, the queue, the message size.
+
+``slow`` serves the 15-puzzle with Manhattan distance on one thread with a queue of one,
+so a hard board searches for minutes unless the stop flag works: every test that stops a
+search also checks that the worker is free again at once.
+"""
+
+import collections
+import time
+
+import grpc
+import pytest
+
+from pdbd.client import SolverClient
+from pdbd.v1 import solver_pb2 as pb
+from pdbtool import puzzle
+from pdbtool.errors import LimitReached
+from reference import korf_shortest
+from serving import HARD, LOYD, info, wait_for, worker_free_within
+
+
+def test_deadline_stops_the_search(slow, slow_stub):
+    before = info(slow)["counters"]
+    start = time.monotonic()
+    with pytest.raises(grpc.RpcError) as e:
+        slow_stub.Solve(pb.SolveRequest(tiles=HARD, goal="blank-first"), timeout=0.3)
+    assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    ok, took = worker_free_within(slow, 0.1)
+    assert ok, f"worker still busy {took:.3f} s after the deadline"
+    # The single worker takes the next query at once.
+    t = time.monotonic()
+    slow_stub.Solve(pb.SolveRequest(tiles=puzzle.random_walk(4, 12)), timeout=5)
+    assert time.monotonic() - t < 0.1
+    assert time.monotonic() - start < 1.0
+    assert info(slow)["counters"]["cancelled"] == before["cancelled"] + 1
+
+
+def test_cancel_stops_the_search(slow, slow_stub):
+    future = slow_stub.Solve.future(pb.SolveRequest(tiles=HARD, goal="blank-first"))
+    assert wait_for(lambda: info(slow)["counters"]["running"] == 1, 2)
+    future.cancel()
+    ok, took = worker_free_within(slow, 0.1)
+    assert ok, f"worker still busy {took:.3f} s after the cancel"
+    with SolverClient(slow.address) as client:
+        with pytest.raises(LimitReached, match="deadline"):
+            client.solve(HARD, "blank-first", deadline=0.05)
+
+
+def test_closing_a_stream_stops_the_search(slow):
+    with SolverClient(slow.address) as client:
+        stream = client.solve_stream(HARD, "blank-first", progress_ms=20)
+        progress = [next(stream) for _ in range(8)]
+        stream.close()  # stops the search on the server
+    assert all(p["event"] == "progress" for p in progress)
+    nodes = [p["nodes_generated"] for p in progress]
+    assert nodes == sorted(nodes) and nodes[-1] > 0
+    assert progress[-1]["bound"] >= 41 and progress[-1]["nodes_per_second"] > 0
+    ok, took = worker_free_within(slow, 0.1)
+    assert ok, f"worker still busy {took:.3f} s after the stream was closed"
+
+
+def test_node_budget_is_resource_exhausted(slow_stub):
+    call = slow_stub.Solve.with_call
+    with pytest.raises(grpc.RpcError) as e:
+        call(pb.SolveRequest(tiles=HARD, goal="blank-first", node_budget=200_000))
+    assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "budget" in e.value.details()
+    assert ("pdbd-limit", "node-budget") in e.value.trailing_metadata()
+
+
+def test_unsolvable_board_is_answered_without_search(slow, slow_stub):
+    before = info(slow)["counters"]
+    start = time.monotonic()
+    with pytest.raises(grpc.RpcError) as e:
+        slow_stub.Solve(pb.SolveRequest(tiles=LOYD))  # IDA* would never end on it
+    assert time.monotonic() - start < 0.5
+    assert e.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "unsolvable" in e.value.details() and "parit" in e.value.details()
+    after = info(slow)["counters"]
+    assert after["failed"] == before["failed"] + 1 and after["solved"] == before["solved"]
+
+
+def test_full_queue_is_resource_exhausted(slow, slow_stub):
+    request = pb.SolveRequest(tiles=HARD, goal="blank-first")
+    running = slow_stub.Solve.future(request, timeout=10)
+    queued = slow_stub.Solve.future(request, timeout=10)
+    assert wait_for(lambda: info(slow)["counters"]["in_flight"] == 2, 2)
+    with pytest.raises(grpc.RpcError) as e:
+        slow_stub.Solve.with_call(request, timeout=10)
+    assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "queue full" in e.value.details()
+    assert ("pdbd-limit", "queue-full") in e.value.trailing_metadata()
+    queued.cancel()
+    running.cancel()
+    assert wait_for(lambda: info(slow)["counters"]["in_flight"] == 0, 0.2)
+
+
+def test_burst_is_answered_or_refused(served, stub):
+    instances = korf_shortest(10)
+    calls = [(instances[k % 10], stub.Solve.future(
+        pb.SolveRequest(tiles=instances[k % 10][2], goal="blank-first"), timeout=60))
+        for k in range(300)]
+    codes = collections.Counter()
+    for (_, optimum, _), call in calls:
+        try:
+            assert call.result().length == optimum
+            codes["OK"] += 1
+        except grpc.RpcError as e:
+            codes[e.code().name] += 1
+    assert set(codes) <= {"OK", "RESOURCE_EXHAUSTED"} and codes["OK"] >= 10, codes
+    with SolverClient(served.address) as client:
+        assert client.health() == "SERVING"
+    assert wait_for(lambda: info(served)["counters"]["in_flight"] == 0, 1)
+
+
+def test_message_over_the_limit_is_refused(stub):
+    with pytest.raises(grpc.RpcError) as e:
+        stub.Solve(pb.SolveRequest(tiles=list(range(500_000))))  # ~1.5 MB
+    assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "larger than max" in e.value.details()

@@ -1,0 +1,190 @@
+"""pdbd's answers, through real stubs on an in-process server on a loopback port.
+
+``served`` loads built 8/full and 15/5-5-5 artifacts: answers are checked against a BFS over
+every 8-puzzle state and Korf's published lengths. Malformed boards are refused with
+INVALID_ARGUMENT naming the problem, and a board is validated exactly once per RPC.
+"""
+
+import random
+import threading
+
+import grpc
+import pytest
+
+from pdbd.client import ServerUnavailable, SolverClient
+from pdbd.v1 import solver_pb2 as pb
+from pdbtool import puzzle
+from pdbtool.errors import BadInput, Unsolvable
+from pdbtool.heuristics import table_free
+from pdbtool.result import SolveResult
+from pdbtool.search import Solver
+from reference import assert_replays, free_port, korf_shortest
+from serving import EASY8, LOYD, info
+
+
+@pytest.mark.parametrize("goal", puzzle.GOALS)
+def test_8_puzzle_answers_are_optimal_and_replay(served, oracle, goal):
+    dist = oracle[goal]
+    rng = random.Random(5)
+    boards = rng.sample(sorted(dist), 40) + [b for b, d in dist.items() if d == 31]
+    served_artifact = info(served)["sizes"][0]["artifact"]
+    with SolverClient(served.address) as client:
+        for board in boards:
+            r = client.solve(board, goal)
+            assert r.length == dist[board], board
+            assert_replays(r.to_dict(), board, goal)
+            assert r.artifact == served_artifact
+
+
+def test_korf_instances_match_published_lengths(served):
+    with SolverClient(served.address) as client:
+        for _, optimum, board in korf_shortest(6):
+            r = client.solve(board, "blank-first")
+            assert r.length == optimum
+            assert_replays(r.to_dict(), board, "blank-first")
+            assert r.heuristic.startswith("pdb 15/5-5-5")
+
+
+def test_result_has_the_fields_of_pdbtool_solve_json(served):
+    local = Solver(table_free("manhattan", 3)).solve(EASY8).to_dict()
+    with SolverClient(served.address) as client:
+        remote = client.solve(" ".join(map(str, EASY8)))  # text boards work too
+    assert isinstance(remote, SolveResult)
+    assert list(remote.to_dict()) == list(local)
+    assert remote.moves == [7, 8] and remote.blank_moves == "RR"
+    assert remote.iterations and remote.nodes_generated >= 2
+
+
+def test_stream_sends_progress_then_the_result(slow):
+    board = puzzle.random_walk(4, 60, "blank-first", random.Random(3))
+    with SolverClient(slow.address) as client:
+        events = list(client.solve_stream(board, "blank-first", progress_ms=10))
+    *progress, result = events
+    assert all(p["event"] == "progress" for p in progress)
+    assert isinstance(result, SolveResult)
+    assert_replays(result.to_dict(), board, "blank-first")
+    nodes = [p["nodes_generated"] for p in progress if not p["queued"]]
+    assert nodes == sorted(nodes)
+
+
+def test_concurrent_clients_all_get_correct_answers(served, oracle):
+    dist = oracle["blank-last"]
+    boards = random.Random(9).sample(sorted(dist), 48)
+    instances = korf_shortest(4)
+    errors = []
+
+    def client_thread(k):
+        try:
+            with SolverClient(served.address) as client:
+                for board in boards[k::8]:
+                    r = client.solve(board)
+                    assert r.length == dist[board]
+                    assert_replays(r.to_dict(), board, "blank-last")
+                _, optimum, board = instances[k % len(instances)]
+                assert client.solve(board, "blank-first").length == optimum
+        except Exception as e:  # collected: an assert in a thread would be lost
+            errors.append(e)
+
+    threads = [threading.Thread(target=client_thread, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+# -- validation ----------------------------------------------------------------------------
+
+BAD = {
+    "wrong count": ([1, 2, 3, 4, 5], "not a square board"),
+    "duplicates": ([1, 2, 3, 4, 5, 6, 7, 7, 0], "duplicate tile(s) [7]"),
+    "out of range": ([1, 2, 3, 4, 5, 6, 7, 9, 0], "out of range"),
+    "size not served": (list(range(25)), "no loaded table serves 5x5"),
+    "empty": ([], "empty board"),
+    "too many tiles": (list(range(10_000)), "not supported"),
+    "huge message": (list(range(448 * 448)), "not supported"),  # a 448x448 board, ~600 KB
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_input_is_invalid_argument(stub, case):
+    tiles, words = BAD[case]
+    with pytest.raises(grpc.RpcError) as e:
+        stub.Solve(pb.SolveRequest(tiles=tiles))
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert words in e.value.details()
+    assert len(e.value.details()) <= 400
+
+
+def test_unknown_goal_is_invalid_argument(stub):
+    with pytest.raises(grpc.RpcError) as e:
+        stub.Solve(pb.SolveRequest(tiles=EASY8, goal="blank-middle" * 1000))
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "unknown goal" in e.value.details()
+
+
+def test_server_stays_healthy_after_a_thousand_malformed_requests(served, stub):
+    before = info(served)["counters"]
+    cases = [tiles for tiles, _ in BAD.values() if len(tiles) < 100] + [[0] * 9, [99] * 16]
+    for k in range(1000):
+        with pytest.raises(grpc.RpcError) as e:
+            stub.Solve(pb.SolveRequest(tiles=cases[k % len(cases)]))
+        assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    with SolverClient(served.address) as client:
+        assert client.health() == "SERVING"
+        assert client.solve(EASY8).length == 2
+    after = info(served)["counters"]
+    assert after["failed"] - before["failed"] == 1000
+    assert after["in_flight"] == 0
+
+
+ONCE = {  # tiles, goal, the status the RPC ends with
+    "8-puzzle": (EASY8, "blank-last", grpc.StatusCode.OK),
+    "15-puzzle": (korf_shortest(1)[0][2], "blank-first", grpc.StatusCode.OK),
+    "duplicates": (BAD["duplicates"][0], "blank-last", grpc.StatusCode.INVALID_ARGUMENT),
+    "size not served": (BAD["size not served"][0], "blank-last", grpc.StatusCode.INVALID_ARGUMENT),
+    "unsolvable": (LOYD, "blank-last", grpc.StatusCode.FAILED_PRECONDITION),
+}
+
+
+@pytest.mark.parametrize("rpc", ["Solve", "SolveStream"])
+@pytest.mark.parametrize("case", sorted(ONCE))
+def test_one_rpc_validates_the_board_once(stub, monkeypatch, rpc, case):
+    tiles, goal, status = ONCE[case]
+    calls = []
+    validate = puzzle.validate
+
+    def counted(board):
+        calls.append(tuple(board))
+        return validate(board)
+
+    monkeypatch.setattr(puzzle, "validate", counted)
+    request = pb.SolveRequest(tiles=tiles, goal=goal)
+    try:
+        if rpc == "Solve":
+            assert stub.Solve(request, timeout=30).length > 0
+        else:
+            *_, last = stub.SolveStream(request, timeout=30)
+            assert last.result.length > 0
+        code = grpc.StatusCode.OK
+    except grpc.RpcError as e:
+        code = e.code()
+    assert code == status
+    assert calls == [tuple(tiles)], f"{rpc} validated the board {len(calls)} times"
+
+
+# -- the client ----------------------------------------------------------------------------
+
+def test_client_raises_pdbtool_errors(served):
+    with SolverClient(served.address) as client:
+        with pytest.raises(BadInput, match="duplicate"):
+            client.solve([1, 1, 2, 3, 4, 5, 6, 7, 0])
+        with pytest.raises(BadInput, match="not an integer"):
+            client.solve("1 2 x")
+        with pytest.raises(BadInput, match="larger than max"):
+            client.solve(list(range(500_000)))  # over the 1 MiB transport limit
+        with pytest.raises(Unsolvable, match="parity|parities"):
+            client.solve([1, 2, 3, 4, 5, 6, 8, 7, 0])
+    with SolverClient(f"127.0.0.1:{free_port()}") as client:
+        with pytest.raises(ServerUnavailable, match="cannot reach pdbd"):
+            client.solve(EASY8, deadline=2)

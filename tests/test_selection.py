@@ -1,0 +1,72 @@
+"""Which heuristic serves a board size (pdbtool.selection), and what loading a directory costs."""
+
+import collections
+import shutil
+from pathlib import Path
+
+import h5py
+import pytest
+
+from pdbtool import artifact
+from pdbtool.errors import ArtifactError, BadInput
+from pdbtool.selection import Solvers, load_directory
+from reference import flip_byte
+
+
+def test_loading_a_directory_opens_each_hdf5_file_at_most_twice(art_dir, monkeypatch):
+    opens = collections.Counter()
+    file_class, is_hdf5 = h5py.File, h5py.is_hdf5
+
+    def counted_file(name, *args, **kwargs):
+        opens[Path(name).resolve()] += 1
+        return file_class(name, *args, **kwargs)
+
+    def counted_is_hdf5(name):
+        opens[Path(name).resolve()] += 1
+        return is_hdf5(name)
+
+    monkeypatch.setattr(h5py, "File", counted_file)
+    monkeypatch.setattr(h5py, "is_hdf5", counted_is_hdf5)
+    tables = load_directory(art_dir, require=True)
+    paths = {p.resolve() for p in artifact.find_artifacts(art_dir)}
+    assert len(paths) == 2 and len(tables.artifacts) == 2
+    assert set(opens) == paths, opens  # each file is read, and nothing else
+    assert all(n <= 2 for n in opens.values()), opens
+
+
+def test_directory_serves_the_sizes_of_its_artifacts(art_dir):
+    tables = load_directory(art_dir)
+    assert tables.sides == [3, 4]
+    assert tables.heuristics[4].name == "pdb 15/5-5-5 + reflection"
+    assert {m.partition for m in tables.artifacts} == {"8/full", "15/5-5-5"}
+    assert load_directory(art_dir, reflect=False).heuristics[4].name == "pdb 15/5-5-5"
+
+
+def test_empty_missing_and_damaged_directories_are_errors(art_dir, tmp_path):
+    assert load_directory(tmp_path).heuristics == {}
+    with pytest.raises(ArtifactError, match="no artifacts"):
+        load_directory(tmp_path, require=True)
+    with pytest.raises(ArtifactError, match="no such directory"):
+        load_directory(tmp_path / "nope")
+    # A damaged file is an error even beside a good one: never silently skipped.
+    shutil.copy(art_dir / "15-5-5-5.h5", tmp_path)
+    shutil.copy(art_dir / "8-full.h5", tmp_path)
+    flip_byte(tmp_path / "8-full.h5", artifact.read_meta(tmp_path / "8-full.h5").data_offset + 99)
+    with pytest.raises(ArtifactError, match=r"8-full\.h5: table .* checksum mismatch"):
+        load_directory(tmp_path)
+
+
+def test_solvers_policy(art_dir, tmp_path):
+    named = Solvers(heuristic="manhattan")
+    assert named.for_side(4).heuristic.name == "manhattan"
+    assert named.for_side(4) is named.for_side(4)  # one Solver per side
+    one = Solvers(artifact_path=art_dir / "8-full.h5")
+    assert one.for_side(3).heuristic.name == "pdb 8/full + reflection"
+    with pytest.raises(BadInput, match="serves 3x3 boards, the board is 4x4"):
+        one.for_side(4)
+    directory = Solvers(directory=art_dir, prune=False)
+    assert directory.for_side(4).heuristic.artifact == artifact.read_meta(art_dir / "15-5-5-5.h5").version
+    assert directory.for_side(4).prune is False
+    fallback = directory.for_side(5).heuristic
+    assert fallback.name == "linear-conflict" and "no table for 5x5 boards" in fallback.note
+    assert Solvers(directory=tmp_path).for_side(4).heuristic.name == "walking-distance"
