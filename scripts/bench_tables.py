@@ -1,0 +1,100 @@
+"""Pattern databases: build time and memory (as recorded in the artifacts), thread scaling
+of the builder, verify / pack / unpack of 15/7-8, mean heuristic values.
+
+Builds 15/7-8 and 24/6-6-6-6 into artifacts/ when missing (minutes, GiBs). Rewrites the
+`tables` section of BENCHMARKS.md. Usage: scripts/bench tables
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numba
+
+from benchlib import ART, PY, ensure_artifact, instances, machine, run, table
+from pdbtool import artifact, puzzle
+from pdbtool.build import build_table
+from pdbtool.packing import pack, unpack
+from pdbtool.pdb_heuristic import load_heuristic
+
+SECTION = "tables"
+
+
+def builds() -> list[str]:
+    rows = []
+    for part, bar in (("15/7-8", "10 min, 10 GiB"), ("24/6-6-6-6", "20 min")):
+        meta = artifact.read_meta(ensure_artifact(part))
+        b = meta.build
+        rows.append((part, f"{meta.total_entries:,}", f"{meta.file_size / 2**20:,.0f} MiB", b.get("workers"),
+                     f"{b['seconds'] / 60:.1f} min", f"{b['peak_memory_bytes'] / 2**30:.2f} GiB", bar))
+    return ["Build figures as recorded by `pdbtool build` in each artifact (wall time, peak RSS):\n",
+            table(("partition", "entries", "file", "workers", "build time", "peak memory", "bar"), rows)]
+
+
+def thread_scaling() -> str:
+    """One real table (the 7-tile group of 15/7-8) on 1 and 2 threads."""
+    times = {}
+    for w in (1, 2):
+        numba.set_num_threads(w)
+        build_table((1, 2, 3, 5, 6, 7), 4, progress=False)  # warm
+        t0 = time.perf_counter()
+        build_table((1, 2, 3, 4, 5, 6, 7), 4, progress=False)
+        times[w] = time.perf_counter() - t0
+    return (f"\n**Workers:** the 7-tile table (57.7M entries) in {times[1]:.1f} s with 1 thread, "
+            f"{times[2]:.1f} s with 2: **{times[1] / times[2]:.2f}x** (bar 1.6x).\n")
+
+
+def shipping(path: Path) -> str:
+    """`pdbtool verify` as a process, pack, and unpack (which checks every checksum)."""
+    t0 = time.perf_counter()
+    v = subprocess.run([PY, "-m", "pdbtool", "verify", str(path)], capture_output=True, text=True)
+    verify_s = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory(dir=ART) as tmp:
+        packed = Path(tmp) / "15-7-8.pdbpack"
+        st = pack(path, packed)
+        t0 = time.perf_counter()
+        unpack(packed, Path(tmp) / "15-7-8.h5")
+        unpack_s = time.perf_counter() - t0
+    raw = st["raw_bytes"]
+    return table(("15/7-8", "figure"), [
+        ("raw table bytes", f"{raw:,} ({raw / 2**20:.0f} MiB)"),
+        ("packed bytes (zstd 10)", f"{st['packed_bytes']:,} ({st['packed_bytes'] / 2**20:.0f} MiB, {raw / st['packed_bytes']:.2f}x)"),
+        ("pack", f"{st['seconds']:.1f} s, {raw / st['seconds'] / 2**20:.0f} MiB/s"),
+        ("unpack + verify checksums", f"{unpack_s:.1f} s, {raw / unpack_s / 2**20:.0f} MiB/s"),
+        ("`pdbtool verify` (whole process)", f"{verify_s:.1f} s, {'passed' if v.returncode == 0 else 'FAILED'}"),
+    ])
+
+
+def mean_values(path: Path) -> list[str]:
+    """Mean heuristic value over Korf's 100 starts and random states."""
+    korf = [b for _, _, b in instances("korf100.txt")]
+    rng = random.Random(1)
+    rand = [puzzle.random_board(4, "blank-first", rng) for _ in range(10000)]
+    rows = []
+    for reflect in (False, True):
+        h = load_heuristic(path, reflect=reflect)
+        rows.append(("7-8" + (" + reflection" if reflect else ""),
+                     f"{statistics.mean(h.value(b) for b in korf):.2f}",
+                     f"{statistics.mean(h.value(b) for b in rand):.2f}",
+                     "45.63" if not reflect else "-"))
+    return ["\n### Mean heuristic value\n",
+            table(("heuristic", "Korf's 100 starts", "10,000 random states", "published (Korf & Felner)"), rows)]
+
+
+def measure() -> str:
+    out = [f"## Pattern databases: build, verify, ship\n\nMachine: {machine()}\n"]
+    out += builds()
+    out.append(thread_scaling())
+    path = ensure_artifact("15/7-8")
+    out.append(shipping(path))
+    out += mean_values(path)
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    run(SECTION, measure, __doc__)
