@@ -78,7 +78,7 @@ def cmd_build(args) -> int:
     from .build import build
 
     meta = build(args.partition, args.out, zero_aware=not args.min_over_blank,
-                 workers=args.workers, progress=not args.quiet)
+                 workers=args.workers, processes=args.processes, progress=not args.quiet)
     emit(args, meta.to_dict(), f"wrote {meta.path}  version {meta.version}  {meta.total_entries:,} entries  "
                                f"{meta.build.get('seconds', 0):.1f} s  peak memory "
                                f"{meta.build.get('peak_memory_bytes', 0) / 2**30:.2f} GiB")
@@ -238,7 +238,11 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--min-over-blank", action="store_true",
                    help="keep one entry per placement (the minimum over the blank's regions), "
                         "as Korf & Felner's tables; default: one per region (zero-aware)")
-    b.add_argument("--workers", type=positive_int, default=os.cpu_count(), help="threads (default: all cores)")
+    b.add_argument("--workers", type=positive_int, default=os.cpu_count(),
+                   help="cores to use, processes x threads (default: all cores)")
+    b.add_argument("--processes", type=positive_int,
+                   help="worker processes, one table each (default: one per table up to --workers, "
+                        "or one when a single table is most of the work)")
     b.add_argument("--out", default=DEFAULT_ARTIFACTS, help=f"output directory (default {DEFAULT_ARTIFACTS})")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     b.add_argument("--json", action="store_true")

@@ -149,3 +149,11 @@ def test_every_permutation_of_a_small_group_has_an_entry():
     n, m = 9, 3
     seen = {rank_of(list(p), n) for cells in [(0, 4, 8)] for p in permutations(cells)}
     assert len(seen) == factorial(m)
+
+
+def test_tables_are_the_same_whatever_the_process_layout(tmp_path):
+    one = build("15/5-5-5", tmp_path / "one", processes=1, workers=2, progress=False)
+    two = build("15/5-5-5", tmp_path / "two", processes=2, workers=2, progress=False)
+    assert two.build["processes"] == 2 and one.build["processes"] == 1
+    assert [t.sha256 for t in one.tables] == [t.sha256 for t in two.tables]
+    assert one.version == two.version
