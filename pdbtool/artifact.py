@@ -1,9 +1,10 @@
 """HDF5 artifact format: write, open (mmap), verify, versions, checksums.
 
-One HDF5 file per partition. Every table of the partition is concatenated into
-one flat uint8 dataset "tables" (the search kernel takes one array plus
-offsets); everything else is a root attribute: scalars natively, structured
-lists as JSON strings.
+One HDF5 file per catalogue. Every table is stored in its 4-bit form (two
+entries a byte: (distance - the group's Manhattan distance) / 2, see
+build_kernel.compact) and all tables are concatenated into one flat uint8
+dataset "tables" (the search kernel takes one array plus offsets); everything
+else is a root attribute: scalars natively, structured lists as JSON strings.
 
 The installed form keeps "tables" contiguous, uncompressed, allocated early and
 4096-aligned, so a reader maps it with np.memmap: zero-copy, shared by every
@@ -27,7 +28,9 @@ import numpy as np
 from .errors import ArtifactError
 from .ranking import RANK_SCHEME, RANK_VERSION, UNSET
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+ENCODING = "md-nibble"  # entry = (distance - md) / 2 in 4 bits; 15 = unreachable
+NIBBLE_UNSET = 15
 DATASET = "tables"
 ALIGNMENT = 4096
 INSTALLED = "installed"
@@ -40,7 +43,8 @@ STATS_CHUNK = 4 << 20  # np.bincount widens to intp: keep its temporary small
 # Root attributes in the order they are written (same order -> same bytes).
 ATTR_ORDER = (
     "format_version", "form", "partition", "size", "goal", "rank_scheme",
-    "rank_version", "builder_version", "build", "tables", "groups", "version",
+    "rank_version", "zero_aware", "encoding", "builder_version", "build", "tables", "groups",
+    "version",
 )
 
 
@@ -50,7 +54,10 @@ class TableData(NamedTuple):
     name: str
     tiles: tuple[int, ...]
     cells: int
-    values: np.ndarray  # 1-D uint8, indexed by rank
+    entries: int                # (placement, region) entries, two to a byte
+    packed: np.ndarray          # 1-D uint8, the 4-bit entries
+    histogram: tuple[int, ...]  # count of each distance 0..max, unset entries excluded
+    unset: int                  # count of unreachable entries
 
 
 @dataclass(frozen=True)
@@ -58,11 +65,15 @@ class TableInfo:
     name: str
     tiles: tuple[int, ...]
     cells: int
-    entries: int
-    offset: int  # of the table's first entry inside the flat "tables" dataset
-    sha256: str
-    histogram: tuple[int, ...]  # count of each value 0..max, unset entries excluded
-    unset: int  # count of UNSET entries
+    entries: int  # (placement, region) entries
+    offset: int  # byte offset of the table inside the flat "tables" dataset
+    sha256: str  # of the table's bytes
+    histogram: tuple[int, ...]  # count of each distance 0..max, unset entries excluded
+    unset: int  # count of unreachable entries
+
+    @property
+    def bytes(self) -> int:
+        return (self.entries + 1) // 2
 
 
 @dataclass(frozen=True)
@@ -70,6 +81,7 @@ class GroupInfo:
     tiles: tuple[int, ...]
     table: int  # index into ArtifactMeta.tables
     cell_map: tuple[int, ...]
+    partition: int  # the additive partition of the catalogue it belongs to
 
 
 @dataclass(frozen=True)
@@ -82,18 +94,28 @@ class ArtifactMeta:
     goal: str
     rank_scheme: str
     rank_version: int
+    zero_aware: bool
+    encoding: str
     builder_version: str
     build: dict
     tables: tuple[TableInfo, ...]
     groups: tuple[GroupInfo, ...]
     version: str
     data_offset: int | None  # byte offset of "tables" in the file; None when packed
-    data_length: int  # bytes in "tables" (= total_entries)
+    data_length: int  # bytes in "tables" (= total_bytes)
     file_size: int
 
     @property
     def total_entries(self) -> int:
         return sum(t.entries for t in self.tables)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(t.bytes for t in self.tables)
+
+    @property
+    def partitions(self) -> int:
+        return 1 + max(g.partition for g in self.groups)
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -135,21 +157,23 @@ def _fsync(path):
         os.close(fd)
 
 
-def write_artifact(path, *, partition, size, goal, tables, groups, build,
+def write_artifact(path, *, partition, size, goal, zero_aware, tables, groups, build,
                    builder_version) -> ArtifactMeta:
     """Write an installed artifact atomically and return its metadata.
 
-    tables: TableData each; groups: anything with .tiles, .table and .cell_map
-    (a partitions.GroupPlan or a GroupInfo).
+    tables: TableData each; groups: anything with .tiles, .table, .cell_map and
+    .partition (a catalogue.GroupPlan or a GroupInfo).
     """
-    arrays = [_check_array(t.name, t.values) for t in tables]
+    arrays = [_check_array(t.name, t.packed) for t in tables]
     infos, offset = [], 0
     for t, a in zip(tables, arrays):
-        sha, hist, unset = table_stats(a)
-        infos.append(TableInfo(str(t.name), _ints(t.tiles), int(t.cells), a.size, offset,
-                               sha, hist, unset))
+        if a.size != (t.entries + 1) // 2:
+            raise ValueError(f"table {t.name!r}: {a.size} bytes for {t.entries} entries")
+        infos.append(TableInfo(str(t.name), _ints(t.tiles), int(t.cells), int(t.entries),
+                               offset, sha256_of(a), _ints(t.histogram), int(t.unset)))
         offset += a.size
-    ginfos = [GroupInfo(_ints(g.tiles), int(g.table), _ints(g.cell_map)) for g in groups]
+    ginfos = [GroupInfo(_ints(g.tiles), int(g.table), _ints(g.cell_map), int(g.partition))
+              for g in groups]
     problem = _layout_problem(infos, ginfos)
     if problem:
         raise ValueError(problem)
@@ -161,13 +185,16 @@ def write_artifact(path, *, partition, size, goal, tables, groups, build,
         "goal": str(goal),
         "rank_scheme": RANK_SCHEME,
         "rank_version": RANK_VERSION,
+        "zero_aware": bool(zero_aware),
+        "encoding": ENCODING,
         "builder_version": str(builder_version),
         "build": _to_json(build),
         "tables": _to_json([dataclasses.asdict(t) for t in infos]),
         "groups": _to_json([dataclasses.asdict(g) for g in ginfos]),
     }
     attrs["version"] = content_version(attrs["partition"], attrs["size"], attrs["goal"],
-                                       RANK_SCHEME, RANK_VERSION, infos, ginfos)
+                                       RANK_SCHEME, RANK_VERSION, bool(zero_aware), ENCODING,
+                                       infos, ginfos)
     with atomic_output(path) as tmp:
         data_offset = create_installed_file(tmp, attrs, offset)
         with open(tmp, "r+b") as out:
@@ -219,26 +246,32 @@ def read_attrs(path) -> dict:
     return {k: attrs[k] for k in ordered_keys(attrs)}
 
 
-def table_stats(a) -> tuple[str, tuple[int, ...], int]:
-    """(sha256, histogram of values 0..max, count of UNSET) of one table."""
-    sha = hashlib.sha256()
+def value_histogram(dist) -> tuple[tuple[int, ...], int]:
+    """(count of each distance 0..max, count of UNSET) of a distance table."""
     counts = np.zeros(256, np.int64)
-    for start in range(0, a.size, STATS_CHUNK):
-        part = a[start:start + STATS_CHUNK]
-        sha.update(memoryview(part))
-        counts += np.bincount(part, minlength=256)
+    for start in range(0, dist.size, STATS_CHUNK):
+        counts += np.bincount(dist[start:start + STATS_CHUNK], minlength=256)
     values = np.flatnonzero(counts[:UNSET])
     top = int(values[-1]) + 1 if values.size else 0
-    return sha.hexdigest(), tuple(int(c) for c in counts[:top]), int(counts[UNSET])
+    return tuple(int(c) for c in counts[:top]), int(counts[UNSET])
 
 
-def content_version(partition, size, goal, rank_scheme, rank_version, tables,
-                    groups) -> str:
+def sha256_of(a) -> str:
+    view = memoryview(a)
+    sha = hashlib.sha256()
+    for start in range(0, len(view), HASH_CHUNK):
+        sha.update(view[start:start + HASH_CHUNK])
+    return sha.hexdigest()
+
+
+def content_version(partition, size, goal, rank_scheme, rank_version, zero_aware, encoding,
+                    tables, groups) -> str:
     """Short content hash: what the tables hold and how they are looked up,
     never when or how they were built. Same tables -> same version."""
     doc = {
         "partition": partition, "size": size, "goal": goal,
         "rank_scheme": rank_scheme, "rank_version": rank_version,
+        "zero_aware": zero_aware, "encoding": encoding,
         "tables": [[t.name, t.tiles, t.cells, t.entries, t.sha256] for t in tables],
         "groups": [dataclasses.asdict(g) for g in groups],
     }
@@ -316,16 +349,12 @@ def open_tables(path, *, verify=True) -> tuple[ArtifactMeta, np.ndarray]:
 
 
 def table_view(data, table: TableInfo) -> np.ndarray:
-    """One table's entries inside the flat data (a view, no copy)."""
-    return data[table.offset:table.offset + table.entries]
+    """One table's bytes inside the flat data (a view, no copy)."""
+    return data[table.offset:table.offset + table.bytes]
 
 
 def table_sha256(data, table: TableInfo) -> str:
-    view = memoryview(table_view(data, table))
-    sha = hashlib.sha256()
-    for start in range(0, len(view), HASH_CHUNK):
-        sha.update(view[start:start + HASH_CHUNK])
-    return sha.hexdigest()
+    return sha256_of(table_view(data, table))
 
 
 def table_checksums_ok(meta, data) -> list[tuple[str, bool]]:
@@ -390,6 +419,11 @@ def _meta_from_attrs(path, attrs, layout) -> ArtifactMeta:
     except (TypeError, ValueError):
         raise ArtifactError(f"{path}: format_version {attrs['format_version']!r} "
                             "is not a number") from None
+    if version == 1:
+        name = _text(attrs.get("partition", "CATALOGUE"))
+        raise ArtifactError(f"{path}: format version 1 (byte tables of pdbtool 0.1), this pdbtool "
+                            f"reads format {FORMAT_VERSION} (4-bit, zero-aware tables): rebuild "
+                            f"it with `pdbtool build {name}`")
     if version != FORMAT_VERSION:
         raise ArtifactError(f"{path}: format version {version}, "
                             f"this pdbtool reads {FORMAT_VERSION}")
@@ -397,14 +431,16 @@ def _meta_from_attrs(path, attrs, layout) -> ArtifactMeta:
     if missing:
         raise ArtifactError(f"{path}: missing attribute(s) {', '.join(missing)}")
     text = {k: _text(attrs[k]) for k in ATTR_ORDER if k not in ("size", "rank_version",
-                                                               "format_version")}
+                                                               "format_version", "zero_aware")}
     if text["form"] not in (INSTALLED, PACKED):
         raise ArtifactError(f"{path}: unknown form {text['form']!r}")
     try:
         size, rank_version = int(attrs["size"]), int(attrs["rank_version"])
         build = json.loads(text["build"])
         tables = tuple(_table_info(d) for d in json.loads(text["tables"]))
-        groups = tuple(GroupInfo(_ints(d["tiles"]), int(d["table"]), _ints(d["cell_map"]))
+        zero_aware = bool(attrs["zero_aware"])
+        groups = tuple(GroupInfo(_ints(d["tiles"]), int(d["table"]), _ints(d["cell_map"]),
+                                 int(d["partition"]))
                        for d in json.loads(text["groups"]))
     except (ValueError, KeyError, TypeError) as e:
         raise ArtifactError(f"{path}: malformed metadata ({e!r})") from None
@@ -415,6 +451,7 @@ def _meta_from_attrs(path, attrs, layout) -> ArtifactMeta:
         path=path, format_version=version, form=text["form"],
         partition=text["partition"], size=size, goal=text["goal"],
         rank_scheme=text["rank_scheme"], rank_version=rank_version,
+        zero_aware=zero_aware, encoding=text["encoding"],
         builder_version=text["builder_version"], build=build, tables=tables,
         groups=groups, version=text["version"],
         data_offset=layout["offset"] if layout else None,
@@ -422,7 +459,7 @@ def _meta_from_attrs(path, attrs, layout) -> ArtifactMeta:
         file_size=os.path.getsize(path),
     )
     expected = content_version(meta.partition, meta.size, meta.goal, meta.rank_scheme,
-                               meta.rank_version, tables, groups)
+                               meta.rank_version, meta.zero_aware, meta.encoding, tables, groups)
     if meta.version != expected:
         raise ArtifactError(f"{path}: version attribute {meta.version!r} does not match "
                             f"the metadata ({expected!r}); the file is corrupted")
@@ -449,7 +486,7 @@ def _layout_problem(tables, groups) -> str | None:
             return f"table {t.name!r} is empty"
         if t.offset != offset:
             return f"table {t.name!r} has offset {t.offset}, expected {offset}"
-        offset += t.entries
+        offset += t.bytes
     for g in groups:
         if not 0 <= g.table < len(tables):
             return f"group {list(g.tiles)} refers to missing table {g.table}"
@@ -460,7 +497,7 @@ def _layout_problem(tables, groups) -> str | None:
 
 
 def _check_layout(meta, layout):
-    path, total = meta.path, meta.total_entries
+    path, total = meta.path, meta.total_bytes
     if layout is None:
         raise ArtifactError(f"{path}: no '{DATASET}' dataset")
     if layout["dtype"] != np.uint8 or len(layout["shape"]) != 1:

@@ -9,16 +9,19 @@ free cells the blank can roam for free. Per placement we keep bit masks over the
   nxt[p]      seeds for layer d + 1: cells a pattern tile just left.
 
 ``expand`` pushes every pattern move of the frontier into nxt with an atomic OR (threads
-may hit the same word); ``close`` turns seeds into whole regions, records the layer for
-placements seen the first time, and makes them the next frontier. Both are set operations,
-so the table is the same whatever the number of threads.
+may hit the same word); ``close`` turns seeds into whole regions, records the layer in the
+distance table for every (placement, region) entry reached the first time, and makes them
+the next frontier. Both are set operations, so the table is the same whatever the number
+of threads. The distance table is indexed as ranking.region_entry says: one entry per
+region of the blank (zero-aware), or one per placement when the region index maps every
+free cell to region 0 (min over the blank: the first layer that reaches a placement).
 """
 
 import numpy as np
 from numba import njit, prange
 
 from .intrinsics import atomic_or
-from .ranking import UNSET, rank, unrank
+from .ranking import UNSET, lowest_bit, rank, region_entry, unrank
 
 CHUNKS = 4096
 
@@ -45,7 +48,7 @@ def flood(seeds, free, s):
 
 
 @njit(cache=True, parallel=True)
-def expand(cur, nxt, visited, n, m, w, nbr, nnbr):
+def expand(cur, nxt, visited, n, m, binom, pw, nbr, nnbr):
     """Push the pattern moves of the frontier ``cur`` into ``nxt``; return moves pushed."""
     size = cur.shape[0]
     step = (size + CHUNKS - 1) // CHUNKS
@@ -56,7 +59,7 @@ def expand(cur, nxt, visited, n, m, w, nbr, nnbr):
             mask = np.int64(cur[p])
             if mask == 0:
                 continue
-            unrank(p, n, m, w, pos)
+            unrank(p, n, m, binom, pw, pos)
             for i in range(m):
                 c = pos[i]
                 for k in range(nnbr[c]):
@@ -64,7 +67,7 @@ def expand(cur, nxt, visited, n, m, w, nbr, nnbr):
                     if (mask >> b) & 1:
                         # Tile i slides from c into the blank at b; the blank is now at c.
                         pos[i] = b
-                        q = rank(pos, w)
+                        q = rank(pos, binom, pw)
                         pos[i] = c
                         bit = np.int64(1) << c
                         if (np.int64(visited[q]) & bit) == 0:
@@ -74,12 +77,13 @@ def expand(cur, nxt, visited, n, m, w, nbr, nnbr):
 
 
 @njit(cache=True, parallel=True)
-def close(cur, nxt, visited, dist, layer, n, m, w, s):
-    """Turn seeds into regions: the new frontier. Returns (new placements, new regions)."""
+def close(cur, nxt, visited, dist, layer, n, m, binom, pw, reg_index, reg_offset, s):
+    """Turn seeds into regions: the new frontier. Returns (new entries, new regions)."""
     size = cur.shape[0]
     step = (size + CHUNKS - 1) // CHUNKS
     full = (np.int64(1) << n) - 1
-    placements = np.zeros(CHUNKS, dtype=np.int64)
+    mfact = pw[0] * m
+    entries = np.zeros(CHUNKS, dtype=np.int64)
     regions = np.zeros(CHUNKS, dtype=np.int64)
     for chunk in prange(CHUNKS):
         pos = np.empty(m, dtype=np.int64)
@@ -90,27 +94,70 @@ def close(cur, nxt, visited, dist, layer, n, m, w, s):
                     cur[q] = 0
                 continue
             nxt[q] = 0
-            free = full & ~unrank(q, n, m, w, pos)
+            free = full & ~unrank(q, n, m, binom, pw, pos)
             region = flood(seeds, free, s) & ~np.int64(visited[q])
             cur[q] = region
             visited[q] = np.int64(visited[q]) | region
             regions[chunk] += 1
-            if dist[q] == UNSET:
-                dist[q] = layer
-                placements[chunk] += 1
-    return placements.sum(), regions.sum()
+            x = region
+            while x:  # every cell of the new regions names its region's entry
+                c = lowest_bit(x)
+                x &= x - 1
+                e = region_entry(q // mfact, q % mfact, c, mfact, reg_index, reg_offset)
+                if dist[e] == UNSET:
+                    dist[e] = layer
+                    entries[chunk] += 1
+    return entries.sum(), regions.sum()
 
 
 @njit(cache=True)
-def seed(cur, visited, dist, goal_cells, blank_cell, n, m, w, s):
+def seed(cur, visited, dist, goal_cells, blank_cell, n, m, binom, pw, reg_index, reg_offset, s):
     """Layer 0: the goal placement with the blank's region around its goal cell."""
     pos = goal_cells.copy()
-    q = rank(pos, w)
+    q = rank(pos, binom, pw)
     occupied = 0
     for i in range(m):
         occupied |= np.int64(1) << pos[i]
     region = flood(np.int64(1) << blank_cell, ((np.int64(1) << n) - 1) & ~occupied, s)
     cur[q] = region
     visited[q] = region
-    dist[q] = 0
+    mfact = pw[0] * m
+    dist[region_entry(q // mfact, q % mfact, blank_cell, mfact, reg_index, reg_offset)] = 0
     return q
+
+
+@njit(cache=True, parallel=True)
+def compact(dist, packed, tiles, side, binom, pw, reg_count, reg_offset):
+    """Pack a distance table into 4-bit entries: (distance - md) / 2, where md is the
+    group's own Manhattan distance in that placement (a distance is never below it and
+    has its parity). UNSET becomes 15; so does any value of 15 or more, counted in the
+    returned (too large, inconsistent) so the caller can refuse the table."""
+    n = side * side
+    m = tiles.shape[0]
+    mfact = pw[0] * m
+    maps = reg_count.shape[0]
+    too_large = np.zeros(maps, np.int64)
+    bad = np.zeros(maps, np.int64)
+    for r in prange(maps):
+        pos = np.empty(m, dtype=np.int64)
+        for o in range(mfact):
+            unrank(r * mfact + o, n, m, binom, pw, pos)
+            md = 0
+            for i in range(m):
+                md += abs(pos[i] // side - tiles[i] // side) + abs(pos[i] % side - tiles[i] % side)
+            for k in range(reg_count[r]):
+                e = reg_offset[r] + k * mfact + o
+                v = np.int64(dist[e])
+                if v == UNSET:
+                    nib = 15
+                elif v < md or (v - md) & 1:
+                    bad[r] += 1
+                    nib = 15
+                else:
+                    nib = (v - md) >> 1
+                    if nib >= 15:
+                        too_large[r] += 1
+                        nib = 15
+                # Maps start at even entries (m! is even), so no two threads share a byte.
+                packed[e >> 1] |= np.uint8(nib << ((e & 1) << 2))
+    return too_large.sum(), bad.sum()

@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__, artifact, partitions, puzzle, trust
+from . import __version__, artifact, catalogue, puzzle, trust
 from .console import SearchReporter, emit, report_error, result_text, run
 from .errors import BadInput, PdbError
 from .heuristics import TABLE_FREE
@@ -77,7 +77,8 @@ def open_text(path):
 def cmd_build(args) -> int:
     from .build import build
 
-    meta = build(args.partition, args.out, workers=args.workers, progress=not args.quiet)
+    meta = build(args.partition, args.out, zero_aware=not args.min_over_blank,
+                 workers=args.workers, processes=args.processes, progress=not args.quiet)
     emit(args, meta.to_dict(), f"wrote {meta.path}  version {meta.version}  {meta.total_entries:,} entries  "
                                f"{meta.build.get('seconds', 0):.1f} s  peak memory "
                                f"{meta.build.get('peak_memory_bytes', 0) / 2**30:.2f} GiB")
@@ -158,15 +159,20 @@ def cmd_unpack(args) -> int:
 
 def cmd_partitions(args) -> int:
     rows = []
-    for p in partitions.CATALOGUE.values():
-        rows.append({"name": p.name, "side": p.side, "groups": [list(g) for g in p.groups],
-                     "entries": p.group_sizes(), "tables_built": len(partitions.plan_tables(p).tables),
-                     "table_bytes": p.table_bytes(), "build_bytes": p.build_bytes(),
-                     "strength": p.strength, "note": p.note})
-    text = "\n".join(f"{r['name']:11s} groups {r['groups']}\n            entries {r['entries']} "
-                     f"({r['tables_built']} table(s) to build, {r['table_bytes'] / 2**20:,.0f} MiB on disk, "
-                     f"about {r['build_bytes'] / 2**30:.1f} GiB to build): {r['note']}" for r in rows)
-    emit(args, {"partitions": rows}, text)
+    for c in catalogue.catalogues().values():
+        plan = catalogue.plan_tables(c)
+        rows.append({"name": c.name, "side": c.side, "strength": c.strength, "note": c.note,
+                     "partitions": [[list(g) for g in p] for p in c.partitions],
+                     "tables_built": len(plan.tables), "table_bytes": c.table_bytes(),
+                     "table_bytes_min_over_blank": c.table_bytes(zero_aware=False),
+                     "build_bytes": c.build_bytes()})
+    text = "\n".join(
+        f"{r['name']:11s} {len(r['partitions'])} partition(s), groups {r['partitions'][0]}"
+        + (" ..." if len(r["partitions"]) > 1 else "")
+        + f"\n            {r['tables_built']} table(s) to build, {r['table_bytes'] / 2**20:,.0f} MiB "
+          f"zero-aware ({r['table_bytes_min_over_blank'] / 2**20:,.0f} MiB min over blank), "
+          f"about {r['build_bytes'] / 2**30:.1f} GiB to build: {r['note']}" for r in rows)
+    emit(args, {"catalogues": rows}, text)
     return 0
 
 
@@ -226,9 +232,17 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_solve)
 
     b = sub.add_parser("build", help="build a partition's pattern databases", description=(
-        "Build the tables of a partition (see `pdbtool partitions`) and write one artifact."))
-    b.add_argument("partition", help="e.g. 8/full, 15/5-5-5, 15/6-6-3, 15/7-8, 24/6-6-6-6")
-    b.add_argument("--workers", type=positive_int, default=os.cpu_count(), help="threads (default: all cores)")
+        "Build the tables of a catalogue (see `pdbtool partitions`) and write one artifact."))
+    b.add_argument("partition", metavar="CATALOGUE",
+                   help="e.g. 8/full, 15/5-5-5, 15/6-6-3, 15/7-8, 24/6-6-6-6, 24/small")
+    b.add_argument("--min-over-blank", action="store_true",
+                   help="keep one entry per placement (the minimum over the blank's regions), "
+                        "as Korf & Felner's tables; default: one per region (zero-aware)")
+    b.add_argument("--workers", type=positive_int, default=os.cpu_count(),
+                   help="cores to use, processes x threads (default: all cores)")
+    b.add_argument("--processes", type=positive_int,
+                   help="worker processes, one table each (default: one per table up to --workers, "
+                        "or one when a single table is most of the work)")
     b.add_argument("--out", default=DEFAULT_ARTIFACTS, help=f"output directory (default {DEFAULT_ARTIFACTS})")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     b.add_argument("--json", action="store_true")
@@ -267,7 +281,7 @@ def parser() -> argparse.ArgumentParser:
     up.add_argument("--json", action="store_true")
     up.set_defaults(func=cmd_unpack)
 
-    pt = sub.add_parser("partitions", help="list the partition catalogue")
+    pt = sub.add_parser("partitions", help="list the catalogues of partitions")
     pt.add_argument("--json", action="store_true")
     pt.set_defaults(func=cmd_partitions)
     return p

@@ -17,11 +17,12 @@ import numpy as np
 from numba import njit
 
 from .intrinsics import popcount
+from .ranking import map_rank
 
 PER_TILE = 0        # sum of a per-tile table: Hamming or Manhattan  [h]
 LINEAR_CONFLICT = 1  # Manhattan + 2 * per-line conflicts            [h, md, line values...]
 WALKING = 2         # walking distance, rows + columns               [h, row state, col state]
-PDB = 3             # additive pattern databases, max with reflection [h, sum0, sum1, v_l...]
+PDB = 3             # additive PDBs, max over sums  [h, md, best sum, sums..., nibbles...]
 KINDS = (PER_TILE, LINEAR_CONFLICT, WALKING, PDB)
 
 # Named columns of the state row.
@@ -29,8 +30,10 @@ ROW_H = 0          # every kind: h itself
 LC_MD = 1          # linear conflict: Manhattan part; line values follow
 LC_LINES = 2
 WD_ROWS, WD_COLS = 1, 2  # walking distance: row and column state
-PDB_SUMS = 1       # PDB: the direct and the reflected sum
-PDB_VALUES = 3     # PDB: the value of each lookup l at PDB_VALUES + l
+PDB_MD = 1         # PDB: the board's Manhattan distance
+PDB_BEST = 2       # PDB: which sum was the largest (evaluated first at the children)
+PDB_SUMS = 3       # PDB: sum s of the lookups' 4-bit entries at PDB_SUMS + s; then the
+                   # entry of each lookup l at PDB_SUMS + sums + l (pdb_nibble_column)
 
 
 class HeuristicArrays(NamedTuple):
@@ -45,11 +48,16 @@ class HeuristicArrays(NamedTuple):
     lk_tiles: np.ndarray     # int64[lookup, i]: the tiles a lookup reads, in table order
     lk_m: np.ndarray         # int64[lookup]: how many tiles
     lk_cmap: np.ndarray      # int64[lookup, cell]: cell map into the table's frame
-    lk_w: np.ndarray         # int64[lookup, i]: rank place values
-    lk_off: np.ndarray       # int64[lookup]: offset of the lookup's table in ``table``
-    lk_set: np.ndarray       # int64[lookup]: 0 direct, 1 reflected
-    tile_lk: np.ndarray      # int64[tile, set]: the lookup holding a tile, -1 if none
-    table: np.ndarray        # uint8[]: all tables, concatenated
+    lk_pw: np.ndarray        # int64[lookup, i]: place values of the order digits
+    lk_off: np.ndarray       # int64[lookup]: byte offset of the lookup's table in ``table``
+    lk_set: np.ndarray       # int64[lookup]: the sum it adds to (partition, reflected)
+    lk_rbase: np.ndarray     # int64[lookup]: where its maps' region index starts in reg_index
+    lk_obase: np.ndarray     # int64[lookup]: where its maps' entry offsets start in reg_offset
+    tile_lk: np.ndarray      # int64[tile, sum]: the lookup of that sum holding a tile
+    table: np.ndarray        # uint8[]: all tables, 4-bit entries, concatenated
+    binom: np.ndarray        # int64[c, k]: C(c, k), for map ranks
+    reg_index: np.ndarray    # uint8[]: region of each (map, cell), per tile count
+    reg_offset: np.ndarray   # int64[]: first entry of each map, per tile count
     line_tab: np.ndarray     # int32[line code]: linear-conflict value of a line
 
 
@@ -64,19 +72,24 @@ def placeholder_arrays(kind: int) -> dict:
         lk_tiles=np.zeros((1, 1), np.int64),
         lk_m=np.zeros(0, np.int64),
         lk_cmap=np.zeros((1, 1), np.int64),
-        lk_w=np.zeros((1, 1), np.int64),
+        lk_pw=np.zeros((1, 1), np.int64),
         lk_off=np.zeros(1, np.int64),
         lk_set=np.zeros(1, np.int64),
+        lk_rbase=np.zeros(1, np.int64),
+        lk_obase=np.zeros(1, np.int64),
         tile_lk=np.full((1, 2), -1, np.int64),
         table=np.zeros(1, np.uint8),
+        binom=np.zeros((1, 1), np.int64),
+        reg_index=np.zeros(1, np.uint8),
+        reg_offset=np.zeros(1, np.int64),
         line_tab=np.zeros(1, np.int32),
     )
 
 
-def state_width(kind: int, side: int, lookups: int) -> int:
+def state_width(kind: int, side: int, lookups: int = 0, sums: int = 0) -> int:
     """Columns of the heuristic state row for a kind."""
     return {PER_TILE: 1, LINEAR_CONFLICT: LC_LINES + 2 * side, WALKING: 3,
-            PDB: PDB_VALUES + lookups}[kind]
+            PDB: PDB_SUMS + sums + lookups}[kind]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -101,19 +114,28 @@ def line_conflict(H, board, s, line, is_col):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def lookup(H, pos, l):
-    """Table value of lookup l: its tiles' cells, mapped by its cell map, ranked in place
-    (ranking.rank, fused here to skip a copy of the cells: this runs twice per node)."""
+def lookup(H, pos, l, blank):
+    """The 4-bit entry of lookup l: its tiles' cells and the blank's cell, mapped into the
+    table's frame by its cell map, ranked as (map, blank's region, order) (ranking.py;
+    fused here: this runs once per sum and node). The group's table value is its
+    Manhattan distance plus twice the entry."""
     tiles = H.lk_tiles
     cmap = H.lk_cmap
-    w = H.lk_w
-    used = 0
-    r = 0
-    for i in range(H.lk_m[l]):
-        p = cmap[l, pos[tiles[l, i]]]
-        r += (p - popcount(used & ((1 << p) - 1))) * w[l, i]
-        used |= 1 << p
-    return np.int32(H.table[H.lk_off[l] + r])
+    m = H.lk_m[l]
+    occupied = np.int64(0)
+    for i in range(m):
+        occupied |= np.int64(1) << cmap[l, pos[tiles[l, i]]]
+    map_r = map_rank(occupied, H.binom)
+    rest = occupied
+    order_r = 0
+    for i in range(m):
+        c = cmap[l, pos[tiles[l, i]]]
+        order_r += popcount(rest & ((np.int64(1) << c) - 1)) * H.lk_pw[l, i]
+        rest &= ~(np.int64(1) << c)
+    n = cmap.shape[1]
+    region = H.reg_index[H.lk_rbase[l] + map_r * n + cmap[l, blank]]
+    e = H.reg_offset[H.lk_obase[l] + map_r] + region * (H.lk_pw[l, 0] * m) + order_r
+    return np.int32((H.table[H.lk_off[l] + (e >> 1)] >> ((e & 1) << 2)) & 15)
 
 
 @njit(cache=True, nogil=True)
@@ -145,14 +167,24 @@ def h_init(H, s, board, pos, row):
         row[WD_COLS] = wd_index(board, s, H, True)
         row[ROW_H] = H.wd_dist[row[WD_ROWS]] + H.wd_dist[row[WD_COLS]]
     else:
-        sums = np.zeros(2, dtype=np.int32)
+        md = 0
+        for c in range(n):
+            if board[c] != 0:
+                md += H.tile_tab[board[c], c]
+        nsums = H.tile_lk.shape[1]
+        for j in range(nsums):
+            row[PDB_SUMS + j] = 0
         for l in range(H.lk_m.shape[0]):
-            v = lookup(H, pos, l)
-            row[PDB_VALUES + l] = v
-            sums[H.lk_set[l]] += v
-        row[PDB_SUMS] = sums[0]
-        row[PDB_SUMS + 1] = sums[1]
-        row[ROW_H] = max(sums[0], sums[1])
+            v = lookup(H, pos, l, pos[0])
+            row[PDB_SUMS + nsums + l] = v
+            row[PDB_SUMS + H.lk_set[l]] += v
+        best = 0
+        for j in range(nsums):
+            if row[PDB_SUMS + j] > row[PDB_SUMS + best]:
+                best = j
+        row[PDB_MD] = md
+        row[PDB_BEST] = best
+        row[ROW_H] = md + 2 * row[PDB_SUMS + best]
     return row[ROW_H]
 
 
@@ -189,10 +221,12 @@ def wd_index(board, s, H, is_col):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def h_update(kind, H, s, board, pos, prev, row, tile, src, dst):
-    """After ``tile`` moved from cell src to cell dst (board and pos already updated),
-    derive the state row from the previous one; return the new h. ``kind`` is a
-    compile-time literal, so each kind gets a kernel without the others' branches."""
+def h_update(kind, H, s, board, pos, prev, row, tile, src, dst, limit):
+    """After ``tile`` moved from cell src to cell dst (board and pos already updated; the
+    blank is now at src), derive the state row from the previous one; return the new h.
+    A kind may stop early and return a lower bound on h once that exceeds ``limit`` (the
+    row is then incomplete: the caller prunes the node). ``kind`` is a compile-time
+    literal, so each kind gets a kernel without the others' branches."""
     if kind == PER_TILE:
         h = prev[ROW_H] + H.tile_tab[tile, dst] - H.tile_tab[tile, src]
         row[ROW_H] = h
@@ -227,15 +261,30 @@ def h_update(kind, H, s, board, pos, prev, row, tile, src, dst):
         h = H.wd_dist[row[WD_ROWS]] + H.wd_dist[row[WD_COLS]]
         row[ROW_H] = h
         return h
-    # PDB: only the lookups that hold the moved tile change (direct and reflected).
+    # PDB: h = md + 2 * max over the sums of their lookups' entries. Only the lookup of each
+    # sum that holds the moved tile changes. The parent's best sum goes first, and the
+    # first sum that lifts h over the limit ends the evaluation (lazy).
+    md = prev[PDB_MD] + H.tile_tab[tile, dst] - H.tile_tab[tile, src]
+    nsums = H.tile_lk.shape[1]
     for i in range(row.shape[0]):
         row[i] = prev[i]
-    for j in range(2):
+    row[PDB_MD] = md
+    best = prev[PDB_BEST]
+    top = -1
+    for k in range(nsums):
+        j = best + k
+        if j >= nsums:
+            j -= nsums
         l = H.tile_lk[tile, j]
-        if l >= 0:
-            v = lookup(H, pos, l)
-            row[PDB_SUMS + H.lk_set[l]] += v - prev[PDB_VALUES + l]
-            row[PDB_VALUES + l] = v
-    h = max(row[PDB_SUMS], row[PDB_SUMS + 1])
+        v = lookup(H, pos, l, src)
+        total = prev[PDB_SUMS + j] + v - prev[PDB_SUMS + nsums + l]
+        row[PDB_SUMS + j] = total
+        row[PDB_SUMS + nsums + l] = v
+        if total > top:
+            top = total
+            row[PDB_BEST] = j
+        if md + 2 * total > limit:
+            return md + 2 * total
+    h = md + 2 * top
     row[ROW_H] = h
     return h

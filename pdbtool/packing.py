@@ -200,7 +200,7 @@ class _TableHasher:
         self.tables = tables
         self.digests = []
         self._sha = hashlib.sha256()
-        self._left = tables[0].entries
+        self._left = tables[0].bytes
 
     def update(self, buf):
         view = memoryview(buf).cast("B")
@@ -214,7 +214,7 @@ class _TableHasher:
                 self.digests.append(self._sha.hexdigest())
                 self._sha = hashlib.sha256()
                 done = len(self.digests)
-                self._left = self.tables[done].entries if done < len(self.tables) else 0
+                self._left = self.tables[done].bytes if done < len(self.tables) else 0
 
     def check(self, path, what):
         for t, got in zip(self.tables, self.digests):

@@ -96,11 +96,7 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, threads: int,
     h0 = root.h
     if h0 == 0:
         return solver.result(prepared, [], 0, 0, time.perf_counter() - t0, 0, [], threads)
-    nodes, goal_path = frontier(solver, bf, target or FRONTIER_PER_THREAD * threads)
-    if goal_path is not None:
-        return solver.result(prepared, goal_path, 0, 0, time.perf_counter() - t0, h0, [], threads)
-    subtrees = [Subtree(node, solver.root(node.board), np.zeros(MAX_DEPTH + 1, np.int64))
-                for node in nodes]
+    subtrees: list[Subtree] = []  # made when the first big iteration needs them
     root_out = np.zeros(MAX_DEPTH + 1, np.int64)
     halt = np.zeros(1, np.int64)  # set when a subtree found the goal or the caller stopped
     local = threading.local()
@@ -139,6 +135,12 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, threads: int,
     def parallel_iteration(pool, bound, left) -> IterationOutcome:
         """All subtrees under one bound on the pool; completed tasks arrive on a queue
         (waiting on thousands of futures at once would cost O(tasks) per wake-up)."""
+        if not subtrees:
+            nodes, goal_path = frontier(solver, bf, target or FRONTIER_PER_THREAD * threads)
+            if goal_path is not None:  # breadth first: the shortest path there is
+                return IterationOutcome(list(goal_path), INF, 0, 0, NOT_FOUND)
+            subtrees.extend(Subtree(node, solver.root(node.board), np.zeros(MAX_DEPTH + 1, np.int64))
+                            for node in nodes)
         halt[0] = 0
         finished: queue.SimpleQueue = queue.SimpleQueue()
         for subtree in subtrees:
@@ -168,6 +170,8 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, threads: int,
                 status, halt[0] = BUDGET, 1  # live counts: running tasks stop within a poll
         return IterationOutcome(found, next_bound, expanded, generated, status)
 
+    # Small iterations run serially from the root (an easy board never pays for the
+    # frontier); the first that generates SERIAL_BELOW nodes switches to the subtrees.
     bound, expanded, generated, iterations = h0, 0, 0, []
     last = 0
     with cf.ThreadPoolExecutor(threads) as pool:

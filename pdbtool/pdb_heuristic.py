@@ -1,11 +1,16 @@
-"""Pattern databases as a heuristic: lookups over memory-mapped tables, with reflection.
+"""Pattern databases as a heuristic: lookups over memory-mapped 4-bit tables.
 
-A lookup reads one table: the cells of its tiles, each mapped through its cell map, ranked.
-A partition's groups are the direct lookups; the same groups on the board reflected about
-the main diagonal are the reflected ones. Reflecting the board maps tile t at cell c to
-tile T(t) at cell T(c) (T = transpose; the blank-first goal is symmetric under it), so the
-reflected lookup of a group reads tiles T(g_i) through the cell map sigma(T(c)).
-h = max(direct sum, reflected sum).
+A lookup reads one table: the cells of its tiles and the blank's cell, each mapped through
+its cell map, ranked as (map, blank's region, order) (ranking.py). Each additive partition
+of the catalogue gives one sum of lookups; with reflection, the same groups on the board
+reflected about the main diagonal give another. Reflecting the board maps tile t at cell c
+to tile T(t) at cell T(c) (T = transpose; the blank-first goal is symmetric under it), so
+the reflected lookup of a group reads tiles T(g_i) through the cell map sigma(T(c)); the
+blank, tile 0 = T(0), reads through the same map.
+
+A group's table value is its Manhattan distance plus twice the 4-bit entry, and the groups
+of a sum hold every tile once, so every sum is md + 2 * (sum of its entries) and
+h = md + 2 * max over the sums (heuristic_kernels.h_init / h_update).
 """
 
 from __future__ import annotations
@@ -17,29 +22,31 @@ import numpy as np
 from . import artifact, heuristic_kernels as hk
 from .errors import ArtifactError
 from .geometry import transpose
-from .heuristics import Heuristic
-from .ranking import RANK_SCHEME, RANK_VERSION, weights
+from .heuristics import Heuristic, manhattan_table
+from .ranking import RANK_SCHEME, RANK_VERSION, binomials, order_weights, regions
 from .trust import open_trusted
 
 
 class Lookup(NamedTuple):
     tiles: tuple[int, ...]      # the tiles read, in the table's order
     cell_map: tuple[int, ...]   # board cell -> cell in the table's frame
-    offset: int                 # of the table inside the flat table data
-    reflected: bool             # which sum it belongs to
+    offset: int                 # byte offset of the table inside the flat table data
+    sum: int                    # which sum it adds to: 2 * partition + reflected
 
 
 def lookups(meta: artifact.ArtifactMeta, reflect: bool = True) -> list[Lookup]:
     """Every lookup of the artifact's groups, direct and (with ``reflect``) reflected."""
     side = meta.size
     T = transpose(side)
+    per = 2 if reflect else 1
     out = []
     for g in meta.groups:
         offset = meta.tables[g.table].offset
-        out.append(Lookup(g.tiles, g.cell_map, offset, False))
+        out.append(Lookup(g.tiles, g.cell_map, offset, per * g.partition))
         if reflect:
             out.append(Lookup(tuple(T[t] for t in g.tiles),
-                              tuple(g.cell_map[T[c]] for c in range(side * side)), offset, True))
+                              tuple(g.cell_map[T[c]] for c in range(side * side)), offset,
+                              per * g.partition + 1))
     return out
 
 
@@ -49,43 +56,71 @@ def check_layout(meta: artifact.ArtifactMeta) -> None:
     if meta.rank_scheme != RANK_SCHEME or meta.rank_version != RANK_VERSION:
         raise ArtifactError(f"{where}: rank scheme {meta.rank_scheme} v{meta.rank_version}, "
                             f"this pdbtool ranks with {RANK_SCHEME} v{RANK_VERSION}")
+    if meta.encoding != artifact.ENCODING:
+        raise ArtifactError(f"{where}: entries encoded as {meta.encoding!r}, expected "
+                            f"{artifact.ENCODING!r}")
     if meta.goal != "blank-first":
         raise ArtifactError(f"{where}: tables for goal {meta.goal!r}, expected 'blank-first'")
     n = meta.size * meta.size
-    tiles = sorted(t for g in meta.groups for t in g.tiles)
-    if tiles != list(range(1, n)):
-        raise ArtifactError(f"{where}: groups do not partition tiles 1..{n - 1} (got {tiles})")
+    for p in range(meta.partitions):
+        tiles = sorted(t for g in meta.groups if g.partition == p for t in g.tiles)
+        if tiles != list(range(1, n)):
+            raise ArtifactError(f"{where}: the groups of partition {p} do not partition "
+                                f"tiles 1..{n - 1} (got {tiles})")
+    for t in meta.tables:
+        expected = regions(meta.size, len(t.tiles), meta.zero_aware).entries
+        if t.cells != n or t.entries != expected:
+            raise ArtifactError(f"{where}: table {t.name!r} has {t.entries:,} entries, "
+                                f"{len(t.tiles)} tiles on {n} cells need {expected:,}")
     for g in meta.groups:
-        if meta.tables[g.table].cells != n or len(meta.tables[g.table].tiles) != len(g.tiles):
+        if len(meta.tables[g.table].tiles) != len(g.tiles):
             raise ArtifactError(f"{where}: group {list(g.tiles)} does not fit its table")
 
 
 def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool = True) -> Heuristic:
-    """The additive heuristic of an artifact's groups over its (mapped) table data."""
+    """The max-of-additive heuristic of an artifact's catalogue over its table data."""
     check_layout(meta)
     side = meta.size
     n = side * side
     lk = lookups(meta, reflect)
+    sums = 1 + max(x.sum for x in lk)
     mmax = max(len(x.tiles) for x in lk)
+    # Region arrays per tile count, concatenated; each lookup points at its count's.
+    index_parts, offset_parts, rbase, obase = [], [], {}, {}
+    for m in sorted({len(x.tiles) for x in lk}):
+        reg = regions(side, m, meta.zero_aware)
+        rbase[m] = sum(a.size for a in index_parts)
+        obase[m] = sum(a.size for a in offset_parts)
+        index_parts.append(reg.index.ravel())
+        offset_parts.append(reg.offset)
     tiles = np.zeros((len(lk), mmax), np.int64)
-    w = np.zeros((len(lk), mmax), np.int64)
-    tile_lk = np.full((n, 2), -1, np.int64)
+    pw = np.zeros((len(lk), mmax), np.int64)
+    tile_lk = np.full((n, sums), -1, np.int64)
     for l, x in enumerate(lk):
-        tiles[l, :len(x.tiles)] = x.tiles
-        w[l, :len(x.tiles)] = weights(n, len(x.tiles))
-        tile_lk[list(x.tiles), int(x.reflected)] = l
+        m = len(x.tiles)
+        tiles[l, :m] = x.tiles
+        pw[l, :m] = order_weights(m)
+        tile_lk[list(x.tiles), x.sum] = l
     H = hk.HeuristicArrays(**{
         **hk.placeholder_arrays(hk.PDB),
-        "lk_tiles": tiles, "lk_w": w,
+        "tile_tab": manhattan_table(side),
+        "lk_tiles": tiles, "lk_pw": pw,
         "lk_m": np.array([len(x.tiles) for x in lk], np.int64),
         "lk_cmap": np.array([x.cell_map for x in lk], np.int64),
         "lk_off": np.array([x.offset for x in lk], np.int64),
-        "lk_set": np.array([int(x.reflected) for x in lk], np.int64),
+        "lk_set": np.array([x.sum for x in lk], np.int64),
+        "lk_rbase": np.array([rbase[len(x.tiles)] for x in lk], np.int64),
+        "lk_obase": np.array([obase[len(x.tiles)] for x in lk], np.int64),
         "tile_lk": tile_lk,
         "table": np.asarray(data),
+        "binom": binomials(n, mmax).copy(),
+        "reg_index": np.concatenate(index_parts),
+        "reg_offset": np.concatenate(offset_parts),
     })
-    name = f"pdb {meta.partition}" + (" + reflection" if reflect else "")
-    return Heuristic(name, side, H, hk.state_width(hk.PDB, side, len(lk)), artifact=meta.version)
+    name = f"pdb {meta.partition}" + ("" if meta.zero_aware else " (min over blank)") + \
+        (" + reflection" if reflect else "")
+    return Heuristic(name, side, H, hk.state_width(hk.PDB, side, len(lk), sums),
+                     artifact=meta.version)
 
 
 def load_heuristic(path, *, reflect: bool = True) -> Heuristic:

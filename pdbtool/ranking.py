@@ -1,87 +1,156 @@
-"""Perfect ranking of partial permutations: m tiles placed on n cells.
+"""Perfect ranking of partial permutations (m tiles placed on n cells), and the index of the
+blank's regions that zero-aware tables add to it.
 
-A placement is the cells of the group's tiles, in the group's tile order. Its rank is the
-mixed-radix number whose digit i (radix n - i) counts the cells below pos[i] that earlier
-tiles left free; digit 0 is the most significant (seeds 000, section 7.4). There are
-n!/(n-m)! ranks, each table entry one byte. Rank is O(m) with a bit mask and a popcount.
+A placement is the cells of the group's tiles, in the group's tile order. Its rank has two
+parts (combination x permutation, as in Clausecker & Reinefeld's zero-aware tables):
+
+* the **map**, the set of occupied cells, ranked in the colexicographic order of
+  m-subsets: sum of C(c_k, k) over the sorted cells c_1 < ... < c_m (k from 1);
+* the **order** of the tiles on those cells: digit i (radix m - i) counts the occupied
+  cells below pos[i] that earlier tiles left free; digit 0 is the most significant.
+
+rank = map rank * m! + order rank, so there are C(n, m) * m! = n!/(n-m)! ranks. Both parts
+are O(m) with bit masks and popcounts.
+
+The blank's region (the free cells it can reach without moving a tile of the group)
+depends on the map only. Regions of a map are numbered by their lowest cell, and a
+zero-aware table keeps one entry per (map, region, order):
+
+    index = region_offset[map] + region * m! + order
+
+where region_offset[map] = m! * (regions of all smaller maps). ``Regions`` holds the
+per-map arrays; they are small (C(25, 6) = 177,100 maps) and rebuilt on load.
 """
+
+from __future__ import annotations
+
+from functools import lru_cache
+from math import comb, factorial
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 from .intrinsics import popcount
 
-RANK_SCHEME = "mixed-radix-lex"
-RANK_VERSION = 1
-UNSET = 255  # a table entry no placement of that rank has reached (unreachable parity)
+RANK_SCHEME = "combination-permutation"
+RANK_VERSION = 2
+UNSET = 255  # a distance no build reached (the unreachable parity half of 8/full)
+NO_REGION = 255  # region index of an occupied cell
 
 
 def table_size(n: int, m: int) -> int:
     """Number of placements of m tiles on n cells: n!/(n-m)!."""
-    size = 1
-    for i in range(m):
-        size *= n - i
-    return size
+    return comb(n, m) * factorial(m)
 
 
-def reachable_placements(n: int, m: int) -> int:
-    """Placements the BFS reaches: all of them, but half when the group holds every tile,
-    since the blank's cell is then fixed and parity splits the placements."""
-    size = table_size(n, m)
-    return size // 2 if m == n - 1 else size
+@lru_cache(maxsize=None)
+def binomials(n: int, m: int) -> np.ndarray:
+    """binom[c, k] = C(c, k) for c <= n, k <= m."""
+    b = np.zeros((n + 1, m + 1), np.int64)
+    for c in range(n + 1):
+        for k in range(m + 1):
+            b[c, k] = comb(c, k)
+    b.flags.writeable = False
+    return b
 
 
-@njit(cache=True)
-def weights(n, m):
-    """Place values of the digits: w[i] = (n-i-1)(n-i-2)...(n-m+1)."""
-    w = np.ones(m, dtype=np.int64)
-    for i in range(m - 2, -1, -1):
-        w[i] = w[i + 1] * (n - i - 1)
+@lru_cache(maxsize=None)
+def order_weights(m: int) -> np.ndarray:
+    """Place values of the order digits: pw[i] = (m - 1 - i)!."""
+    w = np.array([factorial(m - 1 - i) for i in range(m)], np.int64)
+    w.flags.writeable = False
     return w
 
 
 @njit(cache=True, nogil=True, inline="always")
-def rank(pos, w):
-    """Rank of the placement pos (cells, distinct) with place values w."""
-    # All int64: numba turns uint64 mixed with int64 into float64.
-    used = 0
+def lowest_bit(x):
+    """Index of the lowest set bit of x (x != 0)."""
+    return popcount((x & -x) - 1)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def map_rank(occupied, binom):
+    """Colexicographic rank of the set of cells in the bit mask ``occupied``."""
     r = 0
-    for i in range(pos.shape[0]):
-        p = pos[i]
-        r += (p - popcount(used & ((1 << p) - 1))) * w[i]
-        used |= 1 << p
+    k = 1
+    x = occupied
+    while x:
+        r += binom[lowest_bit(x), k]
+        k += 1
+        x &= x - 1
     return r
 
 
+@njit(cache=True, nogil=True, inline="always")
+def order_rank(pos, occupied, pw):
+    """Rank of the order of the tiles on their cells (``occupied`` is their mask)."""
+    rest = occupied
+    r = 0
+    for i in range(pos.shape[0]):
+        c = pos[i]
+        r += popcount(rest & ((np.int64(1) << c) - 1)) * pw[i]
+        rest &= ~(np.int64(1) << c)
+    return r
+
+
+@njit(cache=True, nogil=True, inline="always")
+def occupied_mask(pos):
+    x = np.int64(0)
+    for i in range(pos.shape[0]):
+        x |= np.int64(1) << pos[i]
+    return x
+
+
+@njit(cache=True, nogil=True, inline="always")
+def rank(pos, binom, pw):
+    """Rank of the placement pos (cells, distinct)."""
+    occupied = occupied_mask(pos)
+    m = pos.shape[0]
+    return map_rank(occupied, binom) * (pw[0] * m) + order_rank(pos, occupied, pw)
+
+
 @njit(cache=True, nogil=True)
-def unrank(r, n, m, w, pos):
-    """Write into pos the placement of rank r; return the occupied-cell bit mask."""
-    used = 0
+def unrank_map(r, n, m, binom):
+    """The bit mask of cells whose colexicographic rank is r."""
+    occupied = np.int64(0)
+    c = n - 1
+    for k in range(m, 0, -1):
+        while binom[c, k] > r:
+            c -= 1
+        r -= binom[c, k]
+        occupied |= np.int64(1) << c
+        c -= 1
+    return occupied
+
+
+@njit(cache=True, nogil=True)
+def unrank(idx, n, m, binom, pw, pos):
+    """Write into pos the placement of rank idx; return its occupied-cell mask."""
+    mfact = pw[0] * m
+    occupied = unrank_map(idx // mfact, n, m, binom)
+    r = idx % mfact
+    rest = occupied
     for i in range(m):
-        d = r // w[i]
-        r -= d * w[i]
-        # pos[i] is the d-th free cell (0-based).
-        c = 0
-        while True:
-            if not (used >> c) & 1:
-                if d == 0:
-                    break
-                d -= 1
-            c += 1
+        d = r // pw[i]
+        r -= d * pw[i]
+        x = rest
+        for _ in range(d):  # skip the d lowest cells still free for this tile
+            x &= x - 1
+        c = lowest_bit(x)
         pos[i] = c
-        used |= 1 << c
-    return used
+        rest &= ~(np.int64(1) << c)
+    return occupied
 
 
 @njit(cache=True)
-def round_trip_errors(n, m, start, stop, step):
+def round_trip_errors(n, m, binom, pw, start, stop, step):
     """Count ranks in range(start, stop, step) where rank(unrank(r)) != r (0 if correct)."""
-    w = weights(n, m)
     pos = np.empty(m, dtype=np.int64)
     bad = 0
     for r in range(start, stop, step):
-        unrank(r, n, m, w, pos)
-        if rank(pos, w) != r:
+        unrank(r, n, m, binom, pw, pos)
+        if rank(pos, binom, pw) != r:
             bad += 1
     return bad
 
@@ -89,10 +158,90 @@ def round_trip_errors(n, m, start, stop, step):
 def rank_of(cells, n: int) -> int:
     """Python-level rank of a placement (for tools and tests)."""
     pos = np.asarray(cells, dtype=np.int64)
-    return int(rank(pos, weights(n, len(pos))))
+    m = len(pos)
+    return int(rank(pos, binomials(n, m), order_weights(m)))
 
 
 def unrank_of(r: int, n: int, m: int) -> list[int]:
     pos = np.empty(m, dtype=np.int64)
-    unrank(r, n, m, weights(n, m), pos)
+    unrank(r, n, m, binomials(n, m), order_weights(m), pos)
     return pos.tolist()
+
+
+# --- the blank's regions ------------------------------------------------------------------
+
+class Regions(NamedTuple):
+    """The blank's regions of every map of m tiles on an s x s board."""
+
+    index: np.ndarray    # uint8[map, cell]: region of a free cell, NO_REGION if occupied
+    count: np.ndarray    # int64[map]: regions of the map
+    offset: np.ndarray   # int64[map + 1]: first zero-aware entry of the map (m! per region)
+
+    @property
+    def entries(self) -> int:
+        return int(self.offset[-1])
+
+
+@njit(cache=True)
+def _region_kernel(side, m, binom, index, count):
+    n = side * side
+    full = (np.int64(1) << n) - 1
+    not_first_col = np.int64(0)
+    not_last_col = np.int64(0)
+    for c in range(n):
+        if c % side != 0:
+            not_first_col |= np.int64(1) << c
+        if c % side != side - 1:
+            not_last_col |= np.int64(1) << c
+    for r in range(count.shape[0]):
+        free = full & ~unrank_map(r, n, m, binom)
+        k = 0
+        while free:
+            region = free & -free
+            while True:  # flood the lowest free cell's region
+                grown = region | ((region & not_last_col) << 1) | ((region & not_first_col) >> 1)
+                grown |= (region << side) | (region >> side)
+                grown &= free
+                grown |= region
+                if grown == region:
+                    break
+                region = grown
+            x = region
+            while x:
+                index[r, lowest_bit(x)] = k
+                x &= x - 1
+            free &= ~region
+            k += 1
+        count[r] = k
+
+
+@lru_cache(maxsize=None)
+def regions(side: int, m: int, zero_aware: bool = True) -> Regions:
+    """The region index of every map; without ``zero_aware`` each map counts as one
+    region (a min-over-blank table: one entry per placement)."""
+    n = side * side
+    maps = comb(n, m)
+    index = np.full((maps, n), NO_REGION, np.uint8)
+    count = np.zeros(maps, np.int64)
+    _region_kernel(side, m, binomials(n, m), index, count)
+    if not zero_aware:
+        index[index != NO_REGION] = 0
+        count[:] = 1
+    offset = np.zeros(maps + 1, np.int64)
+    np.cumsum(count * factorial(m), out=offset[1:])
+    for a in (index, count, offset):
+        a.flags.writeable = False
+    return Regions(index, count, offset)
+
+
+def reachable_entries(side: int, m: int, zero_aware: bool = True) -> int:
+    """Entries a table's BFS reaches: all of them, but half when the group holds every
+    tile, since the blank's cell is then fixed and parity splits the placements."""
+    entries = regions(side, m, zero_aware).entries
+    return entries // 2 if m == side * side - 1 else entries
+
+
+@njit(cache=True, nogil=True, inline="always")
+def region_entry(map_r, order_r, blank_cell, mfact, reg_index, reg_offset):
+    """Index of a (map, region of the blank, order) entry in a table."""
+    return reg_offset[map_r] + reg_index[map_r, blank_cell] * mfact + order_r

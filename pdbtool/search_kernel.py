@@ -88,8 +88,9 @@ def dfs(kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, 
         board[c] = 0
         pos[t] = b
         generated += 1
-        h = h_update(kind, H, s, board, pos, hs[depth], hs[depth + 1], t, c, b)
-        f = g0 + depth + 1 + h
+        g = g0 + depth + 1
+        h = h_update(kind, H, s, board, pos, hs[depth], hs[depth + 1], t, c, b, bound - g)
+        f = g + h
         if f > bound:
             if f < next_bound:
                 next_bound = f

@@ -1,6 +1,7 @@
 """Which heuristic serves a board size: the policy both tools share.
 
-The strongest artifact per board side wins (``Partition.strength``); every artifact of a
+The strongest artifact per board side wins (``Catalogue.strength``, zero-aware tables
+before min-over-blank ones of the same catalogue); every artifact of a
 directory is opened and checked, not only the chosen ones, so a damaged file is an error
 and never silently skipped. With no table for a size, the table-free fallback is said in
 the heuristic's note, which every answer carries.
@@ -12,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import artifact, partitions
+from . import artifact, catalogue
 from .errors import ArtifactError, BadInput
 from .heuristics import Heuristic, table_free
 from .pdb_heuristic import heuristic_from, load_heuristic
@@ -36,8 +37,8 @@ class TableSet:
 
 
 def strength(meta: artifact.ArtifactMeta) -> int:
-    part = partitions.CATALOGUE.get(meta.partition)
-    return part.strength if part else 0
+    known = catalogue.catalogues().get(meta.partition)
+    return 2 * (known.strength if known else 0) + int(meta.zero_aware)
 
 
 def load_directory(directory, *, reflect: bool = True, require: bool = False) -> TableSet:
