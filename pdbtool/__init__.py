@@ -14,7 +14,7 @@ _API = {
     "Solver": "search", "SearchControl": "search", "PreparedBoard": "search",
     "SolveResult": "result", "Solvers": "selection", "load_directory": "selection",
     "load_heuristic": "pdb_heuristic", "table_free": "heuristics",
-    "build": "build", "verify": "verify", "pack": "packing", "unpack": "packing",
+    "build": "builder", "verify": "verification", "pack": "packing", "unpack": "packing",
     "install": "packing", "parse_board": "puzzle", "random_board": "puzzle",
 }
 __all__ = sorted(_API)

@@ -75,7 +75,7 @@ def open_text(path):
 # --- tables -------------------------------------------------------------------------------
 
 def cmd_build(args) -> int:
-    from .build import build
+    from .builder import build
 
     meta = build(args.partition, args.out, zero_aware=not args.min_over_blank,
                  workers=args.workers, processes=args.processes, progress=not args.quiet)
@@ -86,7 +86,7 @@ def cmd_build(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from .verify import verify
+    from .verification import verify
 
     report = verify(args.path, full=args.full)
     lines = [f"{'ok ' if c.ok else 'FAIL'} {c.name:13s} {c.detail} ({c.seconds:.2f} s)" for c in report.checks]

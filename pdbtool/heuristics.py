@@ -27,6 +27,7 @@ class Heuristic:
     H: hk.HeuristicArrays
     width: int  # columns of the kernel's state row
     artifact: str | None = None  # version of the table artifact it reads, if any
+    consistent: bool = False  # h changes by at most 1 per move (checked along every answer)
     note: str = ""  # e.g. why a fallback was taken
 
     def state(self, board_bf) -> np.ndarray:
@@ -154,4 +155,5 @@ def table_free(name: str, side: int) -> Heuristic:
         raise BadInput(f"unknown heuristic {name!r}: choose one of {', '.join(TABLE_FREE)}")
     kind = arrays["kind"]
     H = hk.HeuristicArrays(**{**hk.placeholder_arrays(kind), **arrays, "kind": np.int64(kind)})
-    return Heuristic(name, side, H, hk.state_width(kind, side, 0))
+    return Heuristic(name, side, H, hk.state_width(kind, side, 0),
+                     consistent=name in ("hamming", "manhattan", "walking-distance"))

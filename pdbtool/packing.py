@@ -132,7 +132,7 @@ def install(src, dst, *, threads=None):
     check, and only then take the name ``dst`` and stamp it; a failed check leaves
     nothing behind. Returns the verify report."""
     from . import trust
-    from .verify import verify
+    from .verification import verify
 
     dst = Path(dst)
     if dst.is_dir():

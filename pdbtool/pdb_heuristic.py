@@ -119,8 +119,10 @@ def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool 
     })
     name = f"pdb {meta.partition}" + ("" if meta.zero_aware else " (min over blank)") + \
         (" + reflection" if reflect else "")
+    # Zero-aware entries are exact abstract distances: each group's value, so each sum and
+    # their max, changes by at most 1 per move.
     return Heuristic(name, side, H, hk.state_width(hk.PDB, side, len(lk), sums),
-                     artifact=meta.version)
+                     artifact=meta.version, consistent=meta.zero_aware)
 
 
 def load_heuristic(path, *, reflect: bool = True) -> Heuristic:

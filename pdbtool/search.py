@@ -24,7 +24,7 @@ from .heuristics import Heuristic, board_arrays
 from .move_pruning import pruning_fsm
 from .result import SolveResult
 from .search_kernel import (BOUND, BUDGET, COUNTERS, EXPANDED, FOUND, GENERATED, MAX_DEPTH,
-                            STOPPED, run_dfs, run_ida)
+                            STOPPED, run_dfs, run_ida, run_path_violation)
 
 LIMIT_REASONS = {STOPPED: "search stopped (cancelled or deadline)", BUDGET: "node budget exhausted"}
 
@@ -195,6 +195,14 @@ class Solver:
             self.moves, self.nmoves, self.fsm, root.rows, blank, automaton_state, g0, bound,
             budget, stop, counters, path))
 
+    def _violation(self, board_bf, blank_cells) -> int:
+        """search_kernel.path_violation along the solution found (microseconds)."""
+        root = self.root(board_bf)
+        path = np.asarray(blank_cells, dtype=np.int64)
+        return int(run_path_violation(int(self.heuristic.H.kind), self.heuristic.H, self.side,
+                                      root.board, root.pos, root.rows, path, len(path),
+                                      self.heuristic.consistent))
+
     def result(self, prepared: PreparedBoard, blank_cells, expanded, generated, seconds, h0,
                iterations, threads=1) -> SolveResult:
         """Turn the blank's path into moves in the user's convention and replay them."""
@@ -203,11 +211,14 @@ class Solver:
         moves, blank_moves_ = puzzle.moves_from_blank_first(tiles, letters, self.side, goal)
         if puzzle.apply_tile_moves(board, moves) != puzzle.goal_board(self.side, goal):
             raise PdbError("internal error: the solution found does not replay to the goal")
-        if len(moves) < h0:
-            # A real path shorter than h proves h overestimates: never answer from it.
+        step = self._violation(bf, blank_cells)
+        if step >= 0:
+            # h above the moves left on a real path, or a jump a consistent h cannot make,
+            # proves the heuristic wrong: never answer from it.
             where = f" (artifact {self.heuristic.artifact})" if self.heuristic.artifact else ""
-            raise ArtifactError(f"heuristic {self.heuristic.name}{where} overestimates: h = {h0} but a "
-                                f"{len(moves)}-move solution exists; the table is damaged, run pdbtool verify")
+            raise ArtifactError(f"heuristic {self.heuristic.name}{where} overestimates: its value "
+                                f"at step {step} of a {len(moves)}-move solution is impossible; "
+                                "the table is damaged, run pdbtool verify")
         return SolveResult(
             board=board, goal=goal, side=self.side, length=len(moves), moves=moves,
             blank_moves=blank_moves_, nodes_expanded=int(expanded), nodes_generated=int(generated),

@@ -163,6 +163,32 @@ def ida(kind, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, cou
         bound = nb
 
 
+@njit(cache=True, nogil=True)
+def path_violation(kind, H, s, board, pos, rows, path, length, consistent):
+    """Check a solution against the heuristic that found it: the first step i at which
+    h(s_i) exceeds the moves left, or (``consistent``) differs from h(s_{i-1}) by more
+    than one; -1 if none. A violation proves the heuristic wrong (a damaged table). The
+    board is left at the goal."""
+    literally(kind)
+    h_prev = rows[0, 0]
+    if h_prev > length:
+        return 0
+    b = pos[0]
+    for i in range(length):
+        c = path[i]
+        t = board[c]
+        board[b] = t
+        board[c] = 0
+        pos[t] = b
+        pos[0] = c
+        h = h_update(kind, H, s, board, pos, rows[i], rows[i + 1], t, c, b, INF)
+        if h > length - i - 1 or (consistent and abs(h - h_prev) > 1):
+            return i + 1
+        h_prev = h
+        b = c
+    return -1
+
+
 # Entry points for Python. Calling a kernel that demands a literal from Python makes numba
 # retry its dispatch on every call (about 10 ms); these take the kind as a plain int and
 # call the specialised kernels with constants, so each kind is compiled (and cached) once.
@@ -187,3 +213,14 @@ def run_ida(kind, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop,
     if kind == 2:
         return ida(2, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes)
     return ida(3, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes)
+
+
+@njit(cache=True, nogil=True)
+def run_path_violation(kind, H, s, board, pos, rows, path, length, consistent):
+    if kind == 0:
+        return path_violation(0, H, s, board, pos, rows, path, length, consistent)
+    if kind == 1:
+        return path_violation(1, H, s, board, pos, rows, path, length, consistent)
+    if kind == 2:
+        return path_violation(2, H, s, board, pos, rows, path, length, consistent)
+    return path_violation(3, H, s, board, pos, rows, path, length, consistent)

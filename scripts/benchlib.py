@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from reference import data_rows, free_port, instances  # noqa: E402
 
 __all__ = ["ROOT", "ART", "PY", "WARM_24", "data_rows", "free_port", "instances", "korf24", "machine",
-           "table", "write_section", "ensure_artifact", "rss_kib", "run"]
+           "table", "write_section", "ensure_artifact", "geometric_mean", "rss_kib", "run"]
 
 
 def machine() -> str:
@@ -71,14 +71,22 @@ def write_section(name: str, body: str) -> None:
     print(body)
 
 
-def ensure_artifact(partition: str) -> Path:
+def ensure_artifact(catalogue: str, zero_aware: bool = True) -> Path:
     """The artifact in artifacts/, built (timed by the builder itself) if missing."""
     from pdbtool.artifact import artifact_filename
 
-    path = ART / artifact_filename(partition)
+    path = ART / artifact_filename(catalogue + ("" if zero_aware else "-min"))
     if not path.exists():
-        subprocess.run([PY, "-m", "pdbtool", "build", partition, "--out", str(ART)], check=True)
+        subprocess.run([PY, "-m", "pdbtool", "build", catalogue, "--out", str(ART)]
+                       + ([] if zero_aware else ["--min-over-blank"]), check=True)
     return path
+
+
+def geometric_mean(xs) -> float:
+    import math
+
+    xs = list(xs)
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
 
 
 def rss_kib(pid: int) -> int:

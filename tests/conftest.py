@@ -29,7 +29,7 @@ def oracle(oracle8, oracle8_last):
 @pytest.fixture(scope="session")
 def art_dir(tmp_path_factory):
     """8/full and 15/5-5-5 artifacts (a second or two to build)."""
-    from pdbtool.build import build
+    from pdbtool.builder import build
 
     d = tmp_path_factory.mktemp("artifacts")
     build("8/full", d, progress=False)

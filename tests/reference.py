@@ -42,16 +42,10 @@ def bfs_distances(goal) -> dict[tuple[int, ...], int]:
     return dist
 
 
-def reference_table(tiles, side: int) -> np.ndarray:
-    """A pattern database by 0/1-BFS over full abstract states (tile cells, blank cell),
-    the blank's goal cell 0; entry = the minimum over blank cells, 255 where unreached.
-
-    Pattern tile moves cost 1, blank moves among the other cells cost 0. Only the final
-    indexing uses the project's ranking (what the table is indexed by).
-    """
-    from pdbtool.ranking import rank_of, table_size
-
-    n = side * side
+def abstract_distances(tiles, side: int) -> dict[tuple[tuple[int, ...], int], int]:
+    """Distance of every abstract state (cells of the tiles, blank cell) by 0/1-BFS: a
+    move of a pattern tile costs 1, a move of the blank among the other cells 0; from the
+    goal placement with the blank in its goal cell 0."""
     start = (tuple(tiles), 0)
     dist = {start: 0}
     dq = deque([start])
@@ -68,9 +62,32 @@ def reference_table(tiles, side: int) -> np.ndarray:
             if nxt not in dist or dist[nxt] > d + cost:
                 dist[nxt] = d + cost
                 (dq.appendleft if cost == 0 else dq.append)(nxt)
-    table = np.full(table_size(n, len(tiles)), 255, np.uint8)
-    for (cells, _), d in dist.items():
-        i = rank_of(list(cells), n)
+    return dist
+
+
+def table_entry(cells, blank: int, side: int, zero_aware: bool = True) -> int:
+    """Where a table keeps (placement, blank cell), by the documented layout:
+    region offset of the map + region * m! + order (docs/architecture.md)."""
+    from math import factorial
+
+    from pdbtool.ranking import rank_of, regions
+
+    m = len(cells)
+    q = rank_of(list(cells), side * side)
+    mfact = factorial(m)
+    reg = regions(side, m, zero_aware)
+    return int(reg.offset[q // mfact]) + int(reg.index[q // mfact, blank]) * mfact + q % mfact
+
+
+def reference_table(tiles, side: int, zero_aware: bool = True) -> np.ndarray:
+    """A pattern database from abstract_distances: per (placement, region of the blank),
+    or the minimum over the blank's cells; 255 where unreached. Only the indexing uses
+    the project's ranking (what the table is indexed by)."""
+    from pdbtool.ranking import regions
+
+    table = np.full(regions(side, len(tiles), zero_aware).entries, 255, np.uint8)
+    for (cells, blank), d in abstract_distances(tiles, side).items():
+        i = table_entry(cells, blank, side, zero_aware)
         table[i] = min(table[i], d)
     return table
 

@@ -25,19 +25,20 @@ from pdbtool.ranking import UNSET
 from reference import flip_byte
 
 
-def make_tables(seed=0, sizes=(5000, 70001)):
+def make_tables(seed=0, entries=(10000, 140001)):
+    """Two tables of random 4-bit entries (the artifact stores bytes; it does not decode)."""
     rng = np.random.default_rng(seed)
-    small = rng.integers(0, 20, sizes[0], dtype=np.uint8)
-    big = rng.integers(0, 40, sizes[1], dtype=np.uint8)
-    big[::1000] = UNSET
-    return [TableData("g7", range(1, 8), 16, small), TableData("g8", range(8, 16), 16, big)]
+    small = rng.integers(0, 256, (entries[0] + 1) // 2, dtype=np.uint8)
+    big = rng.integers(0, 256, (entries[1] + 1) // 2, dtype=np.uint8)
+    return [TableData("g7", range(1, 8), 16, entries[0], small, (1, 5, 9), 0),
+            TableData("g8", range(8, 16), 16, entries[1], big, (1, 2, 3, 4), 71)]
 
 
-GROUPS = [GroupInfo(range(1, 8), 0, range(16)), GroupInfo(range(8, 16), 1, range(16))]
+GROUPS = [GroupInfo(range(1, 8), 0, range(16), 0), GroupInfo(range(8, 16), 1, range(16), 0)]
 
 
 def write(path, tables=None, build=None):
-    return write_artifact(path, partition="15/7-8", size=4, goal="blank-first",
+    return write_artifact(path, partition="15/7-8", size=4, goal="blank-first", zero_aware=True,
                           tables=tables or make_tables(), groups=GROUPS,
                           build=build or {"seconds": 1.5, "workers": 2},
                           builder_version="0.1.0")
@@ -52,31 +53,31 @@ def test_round_trip(tmp_path):
     assert (meta.format_version, meta.form, meta.partition) == (FORMAT_VERSION, "installed",
                                                                "15/7-8")
     assert (meta.size, meta.goal, meta.rank_scheme, meta.rank_version) == (
-        4, "blank-first", "mixed-radix-lex", 1)
+        4, "blank-first", "combination-permutation", 2)
+    assert meta.zero_aware and meta.encoding == "md-nibble"
     assert meta.builder_version == "0.1.0"
     assert meta.build == {"seconds": 1.5, "workers": 2}
     assert [t.name for t in meta.tables] == ["g7", "g8"]
     assert meta.tables[1].tiles == tuple(range(8, 16))
     assert meta.tables[1].offset == 5000
-    assert meta.total_entries == meta.data_length == 75001
-    assert meta.groups[1] == artifact.GroupInfo(tuple(range(8, 16)), 1, tuple(range(16)))
+    assert meta.total_entries == 150001 and meta.total_bytes == meta.data_length == 75001
+    assert meta.groups[1] == artifact.GroupInfo(tuple(range(8, 16)), 1, tuple(range(16)), 0)
     assert meta.file_size == os.path.getsize(path)
     json.dumps(meta.to_dict())  # --json output must serialise
 
     meta, data = open_tables(path)
     for t, info in zip(tables, meta.tables):
-        assert np.array_equal(artifact.table_view(data, info), t.values)
+        assert np.array_equal(artifact.table_view(data, info), t.packed)
+        assert (info.histogram, info.unset) == (t.histogram, t.unset)
 
 
-def test_histogram_and_unset(tmp_path):
-    tables = make_tables()
-    meta = write(tmp_path / "a.h5", tables)
-    for t, info in zip(tables, meta.tables):
-        counts = np.bincount(t.values, minlength=256)
-        top = max(v for v in range(UNSET) if counts[v])
-        assert info.histogram == tuple(counts[:top + 1])
-        assert info.unset == counts[UNSET]
-    assert meta.tables[0].unset == 0 and meta.tables[1].unset == 71
+def test_value_histogram_counts_distances_and_unset():
+    rng = np.random.default_rng(3)
+    dist = rng.integers(0, 40, 70001, dtype=np.uint8)
+    dist[::1000] = UNSET
+    counts = np.bincount(dist, minlength=256)
+    top = max(v for v in range(UNSET) if counts[v])
+    assert artifact.value_histogram(dist) == (tuple(counts[:top + 1]), 71)
 
 
 def test_data_is_aligned_and_mapped_read_only(tmp_path):
@@ -89,7 +90,7 @@ def test_data_is_aligned_and_mapped_read_only(tmp_path):
         assert f["tables"].id.get_offset() == meta.data_offset
         assert np.array_equal(f["tables"][:], data)
     assert isinstance(data, np.memmap) and not data.flags.writeable
-    assert np.array_equal(data, np.concatenate([t.values for t in tables]))
+    assert np.array_equal(data, np.concatenate([t.packed for t in tables]))
 
 
 def test_equal_tables_give_equal_files_and_version(tmp_path):
@@ -104,8 +105,8 @@ def test_equal_tables_give_equal_files_and_version(tmp_path):
 def test_one_changed_byte_changes_version(tmp_path):
     tables = make_tables()
     a = write(tmp_path / "a.h5", tables)
-    big = tables[1].values
-    big[12345] = (big[12345] + 1) % 200
+    big = tables[1].packed
+    big[12345] ^= 1
     b = write(tmp_path / "b.h5", tables)
     assert a.version != b.version
     assert a.tables[0].sha256 == b.tables[0].sha256
@@ -136,11 +137,13 @@ DELETE = object()
 
 
 @pytest.mark.parametrize("key, value, reader, message", [
-    ("format_version", 7, read_meta, r"format version 7, this pdbtool reads 1"),
+    ("format_version", 7, read_meta, r"format version 7, this pdbtool reads 2"),
+    ("format_version", 1, read_meta, r"format version 1 .* rebuild it with `pdbtool build 15/7-8`"),
     ("groups", DELETE, read_meta, r"missing attribute.*groups"),
     ("goal", "blank-last", read_meta, r"version attribute"),  # would misread every table
     ("form", "packed", open_tables, r"is a packed file; run `pdbtool unpack`"),
-], ids=["unknown format version", "missing attribute", "tampered metadata", "packed form"])
+], ids=["unknown format version", "format 1", "missing attribute", "tampered metadata",
+        "packed form"])
 def test_damaged_attributes_are_refused(tmp_path, key, value, reader, message):
     path = tmp_path / "a.h5"
     write(path)
@@ -169,11 +172,14 @@ def test_not_hdf5_and_missing_files_are_refused(tmp_path):
 def test_bad_input_is_rejected_before_writing(tmp_path):
     tables = make_tables()
     with pytest.raises(ValueError, match="uint8"):
-        write(tmp_path / "a.h5", [tables[0]._replace(values=tables[0].values.astype(np.int16)),
+        write(tmp_path / "a.h5", [tables[0]._replace(packed=tables[0].packed.astype(np.int16)),
                                   tables[1]])
+    with pytest.raises(ValueError, match="bytes for"):
+        write(tmp_path / "a.h5", [tables[0]._replace(entries=3), tables[1]])
     with pytest.raises(ValueError, match="does not fit"):
         write_artifact(tmp_path / "a.h5", partition="15/7-8", size=4, goal="blank-first",
-                       tables=tables, groups=[GroupInfo(range(1, 8), 0, range(9))], build={},
+                       zero_aware=True, tables=tables,
+                       groups=[GroupInfo(range(1, 8), 0, range(9), 0)], build={},
                        builder_version="0")
     assert list(tmp_path.iterdir()) == []
 

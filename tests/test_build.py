@@ -1,51 +1,92 @@
-"""The builder against a plain reference: 0/1-BFS over (pattern tile cells, blank cell)."""
+"""The builder against plain references: 0/1-BFS over (pattern tile cells, blank cell)
+entry for entry, exact 8-puzzle distances, and the 4-bit form against the distances."""
 
 import numpy as np
 import pytest
 
 from pdbtool.artifact import open_tables
-from pdbtool.build import build, build_table
-from pdbtool.partitions import get, plan_tables
+from pdbtool.builder import build, compact_table, distance_table
+from pdbtool.catalogue import get, plan_tables
+from pdbtool.geometry import blank_region
 from pdbtool.pdb_heuristic import load_heuristic
-from pdbtool.ranking import rank_of
-from reference import reference_table
+from pdbtool.ranking import NO_REGION, regions
+from reference import abstract_distances, reference_table, table_entry
+
+CASES = [((1, 2), 3), ((1, 5, 6), 3), ((4, 8), 3), ((1, 3, 5, 7), 3), ((1, 2, 3), 4),
+         ((5, 6, 9, 10), 4), ((1, 5, 6), 5)]
 
 
-@pytest.mark.parametrize("tiles, side", [
-    ((1, 2), 3), ((1, 5, 6), 3), ((4, 8), 3), ((1, 2, 3, 4, 5, 6, 7, 8), 3),
-    ((1, 2, 3), 4), ((5, 6, 9, 10), 4), ((1, 5, 6), 5),
-])
-def test_builder_equals_reference_entry_for_entry(tiles, side):
-    assert (build_table(tiles, side, progress=False) == reference_table(tiles, side)).all()
+@pytest.mark.parametrize("tiles, side", CASES)
+@pytest.mark.parametrize("zero_aware", [True, False])
+def test_builder_equals_reference_entry_for_entry(tiles, side, zero_aware):
+    built = distance_table(tiles, side, zero_aware=zero_aware, progress=False)
+    assert (built == reference_table(tiles, side, zero_aware)).all()
+    assert (built != 255).all()  # every (placement, region) is reached
+
+
+@pytest.mark.parametrize("tiles, side", CASES[:5])
+def test_zero_aware_values_dominate_the_minimum_over_the_blank(tiles, side):
+    zero = distance_table(tiles, side, progress=False)
+    low = distance_table(tiles, side, zero_aware=False, progress=False)
+    for cells, blank in abstract_distances(tiles, side):
+        assert zero[table_entry(cells, blank, side)] >= low[table_entry(cells, blank, side, False)]
 
 
 def test_8_full_is_the_exact_distance_table(oracle8):
-    table = build_table(tuple(range(1, 9)), 3, progress=False)
+    table = distance_table(tuple(range(1, 9)), 3, progress=False)
     for state, d in oracle8.items():
         cells = [state.index(t) for t in range(1, 9)]
-        assert table[rank_of(cells, 9)] == d
+        assert table[table_entry(cells, state.index(0), 3)] == d
     assert (table == 255).sum() == 181440
+
+
+@pytest.mark.parametrize("tiles, side", CASES)
+def test_compact_entries_decode_to_the_distances(tiles, side):
+    dist = distance_table(tiles, side, progress=False)
+    packed = compact_table(dist, tiles, side)
+    nib = np.empty(packed.size * 2, np.uint8)
+    nib[0::2], nib[1::2] = packed & 15, packed >> 4
+    for (cells, blank), d in abstract_distances(tiles, side).items():
+        md = sum(abs(c // side - t // side) + abs(c % side - t % side) for c, t in zip(cells, tiles))
+        assert md + 2 * nib[table_entry(cells, blank, side)] == d
+
+
+def test_region_index_numbers_the_blank_regions_by_lowest_cell():
+    side, m = 4, 5
+    reg = regions(side, m)
+    for r in range(0, reg.count.size, 37):
+        cells = {c for c in range(16) if reg.index[r, c] == NO_REGION}
+        assert len(cells) == m
+        comps = []
+        for c in range(16):
+            if c not in cells and not any(c in x for x in comps):
+                comps.append(blank_region(side, cells, c))
+        assert reg.count[r] == len(comps)
+        for k, comp in enumerate(comps):
+            assert {int(reg.index[r, c]) for c in comp} == {k}
 
 
 def test_symmetric_group_reads_the_shared_table_correctly():
     # 15/5-5-5: the third group is a symmetric image (a flip) of the first and reuses its table.
-    part = get("15/5-5-5")
-    plan = plan_tables(part)
+    plan = plan_tables(get("15/5-5-5"))
     assert len(plan.tables) == 2
-    tiles, ti, cmap = plan.groups[2]
-    own = build_table(tuple(sorted(tiles)), 4, progress=False)
-    shared = build_table(plan.tables[ti], 4, progress=False)
+    tiles, ti, cmap, _ = plan.groups[2]
+    own = distance_table(tuple(sorted(tiles)), 4, progress=False)
+    shared = distance_table(plan.tables[ti], 4, progress=False)
     rng = np.random.default_rng(1)
     for _ in range(3000):
-        cells = rng.choice(16, size=5, replace=False).tolist()  # cells of tiles in table order
+        cells = rng.choice(16, size=6, replace=False).tolist()  # tiles in table order, blank
+        blank = cells.pop()
         by_tile = dict(zip(tiles, cells))
         own_cells = [by_tile[t] for t in sorted(tiles)]
-        assert own[rank_of(own_cells, 16)] == shared[rank_of([cmap[c] for c in cells], 16)]
+        assert own[table_entry(own_cells, blank, 4)] == \
+            shared[table_entry([cmap[c] for c in cells], cmap[blank], 4)]
 
 
-def test_same_tables_whatever_the_worker_count(tmp_path):
+def test_same_tables_whatever_the_worker_layout(tmp_path):
     a = build("15/6-6-3", tmp_path / "one", workers=1, progress=False)
-    b = build("15/6-6-3", tmp_path / "two", workers=2, progress=False)
+    b = build("15/6-6-3", tmp_path / "two", workers=2, processes=2, progress=False)
+    assert (a.build["processes"], b.build["processes"]) == (1, 2)
     assert [t.sha256 for t in a.tables] == [t.sha256 for t in b.tables]
     assert a.version == b.version
 
@@ -53,6 +94,7 @@ def test_same_tables_whatever_the_worker_count(tmp_path):
 def test_artifact_describes_itself(art_dir):
     meta, data = open_tables(art_dir / "15-5-5-5.h5")
     assert meta.partition == "15/5-5-5" and meta.size == 4 and meta.goal == "blank-first"
+    assert meta.zero_aware and meta.encoding == "md-nibble"
     assert sorted(t for g in meta.groups for t in g.tiles) == list(range(1, 16))
     assert all(t.unset == 0 and t.histogram[0] == 1 for t in meta.tables)
     assert load_heuristic(art_dir / "15-5-5-5.h5").value(tuple(range(16))) == 0

@@ -48,8 +48,12 @@ def test_linear_conflict_counts_lines_not_pairs():
     assert table_free("linear-conflict", 4).value(b) == md + 4
 
 
+NO_LIMIT = 1 << 30
+
+
 def incremental_matches_full(h, side, steps, seed):
-    """Walk randomly; after each move the kernel's incremental row equals a recomputation."""
+    """Walk randomly; after each move the kernel's incremental row equals a recomputation,
+    and with a limit below h, the lazy update returns a lower bound of h above the limit."""
     rng = random.Random(seed)
     board, pos = board_arrays(puzzle.random_board(side, "blank-first", rng))
     row = np.zeros(h.width, np.int32)
@@ -61,9 +65,14 @@ def incremental_matches_full(h, side, steps, seed):
         t = int(board[c])
         board[b], board[c] = t, 0
         pos[t], pos[0] = b, c
-        new = np.zeros_like(row)
-        hk.h_update(int(h.H.kind), h.H, side, board, pos, row, new, t, c, b)
         full = h.state(board)
+        lazy = hk.h_update(int(h.H.kind), h.H, side, board, pos, row, np.zeros_like(row), t, c, b,
+                           int(full[hk.ROW_H]) - 3)
+        assert full[hk.ROW_H] - 3 < lazy <= full[hk.ROW_H]
+        new = np.zeros_like(row)
+        hk.h_update(int(h.H.kind), h.H, side, board, pos, row, new, t, c, b, NO_LIMIT)
+        if h.H.kind == hk.PDB:  # which of equal sums is "best" is only an order hint
+            new[hk.PDB_BEST] = full[hk.PDB_BEST]
         assert new[hk.ROW_H] == full[hk.ROW_H] and (new == full).all(), (board.tolist(), new, full)
         row = new
 
@@ -76,9 +85,10 @@ def test_incremental_update_equals_recomputation(name):
 def test_pdb_incremental_and_reflection(art_dir, oracle8):
     h = load_heuristic(art_dir / "15-5-5-5.h5")
     incremental_matches_full(h, 4, 500, 2)
-    # 8/full with reflection is exact: both sums equal the BFS distance.
+    # 8/full with reflection is exact: both sums equal the BFS distance (md + 2 * entries).
     h8 = load_heuristic(art_dir / "8-full.h5")
     for s, d in list(oracle8.items())[::50]:
         row = h8.state(s)
-        direct, reflected = row[hk.PDB_SUMS], row[hk.PDB_SUMS + 1]
+        md = row[hk.PDB_MD]
+        direct, reflected = md + 2 * row[hk.PDB_SUMS], md + 2 * row[hk.PDB_SUMS + 1]
         assert row[hk.ROW_H] == direct == reflected == d

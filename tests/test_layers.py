@@ -136,13 +136,9 @@ def test_public_api_resolves_lazily():
     """)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "library: `build` and `verify` name both a public function and a submodule; once the "
-    "submodule is imported first (install() imports pdbtool.verify), `from pdbtool import "
-    "verify` returns the module"))
 def test_public_api_does_not_depend_on_import_order():
     run_fresh("""
-        import pdbtool.packing, pdbtool.verify  # what pdbtool.install does on first use
+        import pdbtool.builder, pdbtool.packing, pdbtool.verification  # what install() imports
         from pdbtool import build, verify
         bad = [f.__name__ for f in (build, verify) if not callable(f)]
         if bad:

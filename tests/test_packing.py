@@ -24,11 +24,13 @@ CHUNK = 8192  # small, so the tables span many chunks; the total is not a multip
 
 
 def make_installed(path, sizes=(5000, 70001)):
+    """An artifact of random bytes (sizes in bytes: two 4-bit entries each)."""
     rng = np.random.default_rng(7)
-    tables = [TableData(f"t{i}", range(1 + 4 * i, 5 + 4 * i), 16,
-                        rng.integers(0, 12, n, dtype=np.uint8)) for i, n in enumerate(sizes)]
-    groups = [GroupInfo(t.tiles, i, range(16)) for i, t in enumerate(tables)]
-    return write_artifact(path, partition="15/4-4", size=4, goal="blank-first",
+    tables = [TableData(f"t{i}", range(1 + 4 * i, 5 + 4 * i), 16, 2 * n,
+                        rng.integers(0, 256, n, dtype=np.uint8), (1, 2), 0)
+              for i, n in enumerate(sizes)]
+    groups = [GroupInfo(t.tiles, i, range(16), 0) for i, t in enumerate(tables)]
+    return write_artifact(path, partition="15/4-4", size=4, goal="blank-first", zero_aware=True,
                           tables=tables, groups=groups, build={"seconds": 0.1},
                           builder_version="test")
 
@@ -129,7 +131,7 @@ def test_unknown_format_version_is_refused(tmp_path, packed):
     _, dst = packed
     with h5py.File(dst, "r+") as f:
         f.attrs["format_version"] = 7
-    with pytest.raises(ArtifactError, match=r"pdbpack: format version 7, this pdbtool reads 1"):
+    with pytest.raises(ArtifactError, match=r"pdbpack: format version 7, this pdbtool reads 2"):
         unpack(dst, tmp_path / "out.h5")
 
 

@@ -9,26 +9,32 @@ import numpy as np
 import pytest
 
 from pdbtool import artifact, puzzle, trust
-from pdbtool.build import build
+from pdbtool.builder import build
 from pdbtool.errors import ArtifactError
 from pdbtool.pdb_heuristic import load_heuristic
-from pdbtool.ranking import UNSET, rank_of
 from pdbtool.search import Solver
-from pdbtool.verify import verify
-from reference import flip_byte
+from pdbtool.verification import verify
+from reference import flip_byte, table_entry
+
+UNREACHED = artifact.NIBBLE_UNSET
 
 
 def rewrite(src, dst, change):
-    """Write a copy of an artifact whose tables went through ``change`` (new checksums)."""
+    """Write a copy of an artifact whose 4-bit entries went through ``change`` (an array of
+    one entry per element, changed in place), with new checksums."""
     meta, data = artifact.open_tables(src)
     tables = []
     for t in meta.tables:
-        table = np.array(artifact.table_view(data, t))
-        change(table)
-        tables.append(artifact.TableData(t.name, t.tiles, t.cells, table))
+        packed = np.array(artifact.table_view(data, t))
+        entries = np.empty(packed.size * 2, np.uint8)
+        entries[0::2], entries[1::2] = packed & 15, packed >> 4
+        change(entries)
+        packed = (entries[0::2] | (entries[1::2] << 4)).astype(np.uint8)
+        tables.append(artifact.TableData(t.name, t.tiles, t.cells, t.entries, packed,
+                                         t.histogram, t.unset))
     return artifact.write_artifact(dst, partition=meta.partition, size=meta.size, goal=meta.goal,
-                                   tables=tables, groups=meta.groups, build={},
-                                   builder_version="test")
+                                   zero_aware=meta.zero_aware, tables=tables, groups=meta.groups,
+                                   build={}, builder_version="test")
 
 
 def failed(path):
@@ -41,13 +47,13 @@ def failed(path):
 
 def test_verify_catches_wrong_entries_with_valid_checksums(art_dir, tmp_path):
     def inflate(t):
-        t[(t != UNSET) & (t > 12)] += 6
+        t[(t != UNREACHED) & (t > 3)] = 14  # md + 28: far too much
 
     rewrite(art_dir / "8-full.h5", tmp_path / "inflated.h5", inflate)
     assert set(failed(tmp_path / "inflated.h5")) & {"consistency", "admissibility"}
 
     def unset(t):
-        t[np.flatnonzero(t != UNSET)[1000]] = UNSET
+        t[np.flatnonzero(t != UNREACHED)[1000]] = UNREACHED
 
     rewrite(art_dir / "8-full.h5", tmp_path / "holes.h5", unset)
     assert failed(tmp_path / "holes.h5") == ["completeness"]
@@ -59,7 +65,7 @@ def test_solver_refuses_an_answer_that_proves_the_table_wrong(art_dir, tmp_path)
     cells = [image.index(t) for t in range(1, 9)]
 
     def boost(t):
-        t[rank_of(cells, 9)] = 40  # the start's entry now overestimates
+        t[table_entry(cells, image.index(0), 3)] = 14  # the start's entry now overestimates
 
     rewrite(art_dir / "8-full.h5", tmp_path / "boosted.h5", boost)
     solver = Solver(load_heuristic(tmp_path / "boosted.h5"))
@@ -85,7 +91,7 @@ def test_unknown_rank_scheme_is_refused(art_dir, tmp_path):
     path = tmp_path / "8-full.h5"
     shutil.copy(art_dir / "8-full.h5", path)
     with h5py.File(path, "r+") as f:
-        f.attrs["rank_version"] = 2
+        f.attrs["rank_version"] = 1
     with pytest.raises(ArtifactError):
         load_heuristic(path)
 
