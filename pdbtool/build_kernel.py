@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit, prange
 
 from .intrinsics import atomic_or
-from .ranking import UNSET, lowest_bit, rank, region_entry, unrank
+from .ranking import UNSET, entry_index, lowest_bit, rank, region_entry, unrank
 
 CHUNKS = 4096
 
@@ -127,7 +127,7 @@ def seed(cur, visited, dist, goal_cells, blank_cell, n, m, binom, pw, reg_index,
 
 
 @njit(cache=True, parallel=True)
-def compact(dist, packed, tiles, side, binom, pw, reg_count, reg_offset):
+def compact(dist, packed, tiles, side, binom, pw, reg_count, secondary):
     """Pack a distance table into 4-bit entries: (distance - md) / 2, where md is the
     group's own Manhattan distance in that placement (a distance is never below it and
     has its parity). UNSET becomes 15; so does any value of 15 or more, counted in the
@@ -146,7 +146,7 @@ def compact(dist, packed, tiles, side, binom, pw, reg_count, reg_offset):
             for i in range(m):
                 md += abs(pos[i] // side - tiles[i] // side) + abs(pos[i] % side - tiles[i] % side)
             for k in range(reg_count[r]):
-                e = reg_offset[r] + k * mfact + o
+                e = entry_index(r, o, k, mfact, secondary)
                 v = np.int64(dist[e])
                 if v == UNSET:
                     nib = 15
@@ -158,6 +158,7 @@ def compact(dist, packed, tiles, side, binom, pw, reg_count, reg_offset):
                     if nib >= 15:
                         too_large[r] += 1
                         nib = 15
-                # Maps start at even entries (m! is even), so no two threads share a byte.
+                # Entries of one map and region are m! long and start at a multiple of m!
+                # (even), so no two threads share a byte.
                 packed[e >> 1] |= np.uint8(nib << ((e & 1) << 2))
     return too_large.sum(), bad.sum()

@@ -84,7 +84,7 @@ def distance_table(tiles, side: int, *, zero_aware: bool = True, label: str = ""
     nxt = np.zeros(size, dtype=dt)
     dist = np.full(reg.entries, UNSET, dtype=np.uint8)
     goal_cells = np.asarray(tiles, dtype=np.int64)
-    build_kernel.seed(cur, visited, dist, goal_cells, 0, n, m, binom, pw, reg.index, reg.offset, side)
+    build_kernel.seed(cur, visited, dist, goal_cells, 0, n, m, binom, pw, reg.index, reg.secondary, side)
     total = reachable_entries(side, m, zero_aware)
     bar = Progress(label or f"{m} tiles", total, progress and report is None, unit="entries")
     done, layer = 1, 0
@@ -92,7 +92,7 @@ def distance_table(tiles, side: int, *, zero_aware: bool = True, label: str = ""
         build_kernel.expand(cur, nxt, visited, n, m, binom, pw, nbr, nnbr)
         layer += 1
         new, frontier = build_kernel.close(cur, nxt, visited, dist, layer, n, m, binom, pw,
-                                           reg.index, reg.offset, side)
+                                           reg.index, reg.secondary, side)
         done += int(new)
         bar.update(done, f"layer {layer}")
         if report is not None:
@@ -113,7 +113,7 @@ def compact_table(dist: np.ndarray, tiles, side: int, zero_aware: bool = True) -
     packed = np.zeros((dist.size + 1) // 2, np.uint8)
     too_large, bad = build_kernel.compact(dist, packed, np.asarray(tiles, np.int64), side,
                                           binomials(side * side, m), order_weights(m),
-                                          reg.count, reg.offset)
+                                          reg.count, reg.secondary)
     if bad:
         raise RuntimeError(f"table {list(tiles)}: {bad} entries below the group's Manhattan "
                            "distance or of the other parity (builder error)")

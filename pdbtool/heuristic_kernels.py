@@ -52,12 +52,14 @@ class HeuristicArrays(NamedTuple):
     lk_off: np.ndarray       # int64[lookup]: byte offset of the lookup's table in ``table``
     lk_set: np.ndarray       # int64[lookup]: the sum it adds to (partition, reflected)
     lk_rbase: np.ndarray     # int64[lookup]: where its maps' region index starts in reg_index
-    lk_obase: np.ndarray     # int64[lookup]: where its maps' entry offsets start in reg_offset
+    lk_obase: np.ndarray     # int64[lookup]: where its maps' offsets start in reg_secondary
     tile_lk: np.ndarray      # int64[tile, sum]: the lookup of that sum holding a tile
     table: np.ndarray        # uint8[]: all tables, 4-bit entries, concatenated
     binom: np.ndarray        # int64[c, k]: C(c, k), for map ranks
     reg_index: np.ndarray    # uint8[]: region of each (map, cell), per tile count
-    reg_offset: np.ndarray   # int64[]: first entry of each map, per tile count
+    reg_secondary: np.ndarray  # int64[]: entry of (map, region 1, order 0), per tile count
+    zero_aware: np.int64     # 1: an entry per region of the blank; 0: per placement
+    flood_masks: np.ndarray  # int64[3]: cells not in the first column, not in the last; side
     line_tab: np.ndarray     # int32[line code]: linear-conflict value of a line
 
 
@@ -81,7 +83,9 @@ def placeholder_arrays(kind: int) -> dict:
         table=np.zeros(1, np.uint8),
         binom=np.zeros((1, 1), np.int64),
         reg_index=np.zeros(1, np.uint8),
-        reg_offset=np.zeros(1, np.int64),
+        reg_secondary=np.zeros(1, np.int64),
+        zero_aware=np.int64(0),
+        flood_masks=np.zeros(3, np.int64),
         line_tab=np.zeros(1, np.int32),
     )
 
@@ -118,7 +122,11 @@ def lookup(H, pos, l, blank):
     """The 4-bit entry of lookup l: its tiles' cells and the blank's cell, mapped into the
     table's frame by its cell map, ranked as (map, blank's region, order) (ranking.py;
     fused here: this runs once per sum and node). The group's table value is its
-    Manhattan distance plus twice the entry."""
+    Manhattan distance plus twice the entry.
+
+    The blank is nearly always in region 0 (the region of the lowest free cell), whose
+    entries form a plain placement table: a flood of the blank's region in registers
+    decides it, and only a blank in another region reads the region index."""
     tiles = H.lk_tiles
     cmap = H.lk_cmap
     m = H.lk_m[l]
@@ -132,9 +140,26 @@ def lookup(H, pos, l, blank):
         c = cmap[l, pos[tiles[l, i]]]
         order_r += popcount(rest & ((np.int64(1) << c) - 1)) * H.lk_pw[l, i]
         rest &= ~(np.int64(1) << c)
-    n = cmap.shape[1]
-    region = H.reg_index[H.lk_rbase[l] + map_r * n + cmap[l, blank]]
-    e = H.reg_offset[H.lk_obase[l] + map_r] + region * (H.lk_pw[l, 0] * m) + order_r
+    mfact = H.lk_pw[l, 0] * m
+    e = map_r * mfact + order_r
+    if H.zero_aware:
+        n = cmap.shape[1]
+        b = cmap[l, blank]
+        free = ((np.int64(1) << n) - 1) & ~occupied
+        lowest = free & -free
+        if (np.int64(1) << b) != lowest:
+            masks = H.flood_masks
+            s = masks[2]
+            region = np.int64(1) << b
+            while not region & lowest:
+                grown = region | ((region & masks[1]) << 1) | ((region & masks[0]) >> 1)
+                grown |= (region << s) | (region >> s)
+                grown &= free
+                if grown == region:  # the whole region, without the lowest free cell
+                    k = H.reg_index[H.lk_rbase[l] + map_r * n + b]
+                    e = H.reg_secondary[H.lk_obase[l] + map_r] + (k - 1) * mfact + order_r
+                    break
+                region = grown
     return np.int32((H.table[H.lk_off[l] + (e >> 1)] >> ((e & 1) << 2)) & 15)
 
 

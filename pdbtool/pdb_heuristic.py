@@ -92,7 +92,7 @@ def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool 
         rbase[m] = sum(a.size for a in index_parts)
         obase[m] = sum(a.size for a in offset_parts)
         index_parts.append(reg.index.ravel())
-        offset_parts.append(reg.offset)
+        offset_parts.append(reg.secondary)
     tiles = np.zeros((len(lk), mmax), np.int64)
     pw = np.zeros((len(lk), mmax), np.int64)
     tile_lk = np.full((n, sums), -1, np.int64)
@@ -115,7 +115,11 @@ def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool 
         "table": np.asarray(data),
         "binom": binomials(n, mmax).copy(),
         "reg_index": np.concatenate(index_parts),
-        "reg_offset": np.concatenate(offset_parts),
+        "reg_secondary": np.concatenate(offset_parts),
+        "zero_aware": np.int64(meta.zero_aware),
+        "flood_masks": np.array([sum(1 << c for c in range(n) if c % side != 0),
+                                 sum(1 << c for c in range(n) if c % side != side - 1), side],
+                                np.int64),
     })
     name = f"pdb {meta.partition}" + ("" if meta.zero_aware else " (min over blank)") + \
         (" + reflection" if reflect else "")

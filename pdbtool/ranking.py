@@ -13,13 +13,17 @@ rank = map rank * m! + order rank, so there are C(n, m) * m! = n!/(n-m)! ranks. 
 are O(m) with bit masks and popcounts.
 
 The blank's region (the free cells it can reach without moving a tile of the group)
-depends on the map only. Regions of a map are numbered by their lowest cell, and a
-zero-aware table keeps one entry per (map, region, order):
+depends on the map only. Regions of a map are numbered by their lowest cell, so region 0
+holds the lowest free cell. A zero-aware table keeps one entry per (map, region, order),
+region 0 first, as a plain placement table, then the other regions of every map:
 
-    index = region_offset[map] + region * m! + order
+    region 0:   index = map * m! + order
+    region k:   index = secondary[map] + (k - 1) * m! + order
 
-where region_offset[map] = m! * (regions of all smaller maps). ``Regions`` holds the
-per-map arrays; they are small (C(25, 6) = 177,100 maps) and rebuilt on load.
+where secondary[map] = m! * (C(n, m) + other regions of all smaller maps). A lookup finds
+region 0 (nearly always the blank's) with a bit-parallel flood and one table read; only a
+blank in another region reads the region index and the secondary offsets. ``Regions``
+holds the per-map arrays; they are small (C(25, 6) = 177,100 maps) and rebuilt on load.
 """
 
 from __future__ import annotations
@@ -173,13 +177,13 @@ def unrank_of(r: int, n: int, m: int) -> list[int]:
 class Regions(NamedTuple):
     """The blank's regions of every map of m tiles on an s x s board."""
 
-    index: np.ndarray    # uint8[map, cell]: region of a free cell, NO_REGION if occupied
-    count: np.ndarray    # int64[map]: regions of the map
-    offset: np.ndarray   # int64[map + 1]: first zero-aware entry of the map (m! per region)
+    index: np.ndarray      # uint8[map, cell]: region of a free cell, NO_REGION if occupied
+    count: np.ndarray      # int64[map]: regions of the map
+    secondary: np.ndarray  # int64[map + 1]: the entry of (map, region 1, order 0)
 
     @property
     def entries(self) -> int:
-        return int(self.offset[-1])
+        return int(self.secondary[-1])
 
 
 @njit(cache=True)
@@ -227,11 +231,12 @@ def regions(side: int, m: int, zero_aware: bool = True) -> Regions:
     if not zero_aware:
         index[index != NO_REGION] = 0
         count[:] = 1
-    offset = np.zeros(maps + 1, np.int64)
-    np.cumsum(count * factorial(m), out=offset[1:])
-    for a in (index, count, offset):
+    secondary = np.full(maps + 1, maps * factorial(m), np.int64)
+    np.cumsum((count - 1) * factorial(m), out=secondary[1:])
+    secondary[1:] += maps * factorial(m)
+    for a in (index, count, secondary):
         a.flags.writeable = False
-    return Regions(index, count, offset)
+    return Regions(index, count, secondary)
 
 
 def reachable_entries(side: int, m: int, zero_aware: bool = True) -> int:
@@ -242,6 +247,14 @@ def reachable_entries(side: int, m: int, zero_aware: bool = True) -> int:
 
 
 @njit(cache=True, nogil=True, inline="always")
-def region_entry(map_r, order_r, blank_cell, mfact, reg_index, reg_offset):
-    """Index of a (map, region of the blank, order) entry in a table."""
-    return reg_offset[map_r] + reg_index[map_r, blank_cell] * mfact + order_r
+def entry_index(map_r, order_r, region, mfact, secondary):
+    """Index of the (map, region, order) entry in a table."""
+    if region == 0:
+        return map_r * mfact + order_r
+    return secondary[map_r] + (region - 1) * mfact + order_r
+
+
+@njit(cache=True, nogil=True, inline="always")
+def region_entry(map_r, order_r, blank_cell, mfact, reg_index, secondary):
+    """Index of the entry of a placement (map, order) with the blank in ``blank_cell``."""
+    return entry_index(map_r, order_r, reg_index[map_r, blank_cell], mfact, secondary)

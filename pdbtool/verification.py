@@ -19,7 +19,7 @@ from . import artifact, geometry, heuristic_kernels as hk, puzzle, trust
 from .errors import PdbError
 from .heuristics import Heuristic, table_free
 from .pdb_heuristic import check_layout, heuristic_from
-from .ranking import (binomials, order_weights, rank_of, reachable_entries, regions,
+from .ranking import (binomials, entry_index, order_weights, rank_of, reachable_entries, regions,
                       round_trip_errors, table_size, unrank_of)
 from .search import Solver
 
@@ -112,7 +112,8 @@ def check_completeness(meta, data):
         reg = regions(side, m, meta.zero_aware)
         q = rank_of(list(t.tiles), t.cells)
         mfact = factorial(m)
-        e = int(reg.offset[q // mfact]) + int(reg.index[q // mfact, 0]) * mfact + q % mfact
+        e = int(entry_index(q // mfact, q % mfact, int(reg.index[q // mfact, 0]), mfact,
+                            reg.secondary))
         goal = int(nibbles(np.asarray(artifact.table_view(data, t)[e // 2:e // 2 + 1]))[e % 2])
         if goal != 0:
             return False, f"table {t.name}: goal entry is {goal}, expected 0"

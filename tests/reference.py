@@ -66,8 +66,9 @@ def abstract_distances(tiles, side: int) -> dict[tuple[tuple[int, ...], int], in
 
 
 def table_entry(cells, blank: int, side: int, zero_aware: bool = True) -> int:
-    """Where a table keeps (placement, blank cell), by the documented layout:
-    region offset of the map + region * m! + order (docs/architecture.md)."""
+    """Where a table keeps (placement, blank cell), by the documented layout
+    (docs/architecture.md): map * m! + order for region 0 (the region of the lowest free
+    cell), else the map's secondary offset + (region - 1) * m! + order."""
     from math import factorial
 
     from pdbtool.ranking import rank_of, regions
@@ -76,7 +77,10 @@ def table_entry(cells, blank: int, side: int, zero_aware: bool = True) -> int:
     q = rank_of(list(cells), side * side)
     mfact = factorial(m)
     reg = regions(side, m, zero_aware)
-    return int(reg.offset[q // mfact]) + int(reg.index[q // mfact, blank]) * mfact + q % mfact
+    map_r, order_r, region = q // mfact, q % mfact, int(reg.index[q // mfact, blank])
+    if region == 0:
+        return map_r * mfact + order_r
+    return int(reg.secondary[map_r]) + (region - 1) * mfact + order_r
 
 
 def reference_table(tiles, side: int, zero_aware: bool = True) -> np.ndarray:
