@@ -130,16 +130,15 @@ def lookup(H, pos, l, blank):
     tiles = H.lk_tiles
     cmap = H.lk_cmap
     m = H.lk_m[l]
+    # Order digit i counts the cells of the later tiles below tile i's cell (ranking.py),
+    # so one pass from the last tile gives the order and the map's mask together.
     occupied = np.int64(0)
-    for i in range(m):
-        occupied |= np.int64(1) << cmap[l, pos[tiles[l, i]]]
-    map_r = map_rank(occupied, H.binom)
-    rest = occupied
     order_r = 0
-    for i in range(m):
-        c = cmap[l, pos[tiles[l, i]]]
-        order_r += popcount(rest & ((np.int64(1) << c) - 1)) * H.lk_pw[l, i]
-        rest &= ~(np.int64(1) << c)
+    for i in range(m - 1, -1, -1):
+        bit = np.int64(1) << cmap[l, pos[tiles[l, i]]]
+        order_r += popcount(occupied & (bit - 1)) * H.lk_pw[l, i]
+        occupied |= bit
+    map_r = map_rank(occupied, H.binom)
     mfact = H.lk_pw[l, 0] * m
     e = map_r * mfact + order_r
     if H.zero_aware:
