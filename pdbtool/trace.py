@@ -50,6 +50,11 @@ class Trace:
         """Every node the search generated is recorded."""
         return self.events is not None and self.recorded == self.result["nodes_generated"]
 
+    @property
+    def summary(self) -> str:
+        """What the trace holds of the search's nodes, in a few words."""
+        return f"all {self.recorded:,} nodes recorded" if self.complete else self.note
+
     def to_dict(self) -> dict:
         return {"format": TRACE_FORMAT, "version": TRACE_VERSION, "result": self.result,
                 "events": self.events, "outcomes": list(OUTCOME_NAMES), "events_cap": self.cap,
@@ -122,5 +127,5 @@ def record(solver, board, goal: str = "blank-last", threads: int = 1, control=No
     trace = Trace(result.to_dict(), events, cap)
     if not trace.complete:
         trace.note = (f"the first {trace.recorded:,} of {result.nodes_generated:,} nodes "
-                      f"recorded (cap {cap:,})")
+                      f"recorded (cap {cap:,}); the search went on unrecorded")
     return trace
