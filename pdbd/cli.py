@@ -1,4 +1,4 @@
-"""The `pdbd` command: serve, query, info, health.
+"""The `pdbd` command: serve, query, info, health, web.
 
 Exit codes follow pdbtool (both go through pdbtool.console): 0 ok, 1 server unreachable or
 failed (or an artifact refused at start-up), 2 bad input, 3 unsolvable, 4 deadline, node
@@ -18,8 +18,8 @@ import threading
 from pdbtool.console import emit, result_text, run, search_line
 from pdbtool.errors import BadInput
 
-from .client import SolverClient
-from .defaults import DEFAULT_LISTEN, DEFAULT_MAX_QUEUE, DEFAULT_SERVER
+from .client import EMPTY_BOARD, SolverClient
+from .defaults import DEFAULT_LISTEN, DEFAULT_MAX_QUEUE, DEFAULT_SERVER, DEFAULT_WEB_LISTEN
 
 PROG = "pdbd"
 
@@ -67,6 +67,14 @@ def parser() -> argparse.ArgumentParser:
     h.add_argument("--wait", type=float, default=0.0, metavar="S",
                    help="wait up to S seconds for SERVING")
     h.set_defaults(func=health)
+
+    w = sub.add_parser("web", help="serve the animation page, solving through pdbd", description=(
+        "A web page on a running pdbd: paste or shuffle a board, solve it with progress "
+        "(server-sent events), watch the solution animated. Also POST /api/solve (JSON)."))
+    add_server(w)
+    w.add_argument("--listen", default=DEFAULT_WEB_LISTEN, metavar="HOST:PORT",
+                   help=f"address of the page (default {DEFAULT_WEB_LISTEN}; port 0 picks a free one)")
+    w.set_defaults(func=web)
     return p
 
 
@@ -127,7 +135,7 @@ def serve(args) -> int:
 def read_board(args) -> str:
     text = " ".join(args.board) if args.board else sys.stdin.read()
     if not text.strip():
-        raise BadInput("empty board: give the tiles row by row, 0 for the blank")
+        raise BadInput(EMPTY_BOARD)
     return text
 
 
@@ -184,6 +192,18 @@ def health(args) -> int:
             status = client.health()
     print(status)
     return 0 if status == "SERVING" else 1
+
+
+def web(args) -> int:
+    try:
+        from . import web as web_app
+    except ImportError as e:
+        raise BadInput(f"pdbd web needs the web extra ({e.name} is missing): "
+                       "pip install 'pdbtool[web]'") from None
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s pdbd %(message)s")
+    web_app.serve(args.listen, args.server)
+    return 0
 
 
 if __name__ == "__main__":
