@@ -99,6 +99,14 @@ def non_negative(text):
 
 # -- serve ---------------------------------------------------------------------------------
 
+def stop_on_signals() -> threading.Event:
+    """An event that SIGTERM or SIGINT sets: the servers stop gracefully on either."""
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    return stop
+
+
 def serve(args) -> int:
     from pdbtool.selection import load_directory
 
@@ -108,9 +116,7 @@ def serve(args) -> int:
                         format="%(asctime)s pdbd %(message)s")
     log = logging.getLogger("pdbd")
     # Handle the signals before the slow steps, so an early SIGTERM still exits cleanly.
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = stop_on_signals()
     loaded = load_directory(args.artifacts, require=True)
     for m in loaded.artifacts:
         log.info("verified %s: %s %dx%d version %s", m.path, m.partition, m.size, m.size, m.version)
@@ -196,13 +202,20 @@ def health(args) -> int:
 
 def web(args) -> int:
     try:
-        from . import web as web_app
+        from .web import WebServer
     except ImportError as e:
         raise BadInput(f"pdbd web needs the web extra ({e.name} is missing): "
                        "pip install 'pdbtool[web]'") from None
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s pdbd %(message)s")
-    web_app.serve(args.listen, args.server)
+    log = logging.getLogger("pdbd")
+    stop = stop_on_signals()
+    server = WebServer(args.listen, args.server).start()
+    log.info("pdbd web on %s, solving through pdbd at %s", server.url, args.server)
+    while not stop.wait(0.5) and server.alive:
+        pass
+    log.info("pdbd web shutting down")
+    server.stop()
     return 0
 
 

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import math
 import socket
+import threading
+import time
 
 import anyio
 from starlette.applications import Starlette
@@ -42,7 +43,6 @@ from .defaults import DEFAULT_SERVER, DEFAULT_WEB_LISTEN
 
 PROGRESS_MS = 200  # SSE progress interval; well inside the page's 500 ms promise
 HTTP_STATUS = {2: 400, 3: 400, 4: 503}  # exit code -> HTTP status; anything else 502
-log = logging.getLogger("pdbd.web")
 
 
 def http_status(error: PdbError) -> int:
@@ -166,11 +166,38 @@ def url_of(sock: socket.socket) -> str:
     return f"http://{f'[{host}]' if ':' in host else host}:{port}/"
 
 
-def serve(listen: str = DEFAULT_WEB_LISTEN, server: str = DEFAULT_SERVER) -> None:
-    """Serve the app until interrupted (uvicorn handles SIGINT and SIGTERM)."""
-    import uvicorn
+class WebServer:
+    """The app on uvicorn in a thread of this process, listening on ``listen``: ``url`` is
+    where; ``start()`` returns once it serves, ``stop()`` shuts it down. The caller keeps
+    the main thread and its signal handling (as `pdbd serve` does)."""
 
-    sock = bind(listen)
-    log.info("pdbd web on %s, solving through pdbd at %s", url_of(sock), server)
-    config = uvicorn.Config(create_app(server), log_level="warning", lifespan="on")
-    uvicorn.Server(config).run(sockets=[sock])
+    def __init__(self, listen: str = DEFAULT_WEB_LISTEN, server: str = DEFAULT_SERVER,
+                 progress_ms: int = PROGRESS_MS):
+        import uvicorn
+
+        self.sock = bind(listen)
+        self.url = url_of(self.sock)
+        config = uvicorn.Config(create_app(server, progress_ms), log_level="warning", lifespan="on")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self.sock]},
+                                        name="pdbd-web", daemon=True)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def start(self, timeout: float = 30.0) -> "WebServer":
+        self._thread.start()
+        end = time.monotonic() + timeout
+        while not self._server.started:
+            if not self.alive or time.monotonic() > end:
+                self.stop()
+                raise PdbError(f"pdbd web did not start on {self.url}")
+            time.sleep(0.01)
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._server.should_exit = True
+        if self._thread.ident is not None:
+            self._thread.join(timeout)
+        self.sock.close()

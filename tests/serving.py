@@ -74,24 +74,13 @@ def pdbd_process(*args) -> subprocess.Popen:
 
 
 @contextlib.contextmanager
-def running_web(server_address: str, progress_ms: int | None = None):
-    """`pdbd web` in this process (uvicorn on a thread, a free loopback port) solving
-    through pdbd at ``server_address``; yields the page's base URL."""
-    import threading
+def running_web(server_address: str):
+    """`pdbd web` in this process on a free loopback port, solving through pdbd at
+    ``server_address``; yields the page's base URL."""
+    from pdbd.web import WebServer
 
-    import uvicorn
-
-    from pdbd import web
-
-    app = web.create_app(server_address, **({"progress_ms": progress_ms} if progress_ms else {}))
-    sock = web.bind("127.0.0.1:0")
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
+    server = WebServer("127.0.0.1:0", server_address).start()
     try:
-        assert wait_for(lambda: server.started, 30), "pdbd web did not start"
-        yield web.url_of(sock)
+        yield server.url
     finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
+        server.stop()
