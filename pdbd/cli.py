@@ -1,4 +1,4 @@
-"""The `pdbd` command: serve, query, info, health.
+"""The `pdbd` command: serve, query, info, health, web.
 
 Exit codes follow pdbtool (both go through pdbtool.console): 0 ok, 1 server unreachable or
 failed (or an artifact refused at start-up), 2 bad input, 3 unsolvable, 4 deadline, node
@@ -18,8 +18,8 @@ import threading
 from pdbtool.console import emit, result_text, run, search_line
 from pdbtool.errors import BadInput
 
-from .client import SolverClient
-from .defaults import DEFAULT_LISTEN, DEFAULT_MAX_QUEUE, DEFAULT_SERVER
+from .client import EMPTY_BOARD, SolverClient
+from .defaults import DEFAULT_LISTEN, DEFAULT_MAX_QUEUE, DEFAULT_SERVER, DEFAULT_WEB_LISTEN
 
 PROG = "pdbd"
 
@@ -67,6 +67,14 @@ def parser() -> argparse.ArgumentParser:
     h.add_argument("--wait", type=float, default=0.0, metavar="S",
                    help="wait up to S seconds for SERVING")
     h.set_defaults(func=health)
+
+    w = sub.add_parser("web", help="serve the animation page, solving through pdbd", description=(
+        "A web page on a running pdbd: paste or shuffle a board, solve it with progress "
+        "(server-sent events), watch the solution animated. Also POST /api/solve (JSON)."))
+    add_server(w)
+    w.add_argument("--listen", default=DEFAULT_WEB_LISTEN, metavar="HOST:PORT",
+                   help=f"address of the page (default {DEFAULT_WEB_LISTEN}; port 0 picks a free one)")
+    w.set_defaults(func=web)
     return p
 
 
@@ -91,6 +99,14 @@ def non_negative(text):
 
 # -- serve ---------------------------------------------------------------------------------
 
+def stop_on_signals() -> threading.Event:
+    """An event that SIGTERM or SIGINT sets: the servers stop gracefully on either."""
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    return stop
+
+
 def serve(args) -> int:
     from pdbtool.selection import load_directory
 
@@ -100,9 +116,7 @@ def serve(args) -> int:
                         format="%(asctime)s pdbd %(message)s")
     log = logging.getLogger("pdbd")
     # Handle the signals before the slow steps, so an early SIGTERM still exits cleanly.
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = stop_on_signals()
     loaded = load_directory(args.artifacts, require=True)
     for m in loaded.artifacts:
         log.info("verified %s: %s %dx%d version %s", m.path, m.partition, m.size, m.size, m.version)
@@ -127,7 +141,7 @@ def serve(args) -> int:
 def read_board(args) -> str:
     text = " ".join(args.board) if args.board else sys.stdin.read()
     if not text.strip():
-        raise BadInput("empty board: give the tiles row by row, 0 for the blank")
+        raise BadInput(EMPTY_BOARD)
     return text
 
 
@@ -184,6 +198,25 @@ def health(args) -> int:
             status = client.health()
     print(status)
     return 0 if status == "SERVING" else 1
+
+
+def web(args) -> int:
+    try:
+        from .web import WebServer
+    except ImportError as e:
+        raise BadInput(f"pdbd web needs the web extra ({e.name} is missing): "
+                       "pip install 'pdbtool[web]'") from None
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s pdbd %(message)s")
+    log = logging.getLogger("pdbd")
+    stop = stop_on_signals()
+    server = WebServer(args.listen, args.server).start()
+    log.info("pdbd web on %s, solving through pdbd at %s", server.url, args.server)
+    while not stop.wait(0.5) and server.alive:
+        pass
+    log.info("pdbd web shutting down")
+    server.stop()
+    return 0
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from .defaults import DEFAULT_SERVER
 from .v1 import solver_pb2 as pb, solver_pb2_grpc as pb_grpc
 
 UINT32_MAX = (1 << 32) - 1
+EMPTY_BOARD = "empty board: give the tiles row by row, 0 for the blank"
 
 
 class ServerUnavailable(PdbError):
@@ -72,6 +73,8 @@ def board_tiles(board) -> list[int]:
         if not 0 <= v <= UINT32_MAX:
             raise BadInput(f"tile {v} out of range: tiles are 0 (the blank) to N")
         tiles.append(v)
+    if not tiles:
+        raise BadInput(EMPTY_BOARD)
     return tiles
 
 

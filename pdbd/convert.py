@@ -28,7 +28,7 @@ def result_message(r: SolveResult, queue_seconds: float = 0.0) -> pb.SolveResult
         nodes_generated=r.nodes_generated, seconds=r.seconds, initial_h=r.initial_h,
         heuristic=r.heuristic, artifact_version=r.artifact or "",
         iterations=[pb.Iteration(bound=i["bound"], nodes=i["nodes"]) for i in r.iterations],
-        threads=r.threads, note=r.note, queue_seconds=queue_seconds)
+        threads=r.threads, note=r.note, queue_seconds=queue_seconds, path_h=list(r.path_h))
 
 
 def result_from_message(m: pb.SolveResult) -> SolveResult:
@@ -38,7 +38,8 @@ def result_from_message(m: pb.SolveResult) -> SolveResult:
         nodes_generated=m.nodes_generated, seconds=m.seconds, heuristic=m.heuristic,
         initial_h=m.initial_h,
         iterations=[{"bound": i.bound, "nodes": i.nodes} for i in m.iterations],
-        artifact=m.artifact_version or None, threads=m.threads, note=m.note)
+        artifact=m.artifact_version or None, threads=m.threads, note=m.note,
+        path_h=list(m.path_h))
 
 
 def progress_message(control, elapsed: float, queued: bool) -> pb.Progress:

@@ -1,4 +1,4 @@
-"""The pdbtool command line: solve, build, verify, info, list, pack, unpack, partitions.
+"""The pdbtool command line: solve, animate, build, verify, info, list, pack, unpack, partitions.
 
 Parsing and printing only: the decisions live in the library (selection, build, trust,
 packing, verify). Exit codes: 0 ok; 2 bad input; 3 unsolvable; 4 budget, deadline or
@@ -18,38 +18,54 @@ from .console import SearchReporter, emit, report_error, result_text, run
 from .errors import BadInput, PdbError
 from .heuristics import TABLE_FREE
 from .selection import DEFAULT_ARTIFACTS
+from .trace import DEFAULT_CAP
 
 PROG = "pdbtool"
 
 
 # --- solve --------------------------------------------------------------------------------
 
-def solve_one(args, text, solvers) -> int:
+def solvers_from(args):
+    from .selection import Solvers
+
+    puzzle.check_goal(args.goal)
+    return Solvers(heuristic=args.heuristic, artifact_path=args.artifact,
+                   directory=args.artifacts, reflect=not args.no_reflect,
+                   prune=not args.no_prune)
+
+
+def solve_traced(args, text, solvers, cap: int):
+    """Solve one board as the options say; the nodes recorded up to ``cap`` (trace.record)."""
     from .search import SearchControl
+    from .trace import record
 
     board = puzzle.parse_board(text)
     solver = solvers.for_side(puzzle.side_of(board))
     control = SearchControl(budget=args.budget, timeout=args.timeout)
     with SearchReporter(control, enabled=not args.quiet):
-        r = solver.solve(board, args.goal, threads=args.threads, control=control)
-    d = r.to_dict()
-    emit(args, d, result_text(d))
+        return record(solver, board, args.goal, args.threads, control, cap)
+
+
+def solve_one(args, text, solvers) -> int:
+    trace = solve_traced(args, text, solvers, args.trace_cap if args.trace else 0)
+    if args.trace:
+        trace.save(args.trace)
+        if not args.quiet:
+            print(f"{PROG}: wrote {args.trace}: {trace.summary}", file=sys.stderr)
+    emit(args, trace.result, result_text(trace.result))
     return 0
 
 
 def cmd_solve(args) -> int:
-    from .selection import Solvers
-
-    puzzle.check_goal(args.goal)
-    solvers = Solvers(heuristic=args.heuristic, artifact_path=args.artifact,
-                      directory=args.artifacts, reflect=not args.no_reflect,
-                      prune=not args.no_prune)
+    solvers = solvers_from(args)
     if args.file is None:
         if not args.board:
             raise BadInput("no board: give the tiles (e.g. pdbtool solve 1 2 3 4 5 6 7 0 8) or --file FILE")
         return solve_one(args, " ".join(args.board), solvers)
     if args.board:
         raise BadInput("give either a BOARD or --file, not both")
+    if args.trace:
+        raise BadInput("--trace records one board: give a BOARD, not --file")
     stream = sys.stdin if args.file == "-" else open_text(args.file)
     worst = 0
     for lineno, line in enumerate(stream, 1):
@@ -63,6 +79,28 @@ def cmd_solve(args) -> int:
             report_error(PROG, args, str(e), code, f"line {lineno}")
         worst = max(worst, code)
     return worst
+
+
+def cmd_animate(args) -> int:
+    from . import animate, trace
+
+    if args.trace:
+        if args.board:
+            raise BadInput("give either a BOARD or --trace FILE, not both")
+        t = trace.load(args.trace)
+    elif args.board:
+        t = solve_traced(args, " ".join(args.board), solvers_from(args), args.trace_cap)
+    else:
+        raise BadInput("no board: give the tiles (e.g. pdbtool animate 1 2 3 4 5 6 7 0 8) "
+                       "or --trace FILE")
+    path = animate.write(t, args.output)
+    r = t.result
+    emit(args, {"path": str(path), "length": r["length"], "iterations": len(r["iterations"]),
+                "nodes_generated": r["nodes_generated"], "events_recorded": t.recorded,
+                "note": t.note},
+         f"wrote {path}: {r['length']} moves, {len(r['iterations'])} iterations, {t.summary}; "
+         f"open file://{path.resolve()}")
+    return 0
 
 
 def open_text(path):
@@ -178,14 +216,22 @@ def cmd_partitions(args) -> int:
 
 # --- parser -------------------------------------------------------------------------------
 
-def positive_int(text: str) -> int:
+def whole_number(text: str, least: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"{value} must be at least {least}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return whole_number(text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    return whole_number(text, 0)
 
 
 def positive_float(text: str) -> float:
@@ -205,6 +251,26 @@ def zstd_level(text: str) -> int:
     return value
 
 
+def add_solve_options(p) -> None:
+    """What chooses the heuristic and limits a search: shared by solve and animate."""
+    p.add_argument("--goal", default="blank-last", help="blank-last (1..N then 0, default) or blank-first (0,1..N)")
+    p.add_argument("--heuristic", choices=TABLE_FREE,
+                   help="use a table-free heuristic instead of pattern databases")
+    p.add_argument("--artifact", metavar="PATH", help="use this pattern-database artifact")
+    p.add_argument("--artifacts", metavar="DIR", help=f"pick the strongest artifact for the size (default ./{DEFAULT_ARTIFACTS} if present)")
+    p.add_argument("--no-reflect", action="store_true", help="do not max with the reflected board's value")
+    p.add_argument("--no-prune", action="store_true",
+                   help="prune only the move back, not duplicate move sequences (for comparison)")
+    p.add_argument("--threads", type=positive_int, default=1,
+                   help="search one board on N threads (default 1; a trace records nodes only on 1)")
+    p.add_argument("--budget", type=positive_int, help="give up after about this many nodes (exit 4)")
+    p.add_argument("--timeout", type=positive_float, help="give up after this many seconds (exit 4)")
+    p.add_argument("--trace-cap", type=non_negative_int, default=DEFAULT_CAP, metavar="N",
+                   help=f"nodes a trace records at most (default {DEFAULT_CAP:,}: the 8-puzzle and "
+                        "easy 15-puzzles fit); the search goes on beyond, unrecorded")
+    p.add_argument("--quiet", action="store_true", help="no progress line for long searches")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pdbtool", description=(
         "Optimal sliding-tile puzzle solving: build, verify, ship pattern databases, and solve."))
@@ -216,20 +282,25 @@ def parser() -> argparse.ArgumentParser:
         "argument or several, separated by spaces and/or commas; the size comes from the count."))
     s.add_argument("board", nargs="*", metavar="BOARD")
     s.add_argument("--file", metavar="FILE", help="solve one board per line of FILE ('-' = stdin)")
-    s.add_argument("--goal", default="blank-last", help="blank-last (1..N then 0, default) or blank-first (0,1..N)")
-    s.add_argument("--heuristic", choices=TABLE_FREE,
-                   help="use a table-free heuristic instead of pattern databases")
-    s.add_argument("--artifact", metavar="PATH", help="use this pattern-database artifact")
-    s.add_argument("--artifacts", metavar="DIR", help=f"pick the strongest artifact for the size (default ./{DEFAULT_ARTIFACTS} if present)")
-    s.add_argument("--no-reflect", action="store_true", help="do not max with the reflected board's value")
-    s.add_argument("--no-prune", action="store_true",
-                   help="prune only the move back, not duplicate move sequences (for comparison)")
-    s.add_argument("--threads", type=positive_int, default=1, help="search one board on N threads (default 1)")
-    s.add_argument("--budget", type=positive_int, help="give up after about this many nodes (exit 4)")
-    s.add_argument("--timeout", type=positive_float, help="give up after this many seconds (exit 4)")
+    add_solve_options(s)
+    s.add_argument("--trace", metavar="FILE.json",
+                   help="also write a trace of the search: iterations, h along the path and, on one "
+                        "thread, every node generated (up to --trace-cap)")
     s.add_argument("--json", action="store_true", help="one JSON object per board")
-    s.add_argument("--quiet", action="store_true", help="no progress line for long searches")
     s.set_defaults(func=cmd_solve)
+
+    a = sub.add_parser("animate", help="write a self-contained HTML page that animates a solve",
+                       description=(
+        "Solve BOARD (as `solve` does, recording the search's nodes) or read a trace written by "
+        "`pdbtool solve --trace`, and write one HTML file that replays it: the board along the "
+        "solution, g/h/f per move, nodes per iteration, h along the path, the search node by node. "
+        "No network is needed to view it."))
+    a.add_argument("board", nargs="*", metavar="BOARD")
+    a.add_argument("--trace", metavar="FILE.json", help="animate this trace instead of solving")
+    a.add_argument("-o", "--output", default="solve.html", help="page to write (default solve.html)")
+    add_solve_options(a)
+    a.add_argument("--json", action="store_true")
+    a.set_defaults(func=cmd_animate)
 
     b = sub.add_parser("build", help="build a partition's pattern databases", description=(
         "Build the tables of a catalogue (see `pdbtool partitions`) and write one artifact."))

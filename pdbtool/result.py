@@ -22,6 +22,7 @@ class SolveResult:
     artifact: str | None = None
     threads: int = 1
     note: str = ""
+    path_h: list = field(default_factory=list)  # h of each board along the solution
 
     @property
     def ebf(self) -> float:
@@ -50,4 +51,5 @@ class SolveResult:
             "effective_branching_factor": round(self.ebf, 4),
             "threads": self.threads,
             "note": self.note,
+            "path_h": self.path_h,
         }

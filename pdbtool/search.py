@@ -143,31 +143,41 @@ class Solver:
         return self.search(self.prepare(board, goal), threads, control)
 
     def search(self, prepared: PreparedBoard, threads: int = 1,
-               control: SearchControl | None = None) -> SolveResult:
+               control: SearchControl | None = None, events: np.ndarray | None = None) -> SolveResult:
         """Solve a prepared board optimally on ``threads`` threads. Raises LimitReached
-        when the control's budget, timeout or stop flag ends the search first."""
+        when the control's budget, timeout or stop flag ends the search first.
+
+        ``events`` (int32[cap, trace_kernel.EVENT_FIELDS], one thread only) runs the tracing
+        variant of the kernel, which records the first ``cap`` nodes generated into it."""
         control = control or SearchControl()
+        if events is not None and threads > 1:
+            raise BadInput("a traced search runs on one thread")
         timer = control.timer()
         try:
             if threads > 1:
                 from .parallel import search_parallel
                 return search_parallel(self, prepared, threads, control)
-            return self._search_serial(prepared, control)
+            return self._search_serial(prepared, control, events)
         finally:
             if timer:
                 timer.cancel()
 
-    def _search_serial(self, prepared: PreparedBoard, control: SearchControl) -> SolveResult:
+    def _search_serial(self, prepared: PreparedBoard, control: SearchControl,
+                       events: np.ndarray | None) -> SolveResult:
         bf = prepared.blank_first
         root = self.root(bf)
         path = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
         bounds = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
         nodes = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
+        args = (int(self.heuristic.H.kind), self.heuristic.H, self.side, root.board, root.pos,
+                self.moves, self.nmoves, self.fsm, root.rows, bf.index(0), control.kernel_budget,
+                control.stop, control.counters, path, bounds, nodes)
         t0 = time.perf_counter()
-        status, length, expanded, generated, iters = run_ida(
-            int(self.heuristic.H.kind), self.heuristic.H, self.side, root.board, root.pos,
-            self.moves, self.nmoves, self.fsm, root.rows, bf.index(0), control.kernel_budget,
-            control.stop, control.counters, path, bounds, nodes)
+        if events is None:
+            status, length, expanded, generated, iters = run_ida(*args)
+        else:
+            from .trace_kernel import run_traced_ida
+            status, length, expanded, generated, iters, _ = run_traced_ida(*args, events)
         seconds = time.perf_counter() - t0
         iterations = [{"bound": int(bounds[i]), "nodes": int(nodes[i])}
                       for i in range(min(iters, len(bounds)))]
@@ -195,13 +205,15 @@ class Solver:
             self.moves, self.nmoves, self.fsm, root.rows, blank, automaton_state, g0, bound,
             budget, stop, counters, path))
 
-    def _violation(self, board_bf, blank_cells) -> int:
-        """search_kernel.path_violation along the solution found (microseconds)."""
+    def _check_path(self, board_bf, blank_cells) -> tuple[int, list[int]]:
+        """search_kernel.path_violation along the solution found (microseconds), and the
+        h of each board on it (the kernel leaves them in the rows it walked)."""
         root = self.root(board_bf)
         path = np.asarray(blank_cells, dtype=np.int64)
-        return int(run_path_violation(int(self.heuristic.H.kind), self.heuristic.H, self.side,
+        step = int(run_path_violation(int(self.heuristic.H.kind), self.heuristic.H, self.side,
                                       root.board, root.pos, root.rows, path, len(path),
                                       self.heuristic.consistent))
+        return step, [int(h) for h in root.rows[:len(path) + 1, ROW_H]]
 
     def result(self, prepared: PreparedBoard, blank_cells, expanded, generated, seconds, h0,
                iterations, threads=1) -> SolveResult:
@@ -211,7 +223,7 @@ class Solver:
         moves, blank_moves_ = puzzle.moves_from_blank_first(tiles, letters, self.side, goal)
         if puzzle.apply_tile_moves(board, moves) != puzzle.goal_board(self.side, goal):
             raise PdbError("internal error: the solution found does not replay to the goal")
-        step = self._violation(bf, blank_cells)
+        step, path_h = self._check_path(bf, blank_cells)
         if step >= 0:
             # h above the moves left on a real path, or a jump a consistent h cannot make,
             # proves the heuristic wrong: never answer from it.
@@ -223,4 +235,5 @@ class Solver:
             board=board, goal=goal, side=self.side, length=len(moves), moves=moves,
             blank_moves=blank_moves_, nodes_expanded=int(expanded), nodes_generated=int(generated),
             seconds=seconds, heuristic=self.heuristic.name, initial_h=h0, iterations=iterations,
-            artifact=self.heuristic.artifact, threads=threads, note=self.heuristic.note)
+            artifact=self.heuristic.artifact, threads=threads, note=self.heuristic.note,
+            path_h=path_h)

@@ -1,5 +1,5 @@
-"""Shared fixtures: exact 8-puzzle oracles, small artifacts built once per session, and
-in-process pdbd servers. Helpers and oracles live in reference.py and serving.py."""
+"""Shared fixtures: exact 8-puzzle oracles, small artifacts built once per session,
+in-process pdbd servers, headless Chromium. Helpers and oracles live in reference.py and serving.py."""
 
 import pytest
 
@@ -24,6 +24,17 @@ def oracle8_last():
 def oracle(oracle8, oracle8_last):
     """Exact 8-puzzle distances (BFS over every state) for each goal."""
     return {"blank-first": oracle8, "blank-last": oracle8_last}
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """Headless Chromium's executable; the test skips, saying how to install it, without."""
+    from browser import MISSING, find_chromium
+
+    exe = find_chromium()
+    if exe is None:
+        pytest.skip(MISSING)
+    return exe
 
 
 @pytest.fixture(scope="session")

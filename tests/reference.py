@@ -120,6 +120,70 @@ def korf_shortest(n: int) -> list[tuple[int, int, tuple[int, ...]]]:
     return sorted(korf100(), key=lambda r: r[1])[:n]
 
 
+# -- a plain IDA* that says which nodes it generates ---------------------------------------
+
+EXPANDED, PRUNED, GOAL = "expanded", "pruned", "goal"
+
+
+def manhattan(board) -> int:
+    """Manhattan distance to the blank-first goal (tile t belongs in cell t)."""
+    side = int(len(board) ** 0.5)
+    return sum(abs(c // side - t // side) + abs(c % side - t % side)
+               for c, t in enumerate(board) if t)
+
+
+def ida_nodes(board, h, automaton=None) -> tuple[list[tuple], list[dict]]:
+    """Recursive IDA* on a blank-first board with the heuristic ``h`` (a function of the
+    whole board): children in the blank's U, D, L, R order, pruned when f > bound, the goal
+    when h = 0. ``automaton[state][direction]`` (the solver's move-pruning automaton; -1
+    forbids the move), when given, is followed as the kernel follows it. Returns the nodes
+    generated, as (iteration, g, h, blank cell, outcome), and the iterations
+    [{"bound", "nodes"}]."""
+    side = int(len(board) ** 0.5)
+    nodes, iterations = [], []
+    bound = h(board)
+    if bound == 0:
+        return nodes, iterations
+
+    def search(b, blank, state, g, i):
+        nonlocal next_bound, count
+        for direction, cell in enumerate(steps(blank)):
+            if cell is None:
+                continue
+            nxt = automaton[state][direction] if automaton is not None else 0
+            if nxt < 0:
+                continue
+            child = list(b)
+            child[blank], child[cell] = child[cell], 0
+            hv = h(child)
+            count += 1
+            if g + 1 + hv > bound:
+                nodes.append((i, g + 1, hv, cell, PRUNED))
+                next_bound = min(next_bound, g + 1 + hv)
+                continue
+            if hv == 0:
+                nodes.append((i, g + 1, hv, cell, GOAL))
+                return True
+            nodes.append((i, g + 1, hv, cell, EXPANDED))
+            if search(child, cell, nxt, g + 1, i):
+                return True
+        return False
+
+    def steps(blank):
+        r, c = divmod(blank, side)
+        return [(r + dr) * side + c + dc if 0 <= r + dr < side and 0 <= c + dc < side else None
+                for dr, dc in STEPS]
+
+    for i in range(1000):
+        next_bound, count = 1 << 30, 0
+        found = search(tuple(board), list(board).index(0), 0, 0, i)
+        iterations.append({"bound": bound, "nodes": count})
+        if found:
+            return nodes, iterations
+        bound = next_bound
+    raise AssertionError("no solution within 1000 iterations")
+
+
 # -- files, ports, answers -----------------------------------------------------------------
 
 def flip_byte(path, position: int) -> None:

@@ -71,3 +71,16 @@ def pdbd_process(*args) -> subprocess.Popen:
     exe = Path(sys.executable).with_name("pdbd")
     return subprocess.Popen([str(exe), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
+
+
+@contextlib.contextmanager
+def running_web(server_address: str):
+    """`pdbd web` in this process on a free loopback port, solving through pdbd at
+    ``server_address``; yields the page's base URL."""
+    from pdbd.web import WebServer
+
+    server = WebServer("127.0.0.1:0", server_address).start()
+    try:
+        yield server.url
+    finally:
+        server.stop()

@@ -36,3 +36,11 @@ def test_bench_programs_import_and_name_their_sections():
 def test_bench_refuses_an_unknown_section():
     p = subprocess.run([str(SCRIPTS / "bench"), "nope"], capture_output=True, text=True, timeout=30)
     assert p.returncode == 2 and "unknown section 'nope'" in p.stderr
+
+
+def test_demo_ends_by_writing_the_animation_page():
+    demo = (SCRIPTS / "demo").read_text()
+    tail = demo[demo.index("== stopping pdbd"):]
+    assert '/pdbtool" animate' in tail and "-o solve.html" in tail and "file://$PWD/solve.html" in tail
+    p = subprocess.run(["bash", "-n", str(SCRIPTS / "demo")], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr

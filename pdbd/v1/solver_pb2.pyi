@@ -27,7 +27,7 @@ class Iteration(_message.Message):
     def __init__(self, bound: _Optional[int] = ..., nodes: _Optional[int] = ...) -> None: ...
 
 class SolveResult(_message.Message):
-    __slots__ = ("board", "size", "goal", "length", "moves", "blank_moves", "nodes_expanded", "nodes_generated", "seconds", "initial_h", "heuristic", "artifact_version", "iterations", "threads", "note", "queue_seconds")
+    __slots__ = ("board", "size", "goal", "length", "moves", "blank_moves", "nodes_expanded", "nodes_generated", "seconds", "initial_h", "heuristic", "artifact_version", "iterations", "threads", "note", "queue_seconds", "path_h")
     BOARD_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
     GOAL_FIELD_NUMBER: _ClassVar[int]
@@ -44,6 +44,7 @@ class SolveResult(_message.Message):
     THREADS_FIELD_NUMBER: _ClassVar[int]
     NOTE_FIELD_NUMBER: _ClassVar[int]
     QUEUE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    PATH_H_FIELD_NUMBER: _ClassVar[int]
     board: _containers.RepeatedScalarFieldContainer[int]
     size: int
     goal: str
@@ -60,7 +61,8 @@ class SolveResult(_message.Message):
     threads: int
     note: str
     queue_seconds: float
-    def __init__(self, board: _Optional[_Iterable[int]] = ..., size: _Optional[int] = ..., goal: _Optional[str] = ..., length: _Optional[int] = ..., moves: _Optional[_Iterable[int]] = ..., blank_moves: _Optional[str] = ..., nodes_expanded: _Optional[int] = ..., nodes_generated: _Optional[int] = ..., seconds: _Optional[float] = ..., initial_h: _Optional[int] = ..., heuristic: _Optional[str] = ..., artifact_version: _Optional[str] = ..., iterations: _Optional[_Iterable[_Union[Iteration, _Mapping]]] = ..., threads: _Optional[int] = ..., note: _Optional[str] = ..., queue_seconds: _Optional[float] = ...) -> None: ...
+    path_h: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, board: _Optional[_Iterable[int]] = ..., size: _Optional[int] = ..., goal: _Optional[str] = ..., length: _Optional[int] = ..., moves: _Optional[_Iterable[int]] = ..., blank_moves: _Optional[str] = ..., nodes_expanded: _Optional[int] = ..., nodes_generated: _Optional[int] = ..., seconds: _Optional[float] = ..., initial_h: _Optional[int] = ..., heuristic: _Optional[str] = ..., artifact_version: _Optional[str] = ..., iterations: _Optional[_Iterable[_Union[Iteration, _Mapping]]] = ..., threads: _Optional[int] = ..., note: _Optional[str] = ..., queue_seconds: _Optional[float] = ..., path_h: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Progress(_message.Message):
     __slots__ = ("bound", "nodes_generated", "nodes_expanded", "nodes_per_second", "elapsed_seconds", "queued")

@@ -1,0 +1,76 @@
+"""The animation page as a file (no browser here: test_browser.py runs it) and the commands
+that write traces and pages: `pdbtool solve --trace`, `pdbtool animate`."""
+
+import json
+import re
+
+from pdbtool import animate, cli, trace
+from pdbtool.heuristics import table_free
+from pdbtool.search import Solver
+
+BOARD = "8 6 7 2 5 4 3 0 1"
+
+
+def run(capsys, *argv):
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def inlined(html: str) -> dict | None:
+    m = re.search(r'<script id="trace-data" type="application/json">(.*?)</script>', html, re.S)
+    return json.loads(m.group(1))
+
+
+def test_page_is_self_contained_and_carries_the_trace():
+    t = trace.record(Solver(table_free("manhattan", 3)), (1, 2, 3, 4, 5, 6, 0, 7, 8))
+    t.note = "a note with </script><!-- in it"
+    html = animate.page(t)
+    assert inlined(html) == json.loads(json.dumps(t.to_dict()))
+    # Nothing is fetched: no external script, style, font or image; inline only.
+    assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=", html)
+    assert not re.search(r"url\(|@import|https?://(?!www\.w3\.org/2000/svg)", html)
+    assert html.count("</script>") == 2 and 'data-mode="file"' in html
+    live = animate.page(None, live=True)
+    assert inlined(live) is None and 'data-mode="live"' in live
+
+
+def test_solve_trace_writes_the_result_and_nodes(tmp_path, capsys):
+    path = tmp_path / "t.json"
+    code, out, err = run(capsys, "solve", "--heuristic", "manhattan", "--json", "--trace", str(path), BOARD)
+    assert code == 0 and f"wrote {path}: all 16,528 nodes recorded" in err
+    t = trace.load(path)
+    assert t.result == json.loads(out) and t.complete
+    assert [i["nodes"] for i in t.result["iterations"]] == [5, 63, 356, 2448, 10863, 2793]
+    code, _, err = run(capsys, "solve", "--heuristic", "manhattan", "--trace", str(path), "--trace-cap", "10",
+                       "--threads", "2", BOARD)
+    assert code == 0 and "2 threads" in err and trace.load(path).events is None
+
+
+def test_animate_from_a_board_and_from_a_trace(tmp_path, capsys):
+    page = tmp_path / "solve.html"
+    code, out, _ = run(capsys, "animate", "--heuristic", "manhattan", "--trace-cap", "1000", "-o", str(page), BOARD)
+    assert code == 0 and f"wrote {page}: 31 moves, 6 iterations, the first 1,000 of 16,528" in out
+    d = inlined(page.read_text())
+    assert d["events_recorded"] == 1000 and d["result"]["length"] == 31
+    t = tmp_path / "t.json"
+    run(capsys, "solve", "--heuristic", "manhattan", "--goal", "blank-first", "--trace", str(t), "--quiet",
+        "1 2 3 4 5 6 7 8 0 9 10 11 12 13 14 15")
+    code, out, _ = run(capsys, "animate", "--json", "--trace", str(t), "-o", str(page))
+    assert code == 0 and json.loads(out)["events_recorded"] == inlined(page.read_text())["events_recorded"]
+    assert inlined(page.read_text())["result"]["size"] == 4
+
+
+def test_refusals_are_bad_input(tmp_path, capsys):
+    not_json = tmp_path / "x.json"
+    not_json.write_text("[]")
+    boards = tmp_path / "boards.txt"
+    boards.write_text(BOARD + "\n")
+    for argv, message in (
+            (["animate"], "no board"),
+            (["animate", "--trace", str(not_json)], "not a pdbtool trace"),
+            (["animate", "--trace", str(not_json), BOARD], "either a BOARD or --trace"),
+            (["animate", "1 2 3"], "not a square board"),
+            (["solve", "--file", str(boards), "--trace", "t.json"], "--trace records one board")):
+        code, _, err = run(capsys, *argv)
+        assert code == 2 and message in err, (argv, err)

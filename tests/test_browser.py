@@ -1,0 +1,91 @@
+"""The animation page in a real browser (headless Chromium; skipped with a message where it
+is not installed): the DOM its script leaves (board after step k, counter, chart points,
+nodes per iteration) against the solver's own answer; screenshots kept as artifacts under
+pytest's tmp dir (their paths are printed: run with -s to see them)."""
+
+import random
+import urllib.parse
+
+import pytest
+
+from browser import dump_dom, screenshot
+from pdbd.client import SolverClient
+from pdbtool import animate, puzzle, trace
+from pdbtool.heuristics import table_free
+from pdbtool.search import Solver
+from reference import korf100
+from serving import running_web
+
+TWENTY = (1, 6, 2, 3, 7, 4, 5, 8, 0)  # an 8-puzzle 20 moves from the blank-last goal (5 iterations)
+
+
+def page_url(path, **query) -> str:
+    return path.resolve().as_uri() + ("?" + urllib.parse.urlencode(query) if query else "")
+
+
+def replayed(board, blank_moves: str, k: int) -> tuple[int, ...]:
+    return puzzle.apply_blank_moves(tuple(board), blank_moves[:k])
+
+
+def assert_shows(dom, result: dict, k: int):
+    """The page at move k: the board, the counter, g/h/f, one chart point per iteration."""
+    assert dom.board("board") == replayed(result["board"], result["blank_moves"], k)
+    assert dom.text["counter"].startswith(f"move {k} / {result['length']}")
+    assert dom.by_id("counter")["data-step"] == str(k)
+    h = result["path_h"][k]
+    assert (dom.text["g"], dom.text["h"], dom.text["f"]) == (str(k), str(h), str(k + h))
+    points = dom.inside("chart-iterations", "point")
+    assert [(int(p["data-bound"]), int(p["data-nodes"])) for p in points] == \
+        [(i["bound"], i["nodes"]) for i in result["iterations"]]
+    assert len(dom.inside("chart-path", "point")) == result["length"] + 1
+
+
+def test_twenty_move_8_puzzle_trace_in_the_page(chromium, tmp_path):
+    solver = Solver(table_free("manhattan", 3))
+    reported = solver.solve(TWENTY)
+    assert reported.length == 20
+    t = trace.record(solver, TWENTY)
+    page = animate.write(t, tmp_path / "solve.html")
+    for k in (0, 7, 20):
+        dom = dump_dom(chromium, page_url(page, step=k, event=10))
+        assert_shows(dom, t.result, k)
+    # The search replayed: the page's own count of nodes per iteration is the solver's.
+    rows = dom.inside("iterations-list", tag="tr")
+    assert [(int(r["data-bound"]), int(r["data-counted"])) for r in rows] == \
+        [(i["bound"], i["nodes"]) for i in reported.iterations]
+    assert sum(int(r["data-expanded"]) for r in rows) + len(rows) == reported.nodes_expanded  # + roots
+    # Node 10 of the search: its board is the one its events lead to.
+    assert dom.by_id("s-counter")["data-event"] == "10"
+    assert dom.text["s-outcome"] in trace.OUTCOME_NAMES
+    assert dom.text["s-g"] == str(t.events["g"][10]) and dom.text["s-f"] == str(t.events["f"][10])
+    screenshot(chromium, page_url(page, step=0), tmp_path / "step-0.png")
+    screenshot(chromium, page_url(page, step=20, event=t.recorded - 1), tmp_path / "step-20.png")
+
+
+@pytest.mark.parametrize("side", [4, 5])
+def test_larger_boards_in_the_page(side, chromium, tmp_path):
+    solver = Solver(table_free("linear-conflict", side))
+    board = puzzle.random_walk(side, 24, "blank-last", random.Random(side))
+    t = trace.record(solver, board)
+    page = animate.write(t, tmp_path / f"solve-{side}.html")
+    n = t.result["length"]
+    for k in (0, n):
+        assert_shows(dump_dom(chromium, page_url(page, step=k)), t.result, k)
+    assert replayed(board, t.result["blank_moves"], n) == puzzle.goal_board(side, "blank-last")
+    screenshot(chromium, page_url(page, step=n // 2), tmp_path / f"solve-{side}.png")
+
+
+def test_live_page_solves_korf_1_through_pdbd(chromium, served, tmp_path):
+    _, optimum, board = korf100()[0]
+    with running_web(served.address) as url:
+        query = {"board": " ".join(map(str, board)), "goal": "blank-first", "solve": "1", "step": optimum}
+        dom = dump_dom(chromium, url + "?" + urllib.parse.urlencode(query), budget_ms=20000)
+        assert dom.text["status"].startswith(f"Solved: {optimum} moves"), dom.text["status"]
+        assert dom.text["error"] == ""
+        with SolverClient(served.address) as c:
+            expected = c.solve(board, "blank-first").to_dict()
+        assert_shows(dom, expected, optimum)
+        assert dom.board("board") == tuple(range(16))
+        query["step"] = 0
+        screenshot(chromium, url + "?" + urllib.parse.urlencode(query), tmp_path / "live.png",
+                   budget_ms=20000)

@@ -1,0 +1,172 @@
+"""Search traces: the tracing kernel is the same search as the plain one (same answer, same
+counts), and it generates the nodes a plain recursive IDA* generates, in the same order;
+h along the path; caps, threads, the JSON file."""
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+from pdbtool import puzzle, trace
+from pdbtool.errors import BadInput, LimitReached
+from pdbtool.heuristics import TABLE_FREE, table_free
+from pdbtool.pdb_heuristic import load_heuristic
+from pdbtool.search import SearchControl, Solver
+from pdbtool.trace_kernel import EXPANDED_NODE, GOAL_NODE, PRUNED_NODE
+from reference import EXPANDED, GOAL, PRUNED, ida_nodes, korf100, korf_shortest, manhattan
+
+NAMES = {EXPANDED: EXPANDED_NODE, PRUNED: PRUNED_NODE, GOAL: GOAL_NODE}
+COLUMNS = ("iteration", "g", "h", "blank", "outcome")
+
+
+def boards8(k, seed, goal="blank-first"):
+    rng = random.Random(seed)
+    return [puzzle.random_board(3, goal, rng) for _ in range(k)]
+
+
+def rows(t: trace.Trace) -> list[tuple]:
+    return list(zip(*(t.events[c] for c in COLUMNS)))
+
+
+def reference_rows(solver, board_bf, h):
+    nodes, iterations = ida_nodes(board_bf, h, solver.fsm.tolist())
+    return [(i, g, hv, cell, NAMES[o]) for i, g, hv, cell, o in nodes], iterations
+
+
+def assert_same_search(t: trace.Trace, plain):
+    """The traced solve reports what the plain kernel reports, and records every node."""
+    r = t.result
+    assert r["iterations"] == plain.iterations and r["moves"] == plain.moves
+    assert (r["nodes_generated"], r["nodes_expanded"]) == (plain.nodes_generated, plain.nodes_expanded)
+    assert t.complete and t.recorded == plain.nodes_generated
+    per_iteration = np.bincount(t.events["iteration"], minlength=len(plain.iterations))
+    assert per_iteration.tolist() == [i["nodes"] for i in plain.iterations]
+
+
+def test_outcome_names_follow_the_kernel_codes():
+    assert [trace.OUTCOME_NAMES.index(n) for n in (EXPANDED, PRUNED, GOAL)] == \
+        [EXPANDED_NODE, PRUNED_NODE, GOAL_NODE]
+
+
+@pytest.mark.parametrize("name", TABLE_FREE)
+def test_traced_search_is_the_plain_search(name):
+    solver = Solver(table_free(name, 3))
+    for goal in ("blank-first", "blank-last"):
+        for b in boards8(15, 3, goal):
+            assert_same_search(trace.record(solver, b, goal, cap=10**6), solver.solve(b, goal))
+
+
+def test_traced_pdb_searches_are_the_plain_searches(art_dir):
+    s8 = Solver(load_heuristic(art_dir / "8-full.h5"))
+    for b in boards8(20, 4):
+        assert_same_search(trace.record(s8, b, "blank-first"), s8.solve(b, "blank-first"))
+    s15 = Solver(load_heuristic(art_dir / "15-5-5-5.h5"))
+    for _, _, b in korf_shortest(2):
+        assert_same_search(trace.record(s15, b, "blank-first", cap=10**6), s15.solve(b, "blank-first"))
+
+
+def test_nodes_are_those_of_a_recursive_ida_with_manhattan():
+    """Same nodes, same order, same g, h, blank cell and outcome as the plain recursive
+    IDA* in reference.py (its own Manhattan distance, the solver's automaton)."""
+    solver = Solver(table_free("manhattan", 3))
+    for b in boards8(30, 5) + [(8, 6, 7, 2, 5, 4, 3, 0, 1)]:
+        t = trace.record(solver, b, "blank-first")
+        expected, iterations = reference_rows(solver, b, manhattan)
+        assert rows(t) == expected and t.result["iterations"] == iterations
+        assert t.events["f"] == [g + h for g, h in zip(t.events["g"], t.events["h"])]
+
+
+def test_nodes_of_a_lazy_pdb_are_those_of_a_recursive_ida_with_the_full_value(art_dir):
+    """A PDB child is pruned at the first sum over the limit, so its recorded h is a lower
+    bound; the nodes and outcomes are still those of IDA* evaluating h in full."""
+    solver = Solver(load_heuristic(art_dir / "15-5-5-5.h5"))
+    for b in [korf_shortest(1)[0][2], (1, 2, 3, 0, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)]:
+        t = trace.record(solver, b, "blank-first")
+        expected, iterations = reference_rows(solver, b, lambda board: solver.root(tuple(board)).h)
+        assert t.result["iterations"] == iterations
+        got = rows(t)
+        assert [(i, g, c, o) for i, g, _, c, o in got] == [(i, g, c, o) for i, g, _, c, o in expected]
+        bounds = [it["bound"] for it in iterations]
+        for (i, g, h, _, o), (_, _, full, _, _) in zip(got, expected):
+            if o == PRUNED_NODE:
+                assert bounds[i] < g + h <= g + full
+            else:
+                assert h == full
+
+
+def test_blank_last_cells_are_on_the_board_as_given():
+    solver = Solver(table_free("manhattan", 3))
+    b = (8, 6, 7, 2, 5, 4, 3, 0, 1)
+    t = trace.record(solver, b, "blank-last")
+    image = trace.record(solver, puzzle.rotate_relabel(b), "blank-first")
+    assert t.events["blank"] == [8 - c for c in image.events["blank"]]
+    assert t.events["g"] == image.events["g"] and t.events["outcome"] == image.events["outcome"]
+
+
+def test_replaying_the_nodes_gives_boards_of_their_h():
+    """Rebuilding each node's board from its parent (the last expanded node one level up)
+    gives a board whose Manhattan distance is the recorded h; the goal node is the goal."""
+    solver = Solver(table_free("manhattan", 3))
+    for b in boards8(5, 6):
+        t = trace.record(solver, b, "blank-first")
+        stack = [b]
+        for i, g, h, cell, outcome in rows(t):
+            parent = stack[g - 1] if g > 1 else b
+            child = list(parent)
+            child[parent.index(0)], child[cell] = parent[cell], 0
+            child = tuple(child)
+            assert manhattan(child) == h
+            if outcome == EXPANDED_NODE:
+                del stack[g:]
+                stack.append(child)
+        assert outcome == GOAL_NODE and child == tuple(range(9))
+
+
+def test_path_h_is_h_of_each_board_along_the_solution():
+    solver = Solver(table_free("linear-conflict", 4))
+    _, _, board = korf_shortest(1)[0]
+    r = solver.solve(board, "blank-first")
+    boards, b = [board], list(board)
+    for letter in r.blank_moves:
+        b = list(puzzle.apply_blank_moves(tuple(b), letter))
+        boards.append(tuple(b))
+    assert r.path_h == [solver.root(x).h for x in boards]
+    assert r.path_h[0] == r.initial_h and r.path_h[-1] == 0 and len(r.path_h) == r.length + 1
+    assert all(h <= r.length - g for g, h in enumerate(r.path_h))
+
+
+def test_cap_threads_and_limits():
+    solver = Solver(table_free("manhattan", 3))
+    b = (8, 6, 7, 2, 5, 4, 3, 0, 1)
+    t = trace.record(solver, b, cap=100)
+    assert t.recorded == 100 and not t.complete and "cap 100" in t.note
+    assert t.result["nodes_generated"] == solver.solve(b).nodes_generated
+    full = trace.record(solver, b)
+    assert rows(t) == rows(full)[:100]
+    t = trace.record(solver, b, threads=2)
+    assert t.events is None and "2 threads" in t.note and t.result["length"] == 31
+    with pytest.raises(LimitReached, match="budget"):
+        trace.record(Solver(table_free("manhattan", 4)), korf100()[0][2], "blank-first",
+                     control=SearchControl(budget=50_000))
+    with pytest.raises(BadInput, match="one thread"):
+        solver.search(solver.prepare(b), 2, events=np.zeros((1, 5), np.int32))
+
+
+def test_trace_file_round_trip_and_refusals(tmp_path):
+    solver = Solver(table_free("manhattan", 3))
+    t = trace.record(solver, (1, 2, 3, 4, 5, 6, 0, 7, 8))
+    path = tmp_path / "t.json"
+    t.save(path)
+    back = trace.load(path)
+    assert back.to_dict() == t.to_dict() == json.loads(path.read_text())
+    assert back.to_dict()["events_complete"] and back.summary == "all 4 nodes recorded"
+    (tmp_path / "x.json").write_text('{"format": "something else"}')
+    (tmp_path / "y.json").write_text("{")
+    d = t.to_dict()
+    d["events"]["g"].pop()
+    (tmp_path / "z.json").write_text(json.dumps(d))
+    for name, message in (("x.json", "not a pdbtool trace"), ("y.json", "not JSON"),
+                          ("z.json", "equal length"), ("missing.json", "cannot read")):
+        with pytest.raises(BadInput, match=message):
+            trace.load(tmp_path / name)

@@ -1,0 +1,162 @@
+"""`pdbd web` over HTTP (httpx; the page in a browser is test_browser.py): the JSON endpoint
+answers as `pdbtool solve --json` does, bad input is HTTP 400 with the CLI's messages, the
+SSE stream brings progress while a search runs and cancels it when the client leaves."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from pdbtool import cli as pdbtool_cli
+from pdbtool.heuristics import table_free
+from pdbtool.pdb_heuristic import load_heuristic
+from pdbtool.search import Solver
+from reference import ROOT, free_port, instances, korf_shortest
+from serving import EASY8, HARD, info, pdbd_process, run_cli, running_daemon, running_web, wait_for
+
+KORF24_1 = instances("korf24_50.txt")[0][2]  # 95 moves: Manhattan IDA* would run for ages
+
+
+@pytest.fixture(scope="module")
+def web(served):
+    with running_web(served.address) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def daemon24():
+    """pdbd serving 5x5 boards with Manhattan distance on one thread."""
+    from pdbtool.selection import TableSet
+
+    daemon = running_daemon(TableSet({5: table_free("manhattan", 5)}), threads=1, max_queue=1)
+    yield daemon
+    daemon.stop(grace=1)
+
+
+def events(response) -> list[tuple[float, str, dict]]:
+    """(arrival time, name, data) of each server-sent event, read as they arrive."""
+    out, name = [], None
+    for line in response.iter_lines():
+        if line.startswith("event: "):
+            name = line[7:]
+        elif line.startswith("data: "):
+            out.append((time.monotonic(), name, json.loads(line[6:])))
+    return out
+
+
+def test_api_solve_answers_as_pdbtool_solve(web, art_dir):
+    local = Solver(load_heuristic(art_dir / "15-5-5-5.h5"))
+    _, optimum, board = korf_shortest(1)[0]
+    r = httpx.post(web + "api/solve", json={"board": list(board), "goal": "blank-first"}, timeout=60)
+    assert r.status_code == 200
+    mine = local.solve(board, "blank-first").to_dict()
+    got = r.json()
+    assert list(got) == list(mine) and got["length"] == optimum
+    for key in ("moves", "blank_moves", "iterations", "path_h", "nodes_generated", "heuristic"):
+        assert got[key] == mine[key], key
+    r = httpx.post(web + "api/solve", json={"board": " ".join(map(str, EASY8))})
+    assert r.status_code == 200 and r.json()["path_h"] == [2, 1, 0]
+
+
+BAD = {  # body -> the `pdbd query` arguments that make the same mistake
+    "not an integer": ({"board": "1 2 x"}, ["1 2 x"]),
+    "not square": ({"board": [1, 2, 3]}, ["1 2 3"]),
+    "duplicate": ({"board": "1 2 3 4 5 6 7 8 8"}, ["1 2 3 4 5 6 7 8 8"]),
+    "empty": ({"board": ""}, [""]),
+    "goal": ({"board": "1 2 3 4 5 6 7 8 0", "goal": "nope"}, ["--goal", "nope", "1 2 3 4 5 6 7 8 0"]),
+    "no table": ({"board": list(range(36))}, [" ".join(map(str, range(36)))]),
+    "unsolvable": ({"board": "1 2 3 4 5 6 8 7 0"}, ["1 2 3 4 5 6 8 7 0"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_input_is_400_with_the_cli_message(case, web, served, capsys):
+    body, argv = BAD[case]
+    r = httpx.post(web + "api/solve", json=body)
+    code, _, err = run_cli(capsys, "query", "--server", served.address, *argv)
+    assert r.status_code == 400 and r.json() == {"error": err.strip().removeprefix("pdbd: "),
+                                                 "exit_code": code}
+    assert code in (2, 3)
+    if case not in ("empty", "no table"):  # pdbtool solve, in-process, says it alike
+        code = pdbtool_cli.main(["solve", "--heuristic", "manhattan", *argv])
+        err = capsys.readouterr().err
+        assert err.strip() == "pdbtool: " + r.json()["error"] and code == r.json()["exit_code"]
+
+
+def test_malformed_requests_limits_and_an_unreachable_daemon(web, served):
+    for content, message in ((b"{", "not JSON"), (b"[1, 2]", "JSON object"),
+                             (b'{"board": 7}', "no board"),
+                             (b'{"board": "1 2 3 4 5 6 7 0 8", "budget": -1}', "budget must be more than 0"),
+                             (b'{"board": "1 2 3 4 5 6 7 0 8", "deadline": "soon"}', "deadline must be a number")):
+        r = httpx.post(web + "api/solve", content=content)
+        assert r.status_code == 400 and message in r.json()["error"], content
+    r = httpx.post(web + "api/solve", json={"board": list(HARD), "goal": "blank-first", "budget": 1000})
+    assert r.status_code == 503 and r.json()["exit_code"] == 4 and "budget" in r.json()["error"]
+    with running_web(f"127.0.0.1:{free_port()}") as nowhere:
+        r = httpx.post(nowhere + "api/solve", json={"board": list(EASY8)}, timeout=30)
+        assert r.status_code == 502 and "cannot reach pdbd" in r.json()["error"]
+
+
+def test_page_info_and_stream(web, served):
+    page = httpx.get(web)
+    assert page.status_code == 200 and 'data-mode="live"' in page.text
+    assert httpx.get(web + "api/info").json()["sizes"] == info(served)["sizes"]
+    with httpx.stream("GET", web + "api/solve/stream", params={"board": "1 2 3 4 5 6 0 7 8"}) as r:
+        assert r.headers["content-type"].startswith("text/event-stream")
+        got = events(r)
+    assert [name for _, name, _ in got] == ["result"] and got[0][2]["length"] == 2
+    with httpx.stream("GET", web + "api/solve/stream", params={"board": "1 2 3 4 5 6 8 7 0"}) as r:
+        got = events(r)
+    assert [name for _, name, _ in got] == ["failure"]
+    assert got[0][2]["status"] == 400 and got[0][2]["exit_code"] == 3 and "unsolvable" in got[0][2]["error"]
+
+
+def test_stream_brings_progress_every_500_ms_until_the_client_leaves(daemon24):
+    """A 24-puzzle search: progress at least every 500 ms; leaving stops the search."""
+    with running_web(daemon24.address) as url:
+        start = time.monotonic()
+        arrivals = []
+        with httpx.stream("GET", url + "api/solve/stream", timeout=30,
+                          params={"board": " ".join(map(str, KORF24_1)), "goal": "blank-first"}) as r:
+            for line in r.iter_lines():
+                if line.startswith("data: "):
+                    arrivals.append((time.monotonic(), json.loads(line[6:])))
+                if time.monotonic() - start > 3:
+                    break
+        gaps = [b[0] - a[0] for a, b in zip(arrivals, arrivals[1:])]
+        assert len(arrivals) >= 6 and max(gaps) < 0.5, gaps
+        nodes = [p["nodes_generated"] for _, p in arrivals]
+        assert nodes == sorted(nodes) and nodes[-1] > 0
+        assert wait_for(lambda: info(daemon24)["counters"]["running"] == 0, 5), "search not stopped"
+        assert info(daemon24)["counters"]["cancelled"] >= 1
+
+
+def test_pdbd_web_command(served):
+    proc = pdbd_process("web", "--listen", "127.0.0.1:0", "--server", served.address)
+    try:
+        line = proc.stderr.readline()
+        assert "pdbd web on http://127.0.0.1:" in line, line
+        url = line.split(" on ")[1].split(",")[0]
+        assert httpx.get(url, timeout=10).status_code == 200
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+    proc = pdbd_process("web", "--listen", "nowhere")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "expected HOST:PORT" in err
+
+
+def test_the_web_side_loads_no_numba():
+    code = ("import sys, pdbd.web\n"
+            "pdbd.web.create_app('127.0.0.1:1')\n"
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] == 'numba')\n"
+            "sys.exit(f'loaded {bad}' if bad else 0)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr + p.stdout
