@@ -47,15 +47,21 @@ def flood(seeds, free, s):
         region = grown
 
 
+@njit(cache=True, nogil=True, inline="always")
+def chunk_bounds(chunk, size):
+    """The placements of one of CHUNKS equal slices of a table (the unit of the threads)."""
+    step = (size + CHUNKS - 1) // CHUNKS
+    return chunk * step, min(size, (chunk + 1) * step)
+
+
 @njit(cache=True, parallel=True)
 def expand(cur, nxt, visited, n, m, binom, pw, nbr, nnbr):
     """Push the pattern moves of the frontier ``cur`` into ``nxt``; return moves pushed."""
-    size = cur.shape[0]
-    step = (size + CHUNKS - 1) // CHUNKS
     pushed = np.zeros(CHUNKS, dtype=np.int64)
     for chunk in prange(CHUNKS):
         pos = np.empty(m, dtype=np.int64)
-        for p in range(chunk * step, min(size, (chunk + 1) * step)):
+        lo, hi = chunk_bounds(chunk, cur.shape[0])
+        for p in range(lo, hi):
             mask = np.int64(cur[p])
             if mask == 0:
                 continue
@@ -79,15 +85,14 @@ def expand(cur, nxt, visited, n, m, binom, pw, nbr, nnbr):
 @njit(cache=True, parallel=True)
 def close(cur, nxt, visited, dist, layer, n, m, binom, pw, reg_index, reg_offset, s):
     """Turn seeds into regions: the new frontier. Returns (new entries, new regions)."""
-    size = cur.shape[0]
-    step = (size + CHUNKS - 1) // CHUNKS
     full = (np.int64(1) << n) - 1
     mfact = pw[0] * m
     entries = np.zeros(CHUNKS, dtype=np.int64)
     regions = np.zeros(CHUNKS, dtype=np.int64)
     for chunk in prange(CHUNKS):
         pos = np.empty(m, dtype=np.int64)
-        for q in range(chunk * step, min(size, (chunk + 1) * step)):
+        lo, hi = chunk_bounds(chunk, cur.shape[0])
+        for q in range(lo, hi):
             seeds = np.int64(nxt[q])
             if seeds == 0:
                 if cur[q] != 0:

@@ -271,6 +271,18 @@ def add_solve_options(p) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress line for long searches")
 
 
+def shipping_command(sub, name, func, help, output_help):
+    """pack and unpack: a file in, a file out, compressed on all cores."""
+    p = sub.add_parser(name, help=help)
+    p.add_argument("path")
+    p.add_argument("-o", "--output", required=True, help=output_help)
+    p.add_argument("--threads", type=positive_int, default=os.cpu_count(),
+                   help="threads (default: all cores)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=func)
+    return p
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pdbtool", description=(
         "Optimal sliding-tile puzzle solving: build, verify, ship pattern databases, and solve."))
@@ -337,20 +349,11 @@ def parser() -> argparse.ArgumentParser:
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=cmd_list)
 
-    pk = sub.add_parser("pack", help="compress an artifact for shipping (zstd, all cores)")
-    pk.add_argument("path")
-    pk.add_argument("-o", "--output", required=True, help="packed file to write (e.g. x.pdbpack)")
-    pk.add_argument("--threads", type=positive_int, default=os.cpu_count())
+    pk = shipping_command(sub, "pack", cmd_pack, "compress an artifact for shipping (zstd, all cores)",
+                          "packed file to write (e.g. x.pdbpack)")
     pk.add_argument("--level", type=zstd_level, default=10, help="zstd level (default 10)")
-    pk.add_argument("--json", action="store_true")
-    pk.set_defaults(func=cmd_pack)
-
-    up = sub.add_parser("unpack", help="expand a packed artifact and verify every checksum")
-    up.add_argument("path")
-    up.add_argument("-o", "--output", required=True, help="installed artifact to write (.h5)")
-    up.add_argument("--threads", type=positive_int, default=os.cpu_count())
-    up.add_argument("--json", action="store_true")
-    up.set_defaults(func=cmd_unpack)
+    shipping_command(sub, "unpack", cmd_unpack, "expand a packed artifact and verify every checksum",
+                     "installed artifact to write (.h5)")
 
     pt = sub.add_parser("partitions", help="list the catalogues of partitions")
     pt.add_argument("--json", action="store_true")
