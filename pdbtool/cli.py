@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 from . import __version__, artifact, catalogue, puzzle, trust
-from .console import SearchReporter, emit, report_error, result_text, run
+from .console import (SearchReporter, arg_budget, arg_seconds, batch_exit_code, emit,
+                      input_lines, report_error, result_text, run)
 from .errors import BadInput, PdbError
 from .heuristics import TABLE_FREE
 from .selection import DEFAULT_ARTIFACTS
@@ -50,26 +51,20 @@ def cmd_solve(args) -> int:
         return solve_one(args, " ".join(args.board), solvers)
     if args.board:
         raise BadInput("give either a BOARD or --file, not both")
-    stream = sys.stdin if args.file == "-" else open_text(args.file)
-    worst = 0
-    for lineno, line in enumerate(stream, 1):
-        line = line.split("#")[0].strip()
-        if not line:
-            continue
+    codes = []
+    for lineno, line in input_lines(args.file):
         try:
+            if isinstance(line, PdbError):
+                raise line
+            line = line.split("#")[0].strip()
+            if not line:
+                continue
             code = solve_one(args, line, solvers)
         except PdbError as e:
             code = e.exit_code
             report_error(PROG, args, str(e), code, f"line {lineno}")
-        worst = max(worst, code)
-    return worst
-
-
-def open_text(path):
-    try:
-        return open(path, encoding="utf-8")
-    except OSError as e:
-        raise BadInput(f"cannot read {path}: {e.strerror}") from None
+        codes.append(code)
+    return batch_exit_code(codes)
 
 
 # --- tables -------------------------------------------------------------------------------
@@ -120,10 +115,13 @@ def cmd_list(args) -> int:
     if not directory.is_dir():
         raise BadInput(f"{directory}: no such directory")
     rows = []
-    for path in sorted(directory.iterdir()):
-        if path.suffix not in (".h5", ".pdbpack"):
+    for path, problem in artifact.scan_artifacts(directory, ("*.h5", "*.pdbpack")):
+        row = {"path": str(path), "partition": None, "version": None,
+               "bytes": None if problem else path.stat().st_size}
+        if problem:
+            row["state"] = f"not an artifact: {problem}"
+            rows.append(row)
             continue
-        row = {"path": str(path), "partition": None, "version": None, "bytes": path.stat().st_size}
         try:
             meta = artifact.read_any_meta(path)
             state = ("verified" if trust.is_recorded(meta) else "unverified") if meta.form == "installed" else "packed"
@@ -132,15 +130,19 @@ def cmd_list(args) -> int:
             row["state"] = f"damaged: {e}"
         rows.append(row)
     text = "\n".join(f"{r['path']:40s} {r['partition'] or '-':12s} {r['version'] or '-':14s} "
-                     f"{r['bytes'] / 2**20:9.1f} MiB  {r['state']}" for r in rows) or f"no artifacts in {directory}"
+                     f"{size_text(r['bytes'])}  {r['state']}" for r in rows) or f"no artifacts in {directory}"
     emit(args, {"artifacts": rows}, text)
     return 0
+
+
+def size_text(n: int | None) -> str:
+    return f"{'-':>13s}" if n is None else f"{n / 2**20:9.1f} MiB"
 
 
 def cmd_pack(args) -> int:
     from .packing import pack
 
-    stats = pack(args.path, args.output, threads=args.threads, level=args.level)
+    stats = pack(args.path, args.output, threads=args.threads, level=args.level, force=args.force)
     emit(args, {"path": str(args.output), **stats},
          f"packed {args.path} -> {args.output}: {stats['raw_bytes']:,} -> {stats['packed_bytes']:,} bytes "
          f"in {stats['seconds']:.1f} s")
@@ -150,7 +152,7 @@ def cmd_pack(args) -> int:
 def cmd_unpack(args) -> int:
     from .packing import install
 
-    report = install(args.path, args.output, threads=args.threads)
+    report = install(args.path, args.output, threads=args.threads, force=args.force)
     meta = report.meta
     emit(args, meta.to_dict(), f"unpacked {args.path} -> {meta.path}: {meta.partition} version {meta.version}, "
                                f"checksums and all {len(report.checks)} verify checks passed")
@@ -188,16 +190,6 @@ def positive_int(text: str) -> int:
     return value
 
 
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text} must be more than 0")
-    return value
-
-
 def zstd_level(text: str) -> int:
     value = positive_int(text)
     if value > 22:
@@ -215,7 +207,11 @@ def parser() -> argparse.ArgumentParser:
         "Solve a board optimally with IDA*. BOARD is the tiles row by row (0 = blank), as one "
         "argument or several, separated by spaces and/or commas; the size comes from the count."))
     s.add_argument("board", nargs="*", metavar="BOARD")
-    s.add_argument("--file", metavar="FILE", help="solve one board per line of FILE ('-' = stdin)")
+    s.add_argument("--file", metavar="FILE", help=(
+        "solve one board per line of FILE ('-' = stdin); a bad line is reported and the "
+        "rest go on. Exit code of a batch: 1 if any board failed for a reason other than "
+        "its input (e.g. a damaged artifact), else the highest of 4 (limit), 3 (unsolvable) "
+        "and 2 (bad input) met, else 0"))
     s.add_argument("--goal", default="blank-last", help="blank-last (1..N then 0, default) or blank-first (0,1..N)")
     s.add_argument("--heuristic", choices=TABLE_FREE,
                    help="use a table-free heuristic instead of pattern databases")
@@ -225,8 +221,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--no-prune", action="store_true",
                    help="prune only the move back, not duplicate move sequences (for comparison)")
     s.add_argument("--threads", type=positive_int, default=1, help="search one board on N threads (default 1)")
-    s.add_argument("--budget", type=positive_int, help="give up after about this many nodes (exit 4)")
-    s.add_argument("--timeout", type=positive_float, help="give up after this many seconds (exit 4)")
+    s.add_argument("--budget", type=arg_budget, help="give up after about this many nodes (exit 4)")
+    s.add_argument("--timeout", type=arg_seconds, help="give up after this many seconds (exit 4)")
     s.add_argument("--json", action="store_true", help="one JSON object per board")
     s.add_argument("--quiet", action="store_true", help="no progress line for long searches")
     s.set_defaults(func=cmd_solve)
@@ -271,6 +267,8 @@ def parser() -> argparse.ArgumentParser:
     pk.add_argument("-o", "--output", required=True, help="packed file to write (e.g. x.pdbpack)")
     pk.add_argument("--threads", type=positive_int, default=os.cpu_count())
     pk.add_argument("--level", type=zstd_level, default=10, help="zstd level (default 10)")
+    pk.add_argument("--force", action="store_true",
+                      help="replace an existing output file (never the input, never a non-regular file)")
     pk.add_argument("--json", action="store_true")
     pk.set_defaults(func=cmd_pack)
 
@@ -278,6 +276,8 @@ def parser() -> argparse.ArgumentParser:
     up.add_argument("path")
     up.add_argument("-o", "--output", required=True, help="installed artifact to write (.h5)")
     up.add_argument("--threads", type=positive_int, default=os.cpu_count())
+    up.add_argument("--force", action="store_true",
+                      help="replace an existing output file (never the input, never a non-regular file)")
     up.add_argument("--json", action="store_true")
     up.set_defaults(func=cmd_unpack)
 
