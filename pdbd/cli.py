@@ -10,6 +10,7 @@ servicer.py, client.py and pdbtool.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import faulthandler
 import json
 import logging
@@ -162,11 +163,12 @@ def serve(args) -> int:
                         format="%(asctime)s pdbd %(message)s")
     logging.getLogger("pdbtool").setLevel(logging.DEBUG if args.verbose else logging.INFO)
     log = logging.getLogger("pdbd")
-    faulthandler.enable()  # a fatal signal (e.g. SIGBUS) still leaves a trace in the log
     if bool(args.tls_cert) != bool(args.tls_key) or (args.client_ca and not args.tls_cert):
         raise BadInput("give --tls-cert and --tls-key together (and --client-ca only with them)")
     tls = Tls(args.tls_cert, args.tls_key, args.client_ca) if args.tls_cert else None
     check_exposure(args.listen, tls, args.insecure)  # before the slow steps
+    with contextlib.suppress(OSError, ValueError):  # stderr may have no file descriptor
+        faulthandler.enable(sys.__stderr__)  # a fatal signal (SIGBUS) still leaves a trace
     # Handle the signals before the slow steps, so an early SIGTERM still exits cleanly.
     stop, reload = threading.Event(), threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
