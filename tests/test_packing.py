@@ -157,7 +157,7 @@ def test_failed_unpack_leaves_nothing_behind(tmp_path, packed):
     assert not out.exists()
     out.write_bytes(b"previous install")  # an existing install survives a failed update
     with pytest.raises(ArtifactError):
-        unpack(dst, out)
+        unpack(dst, out, force=True)
     assert out.read_bytes() == b"previous install"
     assert not any(p.name.endswith(".partial") for p in tmp_path.iterdir())
 
