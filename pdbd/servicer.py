@@ -181,10 +181,7 @@ class SolverServicer:
         finally:
             if not answered:  # the client went away between two progress messages
                 job.halt("cancelled")
-                self.counters.add("cancelled")
-                self.counters.add("abandoned")
-                log.info("stream %s abandoned by %s after %d nodes", self._what(job),
-                         context.peer(), job.control.generated)
+                self._abandoned(job, context)
 
     def Info(self, request, context):
         c = self.counters.snapshot()
@@ -225,6 +222,7 @@ class SolverServicer:
         client's limit, and queue; or abort the RPC."""
         self.counters.add("requests")
         if self._closing:
+            self.counters.add("rejected")
             context.abort(grpc.StatusCode.UNAVAILABLE, "the server is shutting down")
         served = self.served
         try:
@@ -263,9 +261,17 @@ class SolverServicer:
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"queue full: {e}; retry later")
         except RuntimeError:
             self.peers.leave(client)
+            self.counters.add("rejected")
             context.abort(grpc.StatusCode.UNAVAILABLE, "the server is shutting down")
         job.future.add_done_callback(lambda _: self.peers.leave(client))
         return job
+
+    def _abandoned(self, job: Job, context) -> None:
+        """A stream whose client left before the result: counted and logged, every one."""
+        self.counters.add("cancelled")
+        self.counters.add("abandoned")
+        log.info("stream %s abandoned by %s after %d nodes", self._what(job), context.peer(),
+                 job.control.generated)
 
     def _refuse_changed(self, e: TableChanged, context) -> None:
         self.counters.add("failed")
@@ -321,6 +327,9 @@ class SolverServicer:
             code, what = HALT_STATUS.get(job.reason, (None, None))
             nodes = job.control.generated
             limit = self._limit_hit(job)
+            if stream and job.reason == "cancelled":
+                self._abandoned(job, context)
+                context.abort(code, f"{what}: search stopped after {nodes:,} nodes")
             log.info("solve %dx%d stopped: %s nodes=%d seconds=%.3f artifact=%s peer=%s", side,
                      side, limit or job.reason, nodes, job.search_seconds,
                      job.solver.heuristic.artifact, context.peer())
@@ -329,8 +338,6 @@ class SolverServicer:
                 context.set_trailing_metadata(((LIMIT_KEY, limit),))
                 context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, short(self._limit_text(limit, e)))
             self.counters.add("cancelled")
-            if stream and job.reason == "cancelled":
-                self.counters.add("abandoned")
             context.abort(code, f"{what}: search stopped after {nodes:,} nodes")
         except PdbError as e:  # prepared already, so not expected; still a clear answer
             self.counters.add("failed")

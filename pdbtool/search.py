@@ -186,8 +186,9 @@ class Solver:
             if threading.current_thread() is threading.main_thread():
                 return interruptible(self._search_serial, prepared, control, events)
             return self._search_serial(prepared, control, events)
-        except KeyboardInterrupt:
-            control.halt("cancelled")  # every kernel returns within about a millisecond
+        except BaseException as e:
+            if not isinstance(e, Exception):  # Ctrl-C, SIGTERM (console.Terminated), exit
+                control.halt("cancelled")  # every kernel returns within about a millisecond
             raise
         finally:
             if timer:
