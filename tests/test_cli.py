@@ -218,7 +218,7 @@ def test_limits_in_the_library_are_checked():
 
 
 def test_ctrl_c_stops_a_single_threaded_solve():
-    import _thread
+    import signal
     import threading
 
     from pdbtool.heuristics import table_free
@@ -228,10 +228,14 @@ def test_ctrl_c_stops_a_single_threaded_solve():
     hard = (11, 14, 13, 1, 2, 3, 12, 4, 15, 7, 9, 5, 10, 6, 8, 0)  # minutes with Manhattan
     solver.solve(tuple(range(16)), "blank-first")  # compile first
     control = SearchControl()
-    threading.Timer(0.3, _thread.interrupt_main).start()
-    start = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        solver.solve(hard, "blank-first", control=control)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Timer(0.3, os.kill, args=(os.getpid(), signal.SIGINT)).start()  # Ctrl-C
+        start = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            solver.solve(hard, "blank-first", control=control)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - start < 1.5
     assert control.halted and control.reason == "cancelled"
 
