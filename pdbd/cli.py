@@ -3,23 +3,29 @@
 Exit codes follow pdbtool (both go through pdbtool.console): 0 ok, 1 server unreachable or
 failed (or an artifact refused at start-up), 2 bad input, 3 unsolvable, 4 deadline, node
 budget, cancellation or a full queue, 130 interrupted. Errors are one clear line on
-stderr, never a traceback.
+stderr, never a traceback. Parsing and printing only: the decisions are in server.py,
+servicer.py, client.py and pdbtool.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import faulthandler
 import json
 import logging
 import signal
 import sys
 import threading
 
-from pdbtool.console import emit, result_text, run, search_line
-from pdbtool.errors import BadInput
+from pdbtool.console import arg_budget, arg_seconds, emit, read_stdin, result_text, run, search_line
+from pdbtool.errors import BadInput, PdbError
 
-from .client import EMPTY_BOARD, SolverClient
-from .defaults import DEFAULT_LISTEN, DEFAULT_MAX_QUEUE, DEFAULT_SERVER, DEFAULT_WEB_LISTEN
+from .client import EMPTY_BOARD, ClientTls, SolverClient
+from .defaults import (DEFAULT_CONNECTION_AGE, DEFAULT_IDLE_SECONDS, DEFAULT_LISTEN,
+                       DEFAULT_MAX_NODES, DEFAULT_MAX_QUEUE, DEFAULT_MAX_SEARCH_SECONDS,
+                       DEFAULT_REQUEST_TIMEOUT, DEFAULT_SERVER, DEFAULT_WEB_LISTEN,
+                       default_per_client)
 
 PROG = "pdbd"
 
@@ -41,6 +47,34 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--max-queue", type=non_negative, default=DEFAULT_MAX_QUEUE, metavar="Q",
                    help=f"searches allowed to wait for a thread; beyond, RESOURCE_EXHAUSTED "
                         f"(default {DEFAULT_MAX_QUEUE})")
+    s.add_argument("--max-search-seconds", type=limit_seconds, default=DEFAULT_MAX_SEARCH_SECONDS,
+                   metavar="S", help="stop any search after S seconds, whatever the client asked "
+                   f"(RESOURCE_EXHAUSTED; default {DEFAULT_MAX_SEARCH_SECONDS:g}; 0: no limit)")
+    s.add_argument("--max-nodes", type=limit_nodes, default=DEFAULT_MAX_NODES, metavar="N",
+                   help="node budget of a search whose client gives none, and the most a client "
+                        f"may ask for (default {DEFAULT_MAX_NODES:,}; 0: no limit)")
+    s.add_argument("--max-per-client", type=non_negative, default=None, metavar="N",
+                   help="searches one client address may have in flight (default: half of "
+                        "threads + queue; 0: no limit)")
+    s.add_argument("--request-timeout", type=arg_seconds, default=DEFAULT_REQUEST_TIMEOUT,
+                   metavar="S", help="drop a call whose request has not arrived after S seconds "
+                   f"(default {DEFAULT_REQUEST_TIMEOUT:g})")
+    s.add_argument("--idle-timeout", type=arg_seconds, default=DEFAULT_IDLE_SECONDS, metavar="S",
+                   help=f"close connections idle for S seconds (default {DEFAULT_IDLE_SECONDS:g})")
+    s.add_argument("--max-connection-age", type=arg_seconds, default=DEFAULT_CONNECTION_AGE,
+                   metavar="S", help="close every connection after S seconds, letting its "
+                   f"searches finish (default {DEFAULT_CONNECTION_AGE:g})")
+    s.add_argument("--no-reflection", action="store_true", help="do not serve server reflection")
+    s.add_argument("--tls-cert", metavar="PEM", help="serve TLS with this certificate chain")
+    s.add_argument("--tls-key", metavar="PEM", help="... and this private key")
+    s.add_argument("--client-ca", metavar="PEM",
+                   help="require client certificates signed by this CA (mutual TLS)")
+    s.add_argument("--insecure", action="store_true",
+                   help="allow a non-loopback --listen without TLS")
+    s.add_argument("--mlock", action="store_true",
+                   help="lock the tables in memory (fails if the memlock limit is too low)")
+    s.add_argument("--no-prefault", action="store_true",
+                   help="do not read the tables into memory in the background after start")
     s.add_argument("--grace", type=float, default=5.0, metavar="S",
                    help="seconds to let RPCs finish on shutdown (default 5)")
     s.add_argument("--verbose", "-v", action="store_true", help="debug logging")
@@ -51,8 +85,9 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("board", nargs="*", metavar="BOARD",
                    help="tiles row by row, 0 for the blank (spaces or commas); stdin if none")
     q.add_argument("--goal", default="blank-last", help="blank-last (default) or blank-first")
-    q.add_argument("--deadline", "--timeout", type=float, default=None, metavar="S", help="give up after S seconds")
-    q.add_argument("--budget", type=positive, default=None, metavar="N", help="node budget")
+    q.add_argument("--deadline", "--timeout", type=arg_seconds, default=None, metavar="S",
+                   help="give up after S seconds")
+    q.add_argument("--budget", type=arg_budget, default=None, metavar="N", help="node budget")
     q.add_argument("--stream", action="store_true", help="show progress on stderr while it searches")
     q.add_argument("--json", action="store_true", help="print the result as JSON")
     q.set_defaults(func=query)
@@ -64,8 +99,11 @@ def parser() -> argparse.ArgumentParser:
 
     h = sub.add_parser("health", help="print the server's health; exit 0 if SERVING")
     add_server(h)
-    h.add_argument("--wait", type=float, default=0.0, metavar="S",
+    h.add_argument("--wait", type=arg_seconds, default=0.0, metavar="S",
                    help="wait up to S seconds for SERVING")
+    h.add_argument("--service", default="", metavar="NAME",
+                   help="'' (default): the server is alive; pdbd.v1.Solver: it has room for "
+                        "another search (NOT_SERVING while overloaded)")
     h.set_defaults(func=health)
 
     w = sub.add_parser("web", help="serve the animation page, solving through pdbd", description=(
@@ -81,6 +119,29 @@ def parser() -> argparse.ArgumentParser:
 def add_server(p):
     p.add_argument("--server", default=DEFAULT_SERVER, metavar="ADDR",
                    help=f"host:port of pdbd (default {DEFAULT_SERVER})")
+    p.add_argument("--tls-ca", metavar="PEM",
+                   help="connect with TLS, trusting server certificates signed by this CA")
+    p.add_argument("--tls-cert", metavar="PEM", help="client certificate for mutual TLS")
+    p.add_argument("--tls-key", metavar="PEM", help="client private key for mutual TLS")
+    p.add_argument("--tls-server-name", metavar="NAME",
+                   help="the name the server's certificate must carry (default: the host)")
+
+
+def client(args) -> SolverClient:
+    tls = None
+    if args.tls_ca or args.tls_cert or args.tls_key:
+        tls = ClientTls(args.tls_ca, args.tls_cert, args.tls_key, args.tls_server_name)
+    return SolverClient(args.server, tls=tls)
+
+
+def limit_seconds(text):
+    """--max-search-seconds: seconds, or 0 for no limit."""
+    return None if text.strip() in ("0", "0.0") else arg_seconds(text)
+
+
+def limit_nodes(text):
+    """--max-nodes: a node budget, or 0 for no limit."""
+    return None if text.strip() == "0" else arg_budget(text)
 
 
 def positive(text):
@@ -108,38 +169,89 @@ def stop_on_signals() -> threading.Event:
 
 
 def serve(args) -> int:
+    import os
+
     from pdbtool.selection import load_directory
 
-    from .server import Daemon
+    from .server import Connections, Daemon, Tls, check_exposure
+    from .servicer import Limits
 
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
                         format="%(asctime)s pdbd %(message)s")
+    logging.getLogger("pdbtool").setLevel(logging.DEBUG if args.verbose else logging.INFO)
     log = logging.getLogger("pdbd")
+    if bool(args.tls_cert) != bool(args.tls_key) or (args.client_ca and not args.tls_cert):
+        raise BadInput("give --tls-cert and --tls-key together (and --client-ca only with them)")
+    tls = Tls(args.tls_cert, args.tls_key, args.client_ca) if args.tls_cert else None
+    check_exposure(args.listen, tls, args.insecure)  # before the slow steps
+    with contextlib.suppress(OSError, ValueError):  # stderr may have no file descriptor
+        faulthandler.enable(sys.__stderr__)  # a fatal signal (SIGBUS) still leaves a trace
     # Handle the signals before the slow steps, so an early SIGTERM still exits cleanly.
-    stop = stop_on_signals()
+    stop, reload = stop_on_signals(), threading.Event()
+    signal.signal(signal.SIGHUP, lambda *_: reload.set())
     loaded = load_directory(args.artifacts, require=True)
-    for m in loaded.artifacts:
-        log.info("verified %s: %s %dx%d version %s", m.path, m.partition, m.size, m.size, m.version)
-    daemon = Daemon(loaded, args.listen, args.threads, args.max_queue)
+    log_tables(log, loaded)
+    threads = args.threads or os.cpu_count() or 1
+    per_client = (default_per_client(threads, args.max_queue) if args.max_per_client is None
+                  else args.max_per_client or None)
+    limits = Limits(args.max_search_seconds, args.max_nodes, per_client)
+    daemon = Daemon(loaded, args.listen, threads, args.max_queue, limits=limits,
+                    connections=Connections(args.request_timeout, args.idle_timeout,
+                                            args.max_connection_age),
+                    reflection_on=not args.no_reflection, tls=tls, insecure=args.insecure,
+                    mlock=args.mlock, prefault=not args.no_prefault)
     if stop.is_set():
         return 0
     daemon.start()
-    sizes = ", ".join(f"{s}x{s} ({h.name}, artifact {h.artifact})"
-                      for s, h in sorted(loaded.heuristics.items()))
-    log.info("serving on %s with %d threads, queue %d: %s", daemon.address,
-             daemon.pool.threads, daemon.pool.max_queue, sizes)
+    log.info("serving on %s (%s) with %d threads, queue %d, limits: %s s and %s nodes per "
+             "search, %s searches per client: %s", daemon.address, "TLS" if tls else "plaintext",
+             daemon.pool.threads, daemon.pool.max_queue, limits.max_search_seconds or "no",
+             f"{limits.max_nodes:,}" if limits.max_nodes else "no", per_client or "any",
+             sizes_text(loaded))
     while not stop.wait(0.5):
-        pass
+        if reload.is_set():
+            reload.clear()
+            reload_tables(daemon, args.artifacts, log)
     log.info("shutting down")
     daemon.stop(args.grace)
     log.info("stopped")
     return 0
 
 
+def sizes_text(tables) -> str:
+    return ", ".join(f"{s}x{s} ({h.name}, artifact {h.artifact})"
+                     for s, h in sorted(tables.heuristics.items()))
+
+
+def log_tables(log, tables) -> None:
+    for t in tables.loaded:
+        m = t.meta
+        how = ("stamp matched, checksums not re-read" if t.checks == ("stamp",)
+               else "checked: " + ", ".join(t.checks))
+        log.info("loaded %s: %s %dx%d version %s (%s)", m.path, m.partition, m.size, m.size,
+                 m.version, how)
+
+
+def reload_tables(daemon, directory, log) -> None:
+    """SIGHUP: load and check the directory again; serve it if every file passes, else
+    keep serving what was loaded."""
+    from pdbtool.selection import load_directory
+
+    log.info("SIGHUP: reloading %s", directory)
+    try:
+        tables = load_directory(directory, require=True)
+        log_tables(log, tables)
+        daemon.reload(tables)
+    except PdbError as e:
+        log.error("reload refused, still serving the tables loaded before: %s", e)
+        return
+    log.info("reloaded: serving %s", sizes_text(tables))
+
+
 # -- clients -------------------------------------------------------------------------------
 
 def read_board(args) -> str:
-    text = " ".join(args.board) if args.board else sys.stdin.read()
+    text = " ".join(args.board) if args.board else read_stdin()
     if not text.strip():
         raise BadInput(EMPTY_BOARD)
     return text
@@ -147,16 +259,16 @@ def read_board(args) -> str:
 
 def query(args) -> int:
     board = read_board(args)
-    with SolverClient(args.server) as client:
+    with client(args) as c:
         if args.stream:
             result = None
-            for event in client.solve_stream(board, args.goal, args.deadline, args.budget):
+            for event in c.solve_stream(board, args.goal, args.deadline, args.budget):
                 if isinstance(event, dict):
                     print_progress(event, args.json)
                 else:
                     result = event
         else:
-            result = client.solve(board, args.goal, args.deadline, args.budget)
+            result = c.solve(board, args.goal, args.deadline, args.budget)
     d = result.to_dict()
     emit(args, d, result_text(d))
     return 0
@@ -172,8 +284,8 @@ def print_progress(p: dict, as_json: bool) -> None:
 
 
 def info(args) -> int:
-    with SolverClient(args.server) as client:
-        d = client.info()
+    with client(args) as c:
+        d = c.info()
     if args.json:
         print(json.dumps(d, indent=2))
         return 0
@@ -181,8 +293,14 @@ def info(args) -> int:
           f"{d['threads']} threads, queue {d['max_queue']}")
     for s in d["sizes"]:
         print(f"serves {s['size']}x{s['size']}: {s['heuristic']} (artifact {s['artifact'] or 'none'})")
+    limits = d["limits"]
+    print(f"limits: {limits['max_search_seconds'] or 'no'} s and {limits['max_nodes'] or 'no'} "
+          f"nodes per search, {limits['per_client'] or 'any'} searches per client"
+          + ("; OVERLOADED" if d["overloaded"] else ""))
     for a in d["artifacts"]:
-        print(f"artifact {a['path']}: {a['partition']} version {a['version']}")
+        print(f"artifact {a['path']}: {a['partition']} version {a['version']}, "
+              f"{a['resident_bytes'] / 2**20:.1f} of {a['bytes'] / 2**20:.1f} MiB in memory"
+              + (" (locked)" if a["locked"] else ""))
         for t in a["tables"]:
             print(f"  table {t['name']}: {t['entries']:,} entries, sha256 {t['sha256']}")
     print("counters: " + ", ".join(f"{k} {v}" for k, v in d["counters"].items()))
@@ -190,12 +308,12 @@ def info(args) -> int:
 
 
 def health(args) -> int:
-    with SolverClient(args.server) as client:
+    with client(args) as c:
         if args.wait > 0:
-            client.wait_serving(args.wait)
+            c.wait_serving(args.wait)
             status = "SERVING"
         else:
-            status = client.health()
+            status = c.health(args.service)
     print(status)
     return 0 if status == "SERVING" else 1
 

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from pdbtool import limits
 from pdbtool.errors import BadInput, LimitReached, PdbError, Unsolvable
 from pdbtool.result import SolveResult
 
 from . import convert
+from .address import parse_address
 from .defaults import DEFAULT_SERVER
 from .v1 import solver_pb2 as pb, solver_pb2_grpc as pb_grpc
 
@@ -78,12 +82,49 @@ def board_tiles(board) -> list[int]:
     return tiles
 
 
-class SolverClient:
-    """Talks to one pdbd server. ``with SolverClient(addr) as c: c.solve(board)``."""
+@dataclass(frozen=True)
+class ClientTls:
+    """TLS for the client: the CA that signed the server's certificate (None: the
+    system's roots), and for mutual TLS the client's certificate chain and key (PEM
+    files); ``server_name`` overrides the name the server's certificate must carry."""
 
-    def __init__(self, address: str = DEFAULT_SERVER):
+    ca: str | None = None
+    cert: str | None = None
+    key: str | None = None
+    server_name: str | None = None
+
+    def credentials(self) -> grpc.ChannelCredentials:
+        if bool(self.cert) != bool(self.key):
+            raise BadInput("give the client certificate and its key together")
+        try:
+            read = {k: Path(v).read_bytes() if v else None
+                    for k, v in (("ca", self.ca), ("cert", self.cert), ("key", self.key))}
+        except OSError as e:
+            raise BadInput(f"cannot read TLS file {e.filename}: {e.strerror}") from None
+        return grpc.ssl_channel_credentials(root_certificates=read["ca"],
+                                            private_key=read["key"],
+                                            certificate_chain=read["cert"])
+
+
+def checked_limits(deadline, budget) -> tuple[float | None, int | None]:
+    """Deadline and budget validated as pdbtool validates them (BadInput)."""
+    return (None if deadline is None else limits.seconds(deadline, "deadline"),
+            None if budget is None else limits.budget(budget))
+
+
+class SolverClient:
+    """Talks to one pdbd server. ``with SolverClient(addr) as c: c.solve(board)``.
+    With ``tls`` (ClientTls) the channel is encrypted and the server authenticated."""
+
+    def __init__(self, address: str = DEFAULT_SERVER, tls: ClientTls | None = None):
+        parse_address(address, "server address")
         self.address = address
-        self._channel = grpc.insecure_channel(address)
+        if tls is None:
+            self._channel = grpc.insecure_channel(address)
+        else:
+            options = ([("grpc.ssl_target_name_override", tls.server_name)]
+                       if tls.server_name else [])
+            self._channel = grpc.secure_channel(address, tls.credentials(), options)
         self._stub = pb_grpc.SolverStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
 
@@ -91,6 +132,7 @@ class SolverClient:
               budget: int | None = None) -> SolveResult:
         """Solve optimally, as Solver.solve does locally. ``deadline`` is in seconds from
         now; ``budget`` caps the nodes generated."""
+        deadline, budget = checked_limits(deadline, budget)
         request = convert.solve_request(board_tiles(board), goal, budget)
         try:
             reply = self._stub.Solve(request, timeout=deadline)
@@ -102,6 +144,7 @@ class SolverClient:
                      budget: int | None = None, progress_ms: int | None = None):
         """Yield progress dicts ({"event": "progress", "bound", "nodes_generated", ...}) while
         the search runs, then the SolveResult. Stopping the iteration early cancels it."""
+        deadline, budget = checked_limits(deadline, budget)
         request = convert.solve_request(board_tiles(board), goal, budget, progress_ms)
         call = self._stub.SolveStream(request, timeout=deadline)
         try:

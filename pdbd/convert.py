@@ -7,6 +7,8 @@ solve returns what a local one does, and `pdbd query --json` prints exactly the 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pdbtool.result import SolveResult
 
 from .v1 import solver_pb2 as pb
@@ -57,11 +59,17 @@ def progress_dict(m: pb.Progress) -> dict:
             "elapsed_seconds": round(m.elapsed_seconds, 3), "queued": m.queued}
 
 
-def artifact_message(meta) -> pb.Artifact:
-    """An ArtifactMeta (pdbtool.artifact) as listed by Info."""
+def artifact_message(loaded, locked: bool = False) -> pb.Artifact:
+    """A loaded artifact (pdbtool.trust.Trusted) as listed by Info: the file's name, never
+    the server's directories; how much of it is in memory."""
+    from pdbtool.residency import resident_bytes
+
+    meta, data = loaded.meta, loaded.data
     return pb.Artifact(
-        path=str(meta.path), partition=meta.partition, size=meta.size, version=meta.version,
-        tables=[pb.Table(name=t.name, sha256=t.sha256, entries=t.entries) for t in meta.tables])
+        path=Path(meta.path).name, partition=meta.partition, size=meta.size,
+        version=meta.version,
+        tables=[pb.Table(name=t.name, sha256=t.sha256, entries=t.entries) for t in meta.tables],
+        bytes=data.nbytes, resident_bytes=resident_bytes(data), locked=locked)
 
 
 def info_dict(m: pb.InfoReply) -> dict:
@@ -71,13 +79,18 @@ def info_dict(m: pb.InfoReply) -> dict:
         "threads": m.threads,
         "max_queue": m.max_queue,
         "uptime_seconds": round(m.uptime_seconds, 3),
+        "limits": {"max_search_seconds": m.max_search_seconds or None,
+                   "max_nodes": m.max_nodes or None, "per_client": m.per_client or None},
+        "overloaded": m.overloaded,
         "sizes": [{"size": s.size, "heuristic": s.heuristic,
                    "artifact": s.artifact_version or None} for s in m.sizes],
         "artifacts": [{"path": a.path, "partition": a.partition, "size": a.size,
-                       "version": a.version,
+                       "version": a.version, "bytes": a.bytes,
+                       "resident_bytes": a.resident_bytes, "locked": a.locked,
                        "tables": [{"name": t.name, "sha256": t.sha256, "entries": t.entries}
                                   for t in a.tables]} for a in m.artifacts],
         "counters": {"requests": c.requests, "solved": c.solved, "failed": c.failed,
                      "cancelled": c.cancelled, "rejected": c.rejected,
-                     "in_flight": c.in_flight, "running": c.running},
+                     "in_flight": c.in_flight, "running": c.running,
+                     "undecodable": c.undecodable, "abandoned": c.abandoned},
     }

@@ -8,3 +8,17 @@ DEFAULT_LISTEN = "127.0.0.1:50051"  # loopback only unless told otherwise
 DEFAULT_SERVER = DEFAULT_LISTEN
 DEFAULT_MAX_QUEUE = 32
 DEFAULT_WEB_LISTEN = "127.0.0.1:8080"  # `pdbd web`: loopback too
+
+# Limits the server applies when a client sets none, and as a ceiling when it sets more
+# (pdbd serve --max-search-seconds, --max-nodes): a query without a deadline cannot hold a
+# search thread for hours.
+DEFAULT_MAX_SEARCH_SECONDS = 60.0
+DEFAULT_MAX_NODES = 10_000_000_000
+DEFAULT_REQUEST_TIMEOUT = 10.0      # seconds for a call's request to arrive
+DEFAULT_IDLE_SECONDS = 300.0        # a connection without calls for this long is closed
+DEFAULT_CONNECTION_AGE = 3600.0     # every connection is closed (gracefully) after this
+
+
+def default_per_client(threads: int, max_queue: int) -> int:
+    """Searches one client (peer address) may have in flight: half the capacity."""
+    return max(1, (threads + max_queue) // 2)

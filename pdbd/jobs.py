@@ -21,9 +21,15 @@ class QueueFull(Exception):
 
 
 class Job:
-    def __init__(self, solver: Solver, prepared: PreparedBoard, budget: int | None):
+    """A search to run. ``timeout`` is the server's time limit (from the search's start; it
+    halts with reason "time-limit"); ``guard`` is called before the search and after it
+    (before its answer is used) and raises if the tables may no longer be trusted."""
+
+    def __init__(self, solver: Solver, prepared: PreparedBoard, budget: int | None,
+                 timeout: float | None = None, guard=None):
         self.solver, self.prepared = solver, prepared
-        self.control = SearchControl(budget=budget)
+        self.control = SearchControl(budget=budget, timeout=timeout, timeout_reason="time-limit")
+        self.guard = guard or (lambda: None)
         self.future: Future | None = None
         self.submitted = time.monotonic()
         self.started: float | None = None
@@ -37,7 +43,10 @@ class Job:
         self.started = time.monotonic()
         if self.control.halted:
             raise LimitReached("stopped before the search started")
-        return self.solver.search(self.prepared, control=self.control)
+        self.guard()
+        result = self.solver.search(self.prepared, control=self.control)
+        self.guard()  # the table changed during the search: the answer may be wrong
+        return result
 
     def halt(self, reason: str) -> None:
         """Stop the search (or drop it from the queue); the first reason given wins."""
@@ -56,10 +65,12 @@ class Job:
 
 
 class WorkerPool:
-    """``threads`` workers and at most ``max_queue`` waiting jobs; beyond that, QueueFull."""
+    """``threads`` workers and at most ``max_queue`` waiting jobs; beyond that, QueueFull.
+    ``on_change`` is called after every admission and release (e.g. to report overload)."""
 
-    def __init__(self, threads: int, max_queue: int):
+    def __init__(self, threads: int, max_queue: int, on_change=None):
         self.threads, self.max_queue = threads, max_queue
+        self.on_change = on_change or (lambda: None)
         self._executor = ThreadPoolExecutor(threads, thread_name_prefix="pdbd-search")
         self._slots = threading.BoundedSemaphore(threads + max_queue)
         self._lock = threading.Lock()
@@ -71,6 +82,7 @@ class WorkerPool:
             raise QueueFull(f"{self.threads} searches running and {self.max_queue} waiting")
         with self._lock:
             self._jobs.add(job)
+        self.on_change()
         try:
             job.future = self._executor.submit(self._run, job)
         except RuntimeError:  # the executor is shut down
@@ -96,6 +108,13 @@ class WorkerPool:
                 return
             self._jobs.discard(job)
         self._slots.release()
+        self.on_change()
+
+    @property
+    def full(self) -> bool:
+        """No room for another job: every thread busy and the queue full."""
+        with self._lock:
+            return len(self._jobs) >= self.threads + self.max_queue
 
     @property
     def in_flight(self) -> int:

@@ -1,61 +1,136 @@
-"""Assembling the daemon: warm-up, gRPC server, health checking, reflection, shutdown."""
+"""Assembling the daemon: warm-up, gRPC server, health checking, reflection, TLS, tables
+kept in memory, reload, shutdown.
+
+Every service goes through pdbd.rpc (requests parsed by us, admission per class of call,
+a time limit for the request to arrive), so neither undecodable bytes nor calls that
+never send their request, nor Solve traffic, can starve health checks.
+"""
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_health.v1 import health, health_pb2
+from grpc_reflection.v1alpha import reflection, reflection_pb2
 
-from pdbtool import puzzle
+from pdbtool import puzzle, residency
 from pdbtool.errors import PdbError
 from pdbtool.selection import TableSet
 
-from .defaults import DEFAULT_LISTEN, DEFAULT_MAX_QUEUE
+from .address import parse_address
+from .defaults import (DEFAULT_CONNECTION_AGE, DEFAULT_IDLE_SECONDS, DEFAULT_LISTEN,
+                       DEFAULT_MAX_QUEUE, DEFAULT_REQUEST_TIMEOUT)
 from .jobs import WorkerPool
-from .servicer import SERVICE_NAME, SolverServicer
-from .v1 import solver_pb2_grpc as pb_grpc
+from .rpc import Admission, RateLimitedLog, Receiver, service_handler
+from .servicer import SERVICE_NAME, Limits, Served, SolverServicer
+from .v1 import solver_pb2 as pb
 
 log = logging.getLogger("pdbd")
 
 # A board is at most a few hundred bytes; up to 1 MiB a request still reaches validation and
 # gets INVALID_ARGUMENT naming the problem; beyond that gRPC refuses it unread.
 MAX_MESSAGE_BYTES = 1 << 20
-SPARE_HANDLERS = 16  # handler threads beyond the solves: Info, health checks and watches
+SPARE_SOLVES = 8     # solve calls beyond threads + queue: bad boards are answered too
+CALL_CAPS = {"info": 4, "health": 8, "watch": 8, "reflection": 4}
+SPARE_HANDLERS = 8   # threads that only refuse calls beyond their class's cap
+KEEPALIVE_MS, KEEPALIVE_TIMEOUT_MS = 60_000, 20_000
 
 
 class ListenError(PdbError):
     exit_code = 1
 
 
+@dataclass(frozen=True)
+class Tls:
+    """Server credentials: certificate chain and key (PEM files), and for mutual TLS the CA
+    that client certificates must be signed by."""
+
+    cert: Path
+    key: Path
+    client_ca: Path | None = None
+
+    def credentials(self) -> grpc.ServerCredentials:
+        try:
+            pair = (Path(self.key).read_bytes(), Path(self.cert).read_bytes())
+            ca = Path(self.client_ca).read_bytes() if self.client_ca else None
+        except OSError as e:
+            raise ListenError(f"cannot read TLS file {e.filename}: {e.strerror}") from None
+        return grpc.ssl_server_credentials([pair], root_certificates=ca,
+                                           require_client_auth=ca is not None)
+
+
+@dataclass(frozen=True)
+class Connections:
+    """How long a request may take to arrive and a connection may live (seconds)."""
+
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    idle: float = DEFAULT_IDLE_SECONDS
+    max_age: float = DEFAULT_CONNECTION_AGE
+
+
+def check_exposure(listen: str, tls: Tls | None, insecure: bool) -> None:
+    """Beyond loopback only with TLS, or with ``insecure`` said out loud."""
+    address = parse_address(listen, "--listen")
+    if not address.loopback and tls is None and not insecure:
+        raise ListenError(f"refusing to listen on {listen} without TLS: anyone who can reach "
+                          "it could use the server; give --tls-cert and --tls-key (and "
+                          "--client-ca to require client certificates), or --insecure")
+
+
 class Daemon:
     """A configured server, warmed up and bound, not yet serving until start()."""
 
     def __init__(self, tables: TableSet, listen: str = DEFAULT_LISTEN, threads: int | None = None,
-                 max_queue: int = DEFAULT_MAX_QUEUE, warm: bool = True):
+                 max_queue: int = DEFAULT_MAX_QUEUE, warm: bool = True, *,
+                 limits: Limits | None = None, connections: Connections = Connections(),
+                 reflection_on: bool = True, tls: Tls | None = None, insecure: bool = False,
+                 mlock: bool = False, prefault: bool = True):
+        check_exposure(listen, tls, insecure)
         threads = threads or os.cpu_count() or 1
-        self.pool = WorkerPool(threads, max_queue)
-        self.servicer = SolverServicer(tables, self.pool)
-        # Solves beyond threads + max_queue are refused by the pool; the handler pool is
-        # bounded too, so a burst never queues without limit inside gRPC.
-        handlers = threads + max_queue + SPARE_HANDLERS
-        self.server = grpc.server(
-            ThreadPoolExecutor(handlers, thread_name_prefix="pdbd-rpc"),
-            maximum_concurrent_rpcs=handlers,
-            options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                     ("grpc.so_reuseport", 0)])  # a second daemon on a busy port must fail
-        pb_grpc.add_SolverServicer_to_server(self.servicer, self.server)
+        self.pool = WorkerPool(threads, max_queue, on_change=self._update_health)
+        self.servicer = SolverServicer(tables, self.pool, limits or Limits())
         self.health = health.HealthServicer()
-        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
-        reflection.enable_server_reflection(
-            (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self.server)
+        self.admission = Admission({"solve": threads + max_queue + SPARE_SOLVES, **CALL_CAPS})
+        receiver = Receiver(connections.request_timeout, RateLimitedLog(),
+                            on_bad=self.servicer.undecodable)
+        limits = self.servicer.limits
+        grace = (limits.max_search_seconds or 3600) + 30  # old connections finish their search
+        self.server = grpc.server(
+            ThreadPoolExecutor(self.admission.total + SPARE_HANDLERS, thread_name_prefix="pdbd-rpc"),
+            options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                     ("grpc.so_reuseport", 0),  # a second daemon on a busy port must fail
+                     ("grpc.max_connection_idle_ms", int(connections.idle * 1000)),
+                     ("grpc.max_connection_age_ms", int(connections.max_age * 1000)),
+                     ("grpc.max_connection_age_grace_ms", int(grace * 1000)),
+                     ("grpc.keepalive_time_ms", KEEPALIVE_MS),
+                     ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS)])
+        services = [(pb.DESCRIPTOR.services_by_name["Solver"], self.servicer,
+                     {"Info": "info", "*": "solve"}),
+                    (health_pb2.DESCRIPTOR.services_by_name["Health"], self.health,
+                     {"Watch": "watch", "*": "health"})]
+        if reflection_on:
+            names = (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME)
+            services.append((reflection_pb2.DESCRIPTOR.services_by_name["ServerReflection"],
+                             reflection.ReflectionServicer(names), {"*": "reflection"}))
+        self.server.add_generic_rpc_handlers(tuple(
+            service_handler(service, impl, classes, self.admission, receiver)
+            for service, impl, classes in services))
         for name in ("", SERVICE_NAME):
             self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+        self._serving = False
+        self._stop = threading.Event()
+        self.prefault_on = prefault
         try:
-            self.port = self.server.add_insecure_port(listen)
+            if tls:
+                self.port = self.server.add_secure_port(listen, tls.credentials())
+            else:
+                self.port = self.server.add_insecure_port(listen)
         except RuntimeError as e:
             raise ListenError(f"cannot listen on {listen}: {e}") from None
         if not self.port:
@@ -65,18 +140,68 @@ class Daemon:
         # After binding (a busy port fails fast), before serving (no query pays for it).
         if warm:
             warm_up(self.servicer.solvers)
+        if mlock:
+            lock_tables(tables)
+            self.servicer.locked = True
 
     def start(self) -> None:
         self.server.start()
-        for name in ("", SERVICE_NAME):
-            self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        self._serving = True
+        self.health.set("", health_pb2.HealthCheckResponse.SERVING)
+        self._update_health()
+        self._prefault(self.servicer.tables)
+
+    def reload(self, tables: TableSet) -> None:
+        """Serve ``tables`` (loaded and checked by the caller) from now on: warmed up first,
+        then swapped in at once; searches running on the old tables finish on them."""
+        served = Served.of(tables)
+        warm_up(served.solvers)
+        if self.servicer.locked:
+            lock_tables(tables)
+        self.servicer.swap(served)
+        self._prefault(tables)
 
     def stop(self, grace: float = 5.0) -> None:
         """Graceful: NOT_SERVING, refuse new work, stop every search, drain, close."""
+        self._stop.set()
+        self._serving = False
         self.health.enter_graceful_shutdown()
         self.servicer.close()
         self.server.stop(grace).wait()
         self.pool.shutdown()
+
+    def _update_health(self) -> None:
+        """pdbd.v1.Solver is NOT_SERVING while no search can be admitted (overload); the
+        server's own status ("") stays SERVING: it is alive, and a liveness probe must not
+        restart a busy daemon."""
+        if not self._serving:
+            return
+        status = (health_pb2.HealthCheckResponse.NOT_SERVING if self.pool.full
+                  else health_pb2.HealthCheckResponse.SERVING)
+        self.health.set(SERVICE_NAME, status)
+
+    def _prefault(self, tables: TableSet) -> None:
+        """Read the tables into memory in the background, after SERVING."""
+        if not self.prefault_on or not tables.loaded:
+            return
+        threading.Thread(target=prefault_tables, args=(tables, self._stop),
+                         name="pdbd-prefault", daemon=True).start()
+
+
+def prefault_tables(tables: TableSet, stop: threading.Event | None = None) -> None:
+    for loaded in tables.loaded:
+        residency.prefault(loaded.data, stop)
+        log.info("%s in memory: %.1f of %.1f MiB", loaded.meta.path,
+                 residency.resident_bytes(loaded.data) / 2**20, loaded.data.nbytes / 2**20)
+
+
+def lock_tables(tables: TableSet) -> None:
+    for loaded in tables.loaded:
+        try:
+            residency.lock(loaded.data)
+        except OSError as e:
+            raise PdbError(f"{loaded.meta.path}: {e.strerror}") from None
+        log.info("%s locked in memory (%.1f MiB)", loaded.meta.path, loaded.data.nbytes / 2**20)
 
 
 def warm_up(solvers) -> None:

@@ -1,9 +1,14 @@
-"""The pdbd.v1.Solver service: validation, admission, waiting, and status codes.
+"""The pdbd.v1.Solver service: validation, admission, waiting, limits, and status codes.
 
 Handlers run on gRPC's own threads and only validate and wait; the searches run on the
-WorkerPool. Cancellation and deadlines reach the kernel through the job's stop flag:
+WorkerPool. Requests arrive parsed (pdbd.rpc parses the bytes and answers the undecodable
+ones). Cancellation and deadlines reach the kernel through the job's stop flag:
 ``context.add_callback`` fires when the RPC ends early (client cancel, deadline), and the
-handler itself halts the job when ``context.time_remaining()`` runs out.
+handler itself halts the job when ``context.time_remaining()`` runs out. The server's own
+limits (``Limits``) cap every search's nodes and seconds and each client's searches in
+flight. Before a search and before its answer is returned, the table file is checked to be
+the one loaded (trust.Pinned); ``swap`` replaces the tables for new requests while running
+searches finish on the old mappings.
 """
 
 from __future__ import annotations
@@ -12,23 +17,26 @@ import logging
 import threading
 import time
 from concurrent.futures import CancelledError, wait
+from dataclasses import dataclass
 
 import grpc
 
 import pdbtool
-from pdbtool import puzzle
+from pdbtool import limits, puzzle
 from pdbtool.errors import BadInput, LimitReached, PdbError, Unsolvable
 from pdbtool.search import Solver
 from pdbtool.selection import TableSet
+from pdbtool.trust import TableChanged
 
 from . import convert
+from .defaults import DEFAULT_MAX_NODES, DEFAULT_MAX_SEARCH_SECONDS
 from .jobs import Job, QueueFull, WorkerPool
-from .v1 import solver_pb2 as pb, solver_pb2_grpc as pb_grpc
+from .rpc import LIMIT_KEY, RateLimitedLog
+from .v1 import solver_pb2 as pb
 
 log = logging.getLogger("pdbd")
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Solver"].full_name
-LIMIT_KEY = "pdbd-limit"  # trailing metadata telling the two RESOURCE_EXHAUSTED cases apart
 DEFAULT_PROGRESS_MS = 250
 MIN_PROGRESS_MS = 10
 MAX_DETAILS = 400  # status details travel in a header: never echo a huge input back
@@ -41,6 +49,65 @@ HALT_STATUS = {
 }
 
 
+@dataclass(frozen=True)
+class Limits:
+    """The server's limits per search (None: none) and per client (searches in flight)."""
+
+    max_search_seconds: float | None = DEFAULT_MAX_SEARCH_SECONDS
+    max_nodes: int | None = DEFAULT_MAX_NODES
+    per_client: int | None = None
+
+    def budget(self, asked: int) -> tuple[int | None, bool]:
+        """The node budget of a search whose client asked for ``asked`` (0: none), and
+        whether the server's limit is the one that binds."""
+        if asked:
+            asked = limits.budget(asked, "node_budget")
+        if self.max_nodes and (not asked or asked > self.max_nodes):
+            return self.max_nodes, True
+        return asked or None, False
+
+
+def client_of(peer: str) -> str:
+    """The client's address without its port ("ipv4:10.0.0.7:53211" -> "ipv4:10.0.0.7")."""
+    kind = peer.split(":", 1)[0]
+    return peer.rsplit(":", 1)[0] if kind in ("ipv4", "ipv6") else peer
+
+
+class PeerCounts:
+    """Searches in flight per client, at most ``limit`` each (None: no limit)."""
+
+    def __init__(self, limit: int | None):
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._n: dict[str, int] = {}
+
+    def enter(self, client: str) -> bool:
+        with self._lock:
+            n = self._n.get(client, 0)
+            if self.limit and n >= self.limit:
+                return False
+            self._n[client] = n + 1
+            return True
+
+    def leave(self, client: str) -> None:
+        with self._lock:
+            n = self._n.pop(client, 1) - 1
+            if n > 0:
+                self._n[client] = n
+
+
+@dataclass(frozen=True)
+class Served:
+    """The tables in use and a Solver per size: replaced whole on reload (``swap``)."""
+
+    tables: TableSet
+    solvers: dict[int, Solver]
+
+    @classmethod
+    def of(cls, tables: TableSet) -> Served:
+        return cls(tables, {side: Solver(h) for side, h in tables.heuristics.items()})
+
+
 def short(message: str) -> str:
     return message if len(message) <= MAX_DETAILS else message[:MAX_DETAILS - 3] + "..."
 
@@ -51,7 +118,7 @@ def time_left(context) -> float | None:
 
 
 class Counters:
-    NAMES = ("requests", "solved", "failed", "cancelled", "rejected")
+    NAMES = ("requests", "solved", "failed", "cancelled", "rejected", "undecodable", "abandoned")
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -66,14 +133,31 @@ class Counters:
             return dict(self._n)
 
 
-class SolverServicer(pb_grpc.SolverServicer):
-    def __init__(self, tables: TableSet, pool: WorkerPool):
-        self.tables = tables
+class SolverServicer:
+    """The RPCs of pdbd.v1.Solver over parsed requests (registered by pdbd.rpc)."""
+
+    def __init__(self, tables: TableSet, pool: WorkerPool, limits: Limits = Limits()):
+        self.served = Served.of(tables)
         self.pool = pool
-        self.solvers = {side: Solver(h) for side, h in tables.heuristics.items()}
+        self.limits = limits
+        self.peers = PeerCounts(limits.per_client)
         self.counters = Counters()
+        self.notes = RateLimitedLog()
         self.started = time.monotonic()
+        self.locked = False  # tables pinned in memory (set by the server)
         self._closing = False
+
+    @property
+    def solvers(self) -> dict[int, Solver]:
+        return self.served.solvers
+
+    @property
+    def tables(self) -> TableSet:
+        return self.served.tables
+
+    @property
+    def overloaded(self) -> bool:
+        return self.pool.full
 
     # -- RPCs --------------------------------------------------------------------------------
 
@@ -86,24 +170,45 @@ class SolverServicer(pb_grpc.SolverServicer):
     def SolveStream(self, request, context):
         job = self._admit(request, context)
         tick = max(request.progress_ms or DEFAULT_PROGRESS_MS, MIN_PROGRESS_MS) / 1000
-        while not self._wait(job, context, tick):
-            queued = job.started is None
-            yield pb.SolveEvent(progress=convert.progress_message(
-                job.control, job.search_seconds, queued))
-        yield pb.SolveEvent(result=self._outcome(job, context))
+        answered = False
+        try:
+            while not self._wait(job, context, tick):
+                queued = job.started is None
+                yield pb.SolveEvent(progress=convert.progress_message(
+                    job.control, job.search_seconds, queued))
+            answered = True
+            yield pb.SolveEvent(result=self._outcome(job, context, stream=True))
+        finally:
+            if not answered:  # the client went away between two progress messages
+                job.halt("cancelled")
+                self._abandoned(job, context)
 
     def Info(self, request, context):
         c = self.counters.snapshot()
+        served, limits_ = self.served, self.limits
         return pb.InfoReply(
             version=pdbtool.__version__,
-            artifacts=[convert.artifact_message(m) for m in self.tables.artifacts],
+            artifacts=[convert.artifact_message(t, self.locked) for t in served.tables.loaded],
             sizes=[pb.SizeServed(size=s, heuristic=h.name, artifact_version=h.artifact or "")
-                   for s, h in sorted(self.tables.heuristics.items())],
+                   for s, h in sorted(served.tables.heuristics.items())],
             counters=pb.Counters(in_flight=self.pool.in_flight, running=self.pool.running, **c),
             threads=self.pool.threads, max_queue=self.pool.max_queue,
-            uptime_seconds=time.monotonic() - self.started)
+            uptime_seconds=time.monotonic() - self.started,
+            max_search_seconds=limits_.max_search_seconds or 0,
+            max_nodes=limits_.max_nodes or 0, per_client=limits_.per_client or 0,
+            overloaded=self.overloaded)
 
-    # -- shutdown ----------------------------------------------------------------------------
+    def undecodable(self, method: str) -> None:
+        """Count a request whose bytes did not decode (pdbd.rpc calls it)."""
+        self.counters.add("requests")
+        self.counters.add("failed")
+        self.counters.add("undecodable")
+
+    # -- tables and shutdown -----------------------------------------------------------------
+
+    def swap(self, served: Served) -> None:
+        """Serve new requests from ``served``; running searches finish on the old tables."""
+        self.served = served
 
     def close(self) -> None:
         """Refuse new searches and stop every running or queued one."""
@@ -113,43 +218,84 @@ class SolverServicer(pb_grpc.SolverServicer):
     # -- steps -------------------------------------------------------------------------------
 
     def _admit(self, request, context) -> Job:
-        """Validate (no search for bad or unsolvable boards) and queue; or abort the RPC."""
+        """Validate (no search for bad or unsolvable boards), check the table and the
+        client's limit, and queue; or abort the RPC."""
         self.counters.add("requests")
         if self._closing:
+            self.counters.add("rejected")
             context.abort(grpc.StatusCode.UNAVAILABLE, "the server is shutting down")
+        served = self.served
         try:
-            solver, prepared = self._prepare(request)
+            solver, prepared = self._prepare(served, request)
+            budget, server_budget = self.limits.budget(request.node_budget)
         except BadInput as e:
             self.counters.add("failed")
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, short(str(e)))
         except Unsolvable as e:
             self.counters.add("failed")
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, short(str(e)))
-        job = Job(solver, prepared, request.node_budget or None)
+        source = served.tables.sources.get(solver.side)
+        guard = source.pin.check if source else None
+        try:
+            if guard:
+                guard()
+        except TableChanged as e:
+            self._refuse_changed(e, context)
+        client = client_of(context.peer())
+        if not self.peers.enter(client):
+            self.counters.add("rejected")
+            context.set_trailing_metadata(((LIMIT_KEY, "per-client"),))
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                          f"this client has {self.limits.per_client} searches in flight, the "
+                          "server's limit per client; retry when one has finished")
+        job = Job(solver, prepared, budget, self.limits.max_search_seconds, guard)
+        job.server_budget = server_budget
         if not context.add_callback(lambda: job.halt(self._why_ended(context))):
             job.halt(self._why_ended(context))  # the RPC is over already
         try:
             self.pool.submit(job)
         except QueueFull as e:
+            self.peers.leave(client)
             self.counters.add("rejected")
             context.set_trailing_metadata(((LIMIT_KEY, "queue-full"),))
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"queue full: {e}; retry later")
         except RuntimeError:
+            self.peers.leave(client)
+            self.counters.add("rejected")
             context.abort(grpc.StatusCode.UNAVAILABLE, "the server is shutting down")
+        job.future.add_done_callback(lambda _: self.peers.leave(client))
         return job
 
-    def _prepare(self, request):
+    def _abandoned(self, job: Job, context) -> None:
+        """A stream whose client left before the result: counted and logged, every one."""
+        self.counters.add("cancelled")
+        self.counters.add("abandoned")
+        log.info("stream %s abandoned by %s after %d nodes", self._what(job), context.peer(),
+                 job.control.generated)
+
+    def _refuse_changed(self, e: TableChanged, context) -> None:
+        self.counters.add("failed")
+        self.notes.warning(f"changed:{e}", "refusing to answer: %s (reload with SIGHUP after "
+                           "installing the new file under a new name and renaming it)", e)
+        context.abort(grpc.StatusCode.UNAVAILABLE, short(str(e)))
+
+    @staticmethod
+    def _what(job: Job) -> str:
+        return f"{job.solver.side}x{job.solver.side}"
+
+    @staticmethod
+    def _prepare(served: Served, request):
         """The solver for the board's size and the board validated (once) for it."""
         tiles = request.tiles
         if not tiles:
             raise BadInput("empty board: give the tiles row by row, 0 for the blank")
         side = puzzle.side_of(tiles)
-        solver = self.solvers.get(side) if side * side == len(tiles) else None
+        solver = served.solvers.get(side) if side * side == len(tiles) else None
         if solver is None:
             puzzle.validate(tiles)  # names what is wrong with a malformed board
-            served = ", ".join(f"{s}x{s} ({s * s} tiles)" for s in sorted(self.solvers))
+            sizes = ", ".join(f"{s}x{s} ({s * s} tiles)" for s in sorted(served.solvers))
             raise BadInput(f"no loaded table serves {side}x{side} boards ({len(tiles)} tiles); "
-                           f"this server serves {served}")
+                           f"this server serves {sizes}")
         return solver, solver.prepare(tiles, request.goal or convert.DEFAULT_GOAL)
 
     @staticmethod
@@ -170,21 +316,27 @@ class SolverServicer(pb_grpc.SolverServicer):
         done, _ = wait([job.future], timeout=tick)
         return bool(done)
 
-    def _outcome(self, job: Job, context) -> pb.SolveResult:
+    def _outcome(self, job: Job, context, stream: bool = False) -> pb.SolveResult:
         """The finished job as a result message, or abort with the status that explains it."""
         side = job.solver.side
         try:
             result = job.future.result()
+        except TableChanged as e:
+            self._refuse_changed(e, context)
         except (LimitReached, CancelledError) as e:
             code, what = HALT_STATUS.get(job.reason, (None, None))
             nodes = job.control.generated
-            log.info("solve %dx%d stopped: %s nodes=%d seconds=%.3f artifact=%s", side, side,
-                     job.reason or "node budget", nodes, job.search_seconds,
-                     job.solver.heuristic.artifact)
-            if code is None:  # not halted by us: the kernel hit the node budget
+            limit = self._limit_hit(job)
+            if stream and job.reason == "cancelled":
+                self._abandoned(job, context)
+                context.abort(code, f"{what}: search stopped after {nodes:,} nodes")
+            log.info("solve %dx%d stopped: %s nodes=%d seconds=%.3f artifact=%s peer=%s", side,
+                     side, limit or job.reason, nodes, job.search_seconds,
+                     job.solver.heuristic.artifact, context.peer())
+            if limit:  # not halted by the client: a limit of the client's or the server's
                 self.counters.add("failed")
-                context.set_trailing_metadata(((LIMIT_KEY, "node-budget"),))
-                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, short(str(e)))
+                context.set_trailing_metadata(((LIMIT_KEY, limit),))
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, short(self._limit_text(limit, e)))
             self.counters.add("cancelled")
             context.abort(code, f"{what}: search stopped after {nodes:,} nodes")
         except PdbError as e:  # prepared already, so not expected; still a clear answer
@@ -198,3 +350,21 @@ class SolverServicer(pb_grpc.SolverServicer):
         log.info("solve %dx%d length=%d nodes=%d seconds=%.3f artifact=%s", side, side,
                  result.length, result.nodes_generated, result.seconds, result.artifact)
         return convert.result_message(result, job.queue_seconds)
+
+    @staticmethod
+    def _limit_hit(job: Job) -> str | None:
+        """Which limit stopped a search that neither the client nor a shutdown halted."""
+        if job.reason == "time-limit":
+            return "max-search-seconds"
+        if job.reason is None:
+            return "max-nodes" if job.server_budget else "node-budget"
+        return None
+
+    def _limit_text(self, limit: str, e: Exception) -> str:
+        if limit == "max-search-seconds":
+            return (f"the server's time limit of {self.limits.max_search_seconds:g} s per search "
+                    f"(pdbd serve --max-search-seconds) was reached: {e}")
+        if limit == "max-nodes":
+            return (f"the server's limit of {self.limits.max_nodes:,} nodes per search "
+                    f"(pdbd serve --max-nodes) was reached: {e}")
+        return str(e)

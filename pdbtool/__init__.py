@@ -8,7 +8,11 @@ imports it without numba)::
 
 from importlib import import_module
 
+from .cache_dir import ensure_numba_cache
+
 __version__ = "0.1.0"
+
+ensure_numba_cache()  # before any kernel module imports numba (see cache_dir)
 
 _API = {
     "Solver": "search", "SearchControl": "search", "PreparedBoard": "search",

@@ -14,10 +14,12 @@ ship.py and shares the metadata code here.
 
 import contextlib
 import dataclasses
+import glob
 import hashlib
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -25,7 +27,7 @@ from typing import NamedTuple
 import h5py
 import numpy as np
 
-from .errors import ArtifactError
+from .errors import ArtifactError, BadInput
 from .ranking import RANK_SCHEME, RANK_VERSION, UNSET
 
 FORMAT_VERSION = 2
@@ -136,7 +138,9 @@ def atomic_output(path):
         raise ArtifactError(f"{path}: directory {path.parent} does not exist")
     if path.is_dir():
         raise ArtifactError(f"{path} is a directory: give a file name")
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.partial")
+    refuse_special(path)
+    remove_stale_partials(path)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}{PARTIAL}")
     try:
         yield tmp
         _fsync(tmp)
@@ -147,6 +151,62 @@ def atomic_output(path):
         raise
     with contextlib.suppress(OSError):  # make the rename durable; not every fs allows it
         _fsync(path.parent)
+
+
+PARTIAL = ".partial"  # <name>.<pid>.partial: a file being written by process <pid>
+
+
+def refuse_special(path) -> None:
+    """Never replace anything but a regular file (a device, a FIFO, a symbolic link)."""
+    path = Path(path)
+    if os.path.lexists(path) and (path.is_symlink() or file_problem(path)):
+        what = "a symbolic link" if path.is_symlink() else file_problem(path)
+        raise BadInput(f"{path} exists and is {what.removeprefix('not a regular file: ')}: "
+                            "refusing to replace it; give the path of a regular file")
+
+
+def check_output(path, *, inputs=(), force: bool = False) -> None:
+    """May ``path`` be written? Never onto an input (even with ``force``), never over a
+    non-regular file, and over an existing file only with ``force``."""
+    path = Path(path)
+    if not os.path.lexists(path):
+        return
+    for src in inputs:
+        with contextlib.suppress(OSError):
+            if os.path.samefile(src, path):
+                raise BadInput(f"{path} is the input {src}: refusing to write over it; "
+                               "give another output name")
+    refuse_special(path)
+    if not force:
+        raise BadInput(f"{path} exists: give --force to replace it")
+
+
+def remove_stale_partials(path) -> list[Path]:
+    """Delete ``<name>.<pid>.partial`` (and ``<name>.<pid>.unverified``, an install's
+    staging file) beside ``path`` left by processes that no longer exist (killed during
+    a write); returns what was removed."""
+    path = Path(path)
+    removed = []
+    pattern = re.compile(re.escape(path.name) + r"\.(\d+)\.(partial|unverified)(\.\d+\.partial)?$")
+    for p in path.parent.glob(f"{glob.escape(path.name)}.*"):
+        m = pattern.match(p.name)
+        if m and not process_alive(int(m.group(1))):
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+                removed.append(p)
+    return removed
+
+
+def process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
 
 
 def _fsync(path):
@@ -361,9 +421,38 @@ def table_checksums_ok(meta, data) -> list[tuple[str, bool]]:
     return [(t.name, table_sha256(data, t) == t.sha256) for t in meta.tables]
 
 
+FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+              (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+              (stat.S_ISSOCK, "a socket"))
+
+
+def file_problem(path) -> str | None:
+    """Why ``path`` cannot be an artifact file (missing, a dangling symbolic link, a
+    directory, a FIFO, a device...), or None for a regular file (or a link to one)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return ("a symbolic link to a missing file" if os.path.islink(path)
+                else "no such file")
+    except OSError as e:
+        return f"cannot be read ({e.strerror})"
+    if stat.S_ISREG(mode):
+        return None
+    kind = next((name for test, name in FILE_KINDS if test(mode)), "not a regular file")
+    return f"not a regular file: {kind}"
+
+
+def scan_artifacts(directory, patterns=("*.h5",)) -> list[tuple[Path, str | None]]:
+    """Every entry of a directory named like an artifact, sorted by name, each with the
+    reason it cannot be one (file_problem) or None: nothing is skipped in silence."""
+    d = Path(directory)
+    paths = sorted({p for pattern in patterns for p in d.glob(pattern)})
+    return [(p, file_problem(p)) for p in paths]
+
+
 def find_artifacts(directory) -> list[Path]:
-    """Installed artifacts (*.h5) in a directory, sorted by name."""
-    return sorted(p for p in Path(directory).glob("*.h5") if p.is_file())
+    """Installed artifacts (*.h5, regular files) in a directory, sorted by name."""
+    return [p for p, problem in scan_artifacts(directory) if problem is None]
 
 
 def artifact_filename(partition) -> str:
@@ -376,10 +465,9 @@ def artifact_filename(partition) -> str:
 
 def _read_meta(path, form) -> ArtifactMeta:
     path = str(path)
-    if not os.path.exists(path):
-        raise ArtifactError(f"{path}: no such file")
-    if not os.path.isfile(path):
-        raise ArtifactError(f"{path}: not a regular file")
+    problem = file_problem(path)
+    if problem:  # before any open: opening a FIFO would block
+        raise ArtifactError(f"{path}: {problem}")
     if not h5py.is_hdf5(path):
         raise ArtifactError(f"{path}: not an HDF5 file")
     try:

@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 from . import __version__, artifact, catalogue, puzzle, trust
-from .console import SearchReporter, emit, report_error, result_text, run
+from .console import (SearchReporter, arg_budget, arg_seconds, batch_exit_code, emit,
+                      input_lines, report_error, result_text, run)
 from .errors import BadInput, PdbError
 from .heuristics import TABLE_FREE
 from .selection import DEFAULT_ARTIFACTS
@@ -66,19 +67,20 @@ def cmd_solve(args) -> int:
         raise BadInput("give either a BOARD or --file, not both")
     if args.trace:
         raise BadInput("--trace records one board: give a BOARD, not --file")
-    stream = sys.stdin if args.file == "-" else open_text(args.file)
-    worst = 0
-    for lineno, line in enumerate(stream, 1):
-        line = line.split("#")[0].strip()
-        if not line:
-            continue
+    codes = []
+    for lineno, line in input_lines(args.file):
         try:
+            if isinstance(line, PdbError):
+                raise line
+            line = line.split("#")[0].strip()
+            if not line:
+                continue
             code = solve_one(args, line, solvers)
         except PdbError as e:
             code = e.exit_code
             report_error(PROG, args, str(e), code, f"line {lineno}")
-        worst = max(worst, code)
-    return worst
+        codes.append(code)
+    return batch_exit_code(codes)
 
 
 def cmd_animate(args) -> int:
@@ -101,13 +103,6 @@ def cmd_animate(args) -> int:
          f"wrote {path}: {r['length']} moves, {len(r['iterations'])} iterations, {t.summary}; "
          f"open file://{path.resolve()}")
     return 0
-
-
-def open_text(path):
-    try:
-        return open(path, encoding="utf-8")
-    except OSError as e:
-        raise BadInput(f"cannot read {path}: {e.strerror}") from None
 
 
 # --- tables -------------------------------------------------------------------------------
@@ -158,10 +153,13 @@ def cmd_list(args) -> int:
     if not directory.is_dir():
         raise BadInput(f"{directory}: no such directory")
     rows = []
-    for path in sorted(directory.iterdir()):
-        if path.suffix not in (".h5", ".pdbpack"):
+    for path, problem in artifact.scan_artifacts(directory, ("*.h5", "*.pdbpack")):
+        row = {"path": str(path), "partition": None, "version": None,
+               "bytes": None if problem else path.stat().st_size}
+        if problem:
+            row["state"] = f"not an artifact: {problem}"
+            rows.append(row)
             continue
-        row = {"path": str(path), "partition": None, "version": None, "bytes": path.stat().st_size}
         try:
             meta = artifact.read_any_meta(path)
             state = ("verified" if trust.is_recorded(meta) else "unverified") if meta.form == "installed" else "packed"
@@ -170,15 +168,19 @@ def cmd_list(args) -> int:
             row["state"] = f"damaged: {e}"
         rows.append(row)
     text = "\n".join(f"{r['path']:40s} {r['partition'] or '-':12s} {r['version'] or '-':14s} "
-                     f"{r['bytes'] / 2**20:9.1f} MiB  {r['state']}" for r in rows) or f"no artifacts in {directory}"
+                     f"{size_text(r['bytes'])}  {r['state']}" for r in rows) or f"no artifacts in {directory}"
     emit(args, {"artifacts": rows}, text)
     return 0
+
+
+def size_text(n: int | None) -> str:
+    return f"{'-':>13s}" if n is None else f"{n / 2**20:9.1f} MiB"
 
 
 def cmd_pack(args) -> int:
     from .packing import pack
 
-    stats = pack(args.path, args.output, threads=args.threads, level=args.level)
+    stats = pack(args.path, args.output, threads=args.threads, level=args.level, force=args.force)
     emit(args, {"path": str(args.output), **stats},
          f"packed {args.path} -> {args.output}: {stats['raw_bytes']:,} -> {stats['packed_bytes']:,} bytes "
          f"in {stats['seconds']:.1f} s")
@@ -188,7 +190,7 @@ def cmd_pack(args) -> int:
 def cmd_unpack(args) -> int:
     from .packing import install
 
-    report = install(args.path, args.output, threads=args.threads)
+    report = install(args.path, args.output, threads=args.threads, force=args.force)
     meta = report.meta
     emit(args, meta.to_dict(), f"unpacked {args.path} -> {meta.path}: {meta.partition} version {meta.version}, "
                                f"checksums and all {len(report.checks)} verify checks passed")
@@ -234,16 +236,6 @@ def non_negative_int(text: str) -> int:
     return whole_number(text, 0)
 
 
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text} must be more than 0")
-    return value
-
-
 def zstd_level(text: str) -> int:
     value = positive_int(text)
     if value > 22:
@@ -263,8 +255,8 @@ def add_solve_options(p) -> None:
                    help="prune only the move back, not duplicate move sequences (for comparison)")
     p.add_argument("--threads", type=positive_int, default=1,
                    help="search one board on N threads (default 1; a trace records nodes only on 1)")
-    p.add_argument("--budget", type=positive_int, help="give up after about this many nodes (exit 4)")
-    p.add_argument("--timeout", type=positive_float, help="give up after this many seconds (exit 4)")
+    p.add_argument("--budget", type=arg_budget, help="give up after about this many nodes (exit 4)")
+    p.add_argument("--timeout", type=arg_seconds, help="give up after this many seconds (exit 4)")
     p.add_argument("--trace-cap", type=non_negative_int, default=DEFAULT_CAP, metavar="N",
                    help=f"nodes a trace records at most (default {DEFAULT_CAP:,}: the 8-puzzle and "
                         "easy 15-puzzles fit); the search goes on beyond, unrecorded")
@@ -278,6 +270,8 @@ def shipping_command(sub, name, func, help, output_help):
     p.add_argument("-o", "--output", required=True, help=output_help)
     p.add_argument("--threads", type=positive_int, default=os.cpu_count(),
                    help="threads (default: all cores)")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing output file (never the input, never a non-regular file)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=func)
     return p
@@ -293,7 +287,11 @@ def parser() -> argparse.ArgumentParser:
         "Solve a board optimally with IDA*. BOARD is the tiles row by row (0 = blank), as one "
         "argument or several, separated by spaces and/or commas; the size comes from the count."))
     s.add_argument("board", nargs="*", metavar="BOARD")
-    s.add_argument("--file", metavar="FILE", help="solve one board per line of FILE ('-' = stdin)")
+    s.add_argument("--file", metavar="FILE", help=(
+        "solve one board per line of FILE ('-' = stdin); a bad line is reported and the "
+        "rest go on. Exit code of a batch: 1 if any board failed for a reason other than "
+        "its input (e.g. a damaged artifact), else the highest of 4 (limit), 3 (unsolvable) "
+        "and 2 (bad input) met, else 0"))
     add_solve_options(s)
     s.add_argument("--trace", metavar="FILE.json",
                    help="also write a trace of the search: iterations, h along the path and, on one "

@@ -7,22 +7,41 @@ Loads neither numba nor grpc: ``pdbd query`` starts fast.
 
 from __future__ import annotations
 
+import argparse
 import json
+import signal
 import sys
 import threading
 import time
 
-from .errors import EXIT_INTERRUPTED, PdbError
+from . import limits
+from .errors import EXIT_INTERRUPTED, BadInput, PdbError
+
+EXIT_TERMINATED = 143  # 128 + SIGTERM
 
 PROGRESS_EVERY = 1.0  # seconds between progress lines on a terminal
 LOG_EVERY = 10.0  # ... and in a log, where every line stays
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised like Ctrl-C so that cleanups (half-written files) run."""
+
+
+def _terminate(signum, frame):
+    raise Terminated
+
+
 def run(prog: str, args) -> int:
     """Run ``args.func(args)``; turn every expected failure into one line and an exit code:
-    PdbError -> its code, OSError -> 1, Ctrl-C -> 130. Never a traceback."""
+    PdbError -> its code, OSError -> 1, Ctrl-C -> 130, SIGTERM -> 143 (after the same
+    cleanups as Ctrl-C). Never a traceback. A command may install its own handlers."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         return args.func(args)
+    except Terminated:
+        report_error(prog, args, "terminated", EXIT_TERMINATED)
+        return EXIT_TERMINATED
     except PdbError as e:
         report_error(prog, args, str(e), e.exit_code)
         return e.exit_code
@@ -41,6 +60,65 @@ def report_error(prog: str, args, message: str, code: int, where: str = "") -> N
         print(json.dumps({"error": message, "exit_code": code, "where": where}), flush=True)
     prefix = f"{where}: " if where else ""
     print(f"{prog}: {prefix}{message}", file=sys.stderr, flush=True)
+
+
+def batch_exit_code(codes) -> int:
+    """One exit code for a batch: 1 (a failure not caused by the input) wins over the
+    input's own outcomes, which rank 4 (limit) > 3 (unsolvable) > 2 (bad input) > 0."""
+    codes = set(codes)
+    if 1 in codes:
+        return 1
+    return max(codes, default=0)
+
+
+def arg_budget(text: str) -> int:
+    """argparse type: a node budget, checked as every tool checks it."""
+    try:
+        return limits.budget(text)
+    except BadInput as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def arg_seconds(text: str) -> float:
+    """argparse type: seconds (a deadline or timeout), checked as every tool checks them."""
+    try:
+        return limits.seconds(text)
+    except BadInput as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def read_stdin() -> str:
+    """All of stdin as text; BadInput if stdin is closed or not UTF-8."""
+    stream = _stdin_bytes()
+    try:
+        return stream.read().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BadInput(f"stdin is not UTF-8 text ({e.reason} at byte {e.start})") from None
+
+
+def input_lines(path: str):
+    """(line number, text) for each line of a file ('-': stdin), read as bytes; a line
+    that is not UTF-8 comes as (line number, BadInput) so the caller reports it and goes on."""
+    if path == "-":
+        stream = _stdin_bytes()
+    else:
+        try:
+            stream = open(path, "rb")
+        except OSError as e:
+            raise BadInput(f"cannot read {path}: {e.strerror}") from None
+    with stream:
+        for lineno, raw in enumerate(stream, 1):
+            try:
+                yield lineno, raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                yield lineno, BadInput(f"not UTF-8 text ({e.reason} at byte {e.start})")
+
+
+def _stdin_bytes():
+    stream = getattr(sys.stdin, "buffer", sys.stdin)
+    if stream is None or getattr(stream, "closed", False):
+        raise BadInput("stdin is closed: give the board as arguments")
+    return stream
 
 
 def emit(args, obj: dict, text: str) -> None:

@@ -27,6 +27,7 @@ from .artifact import (
     PACKED,
     ZSTD_FILTER,
     atomic_output,
+    check_output,
     create_installed_file,
     open_tables,
     read_attrs,
@@ -40,11 +41,13 @@ DEFAULT_CHUNK = 16 << 20
 MAX_CHUNK = (4 << 30) - 1  # HDF5 chunks must stay under 4 GiB
 
 
-def pack(src, dst, *, threads=None, level=10, chunk_bytes=DEFAULT_CHUNK) -> dict:
+def pack(src, dst, *, threads=None, level=10, chunk_bytes=DEFAULT_CHUNK, force=False) -> dict:
     """Write a zstd-chunked copy of installed artifact `src` to `dst` (atomically),
-    checking the source tables' checksums on the way."""
+    checking the source tables' checksums on the way. An existing `dst` is replaced only
+    with ``force`` (artifact.check_output)."""
     if not 1 <= chunk_bytes <= MAX_CHUNK:
         raise ValueError(f"chunk_bytes must be in 1..{MAX_CHUNK}")
+    check_output(dst, inputs=(src,), force=force)
     start = time.perf_counter()
     meta, data = open_tables(src, verify=False)  # verified while streaming below
     attrs = read_attrs(src)
@@ -82,9 +85,10 @@ def pack(src, dst, *, threads=None, level=10, chunk_bytes=DEFAULT_CHUNK) -> dict
     }
 
 
-def unpack(src, dst, *, threads=None):
+def unpack(src, dst, *, threads=None, force=False):
     """Expand packed artifact `src` into installed artifact `dst` (atomically),
     verifying every table's sha256; returns the new ArtifactMeta."""
+    check_output(dst, inputs=(src,), force=force)
     meta = read_packed_meta(src)
     attrs = read_attrs(src)
     attrs["form"] = INSTALLED
@@ -127,23 +131,27 @@ def unpack(src, dst, *, threads=None):
     return read_meta(dst)
 
 
-def install(src, dst, *, threads=None):
+def install(src, dst, *, threads=None, force=False):
     """Unpack ``src`` beside ``dst`` (checksums checked on the way), run every verify
-    check, and only then take the name ``dst`` and stamp it; a failed check leaves
-    nothing behind. Returns the verify report."""
+    check, and only then take the name ``dst`` (an atomic rename: a daemon serving the
+    old file keeps its mapping) and stamp it; a failed check leaves nothing behind. An
+    existing ``dst`` is replaced only with ``force``. Returns the verify report."""
     from . import trust
     from .verification import verify
 
     dst = Path(dst)
     if dst.is_dir():
         raise ArtifactError(f"{dst} is a directory: give the artifact's file name, e.g. {dst}/name.h5")
-    staging = dst.with_name(dst.name + ".unverified")
+    check_output(dst, inputs=(src,), force=force)
+    artifact.remove_stale_partials(dst)
+    staging = dst.with_name(f"{dst.name}.{os.getpid()}.unverified")
     try:
-        unpack(src, staging, threads=threads)
+        unpack(src, staging, threads=threads, force=True)
         report = verify(staging, stamp=False)
         if not report.ok:
             raise ArtifactError(f"{src}: unpacked tables fail check {report.failed.name}: "
                                 f"{report.failed.detail}")
+        check_output(dst, inputs=(src,), force=force)  # again: time has passed
         os.replace(staging, dst)
     finally:
         staging.unlink(missing_ok=True)

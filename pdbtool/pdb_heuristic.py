@@ -131,5 +131,5 @@ def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool 
 
 def load_heuristic(path, *, reflect: bool = True) -> Heuristic:
     """Memory-map an artifact as a heuristic, checked as trust.open_trusted checks it."""
-    meta, data = open_trusted(path)
-    return heuristic_from(meta, data, reflect)
+    opened = open_trusted(path)
+    return heuristic_from(opened.meta, opened.data, reflect)

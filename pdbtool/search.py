@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import puzzle
+from . import limits, puzzle
 from .errors import ArtifactError, BadInput, LimitReached, PdbError
 from .geometry import blank_moves
 from .heuristic_kernels import ROW_H, h_init
@@ -66,7 +66,8 @@ class SearchControl:
     ``stop`` (int64[1]) is polled by the kernel every few thousand nodes: ``halt`` sets it.
     ``counters`` (int64[COUNTERS]: generated, expanded, bound) are published while it runs.
     ``budget`` caps the nodes generated; ``timeout`` (seconds) halts it with reason
-    "deadline". The first reason given to ``halt`` is kept.
+    ``timeout_reason`` (default "deadline"). The first reason given to ``halt`` is kept.
+    Both limits are checked as every tool checks them (pdbtool.limits).
     """
 
     budget: int | None = None
@@ -74,9 +75,14 @@ class SearchControl:
     stop: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     counters: np.ndarray = field(default_factory=lambda: np.zeros(COUNTERS, np.int64))
     reason: str | None = None
+    timeout_reason: str = "deadline"
 
     def __post_init__(self):
         self._lock = threading.Lock()
+        if self.budget is not None:
+            self.budget = limits.budget(self.budget)
+        if self.timeout is not None:
+            self.timeout = limits.seconds(self.timeout)
 
     def halt(self, reason: str = "cancelled") -> None:
         with self._lock:
@@ -109,10 +115,30 @@ class SearchControl:
         """A started timer that halts the search after ``timeout`` seconds, or None."""
         if self.timeout is None:
             return None
-        t = threading.Timer(self.timeout, self.halt, args=("deadline",))
+        t = threading.Timer(self.timeout, self.halt, args=(self.timeout_reason,))
         t.daemon = True
         t.start()
         return t
+
+
+def interruptible(fn, *args):
+    """``fn(*args)`` on a helper thread while this (the main) thread waits in short steps,
+    so Ctrl-C arrives during a kernel call that holds no GIL (the caller then halts it)."""
+    box = {}
+
+    def target():
+        try:
+            box["value"] = fn(*args)
+        except BaseException as e:  # handed to the caller as it is
+            box["error"] = e
+
+    worker = threading.Thread(target=target, name="pdbtool-search", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.05)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 class Solver:
@@ -157,7 +183,13 @@ class Solver:
             if threads > 1:
                 from .parallel import search_parallel
                 return search_parallel(self, prepared, threads, control)
+            if threading.current_thread() is threading.main_thread():
+                return interruptible(self._search_serial, prepared, control, events)
             return self._search_serial(prepared, control, events)
+        except BaseException as e:
+            if not isinstance(e, Exception):  # Ctrl-C, SIGTERM (console.Terminated), exit
+                control.halt("cancelled")  # every kernel returns within about a millisecond
+            raise
         finally:
             if timer:
                 timer.cancel()

@@ -3,7 +3,8 @@
 The strongest artifact per board side wins (``Catalogue.strength``, zero-aware tables
 before min-over-blank ones of the same catalogue); every artifact of a
 directory is opened and checked, not only the chosen ones, so a damaged file is an error
-and never silently skipped. With no table for a size, the table-free fallback is said in
+and never silently skipped; so is an entry named like an artifact that is no regular file
+(a dangling symbolic link, a directory, a FIFO). With no table for a size, the table-free fallback is said in
 the heuristic's note, which every answer carries.
 """
 
@@ -18,7 +19,7 @@ from .errors import ArtifactError, BadInput
 from .heuristics import Heuristic, table_free
 from .pdb_heuristic import heuristic_from, load_heuristic
 from .search import Solver
-from .trust import open_trusted
+from .trust import Trusted, open_trusted
 
 DEFAULT_ARTIFACTS = "artifacts"
 FALLBACK = {4: "walking-distance"}  # per side; linear conflict otherwise
@@ -29,11 +30,16 @@ class TableSet:
     """The strongest heuristic per board side in a directory, and every artifact read."""
 
     heuristics: dict[int, Heuristic]
-    artifacts: tuple[artifact.ArtifactMeta, ...] = ()
+    loaded: tuple[Trusted, ...] = ()  # every artifact opened, in name order
+    sources: dict[int, Trusted] = dataclasses.field(default_factory=dict)  # per side served
 
     @property
     def sides(self) -> list[int]:
         return sorted(self.heuristics)
+
+    @property
+    def artifacts(self) -> tuple[artifact.ArtifactMeta, ...]:
+        return tuple(t.meta for t in self.loaded)
 
 
 def strength(meta: artifact.ArtifactMeta) -> int:
@@ -48,18 +54,24 @@ def load_directory(directory, *, reflect: bool = True, require: bool = False) ->
     d = Path(directory)
     if not d.is_dir():
         raise ArtifactError(f"{d}: no such directory")
-    best: dict[int, tuple[int, Heuristic]] = {}
-    metas = []
-    for path in artifact.find_artifacts(d):
-        meta, data = open_trusted(path)
-        h = heuristic_from(meta, data, reflect)
-        metas.append(meta)
-        if h.side not in best or strength(meta) > best[h.side][0]:
-            best[h.side] = (strength(meta), h)
-    if require and not metas:
+    entries = artifact.scan_artifacts(d)
+    bad = [f"{p.name} is {problem}" for p, problem in entries if problem]
+    if bad:
+        raise ArtifactError(f"{d}: entries named like artifacts that cannot be read: "
+                            f"{'; '.join(bad)}; remove or fix them")
+    best: dict[int, tuple[int, Heuristic, Trusted]] = {}
+    loaded = []
+    for path, _ in entries:
+        opened = open_trusted(path)
+        h = heuristic_from(opened.meta, opened.data, reflect)
+        loaded.append(opened)
+        if h.side not in best or strength(opened.meta) > best[h.side][0]:
+            best[h.side] = (strength(opened.meta), h, opened)
+    if require and not loaded:
         raise ArtifactError(f"{d}: no artifacts (*.h5) to serve; build one with "
                             f"`pdbtool build 15/5-5-5 --out {d}`")
-    return TableSet({side: h for side, (_, h) in best.items()}, tuple(metas))
+    return TableSet({side: h for side, (_, h, _) in best.items()}, tuple(loaded),
+                    {side: t for side, (_, _, t) in best.items()})
 
 
 def fallback(side: int, why: str) -> Heuristic:

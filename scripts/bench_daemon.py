@@ -103,7 +103,8 @@ def measure() -> str:
         addr = f"127.0.0.1:{free_port()}"
         t0 = time.perf_counter()
         proc = subprocess.Popen([PY, "-m", "pdbd.cli", "serve", "--artifacts", tmp, "--listen", addr,
-                                 "--threads", "2", "--max-queue", "64"], stderr=subprocess.DEVNULL)
+                                 "--threads", "2", "--max-queue", "64", "--max-per-client", "0",
+                                 "--no-prefault"], stderr=subprocess.DEVNULL)
         try:
             with SolverClient(addr) as client:
                 client.wait_serving(60)
@@ -119,6 +120,7 @@ def measure() -> str:
         finally:
             proc.terminate()
             code = proc.wait(30)
+    soak = soak_test()
     extra = [r - l for r, l in zip(remote_t, local_t)]
     return "\n".join([f"## The gRPC daemon\n\nMachine: {machine()}\n", table(("figure", "this machine", "bar"), [
         ("start-up to SERVING, 15/7-8 + 24/6-6-6-6 (831 MB mapped)", f"**{startup:.2f} s**", "<= 2 s"),
@@ -131,7 +133,16 @@ def measure() -> str:
         ("burst of 500 concurrent requests", ", ".join(f"{v} {k}" for k, v in sorted(outcomes.items())) + f" in {burst_s:.1f} s", "answered or RESOURCE_EXHAUSTED"),
         ("server RSS before / after the burst", f"{rss_before / 1024:.0f} / {rss_after / 1024:.0f} MiB", "flat"),
         ("health after the burst; exit code on SIGTERM", f"{healthy}; {code}", "SERVING; 0"),
+        ("soak: 60 s of mixed valid, invalid, undecodable, abandoned, cancelled and long "
+         "calls (tests/test_soak.py)", soak, "passed"),
     ])])
+
+
+def soak_test() -> str:
+    """The slow soak test (marked slow: not in the default test run)."""
+    p = subprocess.run([PY, "-m", "pytest", "-q", "-m", "slow", "tests/test_soak.py"],
+                       capture_output=True, text=True)
+    return "passed" if p.returncode == 0 else "FAILED: " + p.stdout.strip().splitlines()[-1]
 
 
 if __name__ == "__main__":

@@ -2,9 +2,12 @@
 
 import argparse
 import json
+import os
+import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -141,3 +144,135 @@ def test_interrupt_exits_130_with_one_line(capsys):
 
     assert run("pdbtool", argparse.Namespace(func=interrupted)) == EXIT_INTERRUPTED == 130
     assert capsys.readouterr().err == "pdbtool: interrupted\n"
+
+
+# -- issue 13: no crash, no traceback; batches report every failure -----------------------
+
+KORF1 = "14 13 15 7 11 12 9 5 6 0 2 1 4 8 10 3"
+
+
+def test_file_batch_reports_bad_lines_and_goes_on(tmp_path):
+    boards = tmp_path / "boards.bin"
+    boards.write_bytes(b"1 2 3 4 5 6 0 7 8\n\xff\xfe not text\n\x00\x01\x02\x89PNG\n"
+                       b"8 6 7 2 5 4 3 0 1\n")
+    p = run("solve", "--heuristic", "manhattan", "--json", "--file", str(boards))
+    assert p.returncode == 2, p.stderr
+    lines = [json.loads(line) for line in p.stdout.splitlines()]
+    assert [d.get("length") for d in lines] == [2, None, None, 31]
+    assert "line 2: not UTF-8" in p.stderr and "line 3" in p.stderr
+
+
+def test_batch_exit_code_never_hides_a_failure(tmp_path):
+    from pdbtool.console import batch_exit_code
+
+    assert batch_exit_code([0, 2, 1, 4]) == 1 and batch_exit_code([2, 4, 3]) == 4
+    assert batch_exit_code([]) == 0
+    damaged = tmp_path / "damaged.h5"
+    damaged.write_bytes(b"not an artifact at all")
+    boards = tmp_path / "boards.txt"
+    boards.write_text("1 2 3\n1 2 3 4 5 6 0 7 8\n")  # bad input (2), then a failure (1)
+    p = run("solve", "--artifact", str(damaged), "--file", str(boards))
+    assert p.returncode == 1 and "line 1" in p.stderr and "line 2" in p.stderr
+    assert "highest" in run("solve", "--help").stdout
+
+
+def closed_stdin(*argv):
+    exe = str(Path(sys.executable).with_name(argv[0]))
+    return subprocess.run(["sh", "-c", 'exec "$@" <&-', "sh", exe, *argv[1:]],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_closed_stdin_is_an_error_not_a_crash():
+    for argv in (("pdbtool", "solve", "--heuristic", "manhattan", "--file", "-"),
+                 ("pdbd", "query", "--server", "127.0.0.1:1")):
+        p = closed_stdin(*argv)
+        assert p.returncode == 2 and "stdin is closed" in p.stderr, p.stderr
+        assert "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("option, value", [
+    ("--budget", str(2**64)), ("--budget", "0"), ("--budget", "1e3"),
+    ("--timeout", "inf"), ("--timeout", "nan"), ("--timeout", "-1"), ("--timeout", "1e300"),
+])
+def test_limits_are_validated_alike_in_both_tools(option, value):
+    from pdbd import cli as pdbd_cli
+
+    p = run("solve", "--heuristic", "manhattan", option, value, KORF1)
+    assert p.returncode == 2 and option in p.stderr, p.stderr
+    with pytest.raises(SystemExit) as e:  # argparse: exit 2 with the same message
+        pdbd_cli.parser().parse_args(["query", option, value, KORF1])
+    assert e.value.code == 2
+
+
+def test_limits_in_the_library_are_checked():
+    from pdbd.client import SolverClient
+    from pdbtool.errors import BadInput
+    from pdbtool.search import SearchControl
+
+    with pytest.raises(BadInput, match="2\\^63"):
+        SearchControl(budget=2**64)
+    with pytest.raises(BadInput, match="seconds"):
+        SearchControl(timeout=float("inf"))
+    with SolverClient("127.0.0.1:1") as client, pytest.raises(BadInput, match="2\\^63"):
+        client.solve("1 2 3 4 5 6 0 7 8", budget=2**64)
+
+
+def test_ctrl_c_stops_a_single_threaded_solve():
+    import signal
+    import threading
+
+    from pdbtool.heuristics import table_free
+    from pdbtool.search import SearchControl, Solver
+
+    solver = Solver(table_free("manhattan", 4))
+    hard = (11, 14, 13, 1, 2, 3, 12, 4, 15, 7, 9, 5, 10, 6, 8, 0)  # minutes with Manhattan
+    solver.solve(tuple(range(16)), "blank-first")  # compile first
+    control = SearchControl()
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Timer(0.3, os.kill, args=(os.getpid(), signal.SIGINT)).start()  # Ctrl-C
+        start = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            solver.solve(hard, "blank-first", control=control)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert time.monotonic() - start < 1.5
+    assert control.halted and control.reason == "cancelled"
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
+                    reason="needs root to run as an unprivileged user")
+def test_runs_as_a_user_without_writable_package_or_home(tmp_path):
+    """numba cannot cache next to the (root-owned) package nor in a missing home: the tools
+    fall back to a private cache directory instead of failing at import."""
+    root = Path(__file__).resolve().parents[1]
+    env = {"PATH": os.environ["PATH"], "HOME": "/nonexistent", "PYTHONPATH": str(root)}
+    code = ("import os, pdbtool.search_kernel, pdbtool.build_kernel, pdbtool.heuristic_kernels, "
+            "pdbtool.ranking; print(os.environ['NUMBA_CACHE_DIR'])")
+    p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=300, cwd="/")
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    assert "pdbtool-numba-" in p.stdout
+
+
+def test_sigterm_during_a_write_leaves_no_partial_file(tmp_path, capsys):
+    import os as _os
+    import signal
+
+    from pdbtool import artifact
+    from pdbtool.console import EXIT_TERMINATED, run as run_command
+
+    target = tmp_path / "out.h5"
+
+    def writing(args):
+        with artifact.atomic_output(target) as tmp:
+            tmp.write_bytes(b"half")
+            _os.kill(_os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler interrupts this
+        return 0
+
+    assert run_command("pdbtool", argparse.Namespace(func=writing)) == EXIT_TERMINATED
+    assert list(tmp_path.iterdir()) == []
+    assert "terminated" in capsys.readouterr().err
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)

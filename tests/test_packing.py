@@ -1,6 +1,7 @@
 """pack / unpack / install: the zstd shipping form round-trips exactly and refuses damage."""
 
 import os
+import stat
 
 import h5py
 import numpy as np
@@ -16,7 +17,7 @@ from pdbtool.artifact import (
     read_packed_meta,
     write_artifact,
 )
-from pdbtool.errors import ArtifactError
+from pdbtool.errors import ArtifactError, BadInput
 from pdbtool.packing import install, pack, unpack
 from reference import flip_byte
 
@@ -157,7 +158,7 @@ def test_failed_unpack_leaves_nothing_behind(tmp_path, packed):
     assert not out.exists()
     out.write_bytes(b"previous install")  # an existing install survives a failed update
     with pytest.raises(ArtifactError):
-        unpack(dst, out)
+        unpack(dst, out, force=True)
     assert out.read_bytes() == b"previous install"
     assert not any(p.name.endswith(".partial") for p in tmp_path.iterdir())
 
@@ -177,3 +178,76 @@ def test_install_verifies_before_taking_the_name(tmp_path, packed, art_dir):
     assert report.ok and report.meta.path == str(out.parent / "8-full.h5")
     assert trust.is_recorded(report.meta)
     assert sorted(p.name for p in out.parent.iterdir()) == ["8-full.h5", "8-full.h5.verified"]
+
+
+# -- issue 13: no data loss -----------------------------------------------------------------
+
+def test_existing_outputs_are_replaced_only_with_force(tmp_path, packed):
+    src, dst = packed
+    before = dst.read_bytes()
+    with pytest.raises(BadInput, match="exists: give --force"):
+        pack(src, dst, chunk_bytes=CHUNK)
+    assert dst.read_bytes() == before
+    pack(src, dst, chunk_bytes=CHUNK * 2, force=True)
+    assert dst.read_bytes() != before
+    out = tmp_path / "installed.h5"
+    out.write_bytes(b"someone's file")
+    for fn in (unpack, install):
+        with pytest.raises(BadInput, match="exists"):
+            fn(dst, out)
+        assert out.read_bytes() == b"someone's file"
+    unpack(dst, out, force=True)
+    assert read_meta(out).version == read_meta(src).version
+
+
+def test_never_onto_the_input(tmp_path, packed):
+    src, dst = packed
+    link = tmp_path / "link.pdbpack"
+    os.link(dst, link)
+    for fn, a, b in ((pack, src, src), (unpack, dst, dst), (install, dst, dst), (unpack, dst, link)):
+        before = b.read_bytes()
+        with pytest.raises(BadInput, match="is the input"):
+            fn(a, b, force=True)
+        assert b.read_bytes() == before
+
+
+def test_never_replaces_a_non_regular_file(tmp_path, packed):
+    src, dst = packed
+    fifo = tmp_path / "fifo.h5"
+    os.mkfifo(fifo)
+    targets = [fifo]
+    if os.geteuid() == 0:  # a /dev/null of our own
+        null = tmp_path / "null"
+        os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        targets.append(null)
+    link = tmp_path / "elsewhere.h5"
+    link.symlink_to(tmp_path / "missing.h5")
+    targets.append(link)
+    for target in targets:
+        mode = os.lstat(target).st_mode
+        for fn, a in ((pack, src), (unpack, dst), (install, dst)):
+            with pytest.raises(BadInput, match="refusing to replace"):
+                fn(a, target, force=True)
+            assert os.lstat(target).st_mode == mode
+    from pdbtool.builder import build
+    with pytest.raises(BadInput, match="refusing to replace"):
+        os.mkfifo(tmp_path / "8-full.h5")
+        build("8/full", tmp_path, progress=False)
+
+
+def test_stale_partial_files_are_removed(tmp_path, packed):
+    import subprocess
+    import sys
+
+    src, dst = packed
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    stale = [tmp_path / f"{dst.name}.{gone}.partial",
+             tmp_path / f"x.h5.{gone}.unverified", tmp_path / f"x.h5.{gone}.unverified.{gone}.partial"]
+    alive = tmp_path / f"{dst.name}.1.partial"  # pid 1 is alive: not ours to remove
+    for p in (*stale, alive):
+        p.write_bytes(b"left by a killed run")
+    pack(src, dst, chunk_bytes=CHUNK, force=True)
+    with pytest.raises(ArtifactError, match="fail check"):  # random tables: cleaned up first
+        install(dst, tmp_path / "x.h5")
+    assert not any(p.exists() for p in stale) and alive.exists()

@@ -52,7 +52,7 @@ def test_empty_missing_and_damaged_directories_are_errors(art_dir, tmp_path):
     shutil.copy(art_dir / "15-5-5-5.h5", tmp_path)
     shutil.copy(art_dir / "8-full.h5", tmp_path)
     flip_byte(tmp_path / "8-full.h5", artifact.read_meta(tmp_path / "8-full.h5").data_offset + 99)
-    with pytest.raises(ArtifactError, match=r"8-full\.h5: table .* checksum mismatch"):
+    with pytest.raises(ArtifactError, match=r"8-full\.h5: .*checksum.* mismatch"):
         load_directory(tmp_path)
 
 
@@ -70,3 +70,28 @@ def test_solvers_policy(art_dir, tmp_path):
     fallback = directory.for_side(5).heuristic
     assert fallback.name == "linear-conflict" and "no table for 5x5 boards" in fallback.note
     assert Solvers(directory=tmp_path).for_side(4).heuristic.name == "walking-distance"
+
+
+def test_entries_that_are_not_files_are_refused_and_listed(art_dir, tmp_path, capsys):
+    import json
+    import os
+
+    from pdbtool import cli
+
+    shutil.copy(art_dir / "8-full.h5", tmp_path)
+    from pdbtool import trust
+    trust.record(artifact.read_meta(tmp_path / "8-full.h5"))
+    (tmp_path / "dangling.h5").symlink_to(tmp_path / "gone.h5")
+    (tmp_path / "dir.h5").mkdir()
+    os.mkfifo(tmp_path / "fifo.h5")
+    with pytest.raises(ArtifactError) as e:
+        load_directory(tmp_path)  # used to serve without them, in silence
+    for words in ("dangling.h5 is a symbolic link to a missing file",
+                  "dir.h5 is not a regular file: a directory", "fifo.h5 is not a regular file: a FIFO"):
+        assert words in str(e.value)
+    assert cli.main(["list", str(tmp_path), "--json"]) == 0
+    rows = {Path(r["path"]).name: r["state"] for r in json.loads(capsys.readouterr().out)["artifacts"]}
+    assert rows["8-full.h5"] == "verified"
+    assert rows["fifo.h5"] == "not an artifact: not a regular file: a FIFO"
+    assert rows["dangling.h5"].startswith("not an artifact: a symbolic link")
+    assert rows["dir.h5"] == "not an artifact: not a regular file: a directory"

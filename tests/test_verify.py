@@ -1,6 +1,7 @@
 """Damage that checksums cannot see: tables rewritten with valid checksums but wrong
 entries, stale trust stamps, a wrong rank scheme, an interrupted write."""
 
+import logging
 import os
 import shutil
 
@@ -13,6 +14,7 @@ from pdbtool.builder import build
 from pdbtool.errors import ArtifactError
 from pdbtool.pdb_heuristic import load_heuristic
 from pdbtool.search import Solver
+from pdbtool.selection import load_directory
 from pdbtool.verification import verify
 from reference import flip_byte, table_entry
 
@@ -104,3 +106,28 @@ def test_interrupted_write_leaves_nothing(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         build("8/full", tmp_path, progress=False)
     assert list(tmp_path.iterdir()) == []
+
+
+# -- issue 13: loaders check what verify checks ---------------------------------------------
+
+def test_loading_an_unstamped_file_runs_every_verify_check(art_dir, tmp_path, caplog):
+    def inflate(t):
+        t[(t != UNREACHED) & (t > 3)] = 14
+
+    bad = tmp_path / "bad" / "8-full.h5"
+    bad.parent.mkdir()
+    rewrite(art_dir / "8-full.h5", bad, inflate)  # checksums and version recomputed
+    assert not trust.is_recorded(artifact.read_meta(bad))
+    with pytest.raises(ArtifactError, match="consistency|admissibility"):
+        load_heuristic(bad)
+    with pytest.raises(ArtifactError, match="consistency|admissibility"):
+        load_directory(bad.parent)
+    good = tmp_path / "good" / "8-full.h5"
+    good.parent.mkdir()
+    shutil.copy(art_dir / "8-full.h5", good)  # a copy: no stamp of its own
+    with caplog.at_level(logging.INFO, logger="pdbtool"):
+        opened = trust.open_trusted(good)
+    assert opened.checks == ("metadata", "checksums", "ranking", "completeness",
+                             "consistency", "admissibility")
+    assert "no valid verification stamp; ran metadata, checksums" in caplog.text
+    assert trust.open_trusted(art_dir / "8-full.h5").checks == ("stamp",)

@@ -103,18 +103,24 @@ class Table(_message.Message):
     def __init__(self, name: _Optional[str] = ..., sha256: _Optional[str] = ..., entries: _Optional[int] = ...) -> None: ...
 
 class Artifact(_message.Message):
-    __slots__ = ("path", "partition", "size", "version", "tables")
+    __slots__ = ("path", "partition", "size", "version", "tables", "bytes", "resident_bytes", "locked")
     PATH_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     TABLES_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    RESIDENT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    LOCKED_FIELD_NUMBER: _ClassVar[int]
     path: str
     partition: str
     size: int
     version: str
     tables: _containers.RepeatedCompositeFieldContainer[Table]
-    def __init__(self, path: _Optional[str] = ..., partition: _Optional[str] = ..., size: _Optional[int] = ..., version: _Optional[str] = ..., tables: _Optional[_Iterable[_Union[Table, _Mapping]]] = ...) -> None: ...
+    bytes: int
+    resident_bytes: int
+    locked: bool
+    def __init__(self, path: _Optional[str] = ..., partition: _Optional[str] = ..., size: _Optional[int] = ..., version: _Optional[str] = ..., tables: _Optional[_Iterable[_Union[Table, _Mapping]]] = ..., bytes: _Optional[int] = ..., resident_bytes: _Optional[int] = ..., locked: _Optional[bool] = ...) -> None: ...
 
 class SizeServed(_message.Message):
     __slots__ = ("size", "heuristic", "artifact_version")
@@ -127,7 +133,7 @@ class SizeServed(_message.Message):
     def __init__(self, size: _Optional[int] = ..., heuristic: _Optional[str] = ..., artifact_version: _Optional[str] = ...) -> None: ...
 
 class Counters(_message.Message):
-    __slots__ = ("requests", "solved", "failed", "cancelled", "rejected", "in_flight", "running")
+    __slots__ = ("requests", "solved", "failed", "cancelled", "rejected", "in_flight", "running", "undecodable", "abandoned")
     REQUESTS_FIELD_NUMBER: _ClassVar[int]
     SOLVED_FIELD_NUMBER: _ClassVar[int]
     FAILED_FIELD_NUMBER: _ClassVar[int]
@@ -135,6 +141,8 @@ class Counters(_message.Message):
     REJECTED_FIELD_NUMBER: _ClassVar[int]
     IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
     RUNNING_FIELD_NUMBER: _ClassVar[int]
+    UNDECODABLE_FIELD_NUMBER: _ClassVar[int]
+    ABANDONED_FIELD_NUMBER: _ClassVar[int]
     requests: int
     solved: int
     failed: int
@@ -142,10 +150,12 @@ class Counters(_message.Message):
     rejected: int
     in_flight: int
     running: int
-    def __init__(self, requests: _Optional[int] = ..., solved: _Optional[int] = ..., failed: _Optional[int] = ..., cancelled: _Optional[int] = ..., rejected: _Optional[int] = ..., in_flight: _Optional[int] = ..., running: _Optional[int] = ...) -> None: ...
+    undecodable: int
+    abandoned: int
+    def __init__(self, requests: _Optional[int] = ..., solved: _Optional[int] = ..., failed: _Optional[int] = ..., cancelled: _Optional[int] = ..., rejected: _Optional[int] = ..., in_flight: _Optional[int] = ..., running: _Optional[int] = ..., undecodable: _Optional[int] = ..., abandoned: _Optional[int] = ...) -> None: ...
 
 class InfoReply(_message.Message):
-    __slots__ = ("version", "artifacts", "sizes", "counters", "threads", "max_queue", "uptime_seconds")
+    __slots__ = ("version", "artifacts", "sizes", "counters", "threads", "max_queue", "uptime_seconds", "max_search_seconds", "max_nodes", "per_client", "overloaded")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     ARTIFACTS_FIELD_NUMBER: _ClassVar[int]
     SIZES_FIELD_NUMBER: _ClassVar[int]
@@ -153,6 +163,10 @@ class InfoReply(_message.Message):
     THREADS_FIELD_NUMBER: _ClassVar[int]
     MAX_QUEUE_FIELD_NUMBER: _ClassVar[int]
     UPTIME_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    MAX_SEARCH_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    MAX_NODES_FIELD_NUMBER: _ClassVar[int]
+    PER_CLIENT_FIELD_NUMBER: _ClassVar[int]
+    OVERLOADED_FIELD_NUMBER: _ClassVar[int]
     version: str
     artifacts: _containers.RepeatedCompositeFieldContainer[Artifact]
     sizes: _containers.RepeatedCompositeFieldContainer[SizeServed]
@@ -160,4 +174,8 @@ class InfoReply(_message.Message):
     threads: int
     max_queue: int
     uptime_seconds: float
-    def __init__(self, version: _Optional[str] = ..., artifacts: _Optional[_Iterable[_Union[Artifact, _Mapping]]] = ..., sizes: _Optional[_Iterable[_Union[SizeServed, _Mapping]]] = ..., counters: _Optional[_Union[Counters, _Mapping]] = ..., threads: _Optional[int] = ..., max_queue: _Optional[int] = ..., uptime_seconds: _Optional[float] = ...) -> None: ...
+    max_search_seconds: float
+    max_nodes: int
+    per_client: int
+    overloaded: bool
+    def __init__(self, version: _Optional[str] = ..., artifacts: _Optional[_Iterable[_Union[Artifact, _Mapping]]] = ..., sizes: _Optional[_Iterable[_Union[SizeServed, _Mapping]]] = ..., counters: _Optional[_Union[Counters, _Mapping]] = ..., threads: _Optional[int] = ..., max_queue: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., max_search_seconds: _Optional[float] = ..., max_nodes: _Optional[int] = ..., per_client: _Optional[int] = ..., overloaded: _Optional[bool] = ...) -> None: ...

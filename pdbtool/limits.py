@@ -1,0 +1,39 @@
+"""Node budgets and time limits: one validation for every entry point.
+
+``pdbtool solve``, ``pdbd query``, the gRPC client, the server and ``SearchControl`` all take
+a budget and a number of seconds through here, so the same value is accepted or refused
+with the same message everywhere. Loads neither numba nor grpc.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .errors import BadInput
+
+MAX_BUDGET = (1 << 63) - 1  # the kernels count nodes in int64
+MAX_SECONDS = 1e7           # about 115 days: beyond what a timer takes (and any real need)
+
+
+def budget(value, what: str = "node budget") -> int:
+    """A node budget: a whole number from 1 to 2^63 - 1."""
+    try:
+        n = int(value)
+        if n != value and not isinstance(value, str):
+            raise ValueError
+    except (TypeError, ValueError, OverflowError):
+        raise BadInput(f"{what} must be a whole number, not {value!r}") from None
+    if not 1 <= n <= MAX_BUDGET:
+        raise BadInput(f"{what} must be from 1 to {MAX_BUDGET:,} (2^63 - 1), not {n:,}")
+    return n
+
+
+def seconds(value, what: str = "timeout") -> float:
+    """A time limit in seconds: a finite number above 0 and at most MAX_SECONDS."""
+    try:
+        s = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise BadInput(f"{what} must be a number of seconds, not {value!r}") from None
+    if not (math.isfinite(s) and 0 < s <= MAX_SECONDS):
+        raise BadInput(f"{what} must be more than 0 and at most {MAX_SECONDS:g} seconds, not {value}")
+    return s

@@ -1,0 +1,287 @@
+"""pdbd under attack and accident (issue 13): undecodable requests cost nothing, no
+lockout, no starvation. Servers are started here on 127.0.0.1 with the limits each test needs.
+"""
+
+import os
+import random
+import signal
+import threading
+import time
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from pdbd.client import SolverClient
+from pdbd.server import Connections
+from pdbd.servicer import Limits
+from pdbd.v1 import solver_pb2 as pb
+from pdbtool import puzzle
+from pdbtool.heuristics import table_free
+from pdbtool.selection import TableSet
+from reference import free_port
+from serving import EASY8, HARD, channel_stub, info, pdbd_process, running_daemon, wait_for
+
+UNDECODABLE = (b"\xff", b"\x0a\xff", b"\x07", b"\x1a\x05ab")  # corrupt wire format
+EASY15 = tuple(range(1, 14)) + (0, 14, 15)  # two moves from the blank-last goal
+METHODS = {  # path -> (request streaming?, response streaming?)
+    "/pdbd.v1.Solver/Solve": (False, False),
+    "/pdbd.v1.Solver/SolveStream": (False, True),
+    "/pdbd.v1.Solver/Info": (False, False),
+    "/grpc.health.v1.Health/Check": (False, False),
+    "/grpc.health.v1.Health/Watch": (False, True),
+}
+
+
+def manhattan(**options):
+    return running_daemon(TableSet({4: table_free("manhattan", 4)}), **options)
+
+
+def raw_call(channel, path, data: bytes, timeout=5.0):
+    """Send raw bytes as the request of ``path``; the status code it ends with."""
+    streaming = METHODS[path][1]
+    try:
+        if streaming:
+            for _ in channel.unary_stream(path)(data, timeout=timeout):
+                pass
+        else:
+            channel.unary_unary(path)(data, timeout=timeout)
+    except grpc.RpcError as e:
+        return e.code(), e.details()
+    return grpc.StatusCode.OK, ""
+
+
+def health_status(address, service=""):
+    with grpc.insecure_channel(address) as ch:
+        reply = health_pb2_grpc.HealthStub(ch).Check(
+            health_pb2.HealthCheckRequest(service=service), timeout=2)
+    return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+
+
+# -- 1. undecodable requests ----------------------------------------------------------------
+
+@pytest.mark.parametrize("path", sorted(METHODS))
+def test_undecodable_bytes_are_invalid_argument_on_every_method(served, path):
+    before = info(served)["counters"]
+    with grpc.insecure_channel(served.address) as ch:
+        for data in UNDECODABLE:
+            code, details = raw_call(ch, path, data)
+            assert code == grpc.StatusCode.INVALID_ARGUMENT, (data, code, details)
+            assert "does not decode" in details
+    after = info(served)["counters"]
+    assert after["undecodable"] - before["undecodable"] == len(UNDECODABLE)
+
+
+@pytest.mark.parametrize("budget", [1 << 63, (1 << 64) - 1])
+def test_out_of_range_node_budget_is_invalid_argument(stub, budget):
+    with pytest.raises(grpc.RpcError) as e:
+        stub.Solve(pb.SolveRequest(tiles=EASY8, node_budget=budget))
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "node_budget" in e.value.details() and "2^63" in e.value.details()
+    assert stub.Solve(pb.SolveRequest(tiles=EASY8, node_budget=(1 << 63) - 1)).length == 2
+
+
+def rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
+def send_undecodable(channel, n: int, batch: int = 32) -> None:
+    call = channel.unary_unary("/pdbd.v1.Solver/Solve")
+    for start in range(0, n, batch):
+        futures = [call.future(UNDECODABLE[k % 4], timeout=10) for k in range(batch)]
+        for f in futures:
+            assert f.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_undecodable_requests_leave_no_memory_behind(art_dir):
+    """gRPC's own deserializer failure path keeps ~20 KB per message: 10,000 of them would
+    grow the server by ~200 MB. Parsed by pdbd, they cost nothing that stays."""
+    port = free_port()
+    proc = pdbd_process("serve", "--artifacts", str(art_dir), "--listen", f"127.0.0.1:{port}",
+                        "--threads", "1", "--no-prefault")
+    try:
+        address = f"127.0.0.1:{port}"
+        with SolverClient(address) as client:
+            client.wait_serving(60)
+        with grpc.insecure_channel(address) as ch:
+            send_undecodable(ch, 32 * 40)  # warm: allocator pools, handler threads
+            before = rss_kib(proc.pid)
+            send_undecodable(ch, 32 * 320)  # 10,240
+            grown = rss_kib(proc.pid) - before
+        with SolverClient(address) as client:
+            assert client.health() == "SERVING" and client.solve(EASY8).length == 2
+            assert client.info()["counters"]["undecodable"] == 32 * 360
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert grown < 4 * 1024, f"RSS grew by {grown} KiB over 10,240 undecodable requests"
+    # One line per 10 s, not one per message, and never a traceback.
+    assert 1 <= err.count("does not decode") <= 5 and "Traceback" not in err
+
+
+# -- 2. no lockout --------------------------------------------------------------------------
+
+def never_sending(channel, path, release: threading.Event):
+    """Open a call of ``path`` that never sends its request (until ``release``)."""
+    def requests():
+        release.wait()
+        return
+        yield
+    return channel.stream_unary(path).future(requests(), timeout=30)
+
+
+def test_health_answers_while_calls_never_send_their_request():
+    daemon = manhattan(threads=2, max_queue=8,
+                       connections=Connections(request_timeout=1.5))
+    release = threading.Event()
+    try:
+        with grpc.insecure_channel(daemon.address) as ch:
+            held = [never_sending(ch, "/pdbd.v1.Solver/Solve", release) for _ in range(50)]
+            held += [never_sending(ch, "/pdbd.v1.Solver/Info", release) for _ in range(10)]
+            refl = reflection_pb2_grpc.ServerReflectionStub(ch)
+            idle = [refl.ServerReflectionInfo(iter(release.wait, True)) for _ in range(10)]
+            time.sleep(0.2)
+            slowest = 0.0
+            end = time.monotonic() + 1.0
+            while time.monotonic() < end:
+                t = time.monotonic()
+                assert health_status(daemon.address) == "SERVING"
+                slowest = max(slowest, time.monotonic() - t)
+            assert slowest < 0.1, f"a health check took {slowest * 1000:.0f} ms"
+            # Requests that never arrive are dropped after the request timeout.
+            codes = {f.code() for f in held}
+            assert codes <= {grpc.StatusCode.CANCELLED, grpc.StatusCode.RESOURCE_EXHAUSTED}
+            assert grpc.StatusCode.CANCELLED in codes
+            for stream in idle:
+                with pytest.raises(grpc.RpcError):
+                    next(stream)
+            with channel_stub(daemon.address) as stub:
+                assert stub.Solve(pb.SolveRequest(tiles=EASY15), timeout=5).length == 2
+    finally:
+        release.set()
+        daemon.stop(grace=1)
+
+
+def test_idle_connections_are_closed():
+    daemon = manhattan(threads=1, connections=Connections(idle=0.3))
+    try:
+        with grpc.insecure_channel(daemon.address) as ch:
+            states = []
+            ch.subscribe(states.append, try_to_connect=True)
+            grpc.channel_ready_future(ch).result(timeout=5)
+            assert health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest())
+            assert wait_for(lambda: states[-1] == grpc.ChannelConnectivity.IDLE, 5), states
+    finally:
+        daemon.stop(grace=1)
+
+
+def test_reflection_can_be_switched_off():
+    daemon = manhattan(threads=1, reflection_on=False)
+    try:
+        with grpc.insecure_channel(daemon.address) as ch:
+            refl = reflection_pb2_grpc.ServerReflectionStub(ch)
+            request = reflection_pb2.ServerReflectionRequest(list_services="")
+            with pytest.raises(grpc.RpcError) as e:
+                list(refl.ServerReflectionInfo(iter([request]), timeout=5))
+            assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED
+        assert health_status(daemon.address) == "SERVING"
+    finally:
+        daemon.stop(grace=1)
+
+
+# -- 3. no starvation -----------------------------------------------------------------------
+
+def test_no_deadline_searches_cannot_starve_easy_queries():
+    """Two hard boards without a deadline on both threads; the server's time limit stops
+    them and every easy query is answered."""
+    daemon = manhattan(threads=2, max_queue=8, limits=Limits(max_search_seconds=1.0))
+    try:
+        with channel_stub(daemon.address) as stub:
+            hard = [stub.Solve.future(pb.SolveRequest(tiles=HARD, goal="blank-first"))
+                    for _ in range(2)]
+            assert wait_for(lambda: info(daemon)["counters"]["running"] == 2, 5)
+            start = time.monotonic()
+            easy = [stub.Solve.future(pb.SolveRequest(tiles=puzzle.random_walk(4, 10, rng=random.Random(k))),
+                                      timeout=20) for k in range(6)]
+            assert all(f.result().length <= 10 for f in easy)
+            assert time.monotonic() - start < 5
+            for f in hard:
+                assert f.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                assert ("pdbd-limit", "max-search-seconds") in f.trailing_metadata()
+                assert "--max-search-seconds" in f.details()
+    finally:
+        daemon.stop(grace=1)
+
+
+def test_server_limits_apply_as_default_and_as_ceiling():
+    daemon = manhattan(threads=1, limits=Limits(max_search_seconds=0.5, max_nodes=200_000))
+    try:
+        with channel_stub(daemon.address) as stub:
+            for budget, limit in ((0, "max-nodes"), (10**12, "max-nodes"),
+                                  (50_000, "node-budget")):
+                with pytest.raises(grpc.RpcError) as e:
+                    stub.Solve(pb.SolveRequest(tiles=HARD, goal="blank-first", node_budget=budget))
+                assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                assert ("pdbd-limit", limit) in e.value.trailing_metadata(), budget
+        d = info(daemon)
+        assert d["limits"] == {"max_search_seconds": 0.5, "max_nodes": 200_000, "per_client": None}
+    finally:
+        daemon.stop(grace=1)
+    daemon = manhattan(threads=1, limits=Limits(max_search_seconds=0.5, max_nodes=None))
+    try:
+        with channel_stub(daemon.address) as stub:
+            start = time.monotonic()
+            with pytest.raises(grpc.RpcError) as e:  # the client's deadline is longer
+                stub.Solve(pb.SolveRequest(tiles=HARD, goal="blank-first"), timeout=30)
+            assert time.monotonic() - start < 2
+            assert ("pdbd-limit", "max-search-seconds") in e.value.trailing_metadata()
+    finally:
+        daemon.stop(grace=1)
+
+
+def test_one_client_cannot_take_every_search_slot():
+    daemon = manhattan(threads=2, max_queue=4, limits=Limits(per_client=2))
+    try:
+        with channel_stub(daemon.address) as stub:
+            request = pb.SolveRequest(tiles=HARD, goal="blank-first")
+            mine = [stub.Solve.future(request, timeout=20) for _ in range(2)]
+            assert wait_for(lambda: info(daemon)["counters"]["in_flight"] == 2, 5)
+            with pytest.raises(grpc.RpcError) as e:
+                stub.Solve(request, timeout=20)
+            assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert ("pdbd-limit", "per-client") in e.value.trailing_metadata()
+            for f in mine:
+                f.cancel()
+            assert wait_for(lambda: info(daemon)["counters"]["in_flight"] == 0, 2)
+            assert stub.Solve(pb.SolveRequest(tiles=EASY15), timeout=5).length == 2
+    finally:
+        daemon.stop(grace=1)
+
+
+def test_health_reports_overload():
+    daemon = manhattan(threads=1, max_queue=1)
+    try:
+        assert health_status(daemon.address, "pdbd.v1.Solver") == "SERVING"
+        with channel_stub(daemon.address) as stub:
+            request = pb.SolveRequest(tiles=HARD, goal="blank-first")
+            calls = [stub.Solve.future(request, timeout=20) for _ in range(2)]
+            assert wait_for(lambda: info(daemon)["counters"]["in_flight"] == 2, 5)
+            assert health_status(daemon.address, "pdbd.v1.Solver") == "NOT_SERVING"
+            assert health_status(daemon.address) == "SERVING"  # alive: do not restart it
+            assert info(daemon)["overloaded"]
+            for f in calls:
+                f.cancel()
+            assert wait_for(lambda: health_status(daemon.address, "pdbd.v1.Solver") == "SERVING", 2)
+    finally:
+        daemon.stop(grace=1)
+
+
+def test_listen_address_is_checked(capsys):
+    from pdbd import cli
+
+    for listen in ("127.0.0.1:99999", "127.0.0.1", "::1:50051"):
+        assert cli.main(["serve", "--artifacts", "/nonexistent", "--listen", listen]) == 2
+        err = capsys.readouterr().err
+        assert "--listen" in err and "Traceback" not in err, err

@@ -1,0 +1,212 @@
+"""pdbd and its table files (issue 13): a served file that changes is refused, never read
+(no wrong answer, no SIGBUS); SIGHUP reloads safely; tables are kept in memory; TLS."""
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from pdbd.client import ClientTls, ServerUnavailable, SolverClient
+from pdbd.server import Daemon, ListenError, Tls, check_exposure
+from pdbtool import artifact, residency, trust
+from pdbtool.errors import BadInput
+from pdbtool.selection import load_directory
+from reference import free_port
+from serving import EASY8, pdbd_process, running_daemon, wait_for
+
+
+def serving_copy(art_dir, tmp_path, *names):
+    """A directory of stamped copies of the built artifacts."""
+    d = tmp_path / "served"
+    d.mkdir()
+    for name in names:
+        shutil.copy(art_dir / name, d / name)
+        trust.record(artifact.read_meta(d / name))
+    return d
+
+
+def start(directory, *extra):
+    port = free_port()
+    proc = pdbd_process("serve", "--artifacts", str(directory), "--listen", f"127.0.0.1:{port}",
+                        "--threads", "1", *extra)
+    client = SolverClient(f"127.0.0.1:{port}")
+    try:
+        client.wait_serving(60)
+    except ServerUnavailable:
+        proc.kill()
+        raise AssertionError(proc.communicate()[1])
+    return proc, client
+
+
+def stop(proc, client) -> str:
+    client.close()
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    return err
+
+
+# -- 4. a served table cannot change under the server --------------------------------------
+
+def test_a_changed_table_is_refused_and_sighup_reloads(art_dir, tmp_path):
+    d = serving_copy(art_dir, tmp_path, "8-full.h5")
+    served = d / "8-full.h5"
+    proc, client = start(d)
+    try:
+        assert client.solve(EASY8).length == 2
+        os.truncate(served, served.stat().st_size // 2)  # killed pdbd with SIGBUS before
+        with pytest.raises(ServerUnavailable, match="8-full.h5 changed on disk"):
+            client.solve(EASY8)
+        assert str(d) not in str(client.info())  # names, never the server's paths
+        assert client.health() == "SERVING" and proc.poll() is None
+        # Rewritten in place with other content of the same size: refused as well.
+        data = bytearray(open(art_dir / "8-full.h5", "rb").read())
+        with open(served, "r+b") as f:
+            f.write(bytes(data))
+        with pytest.raises(ServerUnavailable, match="changed on disk"):
+            client.solve(EASY8)
+        # The way to roll out: a new file under another name, renamed over, then SIGHUP.
+        shutil.copy(art_dir / "8-full.h5", d / "new.tmp")
+        os.replace(d / "new.tmp", served)
+        proc.send_signal(signal.SIGHUP)
+        assert wait_for(lambda: _answers(client), 30)
+        assert client.solve(EASY8).length == 2
+        # A reload that fails verification keeps the tables loaded before.
+        (d / "15-5-5-5.h5").write_bytes(b"not an artifact")
+        proc.send_signal(signal.SIGHUP)
+        time.sleep(1.0)
+        assert client.solve(EASY8).length == 2
+    finally:
+        err = stop(proc, client)
+    assert "changed on disk" in err and "reload refused" in err and "reloaded" in err
+    assert "Traceback" not in err and proc.returncode == 0
+
+
+def _answers(client) -> bool:
+    try:
+        return client.solve(EASY8).length == 2
+    except ServerUnavailable:
+        return False
+
+
+def test_reload_lets_running_searches_finish_on_the_old_tables(art_dir, tmp_path):
+    from pdbtool.search import SearchControl
+
+    d = serving_copy(art_dir, tmp_path, "8-full.h5")
+    daemon = running_daemon(load_directory(d), threads=1)
+    try:
+        old = daemon.servicer.served
+        daemon.reload(load_directory(art_dir))
+        assert daemon.servicer.served is not old
+        assert daemon.servicer.tables.sides == [3, 4]
+        # The old solver still answers from its mapping (a job that held it would).
+        r = old.solvers[3].solve(EASY8, control=SearchControl())
+        assert r.length == 2
+    finally:
+        daemon.stop(grace=1)
+
+
+# -- 9. tables stay resident ---------------------------------------------------------------
+
+def test_prefault_brings_evicted_pages_back(art_dir, tmp_path):
+    path = tmp_path / "15-5-5-5.h5"
+    shutil.copy(art_dir / "15-5-5-5.h5", path)
+    fd = os.open(path, os.O_RDONLY)
+    os.fsync(fd)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # drop the clean pages
+    os.close(fd)
+    meta = artifact.read_meta(path)
+    data = artifact.map_tables(meta)
+    assert residency.resident_bytes(data) < data.nbytes
+    residency.prefault(data)
+    assert residency.resident_bytes(data) == data.nbytes
+    residency.lock(data)  # root or a large enough memlock limit in the test environment
+
+
+def test_info_reports_residency(art_dir):
+    daemon = running_daemon(load_directory(art_dir), threads=1, mlock=True)
+    try:
+        with SolverClient(daemon.address) as client:
+            def resident():
+                return all(a["resident_bytes"] == a["bytes"] > 0 for a in client.info()["artifacts"])
+            assert wait_for(resident, 10)
+            assert all(a["locked"] for a in client.info()["artifacts"])
+    finally:
+        daemon.stop(grace=1)
+
+
+# -- 8. transport security -----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    """A CA, a server certificate for 127.0.0.1/localhost and a client certificate."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    d = tmp_path_factory.mktemp("pki")
+
+    def ssl(*args):
+        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
+
+    ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+        "-days", "2", "-subj", "/CN=pdbd test CA")
+    (d / "san.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    for name in ("server", "client"):
+        ssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out",
+            f"{name}.csr", "-subj", f"/CN={name}")
+        ssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", f"{name}.pem", "-days", "2", "-extfile", "san.cnf")
+    return d
+
+
+def test_tls_and_mutual_tls(art_dir, pki):
+    tables = load_directory(art_dir)
+    daemon = running_daemon(tables, threads=1, tls=Tls(pki / "server.pem", pki / "server.key"))
+    try:
+        with SolverClient(daemon.address, tls=ClientTls(str(pki / "ca.pem"))) as client:
+            assert client.solve(EASY8).length == 2
+        with SolverClient(daemon.address) as plain, pytest.raises(ServerUnavailable):
+            plain.health(timeout=2)
+    finally:
+        daemon.stop(grace=1)
+    daemon = running_daemon(tables, threads=1, tls=Tls(pki / "server.pem", pki / "server.key",
+                                                       pki / "ca.pem"))
+    try:
+        anonymous = ClientTls(str(pki / "ca.pem"))
+        with SolverClient(daemon.address, tls=anonymous) as client, \
+                pytest.raises(ServerUnavailable):
+            client.health(timeout=2)
+        known = ClientTls(str(pki / "ca.pem"), str(pki / "client.pem"), str(pki / "client.key"))
+        with SolverClient(daemon.address, tls=known) as client:
+            assert client.solve(EASY8).length == 2
+    finally:
+        daemon.stop(grace=1)
+
+
+def test_query_command_speaks_tls(art_dir, pki, capsys):
+    from pdbd import cli
+
+    daemon = running_daemon(load_directory(art_dir), threads=1,
+                            tls=Tls(pki / "server.pem", pki / "server.key"))
+    try:
+        code = cli.main(["query", "--server", daemon.address, "--tls-ca", str(pki / "ca.pem"),
+                         *map(str, EASY8)])
+        assert code == 0 and "length 2" in capsys.readouterr().out
+    finally:
+        daemon.stop(grace=1)
+
+
+def test_beyond_loopback_needs_tls_or_insecure(art_dir):
+    for listen in ("0.0.0.0:0", "[::]:0", "192.0.2.1:50051", "example.org:50051"):
+        with pytest.raises(ListenError, match="without TLS"):
+            check_exposure(listen, None, insecure=False)
+        check_exposure(listen, None, insecure=True)
+        check_exposure(listen, Tls("c", "k"), insecure=False)
+    for listen in ("127.0.0.1:0", "localhost:50051", "[::1]:0", "127.0.0.2:1"):
+        check_exposure(listen, None, insecure=False)
+    with pytest.raises(BadInput, match="port"):
+        check_exposure("127.0.0.1:99999", None, insecure=False)
+    with pytest.raises(ListenError, match="without TLS"):
+        Daemon(load_directory(art_dir), "0.0.0.0:0", threads=1, warm=False)
