@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from math import comb, factorial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -160,7 +159,3 @@ def _new_table(g, tables, identity, pi) -> GroupPlan:
     tables.append(tuple(sorted(g)))
     return GroupPlan(tables[-1], len(tables) - 1, identity, pi)
 
-
-def maps_and_orders(side: int, m: int) -> tuple[int, int]:
-    """(maps, orders) of an m-tile table: C(n, m) occupied sets, m! orders each."""
-    return comb(side * side, m), factorial(m)
