@@ -162,7 +162,7 @@ def lookup(H, pos, l, blank):
     return np.int32((H.table[H.lk_off[l] + (e >> 1)] >> ((e & 1) << 2)) & 15)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def h_init(H, s, board, pos, row):
     """h of the board from scratch; fills the state row and returns h."""
     kind = H.kind
