@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit
 
 from .intrinsics import popcount
-from .ranking import map_rank
+from .ranking import map_rank_split
 
 PER_TILE = 0        # sum of a per-tile table: Hamming or Manhattan  [h]
 LINEAR_CONFLICT = 1  # Manhattan + 2 * per-line conflicts            [h, md, line values...]
@@ -55,11 +55,13 @@ class HeuristicArrays(NamedTuple):
     lk_obase: np.ndarray     # int64[lookup]: where its maps' offsets start in reg_secondary
     tile_lk: np.ndarray      # int64[tile, sum]: the lookup of that sum holding a tile
     table: np.ndarray        # uint8[]: all tables, 4-bit entries, concatenated
-    binom: np.ndarray        # int64[c, k]: C(c, k), for map ranks
+    colex_lo: np.ndarray     # int32[low cells]: map ranks, low half (ranking.colex_tables)
+    colex_hi: np.ndarray     # int32[high cells, tiles below]: map ranks, high half
     reg_index: np.ndarray    # uint8[]: region of each (map, cell), per tile count
     reg_secondary: np.ndarray  # int64[]: entry of (map, region 1, order 0), per tile count
     zero_aware: np.int64     # 1: an entry per region of the blank; 0: per placement
-    flood_masks: np.ndarray  # int64[3]: cells not in the first column, not in the last; side
+    reg_multi: np.ndarray    # uint8[]: a bit per map with more than one region, per tile count
+    lk_mbase: np.ndarray     # int64[lookup]: where its maps' bits start in reg_multi
     line_tab: np.ndarray     # int32[line code]: linear-conflict value of a line
 
 
@@ -81,11 +83,13 @@ def placeholder_arrays(kind: int) -> dict:
         lk_obase=np.zeros(1, np.int64),
         tile_lk=np.full((1, 2), -1, np.int64),
         table=np.zeros(1, np.uint8),
-        binom=np.zeros((1, 1), np.int64),
+        colex_lo=np.zeros(1, np.int32),
+        colex_hi=np.zeros((1, 1), np.int32),
         reg_index=np.zeros(1, np.uint8),
         reg_secondary=np.zeros(1, np.int64),
         zero_aware=np.int64(0),
-        flood_masks=np.zeros(3, np.int64),
+        reg_multi=np.zeros(1, np.uint8),
+        lk_mbase=np.zeros(1, np.int64),
         line_tab=np.zeros(1, np.int32),
     )
 
@@ -124,9 +128,9 @@ def lookup(H, pos, l, blank):
     fused here: this runs once per sum and node). The group's table value is its
     Manhattan distance plus twice the entry.
 
-    The blank is nearly always in region 0 (the region of the lowest free cell), whose
-    entries form a plain placement table: a flood of the blank's region in registers
-    decides it, and only a blank in another region reads the region index."""
+    Nearly every map leaves its free cells in one region; a bit per map (in cache) says
+    which do not, and only for those the region index is read (region 0 is the region of
+    the lowest free cell, whose entries form a plain placement table)."""
     tiles = H.lk_tiles
     cmap = H.lk_cmap
     m = H.lk_m[l]
@@ -138,27 +142,16 @@ def lookup(H, pos, l, blank):
         bit = np.int64(1) << cmap[l, pos[tiles[l, i]]]
         order_r += popcount(occupied & (bit - 1)) * H.lk_pw[l, i]
         occupied |= bit
-    map_r = map_rank(occupied, H.binom)
+    map_r = map_rank_split(occupied, H.colex_lo, H.colex_hi)
     mfact = H.lk_pw[l, 0] * m
     e = map_r * mfact + order_r
     if H.zero_aware:
-        n = cmap.shape[1]
-        b = cmap[l, blank]
-        free = ((np.int64(1) << n) - 1) & ~occupied
-        lowest = free & -free
-        if (np.int64(1) << b) != lowest:
-            masks = H.flood_masks
-            s = masks[2]
-            region = np.int64(1) << b
-            while not region & lowest:
-                grown = region | ((region & masks[1]) << 1) | ((region & masks[0]) >> 1)
-                grown |= (region << s) | (region >> s)
-                grown &= free
-                if grown == region:  # the whole region, without the lowest free cell
-                    k = H.reg_index[H.lk_rbase[l] + map_r * n + b]
-                    e = H.reg_secondary[H.lk_obase[l] + map_r] + (k - 1) * mfact + order_r
-                    break
-                region = grown
+        bit = H.lk_mbase[l] + map_r
+        if (H.reg_multi[bit >> 3] >> (bit & 7)) & 1:
+            n = cmap.shape[1]
+            k = H.reg_index[H.lk_rbase[l] + map_r * n + cmap[l, blank]]
+            if k != 0:
+                e = H.reg_secondary[H.lk_obase[l] + map_r] + (k - 1) * mfact + order_r
     return np.int32((H.table[H.lk_off[l] + (e >> 1)] >> ((e & 1) << 2)) & 15)
 
 

@@ -23,7 +23,8 @@ from . import artifact, heuristic_kernels as hk
 from .errors import ArtifactError
 from .geometry import transpose
 from .heuristics import Heuristic, manhattan_table
-from .ranking import RANK_SCHEME, RANK_VERSION, binomials, order_weights, regions
+from .ranking import (RANK_SCHEME, RANK_VERSION, colex_tables, multi_region_bits, order_weights,
+                      regions)
 from .trust import open_trusted
 
 
@@ -86,13 +87,16 @@ def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool 
     sums = 1 + max(x.sum for x in lk)
     mmax = max(len(x.tiles) for x in lk)
     # Region arrays per tile count, concatenated; each lookup points at its count's.
-    index_parts, offset_parts, rbase, obase = [], [], {}, {}
+    index_parts, offset_parts, multi_parts, rbase, obase, mbase = [], [], [], {}, {}, {}
     for m in sorted({len(x.tiles) for x in lk}):
         reg = regions(side, m, meta.zero_aware)
         rbase[m] = sum(a.size for a in index_parts)
         obase[m] = sum(a.size for a in offset_parts)
+        mbase[m] = 8 * sum(a.size for a in multi_parts)
         index_parts.append(reg.index.ravel())
         offset_parts.append(reg.secondary)
+        multi_parts.append(multi_region_bits(reg.count))
+    colex_lo, colex_hi = colex_tables(n, mmax)
     tiles = np.zeros((len(lk), mmax), np.int64)
     pw = np.zeros((len(lk), mmax), np.int64)
     tile_lk = np.full((n, sums), -1, np.int64)
@@ -113,13 +117,12 @@ def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool 
         "lk_obase": np.array([obase[len(x.tiles)] for x in lk], np.int64),
         "tile_lk": tile_lk,
         "table": np.asarray(data),
-        "binom": binomials(n, mmax).copy(),
+        "colex_lo": colex_lo.copy(), "colex_hi": colex_hi.copy(),
         "reg_index": np.concatenate(index_parts),
         "reg_secondary": np.concatenate(offset_parts),
         "zero_aware": np.int64(meta.zero_aware),
-        "flood_masks": np.array([sum(1 << c for c in range(n) if c % side != 0),
-                                 sum(1 << c for c in range(n) if c % side != side - 1), side],
-                                np.int64),
+        "reg_multi": np.concatenate(multi_parts),
+        "lk_mbase": np.array([mbase[len(x.tiles)] for x in lk], np.int64),
     })
     name = f"pdb {meta.partition}" + ("" if meta.zero_aware else " (min over blank)") + \
         (" + reflection" if reflect else "")
