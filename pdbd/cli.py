@@ -14,6 +14,7 @@ import logging
 import signal
 import sys
 import threading
+from types import SimpleNamespace
 
 from pdbtool.console import emit, result_text, run, search_line
 from pdbtool.errors import BadInput
@@ -50,7 +51,11 @@ def parser() -> argparse.ArgumentParser:
     add_server(q)
     q.add_argument("board", nargs="*", metavar="BOARD",
                    help="tiles row by row, 0 for the blank (spaces or commas); stdin if none")
-    q.add_argument("--goal", default="blank-last", help="blank-last (default) or blank-first")
+    q.add_argument("--goal", default="blank-last",
+                   help="blank-last (default), blank-first, or the goal board's tiles")
+    q.add_argument("--algorithm", default="ida",
+                   help="ida (default), ida-tt, astar, rbfs, bfs, wida, greedy (see pdbtool solve --help)")
+    q.add_argument("--weight", type=float, default=None, help="wida: f = g + W*h (default 1.5)")
     q.add_argument("--deadline", "--timeout", type=float, default=None, metavar="S", help="give up after S seconds")
     q.add_argument("--budget", type=positive, default=None, metavar="N", help="node budget")
     q.add_argument("--stream", action="store_true", help="show progress on stderr while it searches")
@@ -133,16 +138,18 @@ def read_board(args) -> str:
 
 def query(args) -> int:
     board = read_board(args)
+    algorithm = SimpleNamespace(name=args.algorithm, weight=args.weight, tt_size=None, max_memory=None)
     with SolverClient(args.server) as client:
         if args.stream:
             result = None
-            for event in client.solve_stream(board, args.goal, args.deadline, args.budget):
+            for event in client.solve_stream(board, args.goal, args.deadline, args.budget,
+                                             algorithm=algorithm):
                 if isinstance(event, dict):
                     print_progress(event, args.json)
                 else:
                     result = event
         else:
-            result = client.solve(board, args.goal, args.deadline, args.budget)
+            result = client.solve(board, args.goal, args.deadline, args.budget, algorithm)
     d = result.to_dict()
     emit(args, d, result_text(d))
     return 0

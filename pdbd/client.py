@@ -85,10 +85,11 @@ class SolverClient:
         self._health = health_pb2_grpc.HealthStub(self._channel)
 
     def solve(self, board, goal: str = "blank-last", deadline: float | None = None,
-              budget: int | None = None) -> SolveResult:
-        """Solve optimally, as Solver.solve does locally. ``deadline`` is in seconds from
-        now; ``budget`` caps the nodes generated."""
-        request = convert.solve_request(board_tiles(board), goal, budget)
+              budget: int | None = None, algorithm=None) -> SolveResult:
+        """Solve, as Solver.solve does locally. ``deadline`` is in seconds from now;
+        ``budget`` caps the nodes generated; ``algorithm`` has the fields of
+        pdbtool.algorithms.Algorithm (name, weight, tt_size, max_memory); None is IDA*."""
+        request = convert.solve_request(board_tiles(board), goal, budget, algorithm=algorithm)
         try:
             reply = self._stub.Solve(request, timeout=deadline)
         except grpc.RpcError as e:
@@ -96,10 +97,10 @@ class SolverClient:
         return convert.result_from_message(reply)
 
     def solve_stream(self, board, goal: str = "blank-last", deadline: float | None = None,
-                     budget: int | None = None, progress_ms: int | None = None):
+                     budget: int | None = None, progress_ms: int | None = None, algorithm=None):
         """Yield progress dicts ({"event": "progress", "bound", "nodes_generated", ...}) while
         the search runs, then the SolveResult. Stopping the iteration early cancels it."""
-        request = convert.solve_request(board_tiles(board), goal, budget, progress_ms)
+        request = convert.solve_request(board_tiles(board), goal, budget, progress_ms, algorithm)
         call = self._stub.SolveStream(request, timeout=deadline)
         try:
             for event in call:

@@ -21,8 +21,8 @@ class QueueFull(Exception):
 
 
 class Job:
-    def __init__(self, solver: Solver, prepared: PreparedBoard, budget: int | None):
-        self.solver, self.prepared = solver, prepared
+    def __init__(self, solver: Solver, prepared: PreparedBoard, budget: int | None, algorithm=None):
+        self.solver, self.prepared, self.algorithm = solver, prepared, algorithm
         self.control = SearchControl(budget=budget)
         self.future: Future | None = None
         self.submitted = time.monotonic()
@@ -37,7 +37,7 @@ class Job:
         self.started = time.monotonic()
         if self.control.halted:
             raise LimitReached("stopped before the search started")
-        return self.solver.search(self.prepared, control=self.control)
+        return self.solver.search(self.prepared, control=self.control, algorithm=self.algorithm)
 
     def halt(self, reason: str) -> None:
         """Stop the search (or drop it from the queue); the first reason given wins."""

@@ -17,9 +17,10 @@ import grpc
 
 import pdbtool
 from pdbtool import puzzle
+from pdbtool.algorithms import Algorithm
 from pdbtool.errors import BadInput, LimitReached, PdbError, Unsolvable
 from pdbtool.search import Solver
-from pdbtool.selection import TableSet
+from pdbtool.selection import Solvers, TableSet
 
 from . import convert
 from .jobs import Job, QueueFull, WorkerPool
@@ -71,6 +72,7 @@ class SolverServicer(pb_grpc.SolverServicer):
         self.tables = tables
         self.pool = pool
         self.solvers = {side: Solver(h) for side, h in tables.heuristics.items()}
+        self.table_free = Solvers(tables=TableSet({}))  # goals off the corners; greedy
         self.counters = Counters()
         self.started = time.monotonic()
         self._closing = False
@@ -118,14 +120,15 @@ class SolverServicer(pb_grpc.SolverServicer):
         if self._closing:
             context.abort(grpc.StatusCode.UNAVAILABLE, "the server is shutting down")
         try:
-            solver, prepared = self._prepare(request)
+            algorithm = Algorithm(**convert.algorithm_fields(request))
+            solver, prepared = self._prepare(request, algorithm)
         except BadInput as e:
             self.counters.add("failed")
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, short(str(e)))
         except Unsolvable as e:
             self.counters.add("failed")
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, short(str(e)))
-        job = Job(solver, prepared, request.node_budget or None)
+        job = Job(solver, prepared, request.node_budget or None, algorithm)
         if not context.add_callback(lambda: job.halt(self._why_ended(context))):
             job.halt(self._why_ended(context))  # the RPC is over already
         try:
@@ -138,19 +141,29 @@ class SolverServicer(pb_grpc.SolverServicer):
             context.abort(grpc.StatusCode.UNAVAILABLE, "the server is shutting down")
         return job
 
-    def _prepare(self, request):
-        """The solver for the board's size and the board validated (once) for it."""
+    def _prepare(self, request, algorithm):
+        """The solver for the board's size and goal, and the board validated (once) for it.
+        Goals whose blank is not in a corner, and greedy solves of sizes no table serves,
+        get a table-free solver (pdbtool.selection.Solvers decides)."""
         tiles = request.tiles
         if not tiles:
             raise BadInput("empty board: give the tiles row by row, 0 for the blank")
         side = puzzle.side_of(tiles)
-        solver = self.solvers.get(side) if side * side == len(tiles) else None
+        goal = puzzle.check_goal(request.goal or convert.DEFAULT_GOAL)
+        solver = None
+        if side * side == len(tiles):
+            puzzle.validate(tiles)
+            if algorithm.name == "greedy" or (side in self.solvers and puzzle.frame(side, goal).goal_blank):
+                solver = self.table_free.for_goal(side, goal, algorithm)
+            else:
+                solver = self.solvers.get(side)
         if solver is None:
             puzzle.validate(tiles)  # names what is wrong with a malformed board
             served = ", ".join(f"{s}x{s} ({s * s} tiles)" for s in sorted(self.solvers))
             raise BadInput(f"no loaded table serves {side}x{side} boards ({len(tiles)} tiles); "
                            f"this server serves {served}")
-        return solver, solver.prepare(tiles, request.goal or convert.DEFAULT_GOAL)
+        algorithm.check_side(side)
+        return solver, solver.prepare(tiles, goal)
 
     @staticmethod
     def _why_ended(context) -> str:
@@ -181,9 +194,9 @@ class SolverServicer(pb_grpc.SolverServicer):
             log.info("solve %dx%d stopped: %s nodes=%d seconds=%.3f artifact=%s", side, side,
                      job.reason or "node budget", nodes, job.search_seconds,
                      job.solver.heuristic.artifact)
-            if code is None:  # not halted by us: the kernel hit the node budget
+            if code is None:  # not halted by us: the node budget or A*'s memory
                 self.counters.add("failed")
-                context.set_trailing_metadata(((LIMIT_KEY, "node-budget"),))
+                context.set_trailing_metadata(((LIMIT_KEY, getattr(e, "limit", "node-budget")),))
                 context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, short(str(e)))
             self.counters.add("cancelled")
             context.abort(code, f"{what}: search stopped after {nodes:,} nodes")

@@ -1,4 +1,5 @@
-"""The pdbtool command line: solve, build, verify, info, list, pack, unpack, partitions.
+"""The pdbtool command line: solve, solvable, predict, build, verify, info, list, pack,
+unpack, partitions.
 
 Parsing and printing only: the decisions live in the library (selection, build, trust,
 packing, verify). Exit codes: 0 ok; 2 bad input; 3 unsolvable; 4 budget, deadline or
@@ -14,8 +15,9 @@ import sys
 from pathlib import Path
 
 from . import __version__, artifact, catalogue, puzzle, trust
+from .algorithms import ALGORITHMS, Algorithm, parse_size
 from .console import SearchReporter, emit, report_error, result_text, run
-from .errors import BadInput, PdbError
+from .errors import EXIT_UNSOLVABLE, BadInput, PdbError
 from .heuristics import TABLE_FREE
 from .selection import DEFAULT_ARTIFACTS
 
@@ -24,14 +26,15 @@ PROG = "pdbtool"
 
 # --- solve --------------------------------------------------------------------------------
 
-def solve_one(args, text, solvers) -> int:
+def solve_one(args, text, solvers, algorithm) -> int:
     from .search import SearchControl
 
     board = puzzle.parse_board(text)
-    solver = solvers.for_side(puzzle.side_of(board))
+    solver = solvers.for_goal(puzzle.side_of(board), args.goal, algorithm)
     control = SearchControl(budget=args.budget, timeout=args.timeout)
     with SearchReporter(control, enabled=not args.quiet):
-        r = solver.solve(board, args.goal, threads=args.threads, control=control)
+        r = solver.solve(board, args.goal, threads=args.threads, control=control,
+                         algorithm=algorithm)
     d = r.to_dict()
     emit(args, d, result_text(d))
     return 0
@@ -40,14 +43,16 @@ def solve_one(args, text, solvers) -> int:
 def cmd_solve(args) -> int:
     from .selection import Solvers
 
-    puzzle.check_goal(args.goal)
+    args.goal = puzzle.check_goal(args.goal)
+    algorithm = Algorithm(args.algorithm, weight=args.weight, tt_size=args.tt_size,
+                          max_memory=parse_size(args.max_memory) if args.max_memory else None)
     solvers = Solvers(heuristic=args.heuristic, artifact_path=args.artifact,
                       directory=args.artifacts, reflect=not args.no_reflect,
                       prune=not args.no_prune)
     if args.file is None:
         if not args.board:
             raise BadInput("no board: give the tiles (e.g. pdbtool solve 1 2 3 4 5 6 7 0 8) or --file FILE")
-        return solve_one(args, " ".join(args.board), solvers)
+        return solve_one(args, " ".join(args.board), solvers, algorithm)
     if args.board:
         raise BadInput("give either a BOARD or --file, not both")
     stream = sys.stdin if args.file == "-" else open_text(args.file)
@@ -57,7 +62,7 @@ def cmd_solve(args) -> int:
         if not line:
             continue
         try:
-            code = solve_one(args, line, solvers)
+            code = solve_one(args, line, solvers, algorithm)
         except PdbError as e:
             code = e.exit_code
             report_error(PROG, args, str(e), code, f"line {lineno}")
@@ -70,6 +75,31 @@ def open_text(path):
         return open(path, encoding="utf-8")
     except OSError as e:
         raise BadInput(f"cannot read {path}: {e.strerror}") from None
+
+
+def cmd_solvable(args) -> int:
+    board = puzzle.parse_board(" ".join(args.board))
+    goal = puzzle.check_goal(args.to)
+    puzzle.goal_board(puzzle.side_of(board), goal)  # the sizes must agree
+    ok, why = puzzle.solvability(board, goal)
+    emit(args, {"board": list(board), "goal": goal, "solvable": ok, "explanation": why}, why)
+    return 0 if ok else EXIT_UNSOLVABLE
+
+
+def cmd_predict(args) -> int:
+    from .prediction import predict
+
+    meta = artifact.read_any_meta(args.path)
+    if not 0 <= args.blank < meta.size ** 2:
+        raise BadInput(f"--blank {args.blank}: cells of a {meta.size}x{meta.size} board are 0..{meta.size ** 2 - 1}")
+    rows = predict(meta, args.depth, args.blank, prune=not args.no_prune)
+    text = "\n".join([f"{meta.partition}: IDA* nodes per iteration predicted from the value distribution "
+                      "(Korf, Reid & Edelkamp; partition 0, no reflection)",
+                      f"{'bound':>5}  {'expanded':>14}  {'generated':>14}"]
+                     + [f"{r['bound']:5d}  {r['expanded']:14,.0f}  {r['generated']:14,.0f}" for r in rows])
+    emit(args, {"path": str(args.path), "partition": meta.partition, "blank": args.blank,
+                "prune": not args.no_prune, "iterations": rows}, text)
+    return 0
 
 
 # --- tables -------------------------------------------------------------------------------
@@ -216,7 +246,15 @@ def parser() -> argparse.ArgumentParser:
         "argument or several, separated by spaces and/or commas; the size comes from the count."))
     s.add_argument("board", nargs="*", metavar="BOARD")
     s.add_argument("--file", metavar="FILE", help="solve one board per line of FILE ('-' = stdin)")
-    s.add_argument("--goal", default="blank-last", help="blank-last (1..N then 0, default) or blank-first (0,1..N)")
+    s.add_argument("--goal", default="blank-last",
+                   help="blank-last (1..N then 0, default), blank-first (0,1..N), or a goal board's tiles")
+    s.add_argument("--algorithm", default="ida", choices=ALGORITHMS,
+                   help="ida (default), ida-tt, astar, rbfs, bfs (3x3 at most): optimal; wida: at most "
+                        "--weight x optimal; greedy: constructive, not optimal, up to 20x20")
+    s.add_argument("--weight", type=positive_float, help="wida: f = g + W*h, W >= 1 (default 1.5)")
+    s.add_argument("--tt-size", type=positive_int, help="ida-tt: transposition table entries (default 1M)")
+    s.add_argument("--max-memory", metavar="SIZE",
+                   help="astar: memory for the states it holds, e.g. 512M, 4G (default 1G); exit 4 beyond")
     s.add_argument("--heuristic", choices=TABLE_FREE,
                    help="use a table-free heuristic instead of pattern databases")
     s.add_argument("--artifact", metavar="PATH", help="use this pattern-database artifact")
@@ -230,6 +268,23 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="one JSON object per board")
     s.add_argument("--quiet", action="store_true", help="no progress line for long searches")
     s.set_defaults(func=cmd_solve)
+
+    sv = sub.add_parser("solvable", help="can one arrangement reach another? (parity)", description=(
+        "Decide by parity whether START can reach the goal, and explain why. Exit 0 if it can, 3 if not."))
+    sv.add_argument("board", nargs="+", metavar="START")
+    sv.add_argument("--to", default="blank-last", metavar="GOAL",
+                    help="blank-last (default), blank-first, or the goal board's tiles")
+    sv.add_argument("--json", action="store_true")
+    sv.set_defaults(func=cmd_solvable)
+
+    pr = sub.add_parser("predict", help="predict IDA* nodes per iteration from a table's values",
+                        description="Korf, Reid & Edelkamp's prediction from the artifact's value histograms.")
+    pr.add_argument("path", metavar="ARTIFACT")
+    pr.add_argument("--depth", type=positive_int, required=True, help="predict bounds 0..DEPTH")
+    pr.add_argument("--blank", type=int, default=0, help="the start's blank cell (default 0)")
+    pr.add_argument("--no-prune", action="store_true", help="count the tree with parent pruning only")
+    pr.add_argument("--json", action="store_true")
+    pr.set_defaults(func=cmd_predict)
 
     b = sub.add_parser("build", help="build a partition's pattern databases", description=(
         "Build the tables of a catalogue (see `pdbtool partitions`) and write one artifact."))

@@ -22,6 +22,10 @@ class SolveResult:
     artifact: str | None = None
     threads: int = 1
     note: str = ""
+    algorithm: str = "ida"
+    optimal: bool = True  # False: bounded-suboptimal (wida) or constructive (greedy)
+    bound: float | None = None  # wida: the length is at most bound x optimal
+    peak_memory_bytes: int = 0  # what the search itself held at its largest (not the tables)
 
     @property
     def ebf(self) -> float:
@@ -50,4 +54,8 @@ class SolveResult:
             "effective_branching_factor": round(self.ebf, 4),
             "threads": self.threads,
             "note": self.note,
+            "algorithm": self.algorithm,
+            "optimal": self.optimal,
+            "bound": self.bound,
+            "peak_memory_bytes": self.peak_memory_bytes,
         }

@@ -17,24 +17,27 @@ from typing import NamedTuple
 import numpy as np
 
 from . import puzzle
+from .algorithms import LIMIT_REASONS, Algorithm, search_with
 from .errors import ArtifactError, BadInput, LimitReached, PdbError
 from .geometry import blank_moves
 from .heuristic_kernels import ROW_H, h_init
 from .heuristics import Heuristic, board_arrays
 from .move_pruning import pruning_fsm
 from .result import SolveResult
-from .search_kernel import (BOUND, BUDGET, COUNTERS, EXPANDED, FOUND, GENERATED, MAX_DEPTH,
-                            STOPPED, run_dfs, run_ida, run_path_violation)
+from .search_kernel import (BOUND, COUNTERS, EXPANDED, FOUND, GENERATED, MAX_DEPTH, run_dfs,
+                            run_ida, run_path_violation)
 
-LIMIT_REASONS = {STOPPED: "search stopped (cancelled or deadline)", BUDGET: "node budget exhausted"}
+IDA = Algorithm("ida")
 
 
 class PreparedBoard(NamedTuple):
-    """A validated, solvable board, and its image in the blank-first convention."""
+    """A validated, solvable board, and its image (puzzle.Frame): what the kernels search,
+    towards blank-first (any corner goal) or the goal's image."""
 
-    board: tuple[int, ...]        # as the user gave it
-    goal: str
-    blank_first: tuple[int, ...]  # what the kernels search
+    board: tuple[int, ...]  # as the user gave it
+    goal: str               # a goal name, or the goal board's tiles joined by commas
+    image: tuple[int, ...]  # what the kernels search
+    frame: puzzle.Frame
 
 
 class Root(NamedTuple):
@@ -126,29 +129,39 @@ class Solver:
         self.fsm = pruning_fsm(prune)
 
     def prepare(self, board, goal: str = "blank-last") -> PreparedBoard:
-        """Validate and map to blank-first; raise BadInput / Unsolvable with a clear message."""
+        """Validate and map into the image; raise BadInput / Unsolvable with a clear message."""
         board = puzzle.validate(board)
-        puzzle.check_goal(goal)
+        goal = puzzle.check_goal(goal)
         side = puzzle.side_of(board)
         if side != self.side:
             raise BadInput(
                 f"board is {side}x{side} ({len(board)} tiles) but the heuristic "
                 f"{self.heuristic.name!r} serves {self.side}x{self.side} boards")
+        frame = puzzle.frame(side, goal)
+        if frame.goal_blank != self.heuristic.goal_blank:
+            raise BadInput(f"the heuristic {self.heuristic.name!r} measures towards a goal with the "
+                           "blank in a corner; this goal's blank is not in a corner "
+                           "(Solvers picks one that fits)")
         puzzle.require_solvable(board, goal)
-        return PreparedBoard(board, goal, puzzle.to_blank_first(board, goal))
+        return PreparedBoard(board, goal, frame.image(board), frame)
 
     def solve(self, board, goal: str = "blank-last", threads: int = 1,
-              control: SearchControl | None = None) -> SolveResult:
-        """Validate the board once and solve it optimally (see ``search``)."""
-        return self.search(self.prepare(board, goal), threads, control)
+              control: SearchControl | None = None, algorithm=None) -> SolveResult:
+        """Validate the board once and solve it (see ``search``)."""
+        return self.search(self.prepare(board, goal), threads, control, algorithm)
 
     def search(self, prepared: PreparedBoard, threads: int = 1,
-               control: SearchControl | None = None) -> SolveResult:
-        """Solve a prepared board optimally on ``threads`` threads. Raises LimitReached
-        when the control's budget, timeout or stop flag ends the search first."""
+               control: SearchControl | None = None, algorithm=None) -> SolveResult:
+        """Solve a prepared board on ``threads`` threads with ``algorithm`` (an
+        algorithms.Algorithm, or its name; default IDA*). Raises LimitReached when the
+        control's budget, timeout or stop flag (or A*'s memory) ends the search first."""
         control = control or SearchControl()
         timer = control.timer()
         try:
+            algorithm = Algorithm(algorithm) if isinstance(algorithm, str) else algorithm or IDA
+            algorithm.check_side(self.side)
+            if algorithm.name != "ida":
+                return search_with(self, prepared, algorithm, threads, control)
             if threads > 1:
                 from .parallel import search_parallel
                 return search_parallel(self, prepared, threads, control)
@@ -158,7 +171,7 @@ class Solver:
                 timer.cancel()
 
     def _search_serial(self, prepared: PreparedBoard, control: SearchControl) -> SolveResult:
-        bf = prepared.blank_first
+        bf = prepared.image
         root = self.root(bf)
         path = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
         bounds = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
@@ -177,12 +190,12 @@ class Solver:
                 f"{LIMIT_REASONS.get(status, 'search limit reached')} after {generated:,} nodes "
                 f"({seconds:.3f} s, last bound {last})")
         return self.result(prepared, path[:length], expanded, generated, seconds, root.h,
-                           iterations)
+                           iterations, peak_memory=root.rows.nbytes + 4 * path.nbytes)
 
-    def root(self, board_bf) -> Root:
+    def root(self, board_bf, depth: int = MAX_DEPTH) -> Root:
         """Kernel arrays of a root: board, positions, heuristic state stack (row 0 set)."""
         board, pos = board_arrays(board_bf)
-        rows = np.zeros((MAX_DEPTH + 2, self.heuristic.width), dtype=np.int32)
+        rows = np.zeros((depth + 2, self.heuristic.width), dtype=np.int32)
         h_init(self.heuristic.H, self.side, board, pos, rows[0])
         return Root(board, pos, rows)
 
@@ -197,19 +210,20 @@ class Solver:
 
     def _violation(self, board_bf, blank_cells) -> int:
         """search_kernel.path_violation along the solution found (microseconds)."""
-        root = self.root(board_bf)
+        root = self.root(board_bf, len(blank_cells))
         path = np.asarray(blank_cells, dtype=np.int64)
         return int(run_path_violation(int(self.heuristic.H.kind), self.heuristic.H, self.side,
                                       root.board, root.pos, root.rows, path, len(path),
                                       self.heuristic.consistent))
 
     def result(self, prepared: PreparedBoard, blank_cells, expanded, generated, seconds, h0,
-               iterations, threads=1) -> SolveResult:
-        """Turn the blank's path into moves in the user's convention and replay them."""
-        board, goal, bf = prepared
-        tiles, letters = puzzle.blank_path_to_moves(bf, [int(c) for c in blank_cells])
-        moves, blank_moves_ = puzzle.moves_from_blank_first(tiles, letters, self.side, goal)
-        if puzzle.apply_tile_moves(board, moves) != puzzle.goal_board(self.side, goal):
+               iterations, threads=1, *, algorithm="ida", optimal=True, bound=None,
+               peak_memory=0, heuristic=None) -> SolveResult:
+        """Turn the blank's path in the image into moves on the user's board and replay
+        them; check the heuristic along it (see _violation)."""
+        board, goal, bf, frame = prepared
+        moves, blank_moves_ = puzzle.blank_path_to_moves(board, frame.user_cells(blank_cells))
+        if puzzle.apply_tile_moves(board, moves) != frame.target:
             raise PdbError("internal error: the solution found does not replay to the goal")
         step = self._violation(bf, blank_cells)
         if step >= 0:
@@ -222,5 +236,7 @@ class Solver:
         return SolveResult(
             board=board, goal=goal, side=self.side, length=len(moves), moves=moves,
             blank_moves=blank_moves_, nodes_expanded=int(expanded), nodes_generated=int(generated),
-            seconds=seconds, heuristic=self.heuristic.name, initial_h=h0, iterations=iterations,
-            artifact=self.heuristic.artifact, threads=threads, note=self.heuristic.note)
+            seconds=seconds, heuristic=heuristic or self.heuristic.name, initial_h=h0,
+            iterations=iterations, artifact=self.heuristic.artifact, threads=threads,
+            note=self.heuristic.note, algorithm=algorithm, optimal=optimal, bound=bound,
+            peak_memory_bytes=int(peak_memory))

@@ -201,7 +201,9 @@ def run_dfs(kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_sta
         return dfs(1, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound, budget, stop, counters, path)
     if kind == 2:
         return dfs(2, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound, budget, stop, counters, path)
-    return dfs(3, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound, budget, stop, counters, path)
+    if kind == 3:
+        return dfs(3, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound, budget, stop, counters, path)
+    return dfs(4, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound, budget, stop, counters, path)
 
 
 @njit(cache=True, nogil=True)
@@ -212,7 +214,9 @@ def run_ida(kind, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop,
         return ida(1, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes)
     if kind == 2:
         return ida(2, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes)
-    return ida(3, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes)
+    if kind == 3:
+        return ida(3, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes)
+    return ida(4, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes)
 
 
 @njit(cache=True, nogil=True)
@@ -223,4 +227,6 @@ def run_path_violation(kind, H, s, board, pos, rows, path, length, consistent):
         return path_violation(1, H, s, board, pos, rows, path, length, consistent)
     if kind == 2:
         return path_violation(2, H, s, board, pos, rows, path, length, consistent)
-    return path_violation(3, H, s, board, pos, rows, path, length, consistent)
+    if kind == 3:
+        return path_violation(3, H, s, board, pos, rows, path, length, consistent)
+    return path_violation(4, H, s, board, pos, rows, path, length, consistent)

@@ -24,35 +24,35 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14pdbd/v1/solver.proto\x12\x07pdbd.v1\"U\n\x0cSolveRequest\x12\r\n\x05tiles\x18\x01 \x03(\r\x12\x0c\n\x04goal\x18\x02 \x01(\t\x12\x13\n\x0bnode_budget\x18\x03 \x01(\x04\x12\x13\n\x0bprogress_ms\x18\x04 \x01(\r\")\n\tIteration\x12\r\n\x05\x62ound\x18\x01 \x01(\r\x12\r\n\x05nodes\x18\x02 \x01(\x04\"\xcc\x02\n\x0bSolveResult\x12\r\n\x05\x62oard\x18\x01 \x03(\r\x12\x0c\n\x04size\x18\x02 \x01(\r\x12\x0c\n\x04goal\x18\x03 \x01(\t\x12\x0e\n\x06length\x18\x04 \x01(\r\x12\r\n\x05moves\x18\x05 \x03(\r\x12\x13\n\x0b\x62lank_moves\x18\x06 \x01(\t\x12\x16\n\x0enodes_expanded\x18\x07 \x01(\x04\x12\x17\n\x0fnodes_generated\x18\x08 \x01(\x04\x12\x0f\n\x07seconds\x18\t \x01(\x01\x12\x11\n\tinitial_h\x18\n \x01(\r\x12\x11\n\theuristic\x18\x0b \x01(\t\x12\x18\n\x10\x61rtifact_version\x18\x0c \x01(\t\x12&\n\niterations\x18\r \x03(\x0b\x32\x12.pdbd.v1.Iteration\x12\x0f\n\x07threads\x18\x0e \x01(\r\x12\x0c\n\x04note\x18\x0f \x01(\t\x12\x15\n\rqueue_seconds\x18\x10 \x01(\x01\"\x8d\x01\n\x08Progress\x12\r\n\x05\x62ound\x18\x01 \x01(\r\x12\x17\n\x0fnodes_generated\x18\x02 \x01(\x04\x12\x16\n\x0enodes_expanded\x18\x03 \x01(\x04\x12\x18\n\x10nodes_per_second\x18\x04 \x01(\x01\x12\x17\n\x0f\x65lapsed_seconds\x18\x05 \x01(\x01\x12\x0e\n\x06queued\x18\x06 \x01(\x08\"d\n\nSolveEvent\x12%\n\x08progress\x18\x01 \x01(\x0b\x32\x11.pdbd.v1.ProgressH\x00\x12&\n\x06result\x18\x02 \x01(\x0b\x32\x14.pdbd.v1.SolveResultH\x00\x42\x07\n\x05\x65vent\"\r\n\x0bInfoRequest\"6\n\x05Table\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06sha256\x18\x02 \x01(\t\x12\x0f\n\x07\x65ntries\x18\x03 \x01(\x04\"j\n\x08\x41rtifact\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\t\x12\x0c\n\x04size\x18\x03 \x01(\r\x12\x0f\n\x07version\x18\x04 \x01(\t\x12\x1e\n\x06tables\x18\x05 \x03(\x0b\x32\x0e.pdbd.v1.Table\"G\n\nSizeServed\x12\x0c\n\x04size\x18\x01 \x01(\r\x12\x11\n\theuristic\x18\x02 \x01(\t\x12\x18\n\x10\x61rtifact_version\x18\x03 \x01(\t\"\x85\x01\n\x08\x43ounters\x12\x10\n\x08requests\x18\x01 \x01(\x04\x12\x0e\n\x06solved\x18\x02 \x01(\x04\x12\x0e\n\x06\x66\x61iled\x18\x03 \x01(\x04\x12\x11\n\tcancelled\x18\x04 \x01(\x04\x12\x10\n\x08rejected\x18\x05 \x01(\x04\x12\x11\n\tin_flight\x18\x06 \x01(\x04\x12\x0f\n\x07running\x18\x07 \x01(\x04\"\xc7\x01\n\tInfoReply\x12\x0f\n\x07version\x18\x01 \x01(\t\x12$\n\tartifacts\x18\x02 \x03(\x0b\x32\x11.pdbd.v1.Artifact\x12\"\n\x05sizes\x18\x03 \x03(\x0b\x32\x13.pdbd.v1.SizeServed\x12#\n\x08\x63ounters\x18\x04 \x01(\x0b\x32\x11.pdbd.v1.Counters\x12\x0f\n\x07threads\x18\x05 \x01(\r\x12\x11\n\tmax_queue\x18\x06 \x01(\r\x12\x16\n\x0euptime_seconds\x18\x07 \x01(\x01\x32\xad\x01\n\x06Solver\x12\x34\n\x05Solve\x12\x15.pdbd.v1.SolveRequest\x1a\x14.pdbd.v1.SolveResult\x12;\n\x0bSolveStream\x12\x15.pdbd.v1.SolveRequest\x1a\x13.pdbd.v1.SolveEvent0\x01\x12\x30\n\x04Info\x12\x14.pdbd.v1.InfoRequest\x1a\x12.pdbd.v1.InfoReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14pdbd/v1/solver.proto\x12\x07pdbd.v1\"\x9d\x01\n\x0cSolveRequest\x12\r\n\x05tiles\x18\x01 \x03(\r\x12\x0c\n\x04goal\x18\x02 \x01(\t\x12\x13\n\x0bnode_budget\x18\x03 \x01(\x04\x12\x13\n\x0bprogress_ms\x18\x04 \x01(\r\x12\x11\n\talgorithm\x18\x05 \x01(\t\x12\x0e\n\x06weight\x18\x06 \x01(\x01\x12\x0f\n\x07tt_size\x18\x07 \x01(\x04\x12\x12\n\nmax_memory\x18\x08 \x01(\x04\")\n\tIteration\x12\r\n\x05\x62ound\x18\x01 \x01(\r\x12\r\n\x05nodes\x18\x02 \x01(\x04\"\x9a\x03\n\x0bSolveResult\x12\r\n\x05\x62oard\x18\x01 \x03(\r\x12\x0c\n\x04size\x18\x02 \x01(\r\x12\x0c\n\x04goal\x18\x03 \x01(\t\x12\x0e\n\x06length\x18\x04 \x01(\r\x12\r\n\x05moves\x18\x05 \x03(\r\x12\x13\n\x0b\x62lank_moves\x18\x06 \x01(\t\x12\x16\n\x0enodes_expanded\x18\x07 \x01(\x04\x12\x17\n\x0fnodes_generated\x18\x08 \x01(\x04\x12\x0f\n\x07seconds\x18\t \x01(\x01\x12\x11\n\tinitial_h\x18\n \x01(\r\x12\x11\n\theuristic\x18\x0b \x01(\t\x12\x18\n\x10\x61rtifact_version\x18\x0c \x01(\t\x12&\n\niterations\x18\r \x03(\x0b\x32\x12.pdbd.v1.Iteration\x12\x0f\n\x07threads\x18\x0e \x01(\r\x12\x0c\n\x04note\x18\x0f \x01(\t\x12\x15\n\rqueue_seconds\x18\x10 \x01(\x01\x12\x11\n\talgorithm\x18\x11 \x01(\t\x12\x0f\n\x07optimal\x18\x12 \x01(\x08\x12\r\n\x05\x62ound\x18\x13 \x01(\x01\x12\x19\n\x11peak_memory_bytes\x18\x14 \x01(\x04\"\x8d\x01\n\x08Progress\x12\r\n\x05\x62ound\x18\x01 \x01(\r\x12\x17\n\x0fnodes_generated\x18\x02 \x01(\x04\x12\x16\n\x0enodes_expanded\x18\x03 \x01(\x04\x12\x18\n\x10nodes_per_second\x18\x04 \x01(\x01\x12\x17\n\x0f\x65lapsed_seconds\x18\x05 \x01(\x01\x12\x0e\n\x06queued\x18\x06 \x01(\x08\"d\n\nSolveEvent\x12%\n\x08progress\x18\x01 \x01(\x0b\x32\x11.pdbd.v1.ProgressH\x00\x12&\n\x06result\x18\x02 \x01(\x0b\x32\x14.pdbd.v1.SolveResultH\x00\x42\x07\n\x05\x65vent\"\r\n\x0bInfoRequest\"6\n\x05Table\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06sha256\x18\x02 \x01(\t\x12\x0f\n\x07\x65ntries\x18\x03 \x01(\x04\"j\n\x08\x41rtifact\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\t\x12\x0c\n\x04size\x18\x03 \x01(\r\x12\x0f\n\x07version\x18\x04 \x01(\t\x12\x1e\n\x06tables\x18\x05 \x03(\x0b\x32\x0e.pdbd.v1.Table\"G\n\nSizeServed\x12\x0c\n\x04size\x18\x01 \x01(\r\x12\x11\n\theuristic\x18\x02 \x01(\t\x12\x18\n\x10\x61rtifact_version\x18\x03 \x01(\t\"\x85\x01\n\x08\x43ounters\x12\x10\n\x08requests\x18\x01 \x01(\x04\x12\x0e\n\x06solved\x18\x02 \x01(\x04\x12\x0e\n\x06\x66\x61iled\x18\x03 \x01(\x04\x12\x11\n\tcancelled\x18\x04 \x01(\x04\x12\x10\n\x08rejected\x18\x05 \x01(\x04\x12\x11\n\tin_flight\x18\x06 \x01(\x04\x12\x0f\n\x07running\x18\x07 \x01(\x04\"\xc7\x01\n\tInfoReply\x12\x0f\n\x07version\x18\x01 \x01(\t\x12$\n\tartifacts\x18\x02 \x03(\x0b\x32\x11.pdbd.v1.Artifact\x12\"\n\x05sizes\x18\x03 \x03(\x0b\x32\x13.pdbd.v1.SizeServed\x12#\n\x08\x63ounters\x18\x04 \x01(\x0b\x32\x11.pdbd.v1.Counters\x12\x0f\n\x07threads\x18\x05 \x01(\r\x12\x11\n\tmax_queue\x18\x06 \x01(\r\x12\x16\n\x0euptime_seconds\x18\x07 \x01(\x01\x32\xad\x01\n\x06Solver\x12\x34\n\x05Solve\x12\x15.pdbd.v1.SolveRequest\x1a\x14.pdbd.v1.SolveResult\x12;\n\x0bSolveStream\x12\x15.pdbd.v1.SolveRequest\x1a\x13.pdbd.v1.SolveEvent0\x01\x12\x30\n\x04Info\x12\x14.pdbd.v1.InfoRequest\x1a\x12.pdbd.v1.InfoReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'pdbd.v1.solver_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SOLVEREQUEST']._serialized_start=33
-  _globals['_SOLVEREQUEST']._serialized_end=118
-  _globals['_ITERATION']._serialized_start=120
-  _globals['_ITERATION']._serialized_end=161
-  _globals['_SOLVERESULT']._serialized_start=164
-  _globals['_SOLVERESULT']._serialized_end=496
-  _globals['_PROGRESS']._serialized_start=499
-  _globals['_PROGRESS']._serialized_end=640
-  _globals['_SOLVEEVENT']._serialized_start=642
-  _globals['_SOLVEEVENT']._serialized_end=742
-  _globals['_INFOREQUEST']._serialized_start=744
-  _globals['_INFOREQUEST']._serialized_end=757
-  _globals['_TABLE']._serialized_start=759
-  _globals['_TABLE']._serialized_end=813
-  _globals['_ARTIFACT']._serialized_start=815
-  _globals['_ARTIFACT']._serialized_end=921
-  _globals['_SIZESERVED']._serialized_start=923
-  _globals['_SIZESERVED']._serialized_end=994
-  _globals['_COUNTERS']._serialized_start=997
-  _globals['_COUNTERS']._serialized_end=1130
-  _globals['_INFOREPLY']._serialized_start=1133
-  _globals['_INFOREPLY']._serialized_end=1332
-  _globals['_SOLVER']._serialized_start=1335
-  _globals['_SOLVER']._serialized_end=1508
+  _globals['_SOLVEREQUEST']._serialized_start=34
+  _globals['_SOLVEREQUEST']._serialized_end=191
+  _globals['_ITERATION']._serialized_start=193
+  _globals['_ITERATION']._serialized_end=234
+  _globals['_SOLVERESULT']._serialized_start=237
+  _globals['_SOLVERESULT']._serialized_end=647
+  _globals['_PROGRESS']._serialized_start=650
+  _globals['_PROGRESS']._serialized_end=791
+  _globals['_SOLVEEVENT']._serialized_start=793
+  _globals['_SOLVEEVENT']._serialized_end=893
+  _globals['_INFOREQUEST']._serialized_start=895
+  _globals['_INFOREQUEST']._serialized_end=908
+  _globals['_TABLE']._serialized_start=910
+  _globals['_TABLE']._serialized_end=964
+  _globals['_ARTIFACT']._serialized_start=966
+  _globals['_ARTIFACT']._serialized_end=1072
+  _globals['_SIZESERVED']._serialized_start=1074
+  _globals['_SIZESERVED']._serialized_end=1145
+  _globals['_COUNTERS']._serialized_start=1148
+  _globals['_COUNTERS']._serialized_end=1281
+  _globals['_INFOREPLY']._serialized_start=1284
+  _globals['_INFOREPLY']._serialized_end=1483
+  _globals['_SOLVER']._serialized_start=1486
+  _globals['_SOLVER']._serialized_end=1659
 # @@protoc_insertion_point(module_scope)
