@@ -17,7 +17,7 @@ import numpy as np
 from numba import literally, njit
 
 from .heuristic_kernels import h_init, h_update
-from .search_kernel import BOUND, BUDGET, EXPANDED, FOUND, GENERATED, INF, NOT_FOUND, POLL, STOPPED
+from .search_kernel import BOUND, FOUND, INF, NOT_FOUND, POLL, halted, publish, slide
 from .state_key_kernel import board_of, key_moved, key_of, slot_of
 
 MEMORY = 4  # outcome: the memory budget is exhausted
@@ -93,8 +93,7 @@ def astar(kind, H, s, board, pos, moves, nmoves, rows, bits, per, keys, parent, 
         if gs[idx] != g:
             continue  # reached again by a shorter path since this entry was pushed
         if f == g:  # h = 0: the goal, expanded first at the optimal cost
-            counters[GENERATED] += generated - reported_g
-            counters[EXPANDED] += expanded - reported_e
+            publish(counters, generated, expanded, reported_g, reported_e)
             return FOUND, idx, expanded, generated, held, peak
         if g >= MAX_G:
             continue
@@ -105,26 +104,16 @@ def astar(kind, H, s, board, pos, moves, nmoves, rows, bits, per, keys, parent, 
         expanded += 1
         counters[BOUND] = f
         if expanded & (POLL - 1) == 0:
-            counters[GENERATED] += generated - reported_g
-            counters[EXPANDED] += expanded - reported_e
-            reported_g, reported_e = generated, expanded
-            if stop[0] != 0:
-                return STOPPED, -1, expanded, generated, held, peak
-            if budget >= 0 and generated > budget:
-                return BUDGET, -1, expanded, generated, held, peak
+            reported_g, reported_e = publish(counters, generated, expanded, reported_g, reported_e)
+            status = halted(stop, budget, generated)
+            if status != NOT_FOUND:
+                return status, -1, expanded, generated, held, peak
         b = pos[0]
         for k in range(nmoves[b]):
             c = moves[b, k] >> 2
-            t = board[c]
-            board[b] = t
-            board[c] = 0
-            pos[t] = b
-            pos[0] = c
+            t = slide(board, pos, c, b)
             h = h_update(kind, H, s, board, pos, rows[0], rows[1], t, c, b, INF)
-            board[c] = t
-            board[b] = 0
-            pos[t] = c
-            pos[0] = b
+            slide(board, pos, b, c)
             generated += 1
             c0, c1 = key_moved(k0, k1, t, c, b, n, bits, per)
             g2 = g + 1

@@ -54,12 +54,21 @@ def route(board, pos, nbr, nnbr, blocked, target, out, length, prev, queue):
                 tail += 1
     if prev[target] == -2:
         return -1
+    return follow(board, pos, prev, b, target, queue, out, length)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def follow(board, pos, parent, start, end, queue, out, length):
+    """Make the moves of a BFS path from state ``start`` to ``end`` (parent[] links them;
+    a state's blank cell is state % cells), reusing ``queue`` for the path backwards.
+    Returns the new length, or -1 if out is too small."""
+    n = board.shape[0]
     m = 0
-    y = target
-    while y != b:  # the path backwards, reusing the queue's storage
-        queue[m] = y
+    z = end
+    while z != start:
+        queue[m] = z % n
         m += 1
-        y = prev[y]
+        z = parent[z]
     if length + m > out.shape[0]:
         return -1
     for i in range(m - 1, -1, -1):
@@ -127,16 +136,42 @@ def place_bfs(board, pos, nbr, nnbr, blocked, tile, target, out, length):
                     break
     if found < 0:
         return -1
-    m = 0
-    z = found
-    while z != start:
-        queue[m] = z % n  # the blank's cells, backwards
-        m += 1
-        z = parent[z]
-    if length + m > out.shape[0]:
-        return -1
-    for i in range(m - 1, -1, -1):
-        length = step(board, pos, queue[i], out, length)
+    return follow(board, pos, parent, start, found, queue, out, length)
+
+
+@njit(cache=True, nogil=True)
+def pair(board, pos, s, nbr, nnbr, blocked, xa, xb, d, out, length, prev, queue):
+    """The last two tiles A, B of a row (xb right of xa; B waits below xb: d = s) or of a
+    column (xb below xa; B waits right of xb: d = 1): A into xb, B to xb + d, then the
+    blank from xa pulls A into xa and B into xb. Both end fixed; returns the new length
+    or -1."""
+    if not (board[xa] == xa + 1 and board[xb] == xb + 1):
+        A, B = xa + 1, xb + 1
+        for _ in range(4):
+            length = place(board, pos, s, nbr, nnbr, blocked, A, xb, out, length, prev, queue)
+            if length < 0:
+                return -1
+            # With A in xb, xa is a pocket whose one exit is xa + d. B inside it, or at
+            # its exit with the blank inside, can never get out: park B away and retry.
+            if pos[B] != xa and not (pos[0] == xa and pos[B] == xa + d):
+                break
+            safe = xa + 2 * s if d == s else xa + s + 2
+            length = place(board, pos, s, nbr, nnbr, blocked, B, safe, out, length, prev, queue)
+            if length < 0:
+                return -1
+        blocked[xb] = True
+        length = place(board, pos, s, nbr, nnbr, blocked, B, xb + d, out, length, prev, queue)
+        if length < 0:
+            return -1
+        blocked[xb + d] = True
+        length = route(board, pos, nbr, nnbr, blocked, xa, out, length, prev, queue)
+        if length < 0 or length + 2 > out.shape[0]:
+            return -1
+        length = step(board, pos, xb, out, length)
+        length = step(board, pos, xb + d, out, length)
+        blocked[xb + d] = False
+    blocked[xa] = True
+    blocked[xb] = True
     return length
 
 
@@ -156,43 +191,15 @@ def greedy(board, pos, s, nbr, nnbr, out):
             if length < 0:
                 return FAILED, 0
             blocked[x] = True
-        xa, xb = r * s + s - 2, r * s + s - 1  # A's and B's cells
-        if not (board[xa] == xa + 1 and board[xb] == xb + 1):
-            length = place(board, pos, s, nbr, nnbr, blocked, xa + 1, xb, out, length, prev, queue)
-            if length < 0:
-                return FAILED, 0
-            blocked[xb] = True
-            length = place(board, pos, s, nbr, nnbr, blocked, xb + 1, xb + s, out, length, prev, queue)
-            if length < 0:
-                return FAILED, 0
-            blocked[xb + s] = True
-            length = route(board, pos, nbr, nnbr, blocked, xa, out, length, prev, queue)
-            if length < 0 or length + 2 > out.shape[0]:
-                return FAILED, 0
-            length = step(board, pos, xb, out, length)
-            length = step(board, pos, xb + s, out, length)
-            blocked[xb + s] = False
-        blocked[xa] = True
-        blocked[xb] = True
+        length = pair(board, pos, s, nbr, nnbr, blocked, r * s + s - 2, r * s + s - 1, s, out,
+                      length, prev, queue)
+        if length < 0:
+            return FAILED, 0
     for c in range(s - 2):
-        xa, xb = (s - 2) * s + c, (s - 1) * s + c  # top and bottom cells of the column
-        if not (board[xa] == xa + 1 and board[xb] == xb + 1):
-            length = place(board, pos, s, nbr, nnbr, blocked, xa + 1, xb, out, length, prev, queue)
-            if length < 0:
-                return FAILED, 0
-            blocked[xb] = True
-            length = place(board, pos, s, nbr, nnbr, blocked, xb + 1, xb + 1, out, length, prev, queue)
-            if length < 0:
-                return FAILED, 0
-            blocked[xb + 1] = True
-            length = route(board, pos, nbr, nnbr, blocked, xa, out, length, prev, queue)
-            if length < 0 or length + 2 > out.shape[0]:
-                return FAILED, 0
-            length = step(board, pos, xb, out, length)
-            length = step(board, pos, xb + 1, out, length)
-            blocked[xb + 1] = False
-        blocked[xa] = True
-        blocked[xb] = True
+        length = pair(board, pos, s, nbr, nnbr, blocked, (s - 2) * s + c, (s - 1) * s + c, 1, out,
+                      length, prev, queue)
+        if length < 0:
+            return FAILED, 0
     x0 = (s - 2) * s + s - 2
     cycle = (x0 + 1, x0, x0 + s, x0 + s + 1)  # from the corner: up, left, down, right
     length = route(board, pos, nbr, nnbr, blocked, n - 1, out, length, prev, queue)

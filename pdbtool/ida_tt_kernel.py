@@ -24,7 +24,8 @@ import numpy as np
 from numba import literally, njit
 
 from .heuristic_kernels import h_update
-from .search_kernel import BOUND, BUDGET, EXPANDED, FOUND, GENERATED, INF, NOT_FOUND, POLL, STOPPED, undo
+from .search_kernel import (BOUND, BUDGET, FOUND, INF, NOT_FOUND, POLL, STOPPED, halted, path_to,
+                            publish, slide, undo, unwind)
 from .state_key_kernel import key_moved, key_of, slot_of
 
 TT_ENTRY_BYTES = 24  # two key words and (iteration << 16 | g)
@@ -91,37 +92,27 @@ def dfs_tt(kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, bound, gw
         if next_state < 0:
             continue
         c = move >> 2
-        t = board[c]
-        board[b] = t
-        board[c] = 0
-        pos[t] = b
+        t = slide(board, pos, c, b)
         generated += 1
         g = depth + 1
         h = h_update(kind, H, s, board, pos, hs[depth], hs[depth + 1], t, c, b,
                      (bound - gw * g) // hw)
         f = gw * g + hw * h
         if f > bound or (h > 0 and g >= max_depth):
-            if f > bound and f < next_bound:
+            if bound < f < next_bound:
                 next_bound = f
-            board[c] = t
-            board[b] = 0
-            pos[t] = c
+            slide(board, pos, b, c)
             continue
         if h == 0:
-            for i in range(depth):
-                path[i] = blanks[i + 1]
-            path[depth] = c
             status = FOUND
-            length = depth + 1
+            length = path_to(path, blanks, depth, c)
             break
         c0, c1 = np.int64(0), np.int64(0)
         if use_tt:
             c0, c1 = key_moved(k0s[depth], k1s[depth], t, c, b, n, bits, per)
             if tt_seen(tt_key, tt_tag, c0, c1, g, iteration, mask):
                 cuts += 1
-                board[c] = t
-                board[b] = 0
-                pos[t] = c
+                slide(board, pos, b, c)
                 continue
         depth += 1
         blanks[depth] = c
@@ -131,21 +122,13 @@ def dfs_tt(kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, bound, gw
         it[depth] = 0
         expanded += 1
         if expanded & (POLL - 1) == 0:
-            counters[GENERATED] += generated - reported_g
-            counters[EXPANDED] += expanded - reported_e
-            reported_g, reported_e = generated, expanded
-            if stop[0] != 0:
-                status = STOPPED
-                break
-            if budget >= 0 and generated > budget:
-                status = BUDGET
+            reported_g, reported_e = publish(counters, generated, expanded, reported_g, reported_e)
+            status = halted(stop, budget, generated)
+            if status != NOT_FOUND:
                 break
     if status == STOPPED or status == BUDGET:
-        while depth > 0:
-            undo(board, pos, blanks, depth)
-            depth -= 1
-    counters[GENERATED] += generated - reported_g
-    counters[EXPANDED] += expanded - reported_e
+        unwind(board, pos, blanks, depth)
+    publish(counters, generated, expanded, reported_g, reported_e)
     return status, next_bound, expanded, generated, length, cuts
 
 

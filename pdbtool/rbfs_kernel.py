@@ -18,7 +18,8 @@ import numpy as np
 from numba import literally, njit
 
 from .heuristic_kernels import h_update
-from .search_kernel import BOUND, BUDGET, EXPANDED, FOUND, GENERATED, INF, MAX_DEPTH, NOT_FOUND, POLL, STOPPED
+from .search_kernel import (BOUND, FOUND, INF, MAX_DEPTH, NOT_FOUND, POLL, halted, publish, slide,
+                            undo, unwind)
 
 
 @njit(cache=True, nogil=True)
@@ -55,14 +56,9 @@ def rbfs(kind, H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budget, s
             if ns < 0:
                 continue
             c = move >> 2
-            t = board[c]
-            board[b] = t
-            board[c] = 0
-            pos[t] = b
+            t = slide(board, pos, c, b)
             h = h_update(kind, H, s, board, pos, rows[depth], rows[depth + 1], t, c, b, INF)
-            board[c] = t
-            board[b] = 0
-            pos[t] = c
+            slide(board, pos, b, c)
             generated += 1
             fc = depth + 1 + h
             if fn < Fn and fc < Fn:
@@ -74,19 +70,11 @@ def rbfs(kind, H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budget, s
         nch[depth] = m
         expanded += 1
         if expanded & (POLL - 1) == 0:
-            counters[GENERATED] += generated - reported_g
-            counters[EXPANDED] += expanded - reported_e
-            reported_g, reported_e = generated, expanded
-            if stop[0] != 0 or (budget >= 0 and generated > budget):
-                while depth > 0:  # restore the root's board
-                    c = blank[depth]
-                    pb = blank[depth - 1]
-                    t = board[pb]
-                    board[c] = t
-                    board[pb] = 0
-                    pos[t] = c
-                    depth -= 1
-                return (STOPPED if stop[0] != 0 else BUDGET), 0, expanded, generated
+            reported_g, reported_e = publish(counters, generated, expanded, reported_g, reported_e)
+            status = halted(stop, budget, generated)
+            if status != NOT_FOUND:
+                unwind(board, pos, blank, depth)  # restore the root's board
+                return status, 0, expanded, generated
         # Choose: descend into the best child within the bound, or back up to the parent.
         while True:
             best, second = -1, INF
@@ -101,21 +89,13 @@ def rbfs(kind, H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budget, s
             if fb > B[depth] or fb >= INF or depth >= MAX_DEPTH:
                 if depth == 0:
                     return NOT_FOUND, 0, expanded, generated
-                c = blank[depth]  # undo the move into this node
-                pb = blank[depth - 1]
-                t = board[pb]
-                board[c] = t
-                board[pb] = 0
-                pos[t] = c
+                undo(board, pos, blank, depth)
                 depth -= 1
                 F[depth, cur[depth]] = fb if depth + 1 < MAX_DEPTH else INF
                 continue
             c = ccell[depth, best]
             b = blank[depth]
-            t = board[c]
-            board[b] = t
-            board[c] = 0
-            pos[t] = b
+            t = slide(board, pos, c, b)
             h = h_update(kind, H, s, board, pos, rows[depth], rows[depth + 1], t, c, b, INF)
             cur[depth] = best
             B[depth + 1] = min(B[depth], second)
@@ -126,8 +106,7 @@ def rbfs(kind, H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budget, s
             if h == 0:
                 for i in range(depth):
                     path[i] = blank[i + 1]
-                counters[GENERATED] += generated - reported_g
-                counters[EXPANDED] += expanded - reported_e
+                publish(counters, generated, expanded, reported_g, reported_e)
                 return FOUND, depth, expanded, generated
             fn = depth + h
             Fn = fb
