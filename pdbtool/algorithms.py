@@ -160,7 +160,10 @@ def _astar(solver, prepared, algorithm, control):
     side = solver.side
     bits, per = layout(side)
     budget_bytes = algorithm.max_memory or DEFAULT_MAX_MEMORY
-    cap = max(16, min(budget_bytes // BYTES_PER_STATE, (1 << 31) - 2))
+    # Never more slots than reachable states (the 8-puzzle's 181,440): the hash table is
+    # touched at random, so an oversized one costs a page fault per state.
+    reachable = math.factorial(side * side) // 2
+    cap = max(16, min(budget_bytes // BYTES_PER_STATE, reachable, (1 << 31) - 2))
     root = solver.root(prepared.image, 1)
     keys = np.zeros((cap, 2), np.int64)
     parent = np.zeros(cap, np.int32)
