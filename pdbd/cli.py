@@ -17,15 +17,17 @@ import logging
 import signal
 import sys
 import threading
+from types import SimpleNamespace
 
-from pdbtool.console import arg_budget, arg_seconds, emit, read_stdin, result_text, run, search_line
+from pdbtool.console import (arg_budget, arg_seconds, arg_size, emit, read_stdin, result_text, run,
+                             search_line)
 from pdbtool.errors import BadInput, PdbError
 
 from .client import EMPTY_BOARD, ClientTls, SolverClient
 from .defaults import (DEFAULT_CONNECTION_AGE, DEFAULT_IDLE_SECONDS, DEFAULT_LISTEN,
-                       DEFAULT_MAX_NODES, DEFAULT_MAX_QUEUE, DEFAULT_MAX_SEARCH_SECONDS,
-                       DEFAULT_REQUEST_TIMEOUT, DEFAULT_SERVER, DEFAULT_WEB_LISTEN,
-                       default_per_client)
+                       DEFAULT_MAX_NODES, DEFAULT_MAX_QUEUE, DEFAULT_MAX_SEARCH_MEMORY,
+                       DEFAULT_MAX_SEARCH_SECONDS, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SERVER,
+                       DEFAULT_WEB_LISTEN, default_per_client)
 
 PROG = "pdbd"
 
@@ -53,6 +55,10 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--max-nodes", type=limit_nodes, default=DEFAULT_MAX_NODES, metavar="N",
                    help="node budget of a search whose client gives none, and the most a client "
                         f"may ask for (default {DEFAULT_MAX_NODES:,}; 0: no limit)")
+    s.add_argument("--max-search-memory", type=limit_memory, default=DEFAULT_MAX_SEARCH_MEMORY,
+                   metavar="SIZE", help="memory one search may hold: A*'s states (a client's "
+                   "max_memory above it is lowered to it), the ida-tt table (likewise its "
+                   f"entries) (default {DEFAULT_MAX_SEARCH_MEMORY >> 30}G; 0: no limit)")
     s.add_argument("--max-per-client", type=non_negative, default=None, metavar="N",
                    help="searches one client address may have in flight (default: half of "
                         "threads + queue; 0: no limit)")
@@ -84,7 +90,16 @@ def parser() -> argparse.ArgumentParser:
     add_server(q)
     q.add_argument("board", nargs="*", metavar="BOARD",
                    help="tiles row by row, 0 for the blank (spaces or commas); stdin if none")
-    q.add_argument("--goal", default="blank-last", help="blank-last (default) or blank-first")
+    q.add_argument("--goal", default="blank-last",
+                   help="blank-last (default), blank-first, or the goal board's tiles")
+    q.add_argument("--algorithm", default="ida",
+                   help="ida (default), ida-tt, astar, rbfs, bfs, wida, greedy (see pdbtool solve --help)")
+    q.add_argument("--weight", type=float, default=None, help="wida: f = g + W*h (default 1.5)")
+    q.add_argument("--tt-size", type=positive, default=None, metavar="N",
+                   help="ida-tt: transposition table entries (default 1M)")
+    q.add_argument("--max-memory", type=arg_size, default=None, metavar="SIZE",
+                   help="astar: memory for the states it holds, e.g. 512M (default 1G; the "
+                        "server's --max-search-memory caps it)")
     q.add_argument("--deadline", "--timeout", type=arg_seconds, default=None, metavar="S",
                    help="give up after S seconds")
     q.add_argument("--budget", type=arg_budget, default=None, metavar="N", help="node budget")
@@ -144,6 +159,12 @@ def limit_nodes(text):
     return None if text.strip() == "0" else arg_budget(text)
 
 
+def limit_memory(text):
+    """--max-search-memory: a size in bytes ('1G'), or 0 for no limit."""
+    size = arg_size(text)
+    return size or None
+
+
 def positive(text):
     v = int(text)
     if v < 1:
@@ -194,7 +215,7 @@ def serve(args) -> int:
     threads = args.threads or os.cpu_count() or 1
     per_client = (default_per_client(threads, args.max_queue) if args.max_per_client is None
                   else args.max_per_client or None)
-    limits = Limits(args.max_search_seconds, args.max_nodes, per_client)
+    limits = Limits(args.max_search_seconds, args.max_nodes, per_client, args.max_search_memory)
     daemon = Daemon(loaded, args.listen, threads, args.max_queue, limits=limits,
                     connections=Connections(args.request_timeout, args.idle_timeout,
                                             args.max_connection_age),
@@ -203,11 +224,13 @@ def serve(args) -> int:
     if stop.is_set():
         return 0
     daemon.start()
-    log.info("serving on %s (%s) with %d threads, queue %d, limits: %s s and %s nodes per "
-             "search, %s searches per client: %s", daemon.address, "TLS" if tls else "plaintext",
-             daemon.pool.threads, daemon.pool.max_queue, limits.max_search_seconds or "no",
-             f"{limits.max_nodes:,}" if limits.max_nodes else "no", per_client or "any",
-             sizes_text(loaded))
+    log.info("serving on %s (%s) with %d threads, queue %d, limits: %s s, %s nodes and %s "
+             "MiB per search, %s searches per client: %s", daemon.address,
+             "TLS" if tls else "plaintext", daemon.pool.threads, daemon.pool.max_queue,
+             limits.max_search_seconds or "no",
+             f"{limits.max_nodes:,}" if limits.max_nodes else "no",
+             f"{limits.max_search_memory >> 20:,}" if limits.max_search_memory else "no",
+             per_client or "any", sizes_text(loaded))
     while not stop.wait(0.5):
         if reload.is_set():
             reload.clear()
@@ -259,16 +282,20 @@ def read_board(args) -> str:
 
 def query(args) -> int:
     board = read_board(args)
+    # The server checks the algorithm and its options (this command loads no numba).
+    algorithm = SimpleNamespace(name=args.algorithm, weight=args.weight, tt_size=args.tt_size,
+                                max_memory=args.max_memory)
     with client(args) as c:
         if args.stream:
             result = None
-            for event in c.solve_stream(board, args.goal, args.deadline, args.budget):
+            for event in c.solve_stream(board, args.goal, args.deadline, args.budget,
+                                        algorithm=algorithm):
                 if isinstance(event, dict):
                     print_progress(event, args.json)
                 else:
                     result = event
         else:
-            result = c.solve(board, args.goal, args.deadline, args.budget)
+            result = c.solve(board, args.goal, args.deadline, args.budget, algorithm)
     d = result.to_dict()
     emit(args, d, result_text(d))
     return 0
@@ -294,8 +321,10 @@ def info(args) -> int:
     for s in d["sizes"]:
         print(f"serves {s['size']}x{s['size']}: {s['heuristic']} (artifact {s['artifact'] or 'none'})")
     limits = d["limits"]
-    print(f"limits: {limits['max_search_seconds'] or 'no'} s and {limits['max_nodes'] or 'no'} "
-          f"nodes per search, {limits['per_client'] or 'any'} searches per client"
+    memory = limits.get("max_search_memory")
+    print(f"limits: {limits['max_search_seconds'] or 'no'} s, {limits['max_nodes'] or 'no'} nodes "
+          f"and {f'{memory / 2**20:,.0f} MiB' if memory else 'no memory limit'} per search, "
+          f"{limits['per_client'] or 'any'} searches per client"
           + ("; OVERLOADED" if d["overloaded"] else ""))
     for a in d["artifacts"]:
         print(f"artifact {a['path']}: {a['partition']} version {a['version']}, "

@@ -11,6 +11,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -112,6 +113,24 @@ def checked_limits(deadline, budget) -> tuple[float | None, int | None]:
             None if budget is None else limits.budget(budget))
 
 
+def checked_algorithm(algorithm):
+    """The algorithm's options checked to fit their wire fields (BadInput); the server
+    checks the rest (names, ranges, which options go with which algorithm)."""
+    if algorithm is None or isinstance(algorithm, str):
+        return algorithm
+    weight = getattr(algorithm, "weight", None)
+    if weight is not None:
+        try:
+            weight = float(weight)
+        except (TypeError, ValueError):
+            raise BadInput(f"weight must be a number, not {weight!r}") from None
+    tt_size, max_memory = (getattr(algorithm, k, None) for k in ("tt_size", "max_memory"))
+    return SimpleNamespace(
+        name=getattr(algorithm, "name", None), weight=weight,
+        tt_size=None if tt_size is None else limits.budget(tt_size, "tt_size"),
+        max_memory=None if max_memory is None else limits.budget(max_memory, "max_memory"))
+
+
 class SolverClient:
     """Talks to one pdbd server. ``with SolverClient(addr) as c: c.solve(board)``.
     With ``tls`` (ClientTls) the channel is encrypted and the server authenticated."""
@@ -129,11 +148,13 @@ class SolverClient:
         self._health = health_pb2_grpc.HealthStub(self._channel)
 
     def solve(self, board, goal: str = "blank-last", deadline: float | None = None,
-              budget: int | None = None) -> SolveResult:
-        """Solve optimally, as Solver.solve does locally. ``deadline`` is in seconds from
-        now; ``budget`` caps the nodes generated."""
+              budget: int | None = None, algorithm=None) -> SolveResult:
+        """Solve, as Solver.solve does locally. ``deadline`` is in seconds from now;
+        ``budget`` caps the nodes generated; ``algorithm`` is a name or has the fields of
+        pdbtool.algorithms.Algorithm (name, weight, tt_size, max_memory); None is IDA*."""
         deadline, budget = checked_limits(deadline, budget)
-        request = convert.solve_request(board_tiles(board), goal, budget)
+        request = convert.solve_request(board_tiles(board), goal, budget,
+                                        algorithm=checked_algorithm(algorithm))
         try:
             reply = self._stub.Solve(request, timeout=deadline)
         except grpc.RpcError as e:
@@ -141,11 +162,12 @@ class SolverClient:
         return convert.result_from_message(reply)
 
     def solve_stream(self, board, goal: str = "blank-last", deadline: float | None = None,
-                     budget: int | None = None, progress_ms: int | None = None):
+                     budget: int | None = None, progress_ms: int | None = None, algorithm=None):
         """Yield progress dicts ({"event": "progress", "bound", "nodes_generated", ...}) while
         the search runs, then the SolveResult. Stopping the iteration early cancels it."""
         deadline, budget = checked_limits(deadline, budget)
-        request = convert.solve_request(board_tiles(board), goal, budget, progress_ms)
+        request = convert.solve_request(board_tiles(board), goal, budget, progress_ms,
+                                        checked_algorithm(algorithm))
         call = self._stub.SolveStream(request, timeout=deadline)
         try:
             for event in call:

@@ -17,9 +17,22 @@ DEFAULT_GOAL = "blank-last"
 
 
 def solve_request(tiles, goal: str | None = None, budget: int | None = None,
-                  progress_ms: int | None = None) -> pb.SolveRequest:
+                  progress_ms: int | None = None, algorithm=None) -> pb.SolveRequest:
+    """``algorithm``: a name, a pdbtool.algorithms.Algorithm (or anything with its fields),
+    or None (IDA*). The options must fit their fields (client.checked_algorithm)."""
+    a = algorithm
+    name = a if isinstance(a, str) else getattr(a, "name", "")
     return pb.SolveRequest(tiles=list(tiles), goal=goal or "", node_budget=budget or 0,
-                           progress_ms=progress_ms or 0)
+                           progress_ms=progress_ms or 0, algorithm=name or "",
+                           weight=getattr(a, "weight", None) or 0.0,
+                           tt_size=getattr(a, "tt_size", None) or 0,
+                           max_memory=getattr(a, "max_memory", None) or 0)
+
+
+def algorithm_fields(m: pb.SolveRequest) -> dict:
+    """The request's algorithm and options as Algorithm's keyword arguments (0 = unset)."""
+    return {"name": m.algorithm or "ida", "weight": m.weight or None, "tt_size": m.tt_size or None,
+            "max_memory": m.max_memory or None}
 
 
 def result_message(r: SolveResult, queue_seconds: float = 0.0) -> pb.SolveResult:
@@ -30,7 +43,9 @@ def result_message(r: SolveResult, queue_seconds: float = 0.0) -> pb.SolveResult
         nodes_generated=r.nodes_generated, seconds=r.seconds, initial_h=r.initial_h,
         heuristic=r.heuristic, artifact_version=r.artifact or "",
         iterations=[pb.Iteration(bound=i["bound"], nodes=i["nodes"]) for i in r.iterations],
-        threads=r.threads, note=r.note, queue_seconds=queue_seconds, path_h=list(r.path_h))
+        threads=r.threads, note=r.note, queue_seconds=queue_seconds, path_h=list(r.path_h),
+        algorithm=r.algorithm, optimal=r.optimal, bound=r.bound or 0.0,
+        peak_memory_bytes=r.peak_memory_bytes)
 
 
 def result_from_message(m: pb.SolveResult) -> SolveResult:
@@ -41,7 +56,8 @@ def result_from_message(m: pb.SolveResult) -> SolveResult:
         initial_h=m.initial_h,
         iterations=[{"bound": i.bound, "nodes": i.nodes} for i in m.iterations],
         artifact=m.artifact_version or None, threads=m.threads, note=m.note,
-        path_h=list(m.path_h))
+        path_h=list(m.path_h), algorithm=m.algorithm or "ida", optimal=m.optimal,
+        bound=m.bound or None, peak_memory_bytes=m.peak_memory_bytes)
 
 
 def progress_message(control, elapsed: float, queued: bool) -> pb.Progress:
@@ -80,7 +96,8 @@ def info_dict(m: pb.InfoReply) -> dict:
         "max_queue": m.max_queue,
         "uptime_seconds": round(m.uptime_seconds, 3),
         "limits": {"max_search_seconds": m.max_search_seconds or None,
-                   "max_nodes": m.max_nodes or None, "per_client": m.per_client or None},
+                   "max_nodes": m.max_nodes or None, "per_client": m.per_client or None,
+                   "max_search_memory": m.max_search_memory or None},
         "overloaded": m.overloaded,
         "sizes": [{"size": s.size, "heuristic": s.heuristic,
                    "artifact": s.artifact_version or None} for s in m.sizes],

@@ -5,7 +5,7 @@ WorkerPool. Requests arrive parsed (pdbd.rpc parses the bytes and answers the un
 ones). Cancellation and deadlines reach the kernel through the job's stop flag:
 ``context.add_callback`` fires when the RPC ends early (client cancel, deadline), and the
 handler itself halts the job when ``context.time_remaining()`` runs out. The server's own
-limits (``Limits``) cap every search's nodes and seconds and each client's searches in
+limits (``Limits``) cap every search's nodes, seconds and memory and each client's searches in
 flight. Before a search and before its answer is returned, the table file is checked to be
 the one loaded (trust.Pinned); ``swap`` replaces the tables for new requests while running
 searches finish on the old mappings.
@@ -23,13 +23,14 @@ import grpc
 
 import pdbtool
 from pdbtool import limits, puzzle
+from pdbtool.algorithms import Algorithm
 from pdbtool.errors import BadInput, LimitReached, PdbError, Unsolvable
 from pdbtool.search import Solver
-from pdbtool.selection import TableSet
+from pdbtool.selection import Solvers, TableSet
 from pdbtool.trust import TableChanged
 
 from . import convert
-from .defaults import DEFAULT_MAX_NODES, DEFAULT_MAX_SEARCH_SECONDS
+from .defaults import DEFAULT_MAX_NODES, DEFAULT_MAX_SEARCH_MEMORY, DEFAULT_MAX_SEARCH_SECONDS
 from .jobs import Job, QueueFull, WorkerPool
 from .rpc import LIMIT_KEY, RateLimitedLog
 from .v1 import solver_pb2 as pb
@@ -56,6 +57,7 @@ class Limits:
     max_search_seconds: float | None = DEFAULT_MAX_SEARCH_SECONDS
     max_nodes: int | None = DEFAULT_MAX_NODES
     per_client: int | None = None
+    max_search_memory: int | None = DEFAULT_MAX_SEARCH_MEMORY
 
     def budget(self, asked: int) -> tuple[int | None, bool]:
         """The node budget of a search whose client asked for ``asked`` (0: none), and
@@ -65,6 +67,11 @@ class Limits:
         if self.max_nodes and (not asked or asked > self.max_nodes):
             return self.max_nodes, True
         return asked or None, False
+
+    def algorithm(self, fields: dict) -> tuple[Algorithm, bool]:
+        """The algorithm a request asks for (checked as pdbtool solve checks it), its memory
+        lowered to the server's limit per search, and whether that limit binds."""
+        return Algorithm(**fields).within(self.max_search_memory)
 
 
 def client_of(peer: str) -> str:
@@ -196,7 +203,7 @@ class SolverServicer:
             uptime_seconds=time.monotonic() - self.started,
             max_search_seconds=limits_.max_search_seconds or 0,
             max_nodes=limits_.max_nodes or 0, per_client=limits_.per_client or 0,
-            overloaded=self.overloaded)
+            overloaded=self.overloaded, max_search_memory=limits_.max_search_memory or 0)
 
     def undecodable(self, method: str) -> None:
         """Count a request whose bytes did not decode (pdbd.rpc calls it)."""
@@ -226,7 +233,8 @@ class SolverServicer:
             context.abort(grpc.StatusCode.UNAVAILABLE, "the server is shutting down")
         served = self.served
         try:
-            solver, prepared = self._prepare(served, request)
+            algorithm, server_memory = self.limits.algorithm(convert.algorithm_fields(request))
+            solver, prepared = self._prepare(served, request, algorithm)
             budget, server_budget = self.limits.budget(request.node_budget)
         except BadInput as e:
             self.counters.add("failed")
@@ -234,7 +242,7 @@ class SolverServicer:
         except Unsolvable as e:
             self.counters.add("failed")
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, short(str(e)))
-        source = served.tables.sources.get(solver.side)
+        source = served.tables.sources.get(solver.side) if solver.heuristic.artifact else None
         guard = source.pin.check if source else None
         try:
             if guard:
@@ -248,8 +256,8 @@ class SolverServicer:
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
                           f"this client has {self.limits.per_client} searches in flight, the "
                           "server's limit per client; retry when one has finished")
-        job = Job(solver, prepared, budget, self.limits.max_search_seconds, guard)
-        job.server_budget = server_budget
+        job = Job(solver, prepared, budget, self.limits.max_search_seconds, guard, algorithm)
+        job.server_budget, job.server_memory = server_budget, server_memory
         if not context.add_callback(lambda: job.halt(self._why_ended(context))):
             job.halt(self._why_ended(context))  # the RPC is over already
         try:
@@ -284,19 +292,30 @@ class SolverServicer:
         return f"{job.solver.side}x{job.solver.side}"
 
     @staticmethod
-    def _prepare(served: Served, request):
-        """The solver for the board's size and the board validated (once) for it."""
+    def _prepare(served: Served, request, algorithm: Algorithm):
+        """The solver for the board's size and goal, and the board validated (once) for it.
+        Goals whose blank is not in a corner (of a size the tables serve), and greedy
+        solves of any size, get a table-free solver (pdbtool.selection.Solvers decides;
+        made per request, so no request grows what the server holds)."""
         tiles = request.tiles
         if not tiles:
             raise BadInput("empty board: give the tiles row by row, 0 for the blank")
         side = puzzle.side_of(tiles)
-        solver = served.solvers.get(side) if side * side == len(tiles) else None
+        goal = puzzle.check_goal(request.goal or convert.DEFAULT_GOAL)
+        solver = None
+        if side * side == len(tiles) and puzzle.MIN_SIDE <= side <= puzzle.MAX_SIDE:
+            if algorithm.name == "greedy" or (side in served.solvers
+                                              and puzzle.frame(side, goal).goal_blank):
+                solver = Solvers(tables=TableSet({})).for_goal(side, goal, algorithm)
+            else:
+                solver = served.solvers.get(side)
         if solver is None:
             puzzle.validate(tiles)  # names what is wrong with a malformed board
             sizes = ", ".join(f"{s}x{s} ({s * s} tiles)" for s in sorted(served.solvers))
             raise BadInput(f"no loaded table serves {side}x{side} boards ({len(tiles)} tiles); "
                            f"this server serves {sizes}")
-        return solver, solver.prepare(tiles, request.goal or convert.DEFAULT_GOAL)
+        algorithm.check_side(side)
+        return solver, solver.prepare(tiles, goal)
 
     @staticmethod
     def _why_ended(context) -> str:
@@ -326,7 +345,7 @@ class SolverServicer:
         except (LimitReached, CancelledError) as e:
             code, what = HALT_STATUS.get(job.reason, (None, None))
             nodes = job.control.generated
-            limit = self._limit_hit(job)
+            limit = self._limit_hit(job, e)
             if stream and job.reason == "cancelled":
                 self._abandoned(job, context)
                 context.abort(code, f"{what}: search stopped after {nodes:,} nodes")
@@ -352,11 +371,13 @@ class SolverServicer:
         return convert.result_message(result, job.queue_seconds)
 
     @staticmethod
-    def _limit_hit(job: Job) -> str | None:
+    def _limit_hit(job: Job, e: Exception) -> str | None:
         """Which limit stopped a search that neither the client nor a shutdown halted."""
         if job.reason == "time-limit":
             return "max-search-seconds"
         if job.reason is None:
+            if getattr(e, "limit", None) == "memory":  # A*'s states filled its memory
+                return "max-search-memory" if job.server_memory else "memory"
             return "max-nodes" if job.server_budget else "node-budget"
         return None
 
@@ -364,6 +385,9 @@ class SolverServicer:
         if limit == "max-search-seconds":
             return (f"the server's time limit of {self.limits.max_search_seconds:g} s per search "
                     f"(pdbd serve --max-search-seconds) was reached: {e}")
+        if limit == "max-search-memory":
+            return (f"the server's memory limit of {self.limits.max_search_memory / 2**20:,.0f} MiB "
+                    f"per search (pdbd serve --max-search-memory) was reached: {e}")
         if limit == "max-nodes":
             return (f"the server's limit of {self.limits.max_nodes:,} nodes per search "
                     f"(pdbd serve --max-nodes) was reached: {e}")

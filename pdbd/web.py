@@ -74,7 +74,7 @@ def solve_args(fields) -> dict:
                        "0 for the blank")
     goal = fields.get("goal") or "blank-last"
     if not isinstance(goal, str):
-        raise BadInput(f"goal must be blank-last or blank-first, not {goal!r}")
+        raise BadInput(f"goal must be blank-last, blank-first or a goal board's tiles, not {goal!r}")
     return {"board": board, "goal": goal, "deadline": number(fields.get("deadline"), "deadline"),
             "budget": number(fields.get("budget"), "budget", int)}
 

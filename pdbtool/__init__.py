@@ -3,7 +3,7 @@
 The public API, loaded on first use so that ``import pdbtool`` stays light (a gRPC client
 imports it without numba)::
 
-    from pdbtool import Solver, SearchControl, Solvers, build, verify, pack, unpack, install
+    from pdbtool import Solver, SearchControl, Solvers, Algorithm, build, verify, pack, unpack, install
 """
 
 from importlib import import_module
@@ -16,6 +16,7 @@ ensure_numba_cache()  # before any kernel module imports numba (see cache_dir)
 
 _API = {
     "Solver": "search", "SearchControl": "search", "PreparedBoard": "search",
+    "Algorithm": "algorithms",
     "SolveResult": "result", "Solvers": "selection", "load_directory": "selection",
     "load_heuristic": "pdb_heuristic", "table_free": "heuristics",
     "build": "builder", "verify": "verification", "pack": "packing", "unpack": "packing",

@@ -1,4 +1,5 @@
-"""The pdbtool command line: solve, animate, build, verify, info, list, pack, unpack, partitions.
+"""The pdbtool command line: solve, animate, solvable, predict, build, verify, info, list,
+pack, unpack, partitions.
 
 Parsing and printing only: the decisions live in the library (selection, build, trust,
 packing, verify). Exit codes: 0 ok; 2 bad input; 3 unsolvable; 4 budget, deadline or
@@ -14,9 +15,10 @@ import sys
 from pathlib import Path
 
 from . import __version__, artifact, catalogue, puzzle, trust
-from .console import (SearchReporter, arg_budget, arg_seconds, batch_exit_code, emit,
-                      input_lines, report_error, result_text, run)
-from .errors import BadInput, PdbError
+from .algorithms import ALGORITHMS, Algorithm
+from .console import (SearchReporter, arg_budget, arg_seconds, arg_size, batch_exit_code,
+                      emit, input_lines, report_error, result_text, run)
+from .errors import EXIT_UNSOLVABLE, BadInput, PdbError
 from .heuristics import TABLE_FREE
 from .selection import DEFAULT_ARTIFACTS
 from .trace import DEFAULT_CAP
@@ -27,28 +29,31 @@ PROG = "pdbtool"
 # --- solve --------------------------------------------------------------------------------
 
 def solvers_from(args):
+    """The Solvers the options choose, and the Algorithm; canonicalises ``args.goal``."""
     from .selection import Solvers
 
-    puzzle.check_goal(args.goal)
+    args.goal = puzzle.check_goal(args.goal)
+    algorithm = Algorithm(args.algorithm, weight=args.weight, tt_size=args.tt_size,
+                          max_memory=args.max_memory)
     return Solvers(heuristic=args.heuristic, artifact_path=args.artifact,
                    directory=args.artifacts, reflect=not args.no_reflect,
-                   prune=not args.no_prune)
+                   prune=not args.no_prune), algorithm
 
 
-def solve_traced(args, text, solvers, cap: int):
+def solve_traced(args, text, solvers, algorithm, cap: int):
     """Solve one board as the options say; the nodes recorded up to ``cap`` (trace.record)."""
     from .search import SearchControl
     from .trace import record
 
     board = puzzle.parse_board(text)
-    solver = solvers.for_side(puzzle.side_of(board))
+    solver = solvers.for_goal(puzzle.side_of(board), args.goal, algorithm)
     control = SearchControl(budget=args.budget, timeout=args.timeout)
     with SearchReporter(control, enabled=not args.quiet):
-        return record(solver, board, args.goal, args.threads, control, cap)
+        return record(solver, board, args.goal, args.threads, control, cap, algorithm)
 
 
-def solve_one(args, text, solvers) -> int:
-    trace = solve_traced(args, text, solvers, args.trace_cap if args.trace else 0)
+def solve_one(args, text, solvers, algorithm) -> int:
+    trace = solve_traced(args, text, solvers, algorithm, args.trace_cap if args.trace else 0)
     if args.trace:
         trace.save(args.trace)
         if not args.quiet:
@@ -58,11 +63,11 @@ def solve_one(args, text, solvers) -> int:
 
 
 def cmd_solve(args) -> int:
-    solvers = solvers_from(args)
+    solvers, algorithm = solvers_from(args)
     if args.file is None:
         if not args.board:
             raise BadInput("no board: give the tiles (e.g. pdbtool solve 1 2 3 4 5 6 7 0 8) or --file FILE")
-        return solve_one(args, " ".join(args.board), solvers)
+        return solve_one(args, " ".join(args.board), solvers, algorithm)
     if args.board:
         raise BadInput("give either a BOARD or --file, not both")
     if args.trace:
@@ -75,7 +80,7 @@ def cmd_solve(args) -> int:
             line = line.split("#")[0].strip()
             if not line:
                 continue
-            code = solve_one(args, line, solvers)
+            code = solve_one(args, line, solvers, algorithm)
         except PdbError as e:
             code = e.exit_code
             report_error(PROG, args, str(e), code, f"line {lineno}")
@@ -91,7 +96,7 @@ def cmd_animate(args) -> int:
             raise BadInput("give either a BOARD or --trace FILE, not both")
         t = trace.load(args.trace)
     elif args.board:
-        t = solve_traced(args, " ".join(args.board), solvers_from(args), args.trace_cap)
+        t = solve_traced(args, " ".join(args.board), *solvers_from(args), args.trace_cap)
     else:
         raise BadInput("no board: give the tiles (e.g. pdbtool animate 1 2 3 4 5 6 7 0 8) "
                        "or --trace FILE")
@@ -102,6 +107,31 @@ def cmd_animate(args) -> int:
                 "note": t.note},
          f"wrote {path}: {r['length']} moves, {len(r['iterations'])} iterations, {t.summary}; "
          f"open file://{path.resolve()}")
+    return 0
+
+
+def cmd_solvable(args) -> int:
+    board = puzzle.parse_board(" ".join(args.board))
+    goal = puzzle.check_goal(args.to)
+    puzzle.goal_board(puzzle.side_of(board), goal)  # the sizes must agree
+    ok, why = puzzle.solvability(board, goal)
+    emit(args, {"board": list(board), "goal": goal, "solvable": ok, "explanation": why}, why)
+    return 0 if ok else EXIT_UNSOLVABLE
+
+
+def cmd_predict(args) -> int:
+    from .prediction import predict
+
+    meta = artifact.read_any_meta(args.path)
+    if not 0 <= args.blank < meta.size ** 2:
+        raise BadInput(f"--blank {args.blank}: cells of a {meta.size}x{meta.size} board are 0..{meta.size ** 2 - 1}")
+    rows = predict(meta, args.depth, args.blank, prune=not args.no_prune)
+    text = "\n".join([f"{meta.partition}: IDA* nodes per iteration predicted from the value distribution "
+                      "(Korf, Reid & Edelkamp; partition 0, no reflection)",
+                      f"{'bound':>5}  {'expanded':>14}  {'generated':>14}"]
+                     + [f"{r['bound']:5d}  {r['expanded']:14,.0f}  {r['generated']:14,.0f}" for r in rows])
+    emit(args, {"path": str(args.path), "partition": meta.partition, "blank": args.blank,
+                "prune": not args.no_prune, "iterations": rows}, text)
     return 0
 
 
@@ -244,8 +274,17 @@ def zstd_level(text: str) -> int:
 
 
 def add_solve_options(p) -> None:
-    """What chooses the heuristic and limits a search: shared by solve and animate."""
-    p.add_argument("--goal", default="blank-last", help="blank-last (1..N then 0, default) or blank-first (0,1..N)")
+    """What chooses the goal, the algorithm and the heuristic and limits a search: shared by
+    solve and animate."""
+    p.add_argument("--goal", default="blank-last",
+                   help="blank-last (1..N then 0, default), blank-first (0,1..N), or a goal board's tiles")
+    p.add_argument("--algorithm", default="ida", choices=ALGORITHMS,
+                   help="ida (default), ida-tt, astar, rbfs, bfs (3x3 at most): optimal; wida: at most "
+                        "--weight x optimal; greedy: constructive, not optimal, up to 20x20")
+    p.add_argument("--weight", type=float, help="wida: f = g + W*h, 1 <= W <= 100 (default 1.5)")
+    p.add_argument("--tt-size", type=positive_int, help="ida-tt: transposition table entries (default 1M)")
+    p.add_argument("--max-memory", type=arg_size, metavar="SIZE",
+                   help="astar: memory for the states it holds, e.g. 512M, 4G (default 1G); exit 4 beyond")
     p.add_argument("--heuristic", choices=TABLE_FREE,
                    help="use a table-free heuristic instead of pattern databases")
     p.add_argument("--artifact", metavar="PATH", help="use this pattern-database artifact")
@@ -283,9 +322,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"pdbtool {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    s = sub.add_parser("solve", help="solve boards optimally", description=(
-        "Solve a board optimally with IDA*. BOARD is the tiles row by row (0 = blank), as one "
-        "argument or several, separated by spaces and/or commas; the size comes from the count."))
+    s = sub.add_parser("solve", help="solve boards (optimally by default)", description=(
+        "Solve a board, optimally with IDA* unless --algorithm says otherwise. BOARD is the "
+        "tiles row by row (0 = blank), as one argument or several, separated by spaces and/or "
+        "commas; the size comes from the count."))
     s.add_argument("board", nargs="*", metavar="BOARD")
     s.add_argument("--file", metavar="FILE", help=(
         "solve one board per line of FILE ('-' = stdin); a bad line is reported and the "
@@ -295,7 +335,7 @@ def parser() -> argparse.ArgumentParser:
     add_solve_options(s)
     s.add_argument("--trace", metavar="FILE.json",
                    help="also write a trace of the search: iterations, h along the path and, on one "
-                        "thread, every node generated (up to --trace-cap)")
+                        "thread with IDA*, every node generated (up to --trace-cap)")
     s.add_argument("--json", action="store_true", help="one JSON object per board")
     s.set_defaults(func=cmd_solve)
 
@@ -311,6 +351,23 @@ def parser() -> argparse.ArgumentParser:
     add_solve_options(a)
     a.add_argument("--json", action="store_true")
     a.set_defaults(func=cmd_animate)
+
+    sv = sub.add_parser("solvable", help="can one arrangement reach another? (parity)", description=(
+        "Decide by parity whether START can reach the goal, and explain why. Exit 0 if it can, 3 if not."))
+    sv.add_argument("board", nargs="+", metavar="START")
+    sv.add_argument("--to", default="blank-last", metavar="GOAL",
+                    help="blank-last (default), blank-first, or the goal board's tiles")
+    sv.add_argument("--json", action="store_true")
+    sv.set_defaults(func=cmd_solvable)
+
+    pr = sub.add_parser("predict", help="predict IDA* nodes per iteration from a table's values",
+                        description="Korf, Reid & Edelkamp's prediction from the artifact's value histograms.")
+    pr.add_argument("path", metavar="ARTIFACT")
+    pr.add_argument("--depth", type=positive_int, required=True, help="predict bounds 0..DEPTH")
+    pr.add_argument("--blank", type=int, default=0, help="the start's blank cell (default 0)")
+    pr.add_argument("--no-prune", action="store_true", help="count the tree with parent pruning only")
+    pr.add_argument("--json", action="store_true")
+    pr.set_defaults(func=cmd_predict)
 
     b = sub.add_parser("build", help="build a partition's pattern databases", description=(
         "Build the tables of a catalogue (see `pdbtool partitions`) and write one artifact."))

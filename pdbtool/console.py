@@ -87,6 +87,14 @@ def arg_seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def arg_size(text: str) -> int:
+    """argparse type: a memory size in bytes ('512M', '2G'), checked as every tool checks it."""
+    try:
+        return limits.size(text)
+    except BadInput as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def read_stdin() -> str:
     """All of stdin as text; BadInput if stdin is closed or not UTF-8."""
     stream = _stdin_bytes()
@@ -137,9 +145,20 @@ def result_text(r: dict) -> str:
              f"blank  {r['blank_moves'] or '-'}",
              f"{r['heuristic']}: h0 {r['initial_h']}, {r['nodes_generated']:,} nodes generated, "
              f"{r['seconds']:.3f} s"]
+    lines.append(f"algorithm {r.get('algorithm', 'ida')}: {optimality(r)}, peak memory "
+                 f"{r.get('peak_memory_bytes', 0) / 2**20:,.2f} MiB")
     if r.get("note"):
         lines.append(f"note: {r['note']}")
     return "\n".join(lines)
+
+
+def optimality(r: dict) -> str:
+    """What a result's length guarantees, in words."""
+    if r.get("optimal", True):
+        return "optimal"
+    if r.get("bound"):
+        return f"bounded-suboptimal: at most {r['bound']:g} x the optimal length"
+    return "NOT optimal (a constructive solution)"
 
 
 def search_line(bound: int, nodes: int, elapsed: float) -> str:

@@ -23,7 +23,8 @@ PER_TILE = 0        # sum of a per-tile table: Hamming or Manhattan  [h]
 LINEAR_CONFLICT = 1  # Manhattan + 2 * per-line conflicts            [h, md, line values...]
 WALKING = 2         # walking distance, rows + columns               [h, row state, col state]
 PDB = 3             # additive PDBs, max over sums  [h, md, best sum, sums..., nibbles...]
-KINDS = (PER_TILE, LINEAR_CONFLICT, WALKING, PDB)
+GASCHNIG = 4        # swaps with a blank that jumps: misplaced + cycles without the blank  [h]
+KINDS = (PER_TILE, LINEAR_CONFLICT, WALKING, PDB, GASCHNIG)
 
 # Named columns of the state row.
 ROW_H = 0          # every kind: h itself
@@ -63,6 +64,7 @@ class HeuristicArrays(NamedTuple):
     reg_multi: np.ndarray    # uint8[]: a bit per map with more than one region, per tile count
     lk_mbase: np.ndarray     # int64[lookup]: where its maps' bits start in reg_multi
     line_tab: np.ndarray     # int32[line code]: linear-conflict value of a line
+    goal_cell: np.ndarray    # int64[tile]: the tile's goal cell (Gaschnig)
 
 
 def placeholder_arrays(kind: int) -> dict:
@@ -91,13 +93,42 @@ def placeholder_arrays(kind: int) -> dict:
         reg_multi=np.zeros(1, np.uint8),
         lk_mbase=np.zeros(1, np.int64),
         line_tab=np.zeros(1, np.int32),
+        goal_cell=np.zeros(1, np.int64),
     )
 
 
 def state_width(kind: int, side: int, lookups: int = 0, sums: int = 0) -> int:
     """Columns of the heuristic state row for a kind."""
     return {PER_TILE: 1, LINEAR_CONFLICT: LC_LINES + 2 * side, WALKING: 3,
-            PDB: PDB_SUMS + sums + lookups}[kind]
+            PDB: PDB_SUMS + sums + lookups, GASCHNIG: 1}[kind]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def gaschnig(H, board, n):
+    """Gaschnig's relaxation (seed 003): a tile may swap with the blank from anywhere. The
+    fewest swaps sort the permutation cell -> goal cell of its content: a cycle through the
+    blank costs one swap per tile in it, any other cycle one more than its tiles. So
+    h = misplaced tiles + cycles (of two or more cells) without the blank. O(n) per call."""
+    seen = np.int64(0)
+    h = 0
+    for c in range(n):
+        if (seen >> c) & 1:
+            continue
+        j = c
+        length = 0
+        blank = False
+        while not (seen >> j) & 1:
+            seen |= np.int64(1) << j
+            t = board[j]
+            if t == 0:
+                blank = True
+            elif H.goal_cell[t] != j:
+                h += 1
+            j = H.goal_cell[t]
+            length += 1
+        if length > 1 and not blank:
+            h += 1
+    return h
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -183,6 +214,8 @@ def h_init(H, s, board, pos, row):
         row[WD_ROWS] = wd_index(board, s, H, False)
         row[WD_COLS] = wd_index(board, s, H, True)
         row[ROW_H] = H.wd_dist[row[WD_ROWS]] + H.wd_dist[row[WD_COLS]]
+    elif kind == GASCHNIG:
+        row[ROW_H] = gaschnig(H, board, n)
     else:
         md = 0
         for c in range(n):
@@ -276,6 +309,10 @@ def h_update(kind, H, s, board, pos, prev, row, tile, src, dst, limit):
         else:
             row[WD_COLS] = trans[prev[WD_COLS], d, tile % s]
         h = H.wd_dist[row[WD_ROWS]] + H.wd_dist[row[WD_COLS]]
+        row[ROW_H] = h
+        return h
+    if kind == GASCHNIG:
+        h = gaschnig(H, board, s * s)
         row[ROW_H] = h
         return h
     # PDB: h = md + 2 * max over the sums of their lookups' entries. Only the lookup of each

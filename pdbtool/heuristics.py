@@ -1,4 +1,5 @@
-"""The heuristics that need no tables: Hamming, Manhattan, linear conflict, walking distance.
+"""The heuristics that need no tables: Hamming, Manhattan, Gaschnig, linear conflict,
+walking distance.
 
 Each is a ``Heuristic``: a name and the ``HeuristicArrays`` that heuristic_kernels.py
 evaluates. Pattern databases build the same object in pdb_heuristic.py, so the search
@@ -13,11 +14,13 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import heuristic_kernels as hk
+from . import heuristic_kernels as hk, puzzle
 from .errors import BadInput
 
-TABLE_FREE = ("hamming", "manhattan", "linear-conflict", "walking-distance")
+TABLE_FREE = ("hamming", "gaschnig", "manhattan", "linear-conflict", "walking-distance")
+PER_TILE_GOALS = ("hamming", "gaschnig", "manhattan")  # serve a goal with the blank anywhere
 WALKING_MAX_SIDE = 4  # the walking-distance table has 24,964 states for 4x4, millions for 5x5
+LARGE_MAX_SIDE = 20  # Hamming and Manhattan tables (the constructive solver's check)
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,7 @@ class Heuristic:
     artifact: str | None = None  # version of the table artifact it reads, if any
     consistent: bool = False  # h changes by at most 1 per move (checked along every answer)
     note: str = ""  # e.g. why a fallback was taken
+    goal_blank: int = 0  # the image goal's blank cell it measures towards (puzzle.Frame)
 
     def state(self, board_bf) -> np.ndarray:
         """The kernel's state row of a blank-first board: h first (slow path, for tools)."""
@@ -49,11 +53,20 @@ def board_arrays(board_bf):
     return board, pos
 
 
-def manhattan_table(side: int) -> np.ndarray:
-    """md[t, c]: grid distance from cell c to tile t's blank-first goal cell t (0 for blank)."""
+def goal_cells(side: int, goal_blank: int = 0) -> np.ndarray:
+    """Each tile's goal cell in the image goal: t, but with the blank at goal_blank the
+    tile labelled goal_blank goes to cell 0 (puzzle.Frame)."""
+    cells = np.arange(side * side, dtype=np.int64)
+    if goal_blank:
+        cells[0], cells[goal_blank] = goal_blank, 0
+    return cells
+
+
+def manhattan_table(side: int, goal_blank: int = 0) -> np.ndarray:
+    """md[t, c]: grid distance from cell c to tile t's goal cell (0 for the blank)."""
     n = side * side
     c = np.arange(n)
-    t = np.arange(n)[:, None]
+    t = goal_cells(side, goal_blank)[:, None]
     md = np.abs(c // side - t // side) + np.abs(c % side - t % side)
     md[0, :] = 0
     return md.astype(np.int32)
@@ -79,9 +92,9 @@ def line_table(side: int) -> np.ndarray:
     return table
 
 
-def hamming_table(side: int) -> np.ndarray:
+def hamming_table(side: int, goal_blank: int = 0) -> np.ndarray:
     n = side * side
-    tab = (np.arange(n)[None, :] != np.arange(n)[:, None]).astype(np.int32)
+    tab = (np.arange(n)[None, :] != goal_cells(side, goal_blank)[:, None]).astype(np.int32)
     tab[0, :] = 0
     return tab
 
@@ -138,11 +151,24 @@ def walking_tables(side: int):
     return codes, trans, dists
 
 
-def table_free(name: str, side: int) -> Heuristic:
-    """One of TABLE_FREE for boards of the given side."""
+def table_free(name: str, side: int, goal_blank: int = 0) -> Heuristic:
+    """One of TABLE_FREE for boards of the given side, towards the image goal whose blank
+    is at ``goal_blank`` (0: blank-first; others only for PER_TILE_GOALS)."""
+    if name not in TABLE_FREE:
+        raise BadInput(f"unknown heuristic {name!r}: choose one of {', '.join(TABLE_FREE)}")
+    limit = LARGE_MAX_SIDE if name in ("hamming", "manhattan") else puzzle.SEARCH_MAX_SIDE
+    if side > limit:
+        raise BadInput(f"{name} serves boards up to {limit}x{limit}; the searches serve up to "
+                       f"{puzzle.SEARCH_MAX_SIDE}x{puzzle.SEARCH_MAX_SIDE}, the greedy solver "
+                       f"up to {puzzle.MAX_SIDE}x{puzzle.MAX_SIDE} (--algorithm greedy)")
+    if goal_blank and name not in PER_TILE_GOALS:
+        raise BadInput(f"{name} needs a goal with the blank in a corner (its lines follow the "
+                       f"blank-first goal); for this goal use {', '.join(PER_TILE_GOALS)}")
     if name in ("hamming", "manhattan"):
-        table = hamming_table(side) if name == "hamming" else manhattan_table(side)
+        table = hamming_table(side, goal_blank) if name == "hamming" else manhattan_table(side, goal_blank)
         arrays = dict(kind=hk.PER_TILE, tile_tab=table)
+    elif name == "gaschnig":
+        arrays = dict(kind=hk.GASCHNIG, goal_cell=goal_cells(side, goal_blank))
     elif name == "linear-conflict":
         arrays = dict(kind=hk.LINEAR_CONFLICT, tile_tab=manhattan_table(side),
                       line_tab=line_table(side))
@@ -151,9 +177,8 @@ def table_free(name: str, side: int) -> Heuristic:
             raise BadInput(f"walking distance is available up to {WALKING_MAX_SIDE}x{WALKING_MAX_SIDE} boards")
         codes, trans, dists = walking_tables(side)
         arrays = dict(kind=hk.WALKING, wd_codes=codes, wd_trans=trans, wd_dist=dists)
-    else:
-        raise BadInput(f"unknown heuristic {name!r}: choose one of {', '.join(TABLE_FREE)}")
     kind = arrays["kind"]
     H = hk.HeuristicArrays(**{**hk.placeholder_arrays(kind), **arrays, "kind": np.int64(kind)})
     return Heuristic(name, side, H, hk.state_width(kind, side, 0),
-                     consistent=name in ("hamming", "manhattan", "walking-distance"))
+                     consistent=name != "linear-conflict",
+                     goal_blank=goal_blank)

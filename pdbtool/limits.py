@@ -1,4 +1,4 @@
-"""Node budgets and time limits: one validation for every entry point.
+"""Node budgets, time limits and memory sizes: one validation for every entry point.
 
 ``pdbtool solve``, ``pdbd query``, the gRPC client, the server and ``SearchControl`` all take
 a budget and a number of seconds through here, so the same value is accepted or refused
@@ -8,6 +8,7 @@ with the same message everywhere. Loads neither numba nor grpc.
 from __future__ import annotations
 
 import math
+import re
 
 from .errors import BadInput
 
@@ -37,3 +38,11 @@ def seconds(value, what: str = "timeout") -> float:
     if not (math.isfinite(s) and 0 < s <= MAX_SECONDS):
         raise BadInput(f"{what} must be more than 0 and at most {MAX_SECONDS:g} seconds, not {value}")
     return s
+
+
+def size(text, what: str = "size") -> int:
+    """Bytes from '512M', '2G', '1.5GiB', '100000' (binary units)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", str(text), re.I)
+    if not m:
+        raise BadInput(f"{what}: not a size: {text!r} (e.g. 512M, 2G)")
+    return int(float(m.group(1)) * 1024 ** " kmgt".index(m.group(2).lower() or " "))

@@ -89,7 +89,7 @@ def frontier(solver: Solver, root, target: int) -> tuple[list[FrontierNode], tup
 def search_parallel(solver: Solver, prepared: PreparedBoard, threads: int,
                     control: SearchControl, target: int | None = None) -> SolveResult:
     """Solve a prepared board on ``threads`` threads (called by Solver.search)."""
-    bf = prepared.blank_first
+    bf = prepared.image
     stop, counters, budget = control.stop, control.counters, control.budget
     t0 = time.perf_counter()
     root = solver.root(bf)

@@ -5,6 +5,12 @@ count. Two goal conventions exist (see docs/architecture.md): ``blank-last`` (1.
 the default, ``blank-first`` (0, 1..N) is Korf's. They are isomorphic: rotating the board
 180 degrees and relabelling tile t -> N+1-t maps one onto the other, so the solver works
 in ``blank-first`` internally and maps boards and moves across at the edges.
+
+A goal may also be any arrangement (a board). A ``Frame`` maps it, and every board solved
+towards it, into the solver's image: by a symmetry of the square that takes the goal's
+blank cell to cell 0 and a relabelling, onto blank-first (any corner goal, so every
+heuristic and table serves it); otherwise by the relabelling alone, onto blank-first with
+the blank moved to the goal's blank cell (``goal_blank``), which per-tile heuristics serve.
 """
 
 from __future__ import annotations
@@ -13,11 +19,14 @@ import math
 import random
 import re
 
+from typing import NamedTuple
+
 from .errors import BadInput, Unsolvable
-from .geometry import BLANK_STEP, neighbours
+from .geometry import BLANK_STEP, neighbours, symmetries
 
 GOALS = ("blank-last", "blank-first")
-MIN_SIDE, MAX_SIDE = 2, 6
+MIN_SIDE, MAX_SIDE = 2, 20  # the constructive solver goes to 20x20
+SEARCH_MAX_SIDE = 6  # the searches and their heuristics (selection and heuristics refuse more)
 
 ROTATE_MOVE = str.maketrans("UDLR", "DURL")
 
@@ -66,18 +75,77 @@ def side_of(board) -> int:
     return math.isqrt(len(board))
 
 
-def check_goal(goal: str) -> str:
-    if goal not in GOALS:
-        raise BadInput(f"unknown goal {goal!r}: choose one of {', '.join(GOALS)}")
-    return goal
+def check_goal(goal) -> str:
+    """A goal's canonical text: one of GOALS, or a board's tiles joined by commas."""
+    if isinstance(goal, str) and goal in GOALS:
+        return goal
+    if isinstance(goal, str) and not re.search(r"\d", goal):
+        raise BadInput(f"unknown goal {goal!r}: choose one of {', '.join(GOALS)}, or give the "
+                       "goal board's tiles (e.g. --goal '1 2 3 4 0 5 6 7 8')")
+    try:
+        tiles = parse_board(goal)
+    except BadInput as e:
+        raise BadInput(f"goal board: {e}") from None
+    return ",".join(map(str, tiles))
 
 
 def goal_board(side: int, goal: str = "blank-last") -> tuple[int, ...]:
     n = side * side
-    check_goal(goal)
+    goal = check_goal(goal)
     if goal == "blank-first":
         return tuple(range(n))
-    return tuple(range(1, n)) + (0,)
+    if goal == "blank-last":
+        return tuple(range(1, n)) + (0,)
+    target = tuple(int(t) for t in goal.split(","))
+    if len(target) != n:
+        raise BadInput(f"the goal board has {len(target)} tiles, the board {n} ({side}x{side})")
+    return target
+
+
+class Frame(NamedTuple):
+    """How a goal maps into the solver's image: image cell of each user cell (``cells``),
+    image tile of each user tile (``labels``); the image's goal has the blank at
+    ``goal_blank`` (0 for the blank-first image of a corner goal)."""
+
+    target: tuple[int, ...]  # the goal, as the user gave it
+    cells: tuple[int, ...]
+    labels: tuple[int, ...]
+    goal_blank: int
+
+    def image(self, board) -> tuple[int, ...]:
+        out = [0] * len(board)
+        for c, t in enumerate(board):
+            out[self.cells[c]] = self.labels[t]
+        return tuple(out)
+
+    @property
+    def image_goal(self) -> tuple[int, ...]:
+        return self.image(self.target)
+
+    def user_cells(self, image_cells) -> list[int]:
+        back = {ic: c for c, ic in enumerate(self.cells)}
+        return [back[int(x)] for x in image_cells]
+
+
+def frame(side: int, goal) -> Frame:
+    """The frame of a goal (see the module's docstring). The named goals keep the
+    isomorphism of rotate_relabel (blank-last) and the identity (blank-first)."""
+    target = goal_board(side, goal)
+    n = side * side
+    gb = target.index(0)
+    rotation = tuple(n - 1 - c for c in range(n))
+    options = [tuple(range(n)), rotation] + symmetries(side)
+    sigma = next((p for p in options if p[gb] == 0), None)
+    if sigma is not None:
+        labels = [0] * n
+        for c, t in enumerate(target):
+            labels[t] = sigma[c]
+        return Frame(target, sigma, tuple(labels), 0)
+    labels = [0] * n
+    for c, t in enumerate(target):
+        labels[t] = gb if c == 0 else c
+    labels[0] = 0
+    return Frame(target, tuple(range(n)), tuple(labels), gb)
 
 
 def to_blank_first(board, goal: str) -> tuple[int, ...]:
@@ -122,7 +190,7 @@ def permutation_parity(perm) -> int:
     return transpositions & 1
 
 
-def solvability(board, goal: str = "blank-last") -> tuple[bool, str]:
+def solvability(board, goal="blank-last") -> tuple[bool, str]:
     """Decide solvability by the parity theorem; return (solvable, explanation).
 
     Every move swaps the blank with a tile: it is one transposition of the cells' contents
@@ -137,11 +205,13 @@ def solvability(board, goal: str = "blank-last") -> tuple[bool, str]:
     odd = permutation_parity(perm)
     b, gb = board.index(0), target.index(0)
     dist = abs(b // side - gb // side) + abs(b % side - gb % side)
-    if odd == dist % 2:
-        return True, "solvable: permutation parity equals the parity of the blank's distance to its goal cell"
     word = ("even", "odd")
+    if odd == dist % 2:
+        return True, (f"solvable: the board is an {word[odd]} permutation of the goal and the blank "
+                      f"is {dist} move(s) from its goal cell, an {word[dist % 2]} number: the parities "
+                      "agree, so moves reach the goal")
     return False, (
-        f"unsolvable for the {goal} goal: the board is an {word[odd]} permutation of the goal, "
+        f"unsolvable for the {check_goal(goal)} goal: the board is an {word[odd]} permutation of the goal, "
         f"but the blank is {dist} move(s) from its goal cell, an {word[dist % 2]} number; "
         "every move is one transposition and one blank step, so these parities must agree "
         "(e.g. Loyd's 14-15 board: one swap away, blank at home)"

@@ -23,6 +23,10 @@ class SolveResult:
     threads: int = 1
     note: str = ""
     path_h: list = field(default_factory=list)  # h of each board along the solution
+    algorithm: str = "ida"
+    optimal: bool = True  # False: bounded-suboptimal (wida) or constructive (greedy)
+    bound: float | None = None  # wida: the length is at most bound x optimal
+    peak_memory_bytes: int = 0  # what the search itself held at its largest (not the tables)
 
     @property
     def ebf(self) -> float:
@@ -52,4 +56,8 @@ class SolveResult:
             "threads": self.threads,
             "note": self.note,
             "path_h": self.path_h,
+            "algorithm": self.algorithm,
+            "optimal": self.optimal,
+            "bound": self.bound,
+            "peak_memory_bytes": self.peak_memory_bytes,
         }

@@ -1,4 +1,5 @@
-"""Solving a board: validation, the goal isomorphism, the IDA* kernel, replay, statistics.
+"""Solving a board: validation, the goal's frame, the IDA* kernel (the other algorithms
+are in algorithms.py), replay, statistics.
 
 ``Solver`` wraps one heuristic. ``solve(board, goal)`` validates once and returns a
 ``SolveResult`` whose moves have been replayed to the goal; callers that validated already
@@ -17,24 +18,27 @@ from typing import NamedTuple
 import numpy as np
 
 from . import limits, puzzle
+from .algorithms import LIMIT_REASONS, Algorithm, search_with
 from .errors import ArtifactError, BadInput, LimitReached, PdbError
 from .geometry import blank_moves
 from .heuristic_kernels import ROW_H, h_init
 from .heuristics import Heuristic, board_arrays
 from .move_pruning import pruning_fsm
 from .result import SolveResult
-from .search_kernel import (BOUND, BUDGET, COUNTERS, EXPANDED, FOUND, GENERATED, MAX_DEPTH,
-                            STOPPED, run_dfs, run_ida, run_path_violation)
+from .search_kernel import (BOUND, COUNTERS, EXPANDED, FOUND, GENERATED, MAX_DEPTH, run_dfs,
+                            run_ida, run_path_violation)
 
-LIMIT_REASONS = {STOPPED: "search stopped (cancelled or deadline)", BUDGET: "node budget exhausted"}
+IDA = Algorithm("ida")
 
 
 class PreparedBoard(NamedTuple):
-    """A validated, solvable board, and its image in the blank-first convention."""
+    """A validated, solvable board, and its image (puzzle.Frame): what the kernels search,
+    towards blank-first (any corner goal) or the goal's image."""
 
-    board: tuple[int, ...]        # as the user gave it
-    goal: str
-    blank_first: tuple[int, ...]  # what the kernels search
+    board: tuple[int, ...]  # as the user gave it
+    goal: str               # a goal name, or the goal board's tiles joined by commas
+    image: tuple[int, ...]  # what the kernels search
+    frame: puzzle.Frame
 
 
 class Root(NamedTuple):
@@ -142,7 +146,8 @@ def interruptible(fn, *args):
 
 
 class Solver:
-    """Optimal solver for one board size with one heuristic; safe to share across threads."""
+    """Solver for one board size with one heuristic (IDA* by default, optimal); safe to share
+    across threads."""
 
     def __init__(self, heuristic: Heuristic, prune: bool = True):
         self.heuristic = heuristic
@@ -152,40 +157,51 @@ class Solver:
         self.fsm = pruning_fsm(prune)
 
     def prepare(self, board, goal: str = "blank-last") -> PreparedBoard:
-        """Validate and map to blank-first; raise BadInput / Unsolvable with a clear message."""
+        """Validate and map into the image; raise BadInput / Unsolvable with a clear message."""
         board = puzzle.validate(board)
-        puzzle.check_goal(goal)
+        goal = puzzle.check_goal(goal)
         side = puzzle.side_of(board)
         if side != self.side:
             raise BadInput(
                 f"board is {side}x{side} ({len(board)} tiles) but the heuristic "
                 f"{self.heuristic.name!r} serves {self.side}x{self.side} boards")
+        frame = puzzle.frame(side, goal)
+        if frame.goal_blank != self.heuristic.goal_blank:
+            raise BadInput(f"the heuristic {self.heuristic.name!r} measures towards a goal with the "
+                           "blank in a corner; this goal's blank is not in a corner "
+                           "(Solvers picks one that fits)")
         puzzle.require_solvable(board, goal)
-        return PreparedBoard(board, goal, puzzle.to_blank_first(board, goal))
+        return PreparedBoard(board, goal, frame.image(board), frame)
 
     def solve(self, board, goal: str = "blank-last", threads: int = 1,
-              control: SearchControl | None = None) -> SolveResult:
-        """Validate the board once and solve it optimally (see ``search``)."""
-        return self.search(self.prepare(board, goal), threads, control)
+              control: SearchControl | None = None, algorithm=None) -> SolveResult:
+        """Validate the board once and solve it (see ``search``)."""
+        return self.search(self.prepare(board, goal), threads, control, algorithm=algorithm)
 
     def search(self, prepared: PreparedBoard, threads: int = 1,
-               control: SearchControl | None = None, events: np.ndarray | None = None) -> SolveResult:
-        """Solve a prepared board optimally on ``threads`` threads. Raises LimitReached
-        when the control's budget, timeout or stop flag ends the search first.
+               control: SearchControl | None = None, events: np.ndarray | None = None,
+               algorithm=None) -> SolveResult:
+        """Solve a prepared board on ``threads`` threads with ``algorithm`` (an
+        algorithms.Algorithm, or its name; default IDA*). Raises LimitReached when the
+        control's budget, timeout or stop flag (or A*'s memory) ends the search first.
 
-        ``events`` (int32[cap, trace_kernel.EVENT_FIELDS], one thread only) runs the tracing
-        variant of the kernel, which records the first ``cap`` nodes generated into it."""
+        ``events`` (int32[cap, trace_kernel.EVENT_FIELDS], IDA* on one thread only) runs the
+        tracing variant of the kernel, which records the first ``cap`` nodes generated into it."""
         control = control or SearchControl()
+        algorithm = Algorithm(algorithm) if isinstance(algorithm, str) else algorithm or IDA
+        algorithm.check_side(self.side)
         if events is not None and threads > 1:
             raise BadInput("a traced search runs on one thread")
+        if events is not None and algorithm.name != "ida":
+            raise BadInput(f"a traced search runs IDA*, not {algorithm.name}")
         timer = control.timer()
         try:
+            if algorithm.name != "ida":
+                return self._on_main(search_with, self, prepared, algorithm, threads, control)
             if threads > 1:
                 from .parallel import search_parallel
                 return search_parallel(self, prepared, threads, control)
-            if threading.current_thread() is threading.main_thread():
-                return interruptible(self._search_serial, prepared, control, events)
-            return self._search_serial(prepared, control, events)
+            return self._on_main(self._search_serial, prepared, control, events)
         except BaseException as e:
             if not isinstance(e, Exception):  # Ctrl-C, SIGTERM (console.Terminated), exit
                 control.halt("cancelled")  # every kernel returns within about a millisecond
@@ -194,9 +210,16 @@ class Solver:
             if timer:
                 timer.cancel()
 
+    @staticmethod
+    def _on_main(fn, *args):
+        """``fn(*args)``, interruptible by Ctrl-C when called on the main thread."""
+        if threading.current_thread() is threading.main_thread():
+            return interruptible(fn, *args)
+        return fn(*args)
+
     def _search_serial(self, prepared: PreparedBoard, control: SearchControl,
                        events: np.ndarray | None) -> SolveResult:
-        bf = prepared.blank_first
+        bf = prepared.image
         root = self.root(bf)
         path = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
         bounds = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
@@ -219,12 +242,12 @@ class Solver:
                 f"{LIMIT_REASONS.get(status, 'search limit reached')} after {generated:,} nodes "
                 f"({seconds:.3f} s, last bound {last})")
         return self.result(prepared, path[:length], expanded, generated, seconds, root.h,
-                           iterations)
+                           iterations, peak_memory=root.rows.nbytes + 4 * path.nbytes)
 
-    def root(self, board_bf) -> Root:
+    def root(self, board_bf, depth: int = MAX_DEPTH) -> Root:
         """Kernel arrays of a root: board, positions, heuristic state stack (row 0 set)."""
         board, pos = board_arrays(board_bf)
-        rows = np.zeros((MAX_DEPTH + 2, self.heuristic.width), dtype=np.int32)
+        rows = np.zeros((depth + 2, self.heuristic.width), dtype=np.int32)
         h_init(self.heuristic.H, self.side, board, pos, rows[0])
         return Root(board, pos, rows)
 
@@ -240,7 +263,7 @@ class Solver:
     def _check_path(self, board_bf, blank_cells) -> tuple[int, list[int]]:
         """search_kernel.path_violation along the solution found (microseconds), and the
         h of each board on it (the kernel leaves them in the rows it walked)."""
-        root = self.root(board_bf)
+        root = self.root(board_bf, len(blank_cells))
         path = np.asarray(blank_cells, dtype=np.int64)
         step = int(run_path_violation(int(self.heuristic.H.kind), self.heuristic.H, self.side,
                                       root.board, root.pos, root.rows, path, len(path),
@@ -248,12 +271,13 @@ class Solver:
         return step, [int(h) for h in root.rows[:len(path) + 1, ROW_H]]
 
     def result(self, prepared: PreparedBoard, blank_cells, expanded, generated, seconds, h0,
-               iterations, threads=1) -> SolveResult:
-        """Turn the blank's path into moves in the user's convention and replay them."""
-        board, goal, bf = prepared
-        tiles, letters = puzzle.blank_path_to_moves(bf, [int(c) for c in blank_cells])
-        moves, blank_moves_ = puzzle.moves_from_blank_first(tiles, letters, self.side, goal)
-        if puzzle.apply_tile_moves(board, moves) != puzzle.goal_board(self.side, goal):
+               iterations, threads=1, *, algorithm="ida", optimal=True, bound=None,
+               peak_memory=0, heuristic=None) -> SolveResult:
+        """Turn the blank's path in the image into moves on the user's board and replay
+        them; check the heuristic along it (see _check_path)."""
+        board, goal, bf, frame = prepared
+        moves, blank_moves_ = puzzle.blank_path_to_moves(board, frame.user_cells(blank_cells))
+        if puzzle.apply_tile_moves(board, moves) != frame.target:
             raise PdbError("internal error: the solution found does not replay to the goal")
         step, path_h = self._check_path(bf, blank_cells)
         if step >= 0:
@@ -266,6 +290,7 @@ class Solver:
         return SolveResult(
             board=board, goal=goal, side=self.side, length=len(moves), moves=moves,
             blank_moves=blank_moves_, nodes_expanded=int(expanded), nodes_generated=int(generated),
-            seconds=seconds, heuristic=self.heuristic.name, initial_h=h0, iterations=iterations,
-            artifact=self.heuristic.artifact, threads=threads, note=self.heuristic.note,
-            path_h=path_h)
+            seconds=seconds, heuristic=heuristic or self.heuristic.name, initial_h=h0,
+            iterations=iterations, artifact=self.heuristic.artifact, threads=threads,
+            note=self.heuristic.note, path_h=path_h, algorithm=algorithm, optimal=optimal,
+            bound=bound, peak_memory_bytes=int(peak_memory))

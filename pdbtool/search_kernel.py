@@ -26,14 +26,59 @@ POLL = 4096
 
 
 @njit(cache=True, nogil=True, inline="always")
+def slide(board, pos, c, b):
+    """The tile at cell c slides into the blank at cell b; returns the tile. (pos[0] is
+    left alone: the searches keep the blank's cell on their stacks.) slide(board, pos, b, c)
+    takes the move back."""
+    t = board[c]
+    board[b] = t
+    board[c] = 0
+    pos[t] = b
+    return t
+
+
+@njit(cache=True, nogil=True, inline="always")
 def undo(board, pos, blanks, depth):
     """Take back the move into the node at ``depth``: the tile returns to the blank's cell."""
-    b = blanks[depth]
-    pb = blanks[depth - 1]
-    t = board[pb]
-    board[b] = t
-    board[pb] = 0
-    pos[t] = b
+    slide(board, pos, blanks[depth - 1], blanks[depth])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def unwind(board, pos, blanks, depth):
+    """Take back every move down to the root (a search stopped midway)."""
+    while depth > 0:
+        undo(board, pos, blanks, depth)
+        depth -= 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def publish(counters, generated, expanded, reported_g, reported_e):
+    """Add the nodes counted since the last report to the shared counters; returns the
+    new reported pair (generated, expanded)."""
+    counters[GENERATED] += generated - reported_g
+    counters[EXPANDED] += expanded - reported_e
+    return generated, expanded
+
+
+@njit(cache=True, nogil=True, inline="always")
+def halted(stop, budget, generated):
+    """STOPPED if the caller set the stop flag, BUDGET if the node budget is spent (budget
+    < 0: none), else NOT_FOUND (go on)."""
+    if stop[0] != 0:
+        return STOPPED
+    if budget >= 0 and generated > budget:
+        return BUDGET
+    return NOT_FOUND
+
+
+@njit(cache=True, nogil=True, inline="always")
+def path_to(path, blanks, depth, c):
+    """The blank's cells after the root, ending in c (a goal found below ``depth``);
+    returns the length."""
+    for i in range(depth):
+        path[i] = blanks[i + 1]
+    path[depth] = c
+    return depth + 1
 
 
 @njit(cache=True, nogil=True)
@@ -95,10 +140,7 @@ def dfs_loop(kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_st
         if next_state < 0:
             continue
         c = move >> 2
-        t = board[c]
-        board[b] = t
-        board[c] = 0
-        pos[t] = b
+        t = slide(board, pos, c, b)
         generated += 1
         g = g0 + depth + 1
         h = h_update(kind, H, s, board, pos, hs[depth], hs[depth + 1], t, c, b, bound - g)
@@ -106,16 +148,11 @@ def dfs_loop(kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_st
         if f > bound:
             if f < next_bound:
                 next_bound = f
-            board[c] = t
-            board[b] = 0
-            pos[t] = c
+            slide(board, pos, b, c)
             continue
         if h == 0:
-            for i in range(depth):
-                path[i] = blanks[i + 1]
-            path[depth] = c
             status = FOUND
-            length = depth + 1
+            length = path_to(path, blanks, depth, c)
             break
         depth += 1
         blanks[depth] = c
@@ -123,22 +160,13 @@ def dfs_loop(kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_st
         it[depth] = 0
         expanded += 1
         if expanded & (POLL - 1) == 0:
-            counters[GENERATED] += generated - reported_g
-            counters[EXPANDED] += expanded - reported_e
-            reported_g, reported_e = generated, expanded
-            if stop[0] != 0:
-                status = STOPPED
-                break
-            if budget >= 0 and generated > budget:
-                status = BUDGET
+            reported_g, reported_e = publish(counters, generated, expanded, reported_g, reported_e)
+            status = halted(stop, budget, generated)
+            if status != NOT_FOUND:
                 break
     if status == STOPPED or status == BUDGET:
-        # Unwind to the root so the caller's board is intact.
-        while depth > 0:
-            undo(board, pos, blanks, depth)
-            depth -= 1
-    counters[GENERATED] += generated - reported_g
-    counters[EXPANDED] += expanded - reported_e
+        unwind(board, pos, blanks, depth)  # so the caller's board is intact
+    publish(counters, generated, expanded, reported_g, reported_e)
     return status, next_bound, expanded, generated, length
 
 
@@ -213,7 +241,9 @@ def run_dfs(kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_sta
         return dfs(1, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound, budget, stop, counters, path)
     if kind == 2:
         return dfs(2, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound, budget, stop, counters, path)
-    return dfs(3, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound, budget, stop, counters, path)
+    if kind == 3:
+        return dfs(3, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound, budget, stop, counters, path)
+    return dfs(4, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound, budget, stop, counters, path)
 
 
 @njit(cache=True, nogil=True)
@@ -224,7 +254,9 @@ def run_ida(kind, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop,
         return ida(1, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes)
     if kind == 2:
         return ida(2, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes)
-    return ida(3, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes)
+    if kind == 3:
+        return ida(3, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes)
+    return ida(4, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes)
 
 
 @njit(cache=True, nogil=True)
@@ -235,4 +267,6 @@ def run_path_violation(kind, H, s, board, pos, rows, path, length, consistent):
         return path_violation(1, H, s, board, pos, rows, path, length, consistent)
     if kind == 2:
         return path_violation(2, H, s, board, pos, rows, path, length, consistent)
-    return path_violation(3, H, s, board, pos, rows, path, length, consistent)
+    if kind == 3:
+        return path_violation(3, H, s, board, pos, rows, path, length, consistent)
+    return path_violation(4, H, s, board, pos, rows, path, length, consistent)

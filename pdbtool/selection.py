@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import artifact, catalogue
+from . import artifact, catalogue, puzzle
 from .errors import ArtifactError, BadInput
 from .heuristics import Heuristic, table_free
 from .pdb_heuristic import heuristic_from, load_heuristic
@@ -85,17 +85,43 @@ class Solvers:
     ./artifacts when it exists), else the announced fallback."""
 
     def __init__(self, *, heuristic: str | None = None, artifact_path=None, directory=None,
-                 reflect: bool = True, prune: bool = True):
+                 reflect: bool = True, prune: bool = True, tables: TableSet | None = None):
         self.heuristic, self.artifact_path = heuristic, artifact_path
         self.directory = Path(directory) if directory else None
         self.reflect, self.prune = reflect, prune
-        self._tables: TableSet | None = None
+        self._tables: TableSet | None = tables  # given: loaded already (the daemon's)
         self._solvers: dict[int, Solver] = {}
 
     def for_side(self, side: int) -> Solver:
         if side not in self._solvers:
             self._solvers[side] = Solver(self._choose(side), prune=self.prune)
         return self._solvers[side]
+
+    def for_goal(self, side: int, goal="blank-last", algorithm=None) -> Solver:
+        """The Solver for boards of this side towards ``goal``. A goal with the blank in a
+        corner maps onto blank-first (puzzle.Frame): the side's Solver serves it. Any
+        other goal is served by a per-tile heuristic towards its image (the one named, or
+        Manhattan, announced as a fallback). The greedy solver needs no heuristic to
+        search: it gets Hamming (which goes to 20x20), for the answer's check."""
+        gb = puzzle.frame(side, goal).goal_blank
+        if getattr(algorithm, "name", algorithm) == "greedy":
+            key = ("greedy", side, gb)
+            if key not in self._solvers:
+                self._solvers[key] = Solver(table_free("hamming", side, gb), prune=self.prune)
+            return self._solvers[key]
+        if gb == 0:
+            return self.for_side(side)
+        key = (side, gb)
+        if key not in self._solvers:
+            if self.heuristic:
+                h = table_free(self.heuristic, side, gb)
+            else:
+                h = dataclasses.replace(
+                    table_free("manhattan", side, gb),
+                    note="the goal's blank is not in a corner, and the tables (and linear conflict, "
+                         "walking distance) measure towards a corner blank: fell back to manhattan")
+            self._solvers[key] = Solver(h, prune=self.prune)
+        return self._solvers[key]
 
     def _choose(self, side: int) -> Heuristic:
         if self.heuristic:

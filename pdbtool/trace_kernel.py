@@ -12,7 +12,7 @@ Events, int32[cap, EVENT_FIELDS], one row per generated node while rows are left
   EV_G          g (the node's depth)
   EV_H          h as the search saw it: for a pruned node of a lazily evaluated heuristic
                 (PDB), a lower bound that already exceeds bound - g
-  EV_CELL       the blank's cell after the move (blank-first cells)
+  EV_CELL       the blank's cell after the move (cells of the goal's image, puzzle.Frame)
   EV_OUTCOME    EXPANDED_NODE (f <= bound, its children follow), PRUNED_NODE (f > bound)
                 or GOAL_NODE (h = 0 within the bound: the search ends)
 f is g + h; the bound is the iteration's. Beyond the cap the search goes on unrecorded.
@@ -22,8 +22,8 @@ import numpy as np
 from numba import literally, njit
 
 from .heuristic_kernels import h_update
-from .search_kernel import (BOUND, BUDGET, EXPANDED, FOUND, GENERATED, INF, MAX_DEPTH,
-                            NOT_FOUND, POLL, STOPPED, undo)
+from .search_kernel import (BOUND, BUDGET, FOUND, INF, MAX_DEPTH, NOT_FOUND, POLL, halted,
+                            path_to, publish, slide, undo, unwind)
 
 EV_ITERATION, EV_G, EV_H, EV_CELL, EV_OUTCOME = 0, 1, 2, 3, 4
 EVENT_FIELDS = 5
@@ -82,22 +82,19 @@ def traced_iteration(kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank,
         if next_state < 0:
             continue
         c = moves[b, k] >> 2
-        t = board[c]
-        board[b], board[c], pos[t] = t, 0, b
+        t = slide(board, pos, c, b)
         generated += 1
         g = depth + 1
         h = h_update(kind, H, s, board, pos, hs[depth], hs[depth + 1], t, c, b, bound - g)
         if g + h > bound:
             n = record(events, n, iteration, g, h, c, PRUNED_NODE)
             next_bound = min(next_bound, g + h)
-            board[c], board[b], pos[t] = t, 0, c
+            slide(board, pos, b, c)
             continue
         if h == 0:
             n = record(events, n, iteration, g, h, c, GOAL_NODE)
-            path[:depth] = blanks[1:depth + 1]
-            path[depth] = c
             status = FOUND
-            length = g
+            length = path_to(path, blanks, depth, c)
             break
         n = record(events, n, iteration, g, h, c, EXPANDED_NODE)
         depth = g
@@ -106,20 +103,12 @@ def traced_iteration(kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank,
         it[depth] = 0
         expanded += 1
         if expanded % POLL == 0:
-            counters[GENERATED] += generated - reported_g
-            counters[EXPANDED] += expanded - reported_e
-            reported_g, reported_e = generated, expanded
-            if stop[0] != 0:
-                status = STOPPED
-            elif 0 <= budget < generated:
-                status = BUDGET
+            reported_g, reported_e = publish(counters, generated, expanded, reported_g, reported_e)
+            status = halted(stop, budget, generated)
             if status != NOT_FOUND:
-                while depth > 0:  # unwind, so the caller's board is intact
-                    undo(board, pos, blanks, depth)
-                    depth -= 1
+                unwind(board, pos, blanks, depth)  # so the caller's board is intact
                 break
-    counters[GENERATED] += generated - reported_g
-    counters[EXPANDED] += expanded - reported_e
+    publish(counters, generated, expanded, reported_g, reported_e)
     return status, next_bound, expanded, generated, length, n
 
 
@@ -167,5 +156,8 @@ def run_traced_ida(kind, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget
     if kind == 2:
         return traced_ida(2, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop,
                           counters, path, bounds, nodes, events)
-    return traced_ida(3, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop,
+    if kind == 3:
+        return traced_ida(3, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop,
+                          counters, path, bounds, nodes, events)
+    return traced_ida(4, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop,
                       counters, path, bounds, nodes, events)

@@ -226,7 +226,8 @@ def test_server_limits_apply_as_default_and_as_ceiling():
                 assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
                 assert ("pdbd-limit", limit) in e.value.trailing_metadata(), budget
         d = info(daemon)
-        assert d["limits"] == {"max_search_seconds": 0.5, "max_nodes": 200_000, "per_client": None}
+        assert d["limits"] == {"max_search_seconds": 0.5, "max_nodes": 200_000, "per_client": None,
+                               "max_search_memory": 1 << 30}
     finally:
         daemon.stop(grace=1)
     daemon = manhattan(threads=1, limits=Limits(max_search_seconds=0.5, max_nodes=None))
@@ -237,6 +238,32 @@ def test_server_limits_apply_as_default_and_as_ceiling():
                 stub.Solve(pb.SolveRequest(tiles=HARD, goal="blank-first"), timeout=30)
             assert time.monotonic() - start < 2
             assert ("pdbd-limit", "max-search-seconds") in e.value.trailing_metadata()
+    finally:
+        daemon.stop(grace=1)
+
+
+def test_server_memory_limit_caps_what_a_request_may_allocate():
+    """A client cannot make one search allocate more than --max-search-memory: A*'s
+    max_memory (and its 1 GiB default) is lowered to it, the ida-tt table likewise."""
+    daemon = manhattan(threads=1, limits=Limits(max_search_seconds=10, max_search_memory=1 << 20))
+    try:
+        with channel_stub(daemon.address) as stub:
+            for asked, limit in ((0, "max-search-memory"), (1 << 40, "max-search-memory"),
+                                 (1 << 19, "memory")):
+                with pytest.raises(grpc.RpcError) as e:
+                    stub.Solve(pb.SolveRequest(tiles=HARD, goal="blank-first", algorithm="astar",
+                                               max_memory=asked))
+                assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                assert ("pdbd-limit", limit) in e.value.trailing_metadata(), asked
+                assert "states" in e.value.details()
+                assert ("--max-search-memory" in e.value.details()) == (limit != "memory")
+            r = stub.Solve(pb.SolveRequest(tiles=EASY15, algorithm="ida-tt", tt_size=(1 << 64) - 1))
+            assert r.length == 2 and "32,768 entries" in r.note  # 1 MiB / 24 bytes, a power of 2
+            with pytest.raises(grpc.RpcError) as e:
+                stub.Solve(pb.SolveRequest(tiles=EASY15, algorithm="rbfs", max_memory=1 << 20))
+            assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert "astar only" in e.value.details()
+        assert info(daemon)["limits"]["max_search_memory"] == 1 << 20
     finally:
         daemon.stop(grace=1)
 

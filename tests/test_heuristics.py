@@ -92,3 +92,24 @@ def test_pdb_incremental_and_reflection(art_dir, oracle8):
         md = row[hk.PDB_MD]
         direct, reflected = md + 2 * row[hk.PDB_SUMS], md + 2 * row[hk.PDB_SUMS + 1]
         assert row[hk.ROW_H] == direct == reflected == d
+
+
+def test_gaschnig_between_hamming_and_the_truth(oracle8):
+    g, ham = table_free("gaschnig", 3), table_free("hamming", 3)
+    for s in list(oracle8)[::11]:
+        assert ham.value(s) <= g.value(s) <= oracle8[s]
+    # One 3-cycle of tiles, the blank home: 3 misplaced + 1 for the cycle.
+    assert g.value((0, 2, 3, 1, 4, 5, 6, 7, 8)) == 4
+
+
+@pytest.mark.parametrize("name", ("hamming", "gaschnig", "manhattan"))
+def test_per_tile_heuristics_serve_goals_off_the_corners(name):
+    from reference import bfs_distances
+
+    goal = (1, 2, 3, 4, 0, 5, 6, 7, 8)
+    f = puzzle.frame(3, ",".join(map(str, goal)))
+    h = table_free(name, 3, f.goal_blank)
+    exact = bfs_distances(goal)
+    for s, d in list(exact.items())[::53]:
+        assert h.value(f.image(s)) <= d
+    assert h.value(f.image(goal)) == 0

@@ -104,6 +104,43 @@ def test_blank_last_cells_are_on_the_board_as_given():
     assert t.events["g"] == image.events["g"] and t.events["outcome"] == image.events["outcome"]
 
 
+@pytest.mark.parametrize("goal", ("5 3 8 1 7 2 4 6 0", "1 2 3 4 0 5 6 7 8"))
+def test_cells_of_any_goal_are_on_the_board_as_given(goal):
+    """Towards a corner goal (a symmetry away from blank-first) and one with the blank in
+    the middle: each node's blank cell is a neighbour of its parent's on the user's board,
+    and the goal node is the goal."""
+    from pdbtool.geometry import neighbours
+    from pdbtool.selection import Solvers
+
+    solver = Solvers(heuristic="manhattan").for_goal(3, goal)
+    target = puzzle.goal_board(3, goal)
+    for b in [puzzle.random_board(3, goal, random.Random(7)) for _ in range(3)]:
+        t = trace.record(solver, b, goal)
+        assert t.complete
+        stack = [b]
+        for i, g, h, cell, outcome in rows(t):
+            parent = stack[g - 1] if g > 1 else b
+            assert cell in neighbours(3)[parent.index(0)]
+            child = list(parent)
+            child[parent.index(0)], child[cell] = parent[cell], 0
+            child = tuple(child)
+            if outcome == EXPANDED_NODE:
+                del stack[g:]
+                stack.append(child)
+        assert outcome == GOAL_NODE and child == target
+
+
+def test_other_algorithms_trace_the_answer_only():
+    solver = Solver(table_free("manhattan", 3))
+    b = (8, 6, 7, 2, 5, 4, 3, 0, 1)
+    t = trace.record(solver, b, algorithm="astar")
+    assert t.events is None and "IDA*" in t.note
+    assert t.result["algorithm"] == "astar" and t.result["length"] == 31
+    assert len(t.result["path_h"]) == 32
+    with pytest.raises(BadInput, match="IDA"):
+        solver.search(solver.prepare(b), events=np.zeros((1, 5), np.int32), algorithm="rbfs")
+
+
 def test_replaying_the_nodes_gives_boards_of_their_h():
     """Rebuilding each node's board from its parent (the last expanded node one level up)
     gives a board whose Manhattan distance is the recorded h; the goal node is the goal."""

@@ -7,16 +7,24 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class SolveRequest(_message.Message):
-    __slots__ = ("tiles", "goal", "node_budget", "progress_ms")
+    __slots__ = ("tiles", "goal", "node_budget", "progress_ms", "algorithm", "weight", "tt_size", "max_memory")
     TILES_FIELD_NUMBER: _ClassVar[int]
     GOAL_FIELD_NUMBER: _ClassVar[int]
     NODE_BUDGET_FIELD_NUMBER: _ClassVar[int]
     PROGRESS_MS_FIELD_NUMBER: _ClassVar[int]
+    ALGORITHM_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    TT_SIZE_FIELD_NUMBER: _ClassVar[int]
+    MAX_MEMORY_FIELD_NUMBER: _ClassVar[int]
     tiles: _containers.RepeatedScalarFieldContainer[int]
     goal: str
     node_budget: int
     progress_ms: int
-    def __init__(self, tiles: _Optional[_Iterable[int]] = ..., goal: _Optional[str] = ..., node_budget: _Optional[int] = ..., progress_ms: _Optional[int] = ...) -> None: ...
+    algorithm: str
+    weight: float
+    tt_size: int
+    max_memory: int
+    def __init__(self, tiles: _Optional[_Iterable[int]] = ..., goal: _Optional[str] = ..., node_budget: _Optional[int] = ..., progress_ms: _Optional[int] = ..., algorithm: _Optional[str] = ..., weight: _Optional[float] = ..., tt_size: _Optional[int] = ..., max_memory: _Optional[int] = ...) -> None: ...
 
 class Iteration(_message.Message):
     __slots__ = ("bound", "nodes")
@@ -27,7 +35,7 @@ class Iteration(_message.Message):
     def __init__(self, bound: _Optional[int] = ..., nodes: _Optional[int] = ...) -> None: ...
 
 class SolveResult(_message.Message):
-    __slots__ = ("board", "size", "goal", "length", "moves", "blank_moves", "nodes_expanded", "nodes_generated", "seconds", "initial_h", "heuristic", "artifact_version", "iterations", "threads", "note", "queue_seconds", "path_h")
+    __slots__ = ("board", "size", "goal", "length", "moves", "blank_moves", "nodes_expanded", "nodes_generated", "seconds", "initial_h", "heuristic", "artifact_version", "iterations", "threads", "note", "queue_seconds", "path_h", "algorithm", "optimal", "bound", "peak_memory_bytes")
     BOARD_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
     GOAL_FIELD_NUMBER: _ClassVar[int]
@@ -45,6 +53,10 @@ class SolveResult(_message.Message):
     NOTE_FIELD_NUMBER: _ClassVar[int]
     QUEUE_SECONDS_FIELD_NUMBER: _ClassVar[int]
     PATH_H_FIELD_NUMBER: _ClassVar[int]
+    ALGORITHM_FIELD_NUMBER: _ClassVar[int]
+    OPTIMAL_FIELD_NUMBER: _ClassVar[int]
+    BOUND_FIELD_NUMBER: _ClassVar[int]
+    PEAK_MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
     board: _containers.RepeatedScalarFieldContainer[int]
     size: int
     goal: str
@@ -62,7 +74,11 @@ class SolveResult(_message.Message):
     note: str
     queue_seconds: float
     path_h: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, board: _Optional[_Iterable[int]] = ..., size: _Optional[int] = ..., goal: _Optional[str] = ..., length: _Optional[int] = ..., moves: _Optional[_Iterable[int]] = ..., blank_moves: _Optional[str] = ..., nodes_expanded: _Optional[int] = ..., nodes_generated: _Optional[int] = ..., seconds: _Optional[float] = ..., initial_h: _Optional[int] = ..., heuristic: _Optional[str] = ..., artifact_version: _Optional[str] = ..., iterations: _Optional[_Iterable[_Union[Iteration, _Mapping]]] = ..., threads: _Optional[int] = ..., note: _Optional[str] = ..., queue_seconds: _Optional[float] = ..., path_h: _Optional[_Iterable[int]] = ...) -> None: ...
+    algorithm: str
+    optimal: bool
+    bound: float
+    peak_memory_bytes: int
+    def __init__(self, board: _Optional[_Iterable[int]] = ..., size: _Optional[int] = ..., goal: _Optional[str] = ..., length: _Optional[int] = ..., moves: _Optional[_Iterable[int]] = ..., blank_moves: _Optional[str] = ..., nodes_expanded: _Optional[int] = ..., nodes_generated: _Optional[int] = ..., seconds: _Optional[float] = ..., initial_h: _Optional[int] = ..., heuristic: _Optional[str] = ..., artifact_version: _Optional[str] = ..., iterations: _Optional[_Iterable[_Union[Iteration, _Mapping]]] = ..., threads: _Optional[int] = ..., note: _Optional[str] = ..., queue_seconds: _Optional[float] = ..., path_h: _Optional[_Iterable[int]] = ..., algorithm: _Optional[str] = ..., optimal: _Optional[bool] = ..., bound: _Optional[float] = ..., peak_memory_bytes: _Optional[int] = ...) -> None: ...
 
 class Progress(_message.Message):
     __slots__ = ("bound", "nodes_generated", "nodes_expanded", "nodes_per_second", "elapsed_seconds", "queued")
@@ -155,7 +171,7 @@ class Counters(_message.Message):
     def __init__(self, requests: _Optional[int] = ..., solved: _Optional[int] = ..., failed: _Optional[int] = ..., cancelled: _Optional[int] = ..., rejected: _Optional[int] = ..., in_flight: _Optional[int] = ..., running: _Optional[int] = ..., undecodable: _Optional[int] = ..., abandoned: _Optional[int] = ...) -> None: ...
 
 class InfoReply(_message.Message):
-    __slots__ = ("version", "artifacts", "sizes", "counters", "threads", "max_queue", "uptime_seconds", "max_search_seconds", "max_nodes", "per_client", "overloaded")
+    __slots__ = ("version", "artifacts", "sizes", "counters", "threads", "max_queue", "uptime_seconds", "max_search_seconds", "max_nodes", "per_client", "overloaded", "max_search_memory")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     ARTIFACTS_FIELD_NUMBER: _ClassVar[int]
     SIZES_FIELD_NUMBER: _ClassVar[int]
@@ -167,6 +183,7 @@ class InfoReply(_message.Message):
     MAX_NODES_FIELD_NUMBER: _ClassVar[int]
     PER_CLIENT_FIELD_NUMBER: _ClassVar[int]
     OVERLOADED_FIELD_NUMBER: _ClassVar[int]
+    MAX_SEARCH_MEMORY_FIELD_NUMBER: _ClassVar[int]
     version: str
     artifacts: _containers.RepeatedCompositeFieldContainer[Artifact]
     sizes: _containers.RepeatedCompositeFieldContainer[SizeServed]
@@ -178,4 +195,5 @@ class InfoReply(_message.Message):
     max_nodes: int
     per_client: int
     overloaded: bool
-    def __init__(self, version: _Optional[str] = ..., artifacts: _Optional[_Iterable[_Union[Artifact, _Mapping]]] = ..., sizes: _Optional[_Iterable[_Union[SizeServed, _Mapping]]] = ..., counters: _Optional[_Union[Counters, _Mapping]] = ..., threads: _Optional[int] = ..., max_queue: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., max_search_seconds: _Optional[float] = ..., max_nodes: _Optional[int] = ..., per_client: _Optional[int] = ..., overloaded: _Optional[bool] = ...) -> None: ...
+    max_search_memory: int
+    def __init__(self, version: _Optional[str] = ..., artifacts: _Optional[_Iterable[_Union[Artifact, _Mapping]]] = ..., sizes: _Optional[_Iterable[_Union[SizeServed, _Mapping]]] = ..., counters: _Optional[_Union[Counters, _Mapping]] = ..., threads: _Optional[int] = ..., max_queue: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., max_search_seconds: _Optional[float] = ..., max_nodes: _Optional[int] = ..., per_client: _Optional[int] = ..., overloaded: _Optional[bool] = ..., max_search_memory: _Optional[int] = ...) -> None: ...

@@ -55,7 +55,7 @@ class SolverServicer:
     """Missing associated documentation comment in .proto file."""
 
     def Solve(self, request, context):
-        """Solve one board optimally.
+        """Solve one board (optimally, unless the request's algorithm says otherwise).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

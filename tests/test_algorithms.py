@@ -1,0 +1,243 @@
+"""The other algorithms against the exact 8-puzzle oracle: every optimal one returns the BFS
+length, wida stays within its bound, greedy replays from 3x3 to 20x20; the limits say
+what stopped them; the daemon honours the request's algorithm."""
+
+import math
+import random
+import time
+
+import numpy as np
+import pytest
+
+from pdbtool import puzzle
+from pdbtool.algorithms import Algorithm, exact_distances
+from pdbtool.limits import size as parse_size
+from pdbtool.bfs_kernel import rank
+from pdbtool.errors import BadInput, LimitReached
+from pdbtool.heuristics import table_free
+from pdbtool.pdb_heuristic import load_heuristic
+from pdbtool.search import SearchControl, Solver
+from reference import assert_replays, korf100, korf_shortest
+
+OPTIMAL = ("ida-tt", "astar", "rbfs")
+
+
+def boards8(k, seed, goal="blank-first"):
+    rng = random.Random(seed)
+    return [puzzle.random_board(3, goal, rng) for _ in range(k)]
+
+
+@pytest.mark.parametrize("name", OPTIMAL)
+@pytest.mark.parametrize("heuristic", ("manhattan", "linear-conflict", "gaschnig"))
+def test_optimal_algorithms_equal_bfs(name, heuristic, oracle8):
+    solver = Solver(table_free(heuristic, 3))
+    for b in boards8(200, 21):
+        r = solver.solve(b, "blank-first", algorithm=Algorithm(name, max_memory=1 << 24 if name == "astar" else None))
+        assert r.length == oracle8[b] and r.optimal and r.algorithm == name
+        assert_replays(r.to_dict(), b, "blank-first")
+        assert r.peak_memory_bytes > 0
+
+
+def test_bfs_equals_the_oracle_and_refuses_larger_boards(oracle8):
+    solver = Solver(table_free("manhattan", 3))
+    for b in boards8(20, 22):
+        r = solver.solve(b, "blank-first", algorithm="bfs")
+        assert r.length == oracle8[b] and r.algorithm == "bfs" and r.heuristic == "none"
+    with pytest.raises(BadInput, match="bfs .* up to 3x3"):
+        Solver(table_free("manhattan", 4)).solve(korf100()[0][2], "blank-first", algorithm="bfs")
+
+
+def test_exact_distances_are_the_oracle(oracle8):
+    dist = exact_distances(3)
+    fact = np.array([math.factorial(i) for i in range(10)], np.int64)
+    assert (dist >= 0).sum() == len(oracle8) == 181440
+    for b, d in list(oracle8.items())[::37]:
+        assert dist[rank(np.array(b, np.int64), 9, fact)] == d
+
+
+def test_tables_serve_every_algorithm(art_dir, oracle8, oracle8_last):
+    solver = Solver(load_heuristic(art_dir / "8-full.h5"))
+    for name in OPTIMAL:
+        for b in boards8(30, 23):
+            assert solver.solve(b, "blank-first", algorithm=name).length == oracle8[b]
+            assert solver.solve(b, "blank-last", algorithm=name).length == oracle8_last[b]
+
+
+def test_ida_tt_on_korf_instances_cuts_nodes(art_dir):
+    solver = Solver(load_heuristic(art_dir / "15-5-5-5.h5"))
+    for _, optimal, board in korf_shortest(3):
+        plain = solver.solve(board, "blank-first")
+        tt = solver.solve(board, "blank-first", algorithm=Algorithm("ida-tt", tt_size=1 << 16))
+        assert tt.length == plain.length == optimal
+        assert tt.nodes_generated <= plain.nodes_generated and "cuts" in tt.note
+        a = solver.solve(board, "blank-first", algorithm="astar")
+        assert a.length == optimal and a.peak_memory_bytes > plain.peak_memory_bytes
+
+
+@pytest.mark.parametrize("weight", (1.0, 1.5, 3.0))
+def test_wida_within_its_bound(weight, oracle8):
+    solver = Solver(table_free("manhattan", 3))
+    for b in boards8(200, 24):
+        r = solver.solve(b, "blank-first", algorithm=Algorithm("wida", weight=weight))
+        assert oracle8[b] <= r.length <= weight * oracle8[b]
+        assert not r.optimal and r.bound == weight and "bounded-suboptimal" in r.note
+        assert_replays(r.to_dict(), b, "blank-first")
+
+
+def test_greedy_replays_from_3x3_to_20x20():
+    rng = random.Random(25)
+    for side in range(2, 21):
+        for goal in ("blank-last", "blank-first"):
+            b = puzzle.random_board(side, goal, rng)
+            solver = Solver(table_free("hamming", side))
+            r = solver.solve(b, goal, algorithm="greedy")
+            assert_replays(r.to_dict(), b, goal)
+            assert not r.optimal and r.algorithm == "greedy" and "not optimal" in r.note
+    b = puzzle.random_board(20, "blank-last", rng)
+    t0 = time.perf_counter()
+    Solver(table_free("hamming", 20)).solve(b, algorithm="greedy")
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_searches_refuse_what_they_cannot_serve():
+    with pytest.raises(BadInput, match="greedy"):
+        table_free("manhattan", 7) and Solver(table_free("manhattan", 7)).solve(
+            puzzle.random_board(7, rng=random.Random(1)))
+    with pytest.raises(BadInput, match="up to 6x6"):
+        table_free("linear-conflict", 7)
+    with pytest.raises(BadInput, match="weight"):
+        Algorithm("ida", weight=2)
+    with pytest.raises(BadInput, match="unknown algorithm"):
+        Algorithm("dijkstra")
+    with pytest.raises(BadInput, match="one thread"):
+        Solver(table_free("manhattan", 3)).solve((1, 2, 3, 4, 5, 6, 7, 0, 8), threads=2, algorithm="rbfs")
+    assert parse_size("512M") == 512 << 20 and parse_size("2G") == 2 << 30
+
+
+def test_astar_memory_limit_says_how_many_states():
+    hard = korf100()[0][2]
+    with pytest.raises(LimitReached, match=r"memory limit .* holding [\d,]+ states") as e:
+        Solver(table_free("manhattan", 4)).solve(hard, "blank-first",
+                                                 algorithm=Algorithm("astar", max_memory=1 << 20))
+    assert e.value.exit_code == 4 and e.value.limit == "memory"
+
+
+def test_stop_and_budget_reach_every_search():
+    hard = korf100()[0][2]
+    solver = Solver(table_free("manhattan", 4))
+    for name in ("ida-tt", "astar", "rbfs", "wida"):
+        with pytest.raises(LimitReached, match="budget"):
+            solver.solve(hard, "blank-first", control=SearchControl(budget=50_000),
+                         algorithm=Algorithm(name, weight=1.01 if name == "wida" else None))
+
+
+# -- any goal ------------------------------------------------------------------------------
+
+def goals8():
+    rng = random.Random(26)
+    out = []
+    for blank in (0, 2, 8, 1, 4):  # corners, an edge, the centre
+        tiles = list(range(1, 9))
+        rng.shuffle(tiles)
+        out.append(tuple(tiles[:blank] + [0] + tiles[blank:]))
+    return out
+
+
+@pytest.mark.parametrize("goal", goals8())
+def test_any_goal_lengths_equal_bfs_from_that_goal(goal):
+    from pdbtool.selection import Solvers
+    from reference import bfs_distances
+
+    exact = bfs_distances(goal)
+    text = " ".join(map(str, goal))
+    solvers = Solvers(heuristic="manhattan")
+    solver = solvers.for_goal(3, text)
+    rng = random.Random(27)
+    for _ in range(30):
+        b = puzzle.random_board(3, text, rng)
+        for name in ("ida", "astar", "bfs"):
+            r = solver.solve(b, text, algorithm=name)
+            assert r.length == exact[b]
+            assert puzzle.apply_tile_moves(b, r.moves) == goal
+        assert puzzle.apply_tile_moves(b, solver.solve(b, text, algorithm="greedy").moves) == goal
+
+
+def test_corner_goals_use_the_tables_others_fall_back(art_dir):
+    from pdbtool.selection import Solvers
+    from reference import bfs_distances
+
+    solvers = Solvers(directory=art_dir)
+    corner = "5 3 8 1 7 2 4 6 0"
+    assert solvers.for_goal(3, corner).heuristic.name.startswith("pdb 8/full")
+    exact = bfs_distances(puzzle.goal_board(3, corner))
+    rng = random.Random(28)
+    for _ in range(20):
+        b = puzzle.random_board(3, corner, rng)
+        assert solvers.for_goal(3, corner).solve(b, corner).length == exact[b]
+    edge = solvers.for_goal(3, "1 0 2 3 4 5 6 7 8").heuristic
+    assert edge.name == "manhattan" and "not in a corner" in edge.note
+
+
+def test_solvability_between_any_two_arrangements():
+    ok, why = puzzle.solvability((1, 2, 3, 4, 5, 6, 8, 7, 0), "1,2,3,4,5,6,7,8,0")
+    assert not ok and "odd permutation" in why
+    ok, why = puzzle.solvability((1, 0, 2, 3, 4, 5, 6, 7, 8), "0,1,2,3,4,5,6,7,8")
+    assert ok and "agree" in why
+    with pytest.raises(BadInput, match="goal"):
+        puzzle.goal_board(3, "1 2 3 0")
+
+
+# -- the daemon ----------------------------------------------------------------------------
+
+def test_daemon_honours_the_algorithm(stub, oracle8):
+    from pdbd.convert import result_from_message, solve_request
+    from pdbd.v1 import solver_pb2 as pb
+
+    b = boards8(1, 29)[0]
+    for name, optimal in (("astar", True), ("rbfs", True), ("ida-tt", True), ("greedy", False)):
+        r = result_from_message(stub.Solve(solve_request(b, "blank-first", algorithm=Algorithm(name))))
+        assert r.algorithm == name and r.optimal is optimal
+        assert (r.length == oracle8[b]) if optimal else r.length >= oracle8[b]
+    r = result_from_message(stub.Solve(pb.SolveRequest(tiles=b, goal="blank-first", algorithm="wida",
+                                                       weight=2.0)))
+    assert r.bound == 2.0 and not r.optimal and oracle8[b] <= r.length <= 2 * oracle8[b]
+    big = puzzle.random_board(8, rng=random.Random(3))
+    r = result_from_message(stub.Solve(pb.SolveRequest(tiles=big, algorithm="greedy")))
+    assert puzzle.apply_tile_moves(big, r.moves) == puzzle.goal_board(8)
+
+
+# -- the command line ----------------------------------------------------------------------
+
+def test_cli_algorithms_say_what_they_guarantee(art_dir):
+    import json
+
+    from test_cli import run
+
+    p = run("solve", "--algorithm", "wida", "--weight", "2", "--heuristic", "manhattan", "8 6 7 2 5 4 3 0 1")
+    assert p.returncode == 0 and "bounded-suboptimal: at most 2 x the optimal length" in p.stdout
+    p = run("solve", "--algorithm", "greedy", "--json", " ".join(map(str, puzzle.random_board(12, rng=random.Random(4)))))
+    out = json.loads(p.stdout)
+    assert p.returncode == 0 and out["optimal"] is False and out["algorithm"] == "greedy"
+    p = run("solve", "--algorithm", "bfs", "--heuristic", "manhattan", "1 2 3 4 5 6 7 8 9 10 11 12 13 14 0 15")
+    assert p.returncode == 2 and "up to 3x3" in p.stderr
+    p = run("solve", "--algorithm", "astar", "--max-memory", "1M", "--heuristic", "manhattan",
+            "--goal", "blank-first", " ".join(map(str, korf100()[0][2])))
+    assert p.returncode == 4 and "holding" in p.stderr and "states" in p.stderr
+    p = run("solve", "--heuristic", "manhattan", "--goal", "1 0 2 3 4 5 6 7 8", "--json", "1 2 0 3 4 5 6 7 8")
+    assert p.returncode == 0 and json.loads(p.stdout)["length"] == 1
+    p = run("solve", "--artifacts", str(art_dir), "--goal", "1 0 2 3 4 5 6 7 8", "1 2 0 3 4 5 6 7 8")
+    assert p.returncode == 0 and "fell back to manhattan" in p.stdout
+
+
+def test_cli_solvable_and_predict(art_dir):
+    import json
+
+    from test_cli import run
+
+    p = run("solvable", "1 2 3 4 5 6 8 7 0", "--to", "blank-last")
+    assert p.returncode == 3 and "odd permutation" in p.stdout
+    p = run("solvable", "--json", "1 0 2 3 4 5 6 7 8", "--to", "0 1 2 3 4 5 6 7 8")
+    assert p.returncode == 0 and json.loads(p.stdout)["solvable"] is True
+    p = run("predict", str(art_dir / "15-5-5-5.h5"), "--depth", "40", "--json")
+    rows = json.loads(p.stdout)["iterations"]
+    assert p.returncode == 0 and len(rows) == 41 and rows[-1]["generated"] > rows[20]["generated"] > 0
