@@ -60,7 +60,7 @@ def heap_pop(heap, size):
     return top, size
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)  # no reference counting: docs/architecture.md
 def astar(kind, H, s, board, pos, moves, nmoves, rows, bits, per, keys, parent, gs, heap, table,
           budget, stop, counters):
     """A* from the board (rows[0] its state row; rows has >= 2 rows) to h = 0.

@@ -26,7 +26,7 @@ from .heuristics import Heuristic, board_arrays
 from .move_pruning import pruning_fsm
 from .result import SolveResult
 from .search_kernel import (BOUND, COUNTERS, EXPANDED, FOUND, GENERATED, MAX_DEPTH, run_dfs,
-                            run_ida, run_path_violation)
+                            no_events, run_ida, run_path_violation)
 
 IDA = Algorithm("ida")
 
@@ -185,7 +185,7 @@ class Solver:
         algorithms.Algorithm, or its name; default IDA*). Raises LimitReached when the
         control's budget, timeout or stop flag (or A*'s memory) ends the search first.
 
-        ``events`` (int32[cap, trace_kernel.EVENT_FIELDS], IDA* on one thread only) runs the
+        ``events`` (int32[cap, search_kernel.EVENT_FIELDS], IDA* on one thread only) runs the
         tracing variant of the kernel, which records the first ``cap`` nodes generated into it."""
         control = control or SearchControl()
         algorithm = Algorithm(algorithm) if isinstance(algorithm, str) else algorithm or IDA
@@ -228,11 +228,8 @@ class Solver:
                 self.moves, self.nmoves, self.fsm, root.rows, bf.index(0), control.kernel_budget,
                 control.stop, control.counters, path, bounds, nodes)
         t0 = time.perf_counter()
-        if events is None:
-            status, length, expanded, generated, iters = run_ida(*args)
-        else:
-            from .trace_kernel import run_traced_ida
-            status, length, expanded, generated, iters, _ = run_traced_ida(*args, events)
+        status, length, expanded, generated, iters, _ = run_ida(
+            *args, no_events() if events is None else events)
         seconds = time.perf_counter() - t0
         iterations = [{"bound": int(bounds[i]), "nodes": int(nodes[i])}
                       for i in range(min(iters, len(bounds)))]

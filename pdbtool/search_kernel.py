@@ -10,6 +10,18 @@ parallel search (parallel.py), which hands out subtrees of the root.
 Control arrays, shared with the caller while the kernel runs (nogil):
   stop[0]     set non-zero by the caller to stop; polled every POLL expansions;
   counters    [GENERATED, EXPANDED, BOUND], published at each poll.
+
+Events (``pdbtool solve --trace`` and the animation, trace.py): the same kernel writes
+down every node it generates into int32[cap, EVENT_FIELDS] while rows are left (a search
+that is not traced passes no rows), so a traced search is the plain search, node for node:
+  EV_ITERATION  index of the IDA* iteration
+  EV_G          g (the node's depth)
+  EV_H          h as the search saw it: for a pruned node of a lazily evaluated heuristic
+                (PDB), a lower bound that already exceeds bound - g
+  EV_CELL       the blank's cell after the move (cells of the goal's image, puzzle.Frame)
+  EV_OUTCOME    EXPANDED_NODE (f <= bound, its children follow), PRUNED_NODE (f > bound)
+                or GOAL_NODE (h = 0 within the bound: the search ends)
+f is g + h; the bound is the iteration's. Beyond the cap the search goes on unrecorded.
 """
 
 import numpy as np
@@ -23,6 +35,27 @@ COUNTERS = 3
 INF = 1 << 30
 MAX_DEPTH = 255
 POLL = 4096
+EV_ITERATION, EV_G, EV_H, EV_CELL, EV_OUTCOME = 0, 1, 2, 3, 4
+EVENT_FIELDS = 5
+EXPANDED_NODE, PRUNED_NODE, GOAL_NODE = 0, 1, 2
+
+
+@njit(cache=True, nogil=True, inline="always")
+def record(events, n, iteration, g, h, cell, outcome):
+    """Write one event if a row is left; return the number of rows used."""
+    if n < events.shape[0]:
+        events[n, EV_ITERATION] = iteration
+        events[n, EV_G] = g
+        events[n, EV_H] = h
+        events[n, EV_CELL] = cell
+        events[n, EV_OUTCOME] = outcome
+        return n + 1
+    return n
+
+
+def no_events() -> np.ndarray:
+    """The events array of a search that is not traced: no rows."""
+    return np.zeros((0, EVENT_FIELDS), np.int32)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -95,27 +128,32 @@ def dfs(kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, 
     budget < 0 means no node limit. ``kind`` must be a literal: call it through run_dfs.
     """
     literally(kind)
-    blanks = np.empty(MAX_DEPTH + 2, dtype=np.int64)
-    it = np.empty(MAX_DEPTH + 2, dtype=np.int64)
-    automaton = np.empty(MAX_DEPTH + 2, dtype=np.int64)
-    return dfs_loop(kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0,
-                    bound, budget, stop, counters, path, blanks, it, automaton)
+    stacks = np.empty((3, MAX_DEPTH + 2), dtype=np.int64)
+    status, next_bound, expanded, generated, length, _ = dfs_loop(
+        kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound,
+        budget, stop, counters, path, stacks, np.empty((0, EVENT_FIELDS), np.int32), 0, 0)
+    return status, next_bound, expanded, generated, length
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def dfs_loop(kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound,
-             budget, stop, counters, path, blanks, it, automaton):
-    """dfs over its stacks. Compiled without numba's reference counting: the arrays live
-    as long as the caller's, and an inlined function that takes HeuristicArrays would
-    otherwise incref and decref each of its arrays at every call (atomic operations that
-    took over 40% of the time of a 24-puzzle search)."""
+             budget, stop, counters, path, stacks, events, n, iteration):
+    """dfs over its stacks (int64[3, MAX_DEPTH + 2]: blank cells, child iterators,
+    automaton states), recording events[n:] as IDA* iteration ``iteration``; returns dfs's
+    tuple and the rows of events used.
+
+    Compiled without numba's reference counting: the arrays live as long as the caller's,
+    and an inlined function that takes HeuristicArrays would otherwise incref and decref
+    each of its arrays at every call (atomic operations that took over 40% of the time of
+    a 24-puzzle search)."""
     literally(kind)
+    blanks, it, automaton = stacks[0], stacks[1], stacks[2]
     counters[BOUND] = bound
     h0 = hs[0, 0]
     if g0 + h0 > bound:
-        return NOT_FOUND, g0 + h0, 0, 0, 0
+        return NOT_FOUND, g0 + h0, 0, 0, 0, n
     if h0 == 0:
-        return FOUND, bound, 0, 0, 0
+        return FOUND, bound, 0, 0, 0, n
     next_bound = INF
     expanded, generated = 1, 0
     reported_e, reported_g = 0, 0
@@ -146,14 +184,17 @@ def dfs_loop(kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_st
         h = h_update(kind, H, s, board, pos, hs[depth], hs[depth + 1], t, c, b, bound - g)
         f = g + h
         if f > bound:
+            n = record(events, n, iteration, g, h, c, PRUNED_NODE)
             if f < next_bound:
                 next_bound = f
             slide(board, pos, b, c)
             continue
         if h == 0:
+            n = record(events, n, iteration, g, h, c, GOAL_NODE)
             status = FOUND
             length = path_to(path, blanks, depth, c)
             break
+        n = record(events, n, iteration, g, h, c, EXPANDED_NODE)
         depth += 1
         blanks[depth] = c
         automaton[depth] = next_state
@@ -167,31 +208,34 @@ def dfs_loop(kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_st
     if status == STOPPED or status == BUDGET:
         unwind(board, pos, blanks, depth)  # so the caller's board is intact
     publish(counters, generated, expanded, reported_g, reported_e)
-    return status, next_bound, expanded, generated, length
+    return status, next_bound, expanded, generated, length, n
 
 
 @njit(cache=True, nogil=True)
 def ida(kind, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds,
-        nodes):
+        nodes, events):
     """Iterative deepening from the root's h: each bound is the previous minimum overshoot.
 
-    bounds[i], nodes[i] receive each iteration's bound and nodes generated.
-    Returns (status, length, expanded, generated, iterations).
+    bounds[i], nodes[i] receive each iteration's bound and nodes generated; events the
+    nodes generated while rows are left (see above).
+    Returns (status, length, expanded, generated, iterations, events recorded).
     """
     literally(kind)
+    stacks = np.empty((3, MAX_DEPTH + 2), dtype=np.int64)
     bound = hs[0, 0]
-    expanded, generated = 0, 0
+    expanded, generated, n = 0, 0, 0
     i = 0
     while True:
         if bound > MAX_DEPTH:  # the stacks are sized for MAX_DEPTH moves
-            return BUDGET, 0, expanded, generated, i
+            return BUDGET, 0, expanded, generated, i, n
         left = -1  # no limit
         if budget >= 0:
             if generated >= budget:
-                return BUDGET, 0, expanded, generated, i
+                return BUDGET, 0, expanded, generated, i, n
             left = budget - generated
-        status, nb, e, g, length = dfs(kind, H, s, board, pos, moves, nmoves, fsm, hs, blank, 0, 0, bound,
-                                       left, stop, counters, path)
+        status, nb, e, g, length, n = dfs_loop(kind, H, s, board, pos, moves, nmoves, fsm, hs,
+                                               blank, 0, 0, bound, left, stop, counters, path,
+                                               stacks, events, n, i)
         expanded += e
         generated += g
         if i < bounds.shape[0]:
@@ -199,7 +243,7 @@ def ida(kind, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, cou
             nodes[i] = g
         i += 1
         if status != NOT_FOUND or nb >= INF:
-            return status, length, expanded, generated, i
+            return status, length, expanded, generated, i, n
         bound = nb
 
 
@@ -247,16 +291,16 @@ def run_dfs(kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_sta
 
 
 @njit(cache=True, nogil=True)
-def run_ida(kind, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes):
+def run_ida(kind, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes, events):
     if kind == 0:
-        return ida(0, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes)
+        return ida(0, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes, events)
     if kind == 1:
-        return ida(1, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes)
+        return ida(1, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes, events)
     if kind == 2:
-        return ida(2, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes)
+        return ida(2, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes, events)
     if kind == 3:
-        return ida(3, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes)
-    return ida(4, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes)
+        return ida(3, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes, events)
+    return ida(4, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes, events)
 
 
 @njit(cache=True, nogil=True)

@@ -3,7 +3,7 @@
 A trace is the answer of one solve (the JSON of `pdbtool solve --json`: the solution, the
 iterations with their bound and node count, ``path_h``, the h of each board along the
 solution) plus, for a search on one thread, the nodes the search generated, recorded by
-the tracing variant of the kernel (trace_kernel.py) during the search itself, up to a cap.
+the search kernel itself (search_kernel.py: its events) during the search, up to a cap.
 
 The nodes are columns of equal length in ``events``: ``iteration``, ``g``, ``h``, ``f``,
 ``blank`` (the blank's cell after the move, on the board as the user gave it) and
@@ -29,7 +29,7 @@ TRACE_FORMAT = "pdbtool-trace"
 TRACE_VERSION = 1
 DEFAULT_CAP = 100_000  # nodes recorded at most: the 8-puzzle and easy 15-puzzles fit
 COLUMNS = ("iteration", "g", "h", "f", "blank", "outcome")
-OUTCOME_NAMES = ("expanded", "pruned", "goal")  # trace_kernel's EXPANDED_NODE, PRUNED_NODE, GOAL_NODE
+OUTCOME_NAMES = ("expanded", "pruned", "goal")  # search_kernel's EXPANDED_NODE, PRUNED_NODE, GOAL_NODE
 
 
 @dataclass
@@ -116,7 +116,7 @@ def record(solver, board, goal: str = "blank-last", threads: int = 1, control=No
         return from_result(solver.search(prepared, threads, control, algorithm=algorithm), why)
     import numpy as np
 
-    from .trace_kernel import EVENT_FIELDS, EV_CELL, EV_G, EV_H, EV_ITERATION, EV_OUTCOME
+    from .search_kernel import EVENT_FIELDS, EV_CELL, EV_G, EV_H, EV_ITERATION, EV_OUTCOME
 
     rows = np.zeros((cap, EVENT_FIELDS), dtype=np.int32)
     result = solver.search(prepared, 1, control, events=rows)

@@ -13,7 +13,7 @@ from pdbtool.errors import BadInput, LimitReached
 from pdbtool.heuristics import TABLE_FREE, table_free
 from pdbtool.pdb_heuristic import load_heuristic
 from pdbtool.search import SearchControl, Solver
-from pdbtool.trace_kernel import EXPANDED_NODE, GOAL_NODE, PRUNED_NODE
+from pdbtool.search_kernel import EXPANDED_NODE, GOAL_NODE, PRUNED_NODE
 from reference import EXPANDED, GOAL, PRUNED, ida_nodes, korf100, korf_shortest, manhattan
 
 NAMES = {EXPANDED: EXPANDED_NODE, PRUNED: PRUNED_NODE, GOAL: GOAL_NODE}
