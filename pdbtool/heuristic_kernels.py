@@ -67,6 +67,16 @@ class HeuristicArrays(NamedTuple):
     goal_cell: np.ndarray    # int64[tile]: the tile's goal cell (Gaschnig)
 
 
+def read_only(a: np.ndarray) -> np.ndarray:
+    """A read-only view of ``table``. A memory-mapped artifact's table is read-only, and
+    numba types read-only and writable arrays apart: giving every heuristic a read-only
+    table keeps one compiled kernel per kind, whether it reads tables or not (each kernel
+    is compiled once, not twice: minutes of a cold start)."""
+    view = a.view()
+    view.flags.writeable = False
+    return view
+
+
 def placeholder_arrays(kind: int) -> dict:
     """Typed empty slots of HeuristicArrays, to be overridden by what ``kind`` uses."""
     return dict(
@@ -84,7 +94,7 @@ def placeholder_arrays(kind: int) -> dict:
         lk_rbase=np.zeros(1, np.int64),
         lk_obase=np.zeros(1, np.int64),
         tile_lk=np.full((1, 2), -1, np.int64),
-        table=np.zeros(1, np.uint8),
+        table=read_only(np.zeros(1, np.uint8)),
         colex_lo=np.zeros(1, np.int32),
         colex_hi=np.zeros((1, 1), np.int32),
         reg_index=np.zeros(1, np.uint8),

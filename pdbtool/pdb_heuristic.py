@@ -116,7 +116,7 @@ def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool 
         "lk_rbase": np.array([rbase[len(x.tiles)] for x in lk], np.int64),
         "lk_obase": np.array([obase[len(x.tiles)] for x in lk], np.int64),
         "tile_lk": tile_lk,
-        "table": np.asarray(data),
+        "table": hk.read_only(np.asarray(data)),
         "colex_lo": colex_lo.copy(), "colex_hi": colex_hi.copy(),
         "reg_index": np.concatenate(index_parts),
         "reg_secondary": np.concatenate(offset_parts),
