@@ -46,18 +46,16 @@ def tt_seen(tt_key, tt_tag, k0, k1, g, iteration, mask):
     return False
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)  # no reference counting: docs/architecture.md
 def dfs_tt(kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, bound, gw, hw, tt_key,
-           tt_tag, iteration, bits, per, budget, stop, counters, path, max_depth):
+           tt_tag, iteration, bits, per, budget, stop, counters, path, max_depth, stacks):
+    """stacks: int64[5, max_depth + 2] (blank cells, child iterators, automaton states,
+    the two words of each node's key)."""
     literally(kind)
     n = s * s
     use_tt = tt_key.shape[0] > 0
     mask = tt_key.shape[0] - 1
-    blanks = np.empty(max_depth + 2, dtype=np.int64)
-    it = np.empty(max_depth + 2, dtype=np.int64)
-    automaton = np.empty(max_depth + 2, dtype=np.int64)
-    k0s = np.empty(max_depth + 2, dtype=np.int64)
-    k1s = np.empty(max_depth + 2, dtype=np.int64)
+    blanks, it, automaton, k0s, k1s = stacks[0], stacks[1], stacks[2], stacks[3], stacks[4]
     counters[BOUND] = bound
     h0 = hs[0, 0]
     if hw * h0 > bound:
@@ -138,6 +136,7 @@ def ida_tt(kind, H, s, board, pos, moves, nmoves, fsm, hs, blank, gw, hw, tt_key
     """Iterative deepening over dfs_tt from f(root); each bound the minimum overshoot.
     Returns (status, length, expanded, generated, iterations, cuts)."""
     literally(kind)
+    stacks = np.empty((5, max_depth + 2), dtype=np.int64)
     bound = hw * hs[0, 0]
     expanded, generated, cuts = 0, 0, 0
     i = 0
@@ -149,7 +148,7 @@ def ida_tt(kind, H, s, board, pos, moves, nmoves, fsm, hs, blank, gw, hw, tt_key
             left = budget - generated
         status, nb, e, g, length, cut = dfs_tt(kind, H, s, board, pos, moves, nmoves, fsm, hs, blank,
                                                bound, gw, hw, tt_key, tt_tag, i + 1, bits, per, left,
-                                               stop, counters, path, max_depth)
+                                               stop, counters, path, max_depth, stacks)
         expanded += e
         generated += g
         cuts += cut

@@ -28,14 +28,18 @@ def rbfs(kind, H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budget, s
     cells on FOUND."""
     literally(kind)
     D = MAX_DEPTH + 2
-    blank = np.empty(D, np.int64)
-    state = np.empty(D, np.int64)
-    nch = np.zeros(D, np.int64)
-    ccell = np.empty((D, 4), np.int64)
-    cstate = np.empty((D, 4), np.int64)
-    F = np.empty((D, 4), np.int64)
-    B = np.empty(D, np.int64)
-    cur = np.empty(D, np.int64)
+    return rbfs_loop(kind, H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budget, stop,
+                     counters, path, np.zeros((5, D), np.int64), np.zeros((3, D, 4), np.int64))
+
+
+@njit(cache=True, nogil=True, _nrt=False)  # no reference counting: docs/architecture.md
+def rbfs_loop(kind, H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budget, stop,
+              counters, path, per_node, per_child):
+    """rbfs over its stacks: per_node int64[5, D] (blank cell, automaton state, children,
+    bound B, current child), per_child int64[3, D, 4] (child cell, state, stored F)."""
+    literally(kind)
+    blank, state, nch, B, cur = per_node[0], per_node[1], per_node[2], per_node[3], per_node[4]
+    ccell, cstate, F = per_child[0], per_child[1], per_child[2]
     expanded, generated = 0, 0
     reported_e, reported_g = 0, 0
     if rows[0, 0] == 0:

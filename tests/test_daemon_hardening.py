@@ -2,7 +2,6 @@
 lockout, no starvation. Servers are started here on 127.0.0.1 with the limits each test needs.
 """
 
-import os
 import random
 import signal
 import threading
