@@ -185,8 +185,8 @@ class Solver:
         algorithms.Algorithm, or its name; default IDA*). Raises LimitReached when the
         control's budget, timeout or stop flag (or A*'s memory) ends the search first.
 
-        ``events`` (int32[cap, search_kernel.EVENT_FIELDS], IDA* on one thread only) runs the
-        tracing variant of the kernel, which records the first ``cap`` nodes generated into it."""
+        ``events`` (int32[cap, search_kernel.EVENT_FIELDS], IDA* on one thread only): the
+        kernel records the first ``cap`` nodes it generates into it."""
         control = control or SearchControl()
         algorithm = Algorithm(algorithm) if isinstance(algorithm, str) else algorithm or IDA
         algorithm.check_side(self.side)
