@@ -68,7 +68,7 @@ class HeuristicArrays(NamedTuple):
 
 
 def read_only(a: np.ndarray) -> np.ndarray:
-    """A read-only view of ``table``. A memory-mapped artifact's table is read-only, and
+    """A read-only view of ``a`` (for the ``table`` slot). A memory-mapped artifact's table is read-only, and
     numba types read-only and writable arrays apart: giving every heuristic a read-only
     table keeps one compiled kernel per kind, whether it reads tables or not (each kernel
     is compiled once, not twice: minutes of a cold start)."""

@@ -53,8 +53,9 @@ def record(events, n, iteration, g, h, cell, outcome):
     return n
 
 
-def no_events() -> np.ndarray:
-    """The events array of a search that is not traced: no rows."""
+@njit(cache=True, nogil=True)
+def no_events():
+    """The events array of a search that is not traced: no rows (from Python or a kernel)."""
     return np.zeros((0, EVENT_FIELDS), np.int32)
 
 
@@ -131,7 +132,7 @@ def dfs(kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, 
     stacks = np.empty((3, MAX_DEPTH + 2), dtype=np.int64)
     status, next_bound, expanded, generated, length, _ = dfs_loop(
         kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound,
-        budget, stop, counters, path, stacks, np.empty((0, EVENT_FIELDS), np.int32), 0, 0)
+        budget, stop, counters, path, stacks, no_events(), 0, 0)
     return status, next_bound, expanded, generated, length
 
 
