@@ -4,14 +4,14 @@ kernel, and turning its outcome into a SolveResult (replayed and checked by Solv
 | name     | kernel              | answer                          | memory                      |
 |----------|---------------------|---------------------------------|-----------------------------|
 | ida      | search_kernel       | optimal                         | O(depth)                    |
-| ida-tt   | ida_tt_kernel       | optimal                         | O(depth) + the table        |
+| ida-tt   | search_kernel + TT  | optimal                         | O(depth) + the table        |
 | astar    | astar_kernel        | optimal                         | every state reached         |
 | rbfs     | rbfs_kernel         | optimal                         | O(depth)                    |
 | bfs      | bfs_kernel          | optimal (boards up to 3x3)      | every state (n! entries)    |
-| wida     | ida_tt_kernel       | at most W x optimal             | O(depth)                    |
+| wida     | search_kernel + W   | at most W x optimal             | O(depth)                    |
 | greedy   | greedy_kernel       | some solution (up to 20x20)     | the solution                |
 
-Each search reuses the Solver's heuristic (tables included) through h_init / h_update, and
+(+ TT, + W: the IDA* kernel with ida_tt_kernel's extras.) Each search reuses the Solver's heuristic (tables included) through h_init / h_update, and
 its result goes through Solver.result like IDA*'s.
 """
 
