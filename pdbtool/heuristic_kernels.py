@@ -52,10 +52,11 @@ class HeuristicArrays(NamedTuple):
     lk_cmap: np.ndarray      # int64[lookup, cell]: cell map into the table's frame
     lk_pw: np.ndarray        # int64[lookup, i]: place values of the order digits
     lk_off: np.ndarray       # int64[lookup]: byte offset of the lookup's table in ``table``
-    lk_set: np.ndarray       # int64[lookup]: the sum it adds to (partition, reflected)
     lk_rbase: np.ndarray     # int64[lookup]: where its maps' region index starts in reg_index
     lk_obase: np.ndarray     # int64[lookup]: where its maps' offsets start in reg_secondary
-    tile_lk: np.ndarray      # int64[tile, sum]: the lookup of that sum holding a tile
+    tile_lk: np.ndarray      # int64[tile, sum]: the lookup of that sum holding a tile (sums
+                             # that share a group share its lookup)
+    tile_lk_slot: np.ndarray  # int64[tile, sum]: which of the tile's distinct lookups that is
     table: np.ndarray        # uint8[]: all tables, 4-bit entries, concatenated
     colex_lo: np.ndarray     # int32[low cells]: map ranks, low half (ranking.colex_tables)
     colex_hi: np.ndarray     # int32[high cells, tiles below]: map ranks, high half
@@ -119,10 +120,10 @@ def placeholder_arrays() -> dict:
         lk_cmap=np.zeros((1, 1), np.int64),
         lk_pw=np.zeros((1, 1), np.int64),
         lk_off=np.zeros(1, np.int64),
-        lk_set=np.zeros(1, np.int64),
         lk_rbase=np.zeros(1, np.int64),
         lk_obase=np.zeros(1, np.int64),
         tile_lk=np.full((1, 2), -1, np.int64),
+        tile_lk_slot=np.zeros((1, 2), np.int64),
         table=read_only(np.zeros(1, np.uint8)),
         colex_lo=np.zeros(1, np.int32),
         colex_hi=np.zeros((1, 1), np.int32),
@@ -264,9 +265,12 @@ def h_init(H, s, board, pos, row):
         for j in range(nsums):
             row[PDB_SUMS + j] = 0
         for l in range(H.lk_m.shape[0]):
-            v = lookup(H, pos, l, pos[0])
-            row[PDB_SUMS + nsums + l] = v
-            row[PDB_SUMS + H.lk_set[l]] += v
+            row[PDB_SUMS + nsums + l] = lookup(H, pos, l, pos[0])
+        for t in range(1, n):  # each lookup of a sum counted once, at its first tile
+            for j in range(nsums):
+                l = H.tile_lk[t, j]
+                if H.lk_tiles[l, 0] == t:
+                    row[PDB_SUMS + j] += row[PDB_SUMS + nsums + l]
         best = 0
         for j in range(nsums):
             if row[PDB_SUMS + j] > row[PDB_SUMS + best]:
@@ -356,8 +360,9 @@ def h_update(H, s, board, pos, prev, row, tile, src, dst, limit):
         row[ROW_H] = h
         return h
     # PDB: h = md + 2 * max over the sums of their lookups' entries. Only the lookup of each
-    # sum that holds the moved tile changes. The parent's best sum goes first, and the
-    # first sum that lifts h over the limit ends the evaluation (lazy).
+    # sum that holds the moved tile changes, and a lookup that several sums share is read
+    # once (``read``: a bit per lookup of the tile). The parent's best sum goes first, and
+    # the first sum that lifts h over the limit ends the evaluation (lazy).
     md = prev[PDB_MD] + H.tile_tab[tile, dst] - H.tile_tab[tile, src]
     nsums = H.tile_lk.shape[1]
     for i in range(row.shape[0]):
@@ -365,12 +370,18 @@ def h_update(H, s, board, pos, prev, row, tile, src, dst, limit):
     row[PDB_MD] = md
     best = prev[PDB_BEST]
     top = -1
+    read = np.int64(0)
     for k in range(nsums):
         j = best + k
         if j >= nsums:
             j -= nsums
         l = H.tile_lk[tile, j]
-        v = lookup(H, pos, l, src)
+        bit = np.int64(1) << H.tile_lk_slot[tile, j]
+        if read & bit:
+            v = row[PDB_SUMS + nsums + l]
+        else:
+            v = lookup(H, pos, l, src)
+            read |= bit
         total = prev[PDB_SUMS + j] + v - prev[PDB_SUMS + nsums + l]
         row[PDB_SUMS + j] = total
         row[PDB_SUMS + nsums + l] = v
