@@ -253,6 +253,11 @@ def log_tables(log, tables) -> None:
                else "checked: " + ", ".join(t.checks))
         log.info("loaded %s: %s %dx%d version %s (%s)", m.path, m.partition, m.size, m.size,
                  m.version, how)
+        if t.pin.unleased:
+            log.warning("%s: no read lease (%s): changing this file in place while it is "
+                        "served (truncate, cp over it) can kill pdbd with SIGBUS; roll out a "
+                        "new version by renaming it over the old, then SIGHUP", m.path,
+                        t.pin.unleased)
 
 
 def reload_tables(daemon, directory, log) -> None:

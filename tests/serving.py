@@ -4,8 +4,11 @@ and `pdbd` as a command (in-process or as a process)."""
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -13,6 +16,7 @@ from pathlib import Path
 HARD = (11, 14, 13, 1, 2, 3, 12, 4, 15, 7, 9, 5, 10, 6, 8, 0)
 EASY8 = (1, 2, 3, 4, 5, 6, 0, 7, 8)  # two moves from the blank-last goal
 LOYD = tuple(range(1, 14)) + (15, 14, 0)  # 14 and 15 swapped: unsolvable
+UNDECODABLE = (b"\xff", b"\x0a\xff", b"\x07", b"\x1a\x05ab")  # corrupt wire format
 
 
 def running_daemon(tables, **options):
@@ -49,6 +53,36 @@ def wait_for(predicate, timeout: float) -> bool:
             return True
         time.sleep(0.005)
     return predicate()
+
+
+def change_under(path, how: str, other) -> None:
+    """Change a table file in use as an operator might by accident: ``truncate`` it to
+    nothing, or ``copy over`` it the file ``other`` (opened with O_TRUNC, then written). On a
+    thread: under a read lease the writer waits until the holder lets go (45 s if stuck)."""
+    def change():
+        if how == "truncate":
+            os.truncate(path, 0)
+        else:
+            shutil.copyfile(other, path)
+    writer = threading.Thread(target=change)
+    writer.start()
+    writer.join(20)
+    assert not writer.is_alive(), "the change waited for the lease's whole break time"
+
+
+def never_sending(channel, path, release: threading.Event, timeout: float = 30):
+    """Open a call of ``path`` that never sends its request (until ``release``)."""
+    def requests():
+        release.wait()
+        return
+        yield
+    return channel.stream_unary(path).future(requests(), timeout=timeout)
+
+
+def rss_kib(pid: int) -> int:
+    """A process's resident memory (VmRSS), KiB."""
+    with open(f"/proc/{pid}/status") as f:
+        return next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0)
 
 
 def worker_free_within(daemon, seconds: float) -> tuple[bool, float]:

@@ -19,8 +19,7 @@ import pytest
 from pdbd.client import SolverClient
 from pdbd.v1 import solver_pb2 as pb, solver_pb2_grpc
 from reference import free_port, korf100, korf_shortest
-from serving import pdbd_process
-from test_daemon_hardening import UNDECODABLE, rss_kib
+from serving import UNDECODABLE, pdbd_process, rss_kib
 
 pytestmark = pytest.mark.slow
 
