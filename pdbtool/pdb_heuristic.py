@@ -107,25 +107,25 @@ def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool 
         tiles[l, :m] = x.tiles
         pw[l, :m] = order_weights(m)
         tile_lk[list(x.tiles), x.sum] = l
-    H = hk.HeuristicArrays(**{
-        **hk.placeholder_arrays(hk.PDB),
-        "tile_tab": manhattan_table(side),
-        "lk_tiles": tiles, "lk_pw": pw,
-        "lk_m": np.array([len(x.tiles) for x in lk], np.int64),
-        "lk_cmap": np.array([x.cell_map for x in lk], np.int64),
-        "lk_off": np.array([x.offset for x in lk], np.int64),
-        "lk_set": np.array([x.sum for x in lk], np.int64),
-        "lk_rbase": np.array([rbase[len(x.tiles)] for x in lk], np.int64),
-        "lk_obase": np.array([obase[len(x.tiles)] for x in lk], np.int64),
-        "tile_lk": tile_lk,
-        "table": hk.read_only(np.asarray(data)),
-        "colex_lo": colex_lo.copy(), "colex_hi": colex_hi.copy(),
-        "reg_index": np.concatenate(index_parts),
-        "reg_secondary": np.concatenate(offset_parts),
-        "zero_aware": np.int64(meta.zero_aware),
-        "reg_multi": np.concatenate(multi_parts),
-        "lk_mbase": np.array([mbase[len(x.tiles)] for x in lk], np.int64),
-    })
+    H = hk.heuristic_arrays(
+        hk.PDB,
+        tile_tab=manhattan_table(side),
+        lk_tiles=tiles, lk_pw=pw,
+        lk_m=np.array([len(x.tiles) for x in lk], np.int64),
+        lk_cmap=np.array([x.cell_map for x in lk], np.int64),
+        lk_off=np.array([x.offset for x in lk], np.int64),
+        lk_set=np.array([x.sum for x in lk], np.int64),
+        lk_rbase=np.array([rbase[len(x.tiles)] for x in lk], np.int64),
+        lk_obase=np.array([obase[len(x.tiles)] for x in lk], np.int64),
+        tile_lk=tile_lk,
+        table=hk.read_only(np.asarray(data)),
+        colex_lo=colex_lo.copy(), colex_hi=colex_hi.copy(),
+        reg_index=np.concatenate(index_parts),
+        reg_secondary=np.concatenate(offset_parts),
+        zero_aware=np.int64(meta.zero_aware),
+        reg_multi=np.concatenate(multi_parts),
+        lk_mbase=np.array([mbase[len(x.tiles)] for x in lk], np.int64),
+    )
     name = f"pdb {meta.partition}" + ("" if meta.zero_aware else " (min over blank)") + \
         (" + reflection" if reflect else "")
     # Zero-aware entries are exact abstract distances: each group's value, so each sum and

@@ -26,8 +26,9 @@ from .heuristic_kernels import ROW_H, h_init
 from .heuristics import Heuristic, board_arrays
 from .move_pruning import pruning_fsm
 from .result import SolveResult
-from .search_kernel import (BOUND, COUNTERS, EXPANDED, FOUND, GENERATED, MAX_DEPTH, run_dfs,
-                            no_events, run_ida, run_path_violation)
+from . import search_kernel
+from .ida_tt_kernel import no_extras
+from .search_kernel import BOUND, COUNTERS, EXPANDED, FOUND, GENERATED, MAX_DEPTH, no_events
 
 IDA = Algorithm("ida")
 
@@ -230,12 +231,12 @@ class Solver:
         path = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
         bounds = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
         nodes = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
-        args = (int(self.heuristic.H.kind), self.heuristic.H, self.side, root.board, root.pos,
+        args = (self.heuristic.H, self.side, root.board, root.pos,
                 self.moves, self.nmoves, self.fsm, root.rows, bf.index(0), control.kernel_budget,
                 control.stop, control.counters, path, bounds, nodes)
         t0 = time.perf_counter()
-        status, length, expanded, generated, iters, _ = run_ida(
-            *args, no_events() if events is None else events)
+        status, length, expanded, generated, iters, _, _ = search_kernel.ida(
+            *args, no_events() if events is None else events, no_extras())
         seconds = time.perf_counter() - t0
         iterations = [{"bound": int(bounds[i]), "nodes": int(nodes[i])}
                       for i in range(min(iters, len(bounds)))]
@@ -258,19 +259,19 @@ class Solver:
             budget: int, stop: np.ndarray, counters: np.ndarray, path: np.ndarray) -> DfsOutcome:
         """One bounded depth-first search below ``root`` (the parallel search's task):
         f = g0 + g + h <= bound; on FOUND, path[:length] holds the blank's cells."""
-        return DfsOutcome(*run_dfs(
-            int(self.heuristic.H.kind), self.heuristic.H, self.side, root.board, root.pos,
+        return DfsOutcome(*search_kernel.dfs(
+            self.heuristic.H, self.side, root.board, root.pos,
             self.moves, self.nmoves, self.fsm, root.rows, blank, automaton_state, g0, bound,
-            budget, stop, counters, path))
+            budget, stop, counters, path, no_extras()))
 
     def _check_path(self, board_bf, blank_cells) -> tuple[int, list[int]]:
         """search_kernel.path_violation along the solution found (microseconds), and the
         h of each board on it (the kernel leaves them in the rows it walked)."""
         root = self.root(board_bf, len(blank_cells))
         path = np.asarray(blank_cells, dtype=np.int64)
-        step = int(run_path_violation(int(self.heuristic.H.kind), self.heuristic.H, self.side,
-                                      root.board, root.pos, root.rows, path, len(path),
-                                      self.heuristic.consistent))
+        step = int(search_kernel.path_violation(self.heuristic.H, self.side, root.board, root.pos,
+                                                root.rows, path, len(path),
+                                                self.heuristic.consistent))
         return step, [int(h) for h in root.rows[:len(path) + 1, ROW_H]]
 
     def result(self, prepared: PreparedBoard, blank_cells, expanded, generated, seconds, h0,
