@@ -10,8 +10,6 @@ servicer.py, client.py and pdbtool.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import faulthandler
 import json
 import logging
 import signal
@@ -205,8 +203,6 @@ def serve(args) -> int:
         raise BadInput("give --tls-cert and --tls-key together (and --client-ca only with them)")
     tls = Tls(args.tls_cert, args.tls_key, args.client_ca) if args.tls_cert else None
     check_exposure(args.listen, tls, args.insecure)  # before the slow steps
-    with contextlib.suppress(OSError, ValueError):  # stderr may have no file descriptor
-        faulthandler.enable(sys.__stderr__)  # a fatal signal (SIGBUS) still leaves a trace
     # Handle the signals before the slow steps, so an early SIGTERM still exits cleanly.
     stop, reload = stop_on_signals(), threading.Event()
     signal.signal(signal.SIGHUP, lambda *_: reload.set())

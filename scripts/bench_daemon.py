@@ -1,6 +1,6 @@
 """The gRPC daemon: start-up to SERVING with 15/7-8 and 24/6-6-6-6, per-query overhead
 over an in-process solve on Korf's 100, throughput with 1 and 2 clients, a burst of 500
-concurrent requests, and memory; then issue 13's bar against a second daemon with every
+concurrent requests, and memory; then the hardening bar against a second daemon with every
 limit at its default, serving the quick 15/5-5-5 table: 60 s of undecodable requests
 (memory), 50 calls that never send their request (health latency), two 80-move boards
 without a deadline beside a stream of easy queries (starvation); last, the slow soak test.
@@ -163,7 +163,7 @@ def measure() -> str:
 
 
 BAR_INTRO = """
-### Issue 13's bar: under attack and accident
+### Under attack and accident: the hardening bar
 
 A second `pdbd serve` with every option at its default (2 threads on this machine, queue 32,
 60 s and 10^10 nodes per search, 17 searches per client, a request must arrive within 10 s)
@@ -177,7 +177,7 @@ searches in flight (per client) or a full queue, with RESOURCE_EXHAUSTED and `pd
 
 
 def bar_rows() -> list[tuple]:
-    """Issue 13's bar against a daemon with the default limits: rows of the table."""
+    """The hardening bar against a daemon with the default limits: rows of the table."""
     with tempfile.TemporaryDirectory() as tmp:
         link_artifacts(tmp, QUICK)
         addr = f"127.0.0.1:{free_port()}"
@@ -354,3 +354,14 @@ def starve(address: str) -> Starve:
     answered = [r for r in results if r[0] is not None]
     return Starve(hard_text, len(results), len(answered), sum(ok for ok, _ in answered),
                   [s for _, s in answered])
+
+
+def soak_test() -> str:
+    """The slow soak test (marked slow: not in the default test run)."""
+    p = subprocess.run([PY, "-m", "pytest", "-q", "-m", "slow", "tests/test_soak.py"],
+                       capture_output=True, text=True)
+    return "passed" if p.returncode == 0 else "FAILED: " + p.stdout.strip().splitlines()[-1]
+
+
+if __name__ == "__main__":
+    run(SECTION, measure, __doc__)
