@@ -266,6 +266,26 @@ def test_a_table_changed_during_a_solve_is_an_error_not_a_crash(art_dir, tmp_pat
     assert "Traceback" not in err and "Fatal Python error" not in err
 
 
+def test_a_fatal_signal_leaves_a_trace(art_dir):
+    """A SIGBUS (a table truncated where no lease could be had) ended pdbtool in silence."""
+    import signal
+
+    from serving import HARD, wait_for
+
+    table = art_dir / "15-5-5-5.h5"
+    p = subprocess.Popen([sys.executable, "-m", "pdbtool.cli", "solve", "--artifact", str(table),
+                          "--goal", "blank-first", "--timeout", "120", " ".join(map(str, HARD))],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:  # the command is running once its table is mapped
+        maps = Path(f"/proc/{p.pid}/maps")
+        assert wait_for(lambda: p.poll() is None and str(table) in maps.read_text(), 60)
+        p.send_signal(signal.SIGBUS)
+        _, err = p.communicate(timeout=30)
+    finally:
+        p.kill()
+    assert p.returncode == -signal.SIGBUS and "Fatal Python error: Bus error" in err
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
                     reason="needs root to run as an unprivileged user")
 def test_runs_as_a_user_without_writable_package_or_home(tmp_path):
