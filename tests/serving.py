@@ -107,6 +107,21 @@ def pdbd_process(*args) -> subprocess.Popen:
                             text=True)
 
 
+class Drained:
+    """A process's stderr read on a thread as it comes: a pipe nobody reads fills (64 KiB)
+    and then blocks the process's next write, so a chatty log would hang the server."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self.lines.extend, args=(proc.stderr,), daemon=True)
+        self._reader.start()
+
+    def text(self, timeout: float = 30) -> str:
+        """All of it, once the process has closed its stderr (after it exited)."""
+        self._reader.join(timeout)
+        return "".join(self.lines)
+
+
 @contextlib.contextmanager
 def running_web(server_address: str):
     """`pdbd web` in this process on a free loopback port, solving through pdbd at
