@@ -3,7 +3,8 @@ over an in-process solve on Korf's 100, throughput with 1 and 2 clients, a burst
 concurrent requests, and memory; then the hardening bar against a second daemon with every
 limit at its default, serving the quick 15/5-5-5 table: 60 s of undecodable requests
 (memory), 50 calls that never send their request (health latency), two 80-move boards
-without a deadline beside a stream of easy queries (starvation); last, the slow soak test.
+without a deadline beside a stream of easy queries (starvation), a served table truncated or
+copied over during a search; last, the slow soak test.
 
 Builds the artifacts into artifacts/ when missing; runs each `pdbd serve` on a free loopback
 port. Every loop is bounded in time. Rewrites the `daemon` section of BENCHMARKS.md.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import os
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -30,6 +32,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from benchlib import PY, ensure_artifact, free_port, instances, machine, rss_kib, run, table
 from pdbd.client import SolverClient
 from pdbd.v1 import solver_pb2 as pb, solver_pb2_grpc as pb_grpc
+from pdbtool import artifact, trust
 from pdbtool.pdb_heuristic import load_heuristic
 from pdbtool.search import Solver
 from reference import korf_shortest
@@ -194,6 +197,7 @@ def bar_rows() -> list[tuple]:
         finally:
             proc.terminate()
             code = proc.wait(30)
+    change = table_change()
     lat = hold.latencies
     return [
         (f"{FLOOD_SECONDS} s of undecodable requests, 2 clients, 16 in flight each", f"{fl.sent:,} sent, "
@@ -217,7 +221,56 @@ def bar_rows() -> list[tuple]:
          f"{statistics.median(st.latencies):.3f} s, max **{max(st.latencies):.1f} s** "
          "(the first ones wait for a worker)", "all answered"),
         ("bar daemon's exit code on SIGTERM", code, "0"),
+        (f"a served table truncated or copied over during a search ({len(change.waits)} "
+         "times, a daemon each)", f"daemon alive {change.alive}/{len(change.waits)}, search "
+         f"ended UNAVAILABLE {change.refused}/{len(change.waits)}; the writer waited median "
+         f"{statistics.median(change.waits) * 1e3:.1f} ms (max {max(change.waits) * 1e3:.1f}); "
+         f"the search ended median {statistics.median(change.ends) * 1e3:.1f} ms after the "
+         f"change began (max {max(change.ends) * 1e3:.1f})", "alive, a clear error"),
     ]
+
+
+class Change(NamedTuple):
+    waits: list   # seconds the writer waited (the read lease's break)
+    ends: list    # seconds from the change to the search's error
+    alive: int    # daemons alive afterwards
+    refused: int  # searches that ended UNAVAILABLE (changed on disk)
+
+
+def table_change(rounds: int = 3) -> Change:
+    """A daemon each time, serving a copy of the quick table, searching a hard board on its
+    one thread; the copy is truncated (or another table copied over it) mid-search."""
+    src, other = ensure_artifact(QUICK[0]), ensure_artifact("8/full")
+    waits, ends, alive, refused = [], [], 0, 0
+    for how in ("truncate", "copy over") * rounds:
+        with tempfile.TemporaryDirectory() as tmp:
+            served = Path(tmp) / src.name
+            shutil.copy(src, served)
+            trust.record(artifact.read_meta(served))
+            addr = f"127.0.0.1:{free_port()}"
+            proc = subprocess.Popen([PY, "-m", "pdbd.cli", "serve", "--artifacts", tmp, "--listen",
+                                     addr, "--threads", "1", "--no-prefault"], stderr=subprocess.DEVNULL)
+            try:
+                with SolverClient(addr) as client, grpc.insecure_channel(addr) as ch:
+                    client.wait_serving(120)
+                    search = pb_grpc.SolverStub(ch).Solve.future(
+                        pb.SolveRequest(tiles=HARDEST[0], goal="blank-last"))
+                    wait_for(lambda: client.info()["counters"]["running"] == 1, 30)
+                    time.sleep(0.5)
+                    t = time.perf_counter()
+                    if how == "truncate":
+                        os.truncate(served, 0)
+                    else:
+                        shutil.copyfile(other, served)
+                    waits.append(time.perf_counter() - t)
+                    error = search.exception(timeout=60)
+                    ends.append(time.perf_counter() - t)
+                    refused += error is not None and error.code() == grpc.StatusCode.UNAVAILABLE
+                    alive += proc.poll() is None
+            finally:
+                proc.terminate()
+                proc.wait(30)
+    return Change(waits, ends, alive, refused)
 
 
 class Flood(NamedTuple):
