@@ -15,6 +15,7 @@ from pathlib import Path
 # Korf's instance 60: 66 moves; Manhattan-distance IDA* needs minutes for it.
 HARD = (11, 14, 13, 1, 2, 3, 12, 4, 15, 7, 9, 5, 10, 6, 8, 0)
 EASY8 = (1, 2, 3, 4, 5, 6, 0, 7, 8)  # two moves from the blank-last goal
+EASY15 = tuple(range(1, 14)) + (0, 14, 15)  # two moves from the blank-last goal
 LOYD = tuple(range(1, 14)) + (15, 14, 0)  # 14 and 15 swapped: unsolvable
 UNDECODABLE = (b"\xff", b"\x0a\xff", b"\x07", b"\x1a\x05ab")  # corrupt wire format
 

@@ -20,10 +20,9 @@ from pdbtool import puzzle
 from pdbtool.heuristics import table_free
 from pdbtool.selection import TableSet
 from reference import free_port
-from serving import (EASY8, HARD, UNDECODABLE, channel_stub, info, never_sending, pdbd_process,
-                     rss_kib, running_daemon, wait_for)
+from serving import (EASY8, EASY15, HARD, UNDECODABLE, channel_stub, info, never_sending,
+                     pdbd_process, rss_kib, running_daemon, wait_for)
 
-EASY15 = tuple(range(1, 14)) + (0, 14, 15)  # two moves from the blank-last goal
 METHODS = {  # path -> (request streaming?, response streaming?)
     "/pdbd.v1.Solver/Solve": (False, False),
     "/pdbd.v1.Solver/SolveStream": (False, True),

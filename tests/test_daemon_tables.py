@@ -17,10 +17,8 @@ from pdbtool import artifact, residency, trust
 from pdbtool.errors import BadInput
 from pdbtool.selection import load_directory
 from reference import free_port
-from serving import EASY8, HARD, change_under, channel_stub, pdbd_process, running_daemon, wait_for
-
-
-EASY15 = tuple(range(1, 14)) + (0, 14, 15)  # two moves from the blank-last goal
+from serving import (EASY8, EASY15, HARD, change_under, channel_stub, pdbd_process, running_daemon,
+                     wait_for)
 
 
 def serving_copy(art_dir, tmp_path, *names):
