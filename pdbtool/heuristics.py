@@ -9,7 +9,7 @@ never needs to know which heuristic it runs.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -33,6 +33,8 @@ class Heuristic:
     consistent: bool = False  # h changes by at most 1 per move (checked along every answer)
     note: str = ""  # e.g. why a fallback was taken
     goal_blank: int = 0  # the image goal's blank cell it measures towards (puzzle.Frame)
+    # The open table file it reads (trust.Pinned), guarded around each search; None: none.
+    source: object = field(default=None, compare=False, repr=False)
 
     def state(self, board_bf) -> np.ndarray:
         """The kernel's state row of a blank-first board: h first (slow path, for tools)."""

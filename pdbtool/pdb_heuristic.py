@@ -78,8 +78,10 @@ def check_layout(meta: artifact.ArtifactMeta) -> None:
             raise ArtifactError(f"{where}: group {list(g.tiles)} does not fit its table")
 
 
-def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool = True) -> Heuristic:
-    """The max-of-additive heuristic of an artifact's catalogue over its table data."""
+def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool = True,
+                   source=None) -> Heuristic:
+    """The max-of-additive heuristic of an artifact's catalogue over its table data;
+    ``source`` is the open file it was mapped from (trust.Pinned), guarded at each search."""
     check_layout(meta)
     side = meta.size
     n = side * side
@@ -144,10 +146,10 @@ def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool 
     # Zero-aware entries are exact abstract distances: each group's value, so each sum and
     # their max, changes by at most 1 per move.
     return Heuristic(name, side, H, hk.state_width(hk.PDB, side, len(lk), sums),
-                     artifact=meta.version, consistent=meta.zero_aware)
+                     artifact=meta.version, consistent=meta.zero_aware, source=source)
 
 
 def load_heuristic(path, *, reflect: bool = True) -> Heuristic:
     """Memory-map an artifact as a heuristic, checked as trust.open_trusted checks it."""
     opened = open_trusted(path)
-    return heuristic_from(opened.meta, opened.data, reflect)
+    return heuristic_from(opened.meta, opened.data, reflect, opened.pin)

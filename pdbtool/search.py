@@ -10,6 +10,7 @@ live counters, the node budget and the timeout.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from dataclasses import dataclass, field
@@ -187,7 +188,10 @@ class Solver:
         control's budget, timeout or stop flag (or A*'s memory) ends the search first.
 
         ``events`` (int32[cap, search_kernel.EVENT_FIELDS], IDA* on one thread only): the
-        kernel records the first ``cap`` nodes it generates into it."""
+        kernel records the first ``cap`` nodes it generates into it.
+
+        A table file that changed (or is opened for writing during the search: its lease,
+        trust.Pinned) raises trust.TableChanged instead of an answer."""
         control = control or SearchControl()
         algorithm = Algorithm(algorithm) if isinstance(algorithm, str) else algorithm or IDA
         algorithm.check_side(self.side)
@@ -195,14 +199,16 @@ class Solver:
             raise BadInput("a traced search runs on one thread")
         if events is not None and algorithm.name != "ida":
             raise BadInput(f"a traced search runs IDA*, not {algorithm.name}")
+        source = self.heuristic.source  # the table file: checked around the search
         timer = control.timer()
         try:
-            if algorithm.name != "ida":
-                return self._on_main(search_with, self, prepared, algorithm, threads, control)
-            if threads > 1:
-                from .parallel import search_parallel
-                return search_parallel(self, prepared, threads, control)
-            return self._on_main(self._search_serial, prepared, control, events)
+            with source.guarding(control) if source else contextlib.nullcontext():
+                if algorithm.name != "ida":
+                    return self._on_main(search_with, self, prepared, algorithm, threads, control)
+                if threads > 1:
+                    from .parallel import search_parallel
+                    return search_parallel(self, prepared, threads, control)
+                return self._on_main(self._search_serial, prepared, control, events)
         except BaseException as e:
             if not isinstance(e, Exception):  # Ctrl-C, SIGTERM (console.Terminated), exit
                 control.halt("cancelled")  # every kernel returns within about a millisecond
