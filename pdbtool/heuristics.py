@@ -33,6 +33,8 @@ class Heuristic:
     consistent: bool = False  # h changes by at most 1 per move (checked along every answer)
     note: str = ""  # e.g. why a fallback was taken
     goal_blank: int = 0  # the image goal's blank cell it measures towards (puzzle.Frame)
+    artifact_path: str | None = None  # the file of those tables (shipped to a cluster)
+    reflected: bool = False  # also looks the reflected board up (tables only)
 
     def state(self, board_bf) -> np.ndarray:
         """The kernel's state row of a blank-first board: h first (slow path, for tools)."""
