@@ -54,7 +54,7 @@ from typing import Callable, Iterable, NamedTuple
 import numpy as np
 
 from . import __version__
-from .errors import ArtifactError, BadInput, LimitReached, PdbError
+from .errors import EXIT_LIMIT, ArtifactError, BadInput, PdbError
 from .parallel import (FRONTIER_PER_THREAD, SERIAL_BELOW, IterationOutcome, Tally, frontier,
                        search_bounds, search_subtrees)
 from .result import SolveResult
@@ -634,46 +634,25 @@ class Cluster:
         workers = []
         for solver, _ in {spec: item for spec, item in zip(specs, items)}.values():
             workers = self.workers(solver)
-        todo = deque(range(len(items)))
         answers: dict[int, BoardAnswer] = {}
-        in_flight: dict = {}  # ref -> (index, worker)
+        tasks = Dispatch(self, workers, range(len(items)), "its boards go to the other nodes",
+                         cancelled=BoardAnswer(None, "cancelled", EXIT_LIMIT))
         nxt = 0
         try:
-            while todo or in_flight:
-                while todo:
-                    free = [w for w in workers if w.lost is None and len(w.in_flight) < w.capacity]
-                    if not free:
-                        break
-                    i = todo.popleft()
-                    prepared = items[i][1]
-                    w = min(free, key=lambda w: len(w.in_flight) / w.node.cpus)
-                    ref = w.actor.solve.remote(job, specs[i], prepared.board, prepared.goal,
-                                               algorithm, budget, timeout)
-                    w.in_flight[ref] = i
-                    in_flight[ref] = (i, w)
-                if not in_flight:
-                    raise ClusterError("every node of the cluster was lost")
-                ready = wait_any(self.ray, list(in_flight))
-                for ref in ready:
-                    i, w = in_flight.pop(ref)
-                    w.in_flight.pop(ref, None)
-                    try:
-                        answer = self.ray.get(ref)
-                    except self.ray.exceptions.RayActorError as e:
-                        self._lose(w, e, "its boards go to the other nodes")
-                        todo.appendleft(i)
-                        continue
-                    if answer.result is not None:
-                        if not replays(items[i][1], answer.result):
-                            answer = BoardAnswer(None, "internal error: the node's solution does "
-                                                 "not replay to the goal", 1)
+            while tasks.pending:
+                tasks.feed(lambda w, i: w.actor.solve.remote(
+                    job, specs[i], items[i][1].board, items[i][1].goal, algorithm, budget, timeout))
+                for i, answer in tasks.finished():
+                    if answer.result is not None and not replays(items[i][1], answer.result):
+                        answer = BoardAnswer(None, "internal error: the node's solution does not "
+                                             "replay to the goal", 1)
                     answers[i] = answer
                 while nxt in answers:
                     yield answers.pop(nxt)
                     nxt += 1
         finally:
-            if in_flight:
-                self._halt_job(job, workers, list(in_flight))
+            if tasks.refs:
+                self._halt_job(job, workers, list(tasks.refs))
 
     # -- a catalogue's tables ----------------------------------------------------------
 
@@ -757,6 +736,52 @@ def first_line(e: BaseException) -> str:
     return text[0] if text else type(e).__name__
 
 
+class Dispatch:
+    """Tasks on the nodes' actors: each item handed to the least loaded live worker with
+    room (``submit(worker, item)`` -> ObjectRef), collected as they finish. An item whose
+    actor died for good goes back to the queue (the loss is reported: ``what`` happens to
+    its work); with no worker left, ClusterError."""
+
+    def __init__(self, cluster: Cluster, workers: list[Worker], items, what: str, cancelled=None):
+        self.cluster, self.ray, self.workers = cluster, cluster.ray, workers
+        self.todo = deque(items)
+        self.refs: dict = {}  # ObjectRef -> (worker, item)
+        self.what, self.cancelled = what, cancelled
+
+    @property
+    def pending(self) -> bool:
+        return bool(self.todo or self.refs)
+
+    def feed(self, submit) -> None:
+        while self.todo:
+            free = [w for w in self.workers if w.lost is None and len(w.in_flight) < w.capacity]
+            if not free:
+                return
+            w = min(free, key=lambda w: len(w.in_flight) / w.node.cpus)
+            item = self.todo.popleft()
+            ref = submit(w, item)
+            w.in_flight[ref] = item
+            self.refs[ref] = (w, item)
+
+    def finished(self) -> list[tuple]:
+        """(item, value) of the tasks done now (waiting at most POLL_SECONDS for one); a
+        task cancelled before it ran gives ``cancelled``."""
+        if not self.refs:
+            raise ClusterError("every node of the cluster was lost; the work cannot go on")
+        out = []
+        for ref in wait_any(self.ray, list(self.refs)):
+            w, item = self.refs.pop(ref)
+            w.in_flight.pop(ref, None)
+            try:
+                out.append((item, self.ray.get(ref)))
+            except self.ray.exceptions.TaskCancelledError:
+                out.append((item, self.cancelled))
+            except self.ray.exceptions.RayActorError as e:
+                self.cluster._lose(w, e, self.what)
+                self.todo.appendleft(item)
+        return out
+
+
 class SearchRun:
     """One board's search on the cluster: the frontier, the iterations' batches on the
     nodes' actors, the live counters."""
@@ -793,58 +818,35 @@ class SearchRun:
         per = max(1, len(self.nodes) // (BATCHES_PER_CPU * self.cpus))
         batches = deque(self.nodes[i:i + per] for i in range(0, len(self.nodes), per))
         tally = Tally()
-        in_flight: dict = {}  # ref -> (worker, batch)
+        tasks = Dispatch(self.cluster, self.workers, batches, "its subtrees go to the other nodes",
+                         cancelled=IterationOutcome(None, INF, 0, 0, STOPPED))
         halted = False
         stop, budget = self.control.stop, self.control.budget
         try:
-            while batches or in_flight:
+            while tasks.pending:
                 if not halted:
-                    self._feed(batches, in_flight, bound, left)
-                if not in_flight:
-                    raise ClusterError("every node of the cluster was lost; the search cannot go on")
-                ready = wait_any(self.ray, list(in_flight))
-                for ref in ready:
-                    w, batch = in_flight.pop(ref)
-                    w.in_flight.pop(ref, None)
-                    try:
-                        share = self.ray.get(ref)
-                    except self.ray.exceptions.TaskCancelledError:
-                        share = IterationOutcome(None, INF, 0, 0, STOPPED)
-                    except self.ray.exceptions.RayActorError as e:
-                        self.cluster._lose(w, e, "its subtrees go to the other nodes")
-                        batches.appendleft(batch)
-                        continue
+                    tasks.feed(lambda w, batch: w.actor.search.remote(self.job, self.spec, bound,
+                                                                      left, batch))
+                for _, share in tasks.finished():
                     tally.add(share, bool(stop[0]))
                 self._poll(bound)
                 if tally.found is not None or stop[0]:
                     if not halted:
                         halted = True
-                        batches.clear()
-                        self.cluster._halt_job(self.job, [], list(in_flight))
+                        tasks.todo.clear()
+                        self.cluster._halt_job(self.job, [], list(tasks.refs))
                         self._halt_actors()
                 if (budget is not None and tally.found is None and not halted
                         and self.control.counters[GENERATED] > budget):
                     tally.status, halted = BUDGET, True
-                    batches.clear()
+                    tasks.todo.clear()
                     self._halt_actors()
             if stop[0] and tally.found is None:
                 tally.status = STOPPED
             return tally.outcome()
         except BaseException:
-            self.cluster._halt_job(self.job, self.workers, list(in_flight))
+            self.cluster._halt_job(self.job, self.workers, list(tasks.refs))
             raise
-
-    def _feed(self, batches: deque, in_flight: dict, bound: int, left: int) -> None:
-        """Hand batches to the nodes with room, the least loaded first."""
-        while batches:
-            free = [w for w in self.workers if w.lost is None and len(w.in_flight) < w.capacity]
-            if not free:
-                return
-            w = min(free, key=lambda w: len(w.in_flight) / w.node.cpus)
-            batch = batches.popleft()
-            ref = w.actor.search.remote(self.job, self.spec, bound, left, batch)
-            w.in_flight[ref] = batch
-            in_flight[ref] = (w, batch)
 
     def _poll(self, bound: int) -> None:
         """Collect the nodes' live counters (asked for without waiting), publish them."""
