@@ -797,6 +797,7 @@ class SearchRun:
         self.job = uuid.uuid4().hex
         self.serial = np.zeros_like(control.counters)
         self.nodes: list | None = None
+        self.batch_nodes: list[tuple[int, int]] = []  # (bound, nodes) of each batch done
         self.live: dict[int, NodeProgress] = {}  # per worker: the last poll
         self.busy = 0
         self._polls: dict = {}
@@ -829,6 +830,7 @@ class SearchRun:
                                                                       left, batch))
                 for _, share in tasks.finished():
                     tally.add(share, bool(stop[0]))
+                    self.batch_nodes.append((bound, share.generated))
                 self._poll(bound)
                 if tally.found is not None or stop[0]:
                     if not halted:

@@ -207,3 +207,22 @@ def test_a_damaged_table_is_refused_on_arrival(cluster, tmp_path):
     packed.unlink()  # a good copy is packed again and accepted
     r = on_cluster(cluster, solver, (1, 2, 3, 4, 5, 6, 0, 7, 8))
     assert r.length == 2
+
+
+def test_a_lost_node_is_reported_not_waited_on(cluster):
+    """The node's actor dies for good mid-search (as when its node disappears): the loss
+    is reported, its batches go back to the queue and, with no node left, the search
+    fails at once instead of waiting. (Last here: the module's cluster has no node after.)"""
+    from pdbtool.cluster import ClusterError
+
+    heard = []
+    cluster.notify = heard.append
+    solver = Solver(table_free("manhattan", 4))
+    workers = cluster.workers(solver)
+    t, box = in_thread(on_cluster, cluster, solver, korf100()[0][2], "blank-first")
+    assert busy_soon(cluster)
+    cluster.ray.kill(workers[0].actor, no_restart=True)
+    t.join(60)
+    assert not t.is_alive()
+    assert isinstance(box.get("error"), ClusterError) and "lost" in str(box["error"])
+    assert len(heard) == 1 and workers[0].node.name in heard[0]

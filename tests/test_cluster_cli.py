@@ -41,9 +41,11 @@ def test_batch_in_input_order_with_bad_lines(capsys, art_dir, tmp_path, oracle):
              "1 2 3 4 5 6 8 7 0", " ".join(map(str, boards[2]))]
     f = tmp_path / "boards.txt"
     f.write_text("\n".join(lines) + "\n")
+    shared = tmp_path / "shared"  # the tables travel through it, not the object store
+    shared.mkdir()
     code, out, err = pdbtool_cli(capsys, "solve", "--artifact", str(art_dir / "8-full.h5"),
                                  "--file", str(f), "--cluster", "local", "--cluster-cache",
-                                 str(tmp_path / "cache"), "--json")
+                                 str(tmp_path / "cache"), "--cluster-shared", str(shared), "--json")
     rows = [json.loads(line) for line in out.splitlines()]
     assert code == 3  # unsolvable (3) outranks bad input (2)
     assert [r.get("where") for r in rows] == [None, "line 2", None, "line 4", None]
@@ -51,6 +53,9 @@ def test_batch_in_input_order_with_bad_lines(capsys, art_dir, tmp_path, oracle):
     assert [tuple(r["board"]) for r in solved] == boards
     assert [r["length"] for r in solved] == [oracle["blank-last"][b] for b in boards]
     assert "line 2: 3 tiles" in err and "line 4: unsolvable" in err
+    version = artifact.read_meta(art_dir / "8-full.h5").version
+    assert [p.name for p in shared.iterdir()] == [f"{version}.pdbpack"]
+    assert (tmp_path / "cache" / "tables" / f"{version}.h5").exists()
 
 
 def test_cluster_options_are_checked_first(capsys, art_dir):
