@@ -67,6 +67,8 @@ def cmd_solve(args) -> int:
     solvers, algorithm = solvers_from(args)
     if args.cluster:
         return solve_on_cluster(args, solvers, algorithm)
+    if args.cluster_shared or args.cluster_cache:
+        raise BadInput("--cluster-shared and --cluster-cache go with --cluster")
     if args.file is None:
         if not args.board:
             raise BadInput("no board: give the tiles (e.g. pdbtool solve 1 2 3 4 5 6 7 0 8) or --file FILE")
