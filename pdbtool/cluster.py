@@ -8,12 +8,12 @@ answer (Solver.result). What it hands out are the same subtree tasks the threads
 
 * **One actor per node** (``NodeWorker``) holds the node's CPUs, maps the tables once and
   runs up to that many batches at a time on its threads (the numba kernel releases the
-  GIL). Its control calls (progress, halt, describe) run in their own concurrency group,
-  so they are answered while every search thread is busy.
-* **Tables travel packed and are verified on arrival.** The driver packs the artifact once
-  per content version (packing.pack, cached beside the driver) and hands it over through
-  Ray's object store, or through a shared directory every node sees. A node that does not
-  hold that version in its cache fetches it, unpacks it and runs every verify check
+  GIL). Its control calls (load, progress, halt) run in their own concurrency group, so
+  they are answered while every search thread is busy.
+* **Tables travel packed and are verified on arrival.** The driver asks each node for the
+  tables' content version; only the nodes whose cache lacks it are sent the artifact,
+  packed once per version on the driver (packing.pack), through Ray's object store or a
+  shared directory every node sees. Such a node unpacks it and runs every verify check
   (packing.install: sha256 of each table, then the checks of ``pdbtool verify``); a copy
   that fails is refused with a message naming the node and the table, and never replaced
   by a weaker heuristic. The installed copy stays in the node's cache under its version,

@@ -48,6 +48,7 @@ def measure(artifact_24=None, artifact_15=None, ids="40,25") -> str:
         packed.parent.mkdir(parents=True)
         pack(a24, packed)
         t_pack = time.perf_counter() - t0
+        packed_mib = packed.stat().st_size / 2**20
         rows, batches = [], None
         with Cluster("local", cache_dir=Path(tmp) / "driver") as c:
             t0 = time.perf_counter()
@@ -82,13 +83,17 @@ def measure(artifact_24=None, artifact_15=None, ids="40,25") -> str:
             t0 = time.perf_counter()
             c.workers(s24)
             t_again = time.perf_counter() - t0
-    out.append("24/small + reflection, wall time in seconds (the first search of each already "
-               "warmed up: tables mapped and paged in, kernels compiled).\n")
+    out.append("24/small + reflection, wall time in seconds (tables mapped and paged in, kernels "
+               "compiled before). One run each on a machine shared with other builds: the "
+               "figures move by tens of percent between runs. The Ray search counts different "
+               "nodes: its frontier and the order in which batches finish differ.\n")
     out.append(table(["instance", "optimal", "length 2T", "length Ray", "nodes 2T", "nodes Ray",
                       "2 threads s", "Ray s", "efficiency (2T / Ray)"], rows))
     out.append(f"\nKorf's 100 with 15/7-8 as a batch: 2 threads one board after another "
                f"{t_local:.2f} s; over the local Ray, one board per task, {t_batch:.2f} s "
-               f"(same 100 optimal lengths).\n")
+               f"(same 100 optimal lengths). Not a fair race: the 2-thread run came first and "
+               f"paged the driver's tables in, and on one board after another the serial small "
+               f"iterations use one core; the node's copy had just been read by its verify.\n")
     by_bound: dict[int, list[int]] = {}
     for bound, nodes in batches or []:
         by_bound.setdefault(bound, []).append(nodes)
@@ -98,7 +103,7 @@ def measure(artifact_24=None, artifact_15=None, ids="40,25") -> str:
                        f"{max(v):,}", f"{max(v) / max(1, statistics.mean(v)):.1f}")
                       for b, v in sorted(by_bound.items())]))
     out.append(f"\nShipping 24/small ({a24.stat().st_size / 2**20:,.0f} MiB installed, "
-               f"{packed.stat().st_size / 2**20:,.0f} MiB packed): packed once per version on the "
+               f"{packed_mib:,.0f} MiB packed): packed once per version on the "
                f"driver in {t_pack:.1f} s; the node received it through the object store, unpacked "
                f"it, ran every verify check and mapped it in {t_ship:.1f} s; a second job found it "
                f"in the node's cache and was ready in {t_again:.1f} s.")
