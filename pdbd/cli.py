@@ -10,8 +10,6 @@ servicer.py, client.py and pdbtool.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import faulthandler
 import json
 import logging
 import signal
@@ -216,8 +214,6 @@ def serve(args) -> int:
         raise BadInput("give --tls-cert and --tls-key together (and --client-ca only with them)")
     tls = Tls(args.tls_cert, args.tls_key, args.client_ca) if args.tls_cert else None
     check_exposure(args.listen, tls, args.insecure)  # before the slow steps
-    with contextlib.suppress(OSError, ValueError):  # stderr may have no file descriptor
-        faulthandler.enable(sys.__stderr__)  # a fatal signal (SIGBUS) still leaves a trace
     # Handle the signals before the slow steps, so an early SIGTERM still exits cleanly.
     stop, reload = stop_on_signals(), threading.Event()
     signal.signal(signal.SIGHUP, lambda *_: reload.set())
@@ -276,6 +272,11 @@ def log_tables(log, tables) -> None:
                else "checked: " + ", ".join(t.checks))
         log.info("loaded %s: %s %dx%d version %s (%s)", m.path, m.partition, m.size, m.size,
                  m.version, how)
+        if t.pin.unleased:
+            log.warning("%s: no read lease (%s): changing this file in place while it is "
+                        "served (truncate, cp over it) can kill pdbd with SIGBUS; roll out a "
+                        "new version by renaming it over the old, then SIGHUP", m.path,
+                        t.pin.unleased)
 
 
 def reload_tables(daemon, directory, log) -> None:

@@ -60,16 +60,14 @@ class Delegation:
 class Job:
     """A search to run with ``algorithm`` (pdbtool.algorithms.Algorithm; None: IDA*).
     ``timeout`` is the server's time limit (from the search's start; it halts with reason
-    "time-limit"); ``guard`` is called before the search and after it (before its answer
-    is used) and raises if the tables may no longer be trusted."""
+    "time-limit"). The solver checks its table file around the search (TableChanged)."""
 
     def __init__(self, solver: Solver, prepared: PreparedBoard, budget: int | None,
-                 timeout: float | None = None, guard=None, algorithm=None,
+                 timeout: float | None = None, algorithm=None,
                  delegation: Delegation | None = None):
         self.solver, self.prepared, self.algorithm = solver, prepared, algorithm
         self.delegation = delegation
         self.control = SearchControl(budget=budget, timeout=timeout, timeout_reason="time-limit")
-        self.guard = guard or (lambda: None)
         self.future: Future | None = None
         self.submitted = time.monotonic()
         self.started: float | None = None
@@ -83,13 +81,9 @@ class Job:
         self.started = time.monotonic()
         if self.control.halted:
             raise LimitReached("stopped before the search started")
-        self.guard()
         if self.delegation is not None and self.delegation.wants(self):
-            result = self.delegation.search(self)
-        else:
-            result = self.solver.search(self.prepared, control=self.control, algorithm=self.algorithm)
-        self.guard()  # the table changed during the search: the answer may be wrong
-        return result
+            return self.delegation.search(self)
+        return self.solver.search(self.prepared, control=self.control, algorithm=self.algorithm)
 
     def halt(self, reason: str) -> None:
         """Stop the search (or drop it from the queue); the first reason given wins."""

@@ -7,8 +7,9 @@ ones). Cancellation and deadlines reach the kernel through the job's stop flag:
 handler itself halts the job when ``context.time_remaining()`` runs out. The server's own
 limits (``Limits``) cap every search's nodes, seconds and memory and each client's searches in
 flight. Before a search and before its answer is returned, the table file is checked to be
-the one loaded (trust.Pinned); ``swap`` replaces the tables for new requests while running
-searches finish on the old mappings.
+the one loaded, and a search whose file is opened for writing meanwhile is halted (trust.Pinned,
+through the Solver); ``swap`` replaces the tables for new requests while running searches
+finish on the old mappings.
 """
 
 from __future__ import annotations
@@ -258,11 +259,9 @@ class SolverServicer:
         except Unsolvable as e:
             self.counters.add("failed")
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, short(str(e)))
-        source = served.tables.sources.get(solver.side) if solver.heuristic.artifact else None
-        guard = source.pin.check if source else None
         try:
-            if guard:
-                guard()
+            if solver.heuristic.source:  # the table file (the search checks it again)
+                solver.heuristic.source.check()
         except TableChanged as e:
             self._refuse_changed(e, context)
         client = client_of(context.peer())
@@ -272,7 +271,7 @@ class SolverServicer:
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
                           f"this client has {self.limits.per_client} searches in flight, the "
                           "server's limit per client; retry when one has finished")
-        job = Job(solver, prepared, budget, self.limits.max_search_seconds, guard, algorithm,
+        job = Job(solver, prepared, budget, self.limits.max_search_seconds, algorithm,
                   self.delegation)
         job.server_budget, job.server_memory = server_budget, server_memory
         if not context.add_callback(lambda: job.halt(self._why_ended(context))):

@@ -4,14 +4,14 @@ kernel, and turning its outcome into a SolveResult (replayed and checked by Solv
 | name     | kernel              | answer                          | memory                      |
 |----------|---------------------|---------------------------------|-----------------------------|
 | ida      | search_kernel       | optimal                         | O(depth)                    |
-| ida-tt   | ida_tt_kernel       | optimal                         | O(depth) + the table        |
+| ida-tt   | search_kernel + TT  | optimal                         | O(depth) + the table        |
 | astar    | astar_kernel        | optimal                         | every state reached         |
 | rbfs     | rbfs_kernel         | optimal                         | O(depth)                    |
 | bfs      | bfs_kernel          | optimal (boards up to 3x3)      | every state (n! entries)    |
-| wida     | ida_tt_kernel       | at most W x optimal             | O(depth)                    |
+| wida     | search_kernel + W   | at most W x optimal             | O(depth)                    |
 | greedy   | greedy_kernel       | some solution (up to 20x20)     | the solution                |
 
-Each search reuses the Solver's heuristic (tables included) through h_init / h_update, and
+(+ TT, + W: the IDA* kernel with ida_tt_kernel's extras.) Each search reuses the Solver's heuristic (tables included) through h_init / h_update, and
 its result goes through Solver.result like IDA*'s.
 """
 
@@ -120,7 +120,8 @@ def _limit(status, name, generated, seconds):
 
 
 def _ida_tt(solver, prepared, algorithm, control):
-    from .ida_tt_kernel import MAX_DEPTH_W, TT_ENTRY_BYTES, run_ida_tt
+    from .ida_tt_kernel import MAX_DEPTH_W, TT_ENTRY_BYTES, Extras
+    from .search_kernel import ida, no_events
     from .state_key_kernel import layout
 
     weighted = algorithm.name == "wida"
@@ -140,10 +141,10 @@ def _ida_tt(solver, prepared, algorithm, control):
     bounds = np.zeros(depth + 1, np.int64)
     nodes = np.zeros(depth + 1, np.int64)
     t0 = time.perf_counter()
-    status, length, expanded, generated, iters, cuts = run_ida_tt(
-        int(solver.heuristic.H.kind), solver.heuristic.H, side, root.board, root.pos, solver.moves,
-        solver.nmoves, solver.fsm, root.rows, prepared.image.index(0), gw, hw, tt_key, tt_tag, bits,
-        per, control.kernel_budget, control.stop, control.counters, path, bounds, nodes, depth)
+    status, length, expanded, generated, iters, _, cuts = ida(
+        solver.heuristic.H, side, root.board, root.pos, solver.moves, solver.nmoves, solver.fsm,
+        root.rows, prepared.image.index(0), control.kernel_budget, control.stop, control.counters,
+        path, bounds, nodes, no_events(), Extras(gw, hw, depth, tt_key, tt_tag, bits, per))
     seconds = time.perf_counter() - t0
     if status != FOUND:
         _limit(status, algorithm.name, generated, seconds)
@@ -165,7 +166,7 @@ def _join(a: str, b: str) -> str:
 
 
 def _astar(solver, prepared, algorithm, control):
-    from .astar_kernel import BYTES_PER_STATE, MEMORY, run_astar, trace
+    from .astar_kernel import BYTES_PER_STATE, MEMORY, astar, trace
     from .state_key_kernel import layout
 
     side = solver.side
@@ -182,8 +183,8 @@ def _astar(solver, prepared, algorithm, control):
     heap = np.zeros(cap + cap // 2, np.int64)
     table = np.zeros(1 << (2 * cap - 1).bit_length(), np.int32)
     t0 = time.perf_counter()
-    status, goal, expanded, generated, held, peak = run_astar(
-        int(solver.heuristic.H.kind), solver.heuristic.H, side, root.board, root.pos, solver.moves,
+    status, goal, expanded, generated, held, peak = astar(
+        solver.heuristic.H, side, root.board, root.pos, solver.moves,
         solver.nmoves, root.rows, bits, per, keys, parent, gs, heap, table, control.kernel_budget,
         control.stop, control.counters)
     seconds = time.perf_counter() - t0
@@ -205,13 +206,13 @@ def _astar(solver, prepared, algorithm, control):
 
 
 def _rbfs(solver, prepared, algorithm, control):
-    from .rbfs_kernel import run_rbfs
+    from .rbfs_kernel import rbfs
 
     root = solver.root(prepared.image, MAX_DEPTH + 1)
     path = np.zeros(MAX_DEPTH + 1, np.int64)
     t0 = time.perf_counter()
-    status, length, expanded, generated = run_rbfs(
-        int(solver.heuristic.H.kind), solver.heuristic.H, solver.side, root.board, root.pos,
+    status, length, expanded, generated = rbfs(
+        solver.heuristic.H, solver.side, root.board, root.pos,
         solver.moves, solver.nmoves, solver.fsm, root.rows, prepared.image.index(0),
         control.kernel_budget, control.stop, control.counters, path)
     seconds = time.perf_counter() - t0

@@ -14,10 +14,10 @@ The heuristic is evaluated as the IDA* kernel does: each expanded state's row fr
 """
 
 import numpy as np
-from numba import literally, njit
+from numba import njit
 
 from .heuristic_kernels import h_init, h_update
-from .search_kernel import BOUND, FOUND, INF, NOT_FOUND, POLL, halted, publish, slide
+from .search_kernel import BOUND, FOUND, INF, NOT_FOUND, poll, publish, slide
 from .state_key_kernel import board_of, key_moved, key_of, slot_of
 
 MEMORY = 4  # outcome: the memory budget is exhausted
@@ -61,7 +61,7 @@ def heap_pop(heap, size):
 
 
 @njit(cache=True, nogil=True, _nrt=False)  # no reference counting: docs/architecture.md
-def astar(kind, H, s, board, pos, moves, nmoves, rows, bits, per, keys, parent, gs, heap, table,
+def astar(H, s, board, pos, moves, nmoves, rows, bits, per, keys, parent, gs, heap, table,
           budget, stop, counters):
     """A* from the board (rows[0] its state row; rows has >= 2 rows) to h = 0.
 
@@ -69,7 +69,6 @@ def astar(kind, H, s, board, pos, moves, nmoves, rows, bits, per, keys, parent, 
     table int32[2^k >= 2 cap], zeros (slot = index + 1). Returns (status, goal index,
     expanded, generated, states held, largest open list).
     """
-    literally(kind)
     n = s * s
     cap = keys.shape[0]
     hcap = heap.shape[0]
@@ -103,16 +102,15 @@ def astar(kind, H, s, board, pos, moves, nmoves, rows, bits, per, keys, parent, 
         h_init(H, s, board, pos, rows[0])
         expanded += 1
         counters[BOUND] = f
-        if expanded & (POLL - 1) == 0:
-            reported_g, reported_e = publish(counters, generated, expanded, reported_g, reported_e)
-            status = halted(stop, budget, generated)
-            if status != NOT_FOUND:
-                return status, -1, expanded, generated, held, peak
+        status, reported_g, reported_e = poll(counters, stop, budget, generated, expanded,
+                                              reported_g, reported_e)
+        if status != NOT_FOUND:
+            return status, -1, expanded, generated, held, peak
         b = pos[0]
         for k in range(nmoves[b]):
             c = moves[b, k] >> 2
             t = slide(board, pos, c, b)
-            h = h_update(kind, H, s, board, pos, rows[0], rows[1], t, c, b, INF)
+            h = h_update(H, s, board, pos, rows[0], rows[1], t, c, b, INF)
             slide(board, pos, b, c)
             generated += 1
             c0, c1 = key_moved(k0, k1, t, c, b, n, bits, per)
@@ -157,17 +155,3 @@ def trace(keys, parent, goal, n, bits, per, board, pos, out):
         j = parent[j]
     out[:length] = out[:length][::-1].copy()
     return length
-
-
-@njit(cache=True, nogil=True)
-def run_astar(kind, H, s, board, pos, moves, nmoves, rows, bits, per, keys, parent, gs, heap, table,
-              budget, stop, counters):
-    if kind == 0:
-        return astar(0, H, s, board, pos, moves, nmoves, rows, bits, per, keys, parent, gs, heap, table, budget, stop, counters)
-    if kind == 1:
-        return astar(1, H, s, board, pos, moves, nmoves, rows, bits, per, keys, parent, gs, heap, table, budget, stop, counters)
-    if kind == 2:
-        return astar(2, H, s, board, pos, moves, nmoves, rows, bits, per, keys, parent, gs, heap, table, budget, stop, counters)
-    if kind == 3:
-        return astar(3, H, s, board, pos, moves, nmoves, rows, bits, per, keys, parent, gs, heap, table, budget, stop, counters)
-    return astar(4, H, s, board, pos, moves, nmoves, rows, bits, per, keys, parent, gs, heap, table, budget, stop, counters)

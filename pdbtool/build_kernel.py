@@ -48,10 +48,11 @@ def flood(seeds, free, s):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def chunk_bounds(chunk, size):
-    """The placements of one of CHUNKS equal slices of a table (the unit of the threads)."""
+def chunk_work(chunk, size, m):
+    """The placements of one of CHUNKS equal slices of a table (the unit of the threads),
+    as range(lo, hi), and that thread's buffer for a placement's m cells."""
     step = (size + CHUNKS - 1) // CHUNKS
-    return chunk * step, min(size, (chunk + 1) * step)
+    return chunk * step, min(size, (chunk + 1) * step), np.empty(m, dtype=np.int64)
 
 
 @njit(cache=True, parallel=True)
@@ -59,12 +60,11 @@ def expand(cur, nxt, visited, n, m, binom, pw, nbr, nnbr):
     """Push the pattern moves of the frontier ``cur`` into ``nxt``; return moves pushed."""
     pushed = np.zeros(CHUNKS, dtype=np.int64)
     for chunk in prange(CHUNKS):
-        pos = np.empty(m, dtype=np.int64)
-        lo, hi = chunk_bounds(chunk, cur.shape[0])
+        lo, hi, pos = chunk_work(chunk, cur.shape[0], m)
         for p in range(lo, hi):
-            mask = np.int64(cur[p])
-            if mask == 0:
+            if cur[p] == 0:  # not in the frontier
                 continue
+            mask = np.int64(cur[p])
             unrank(p, n, m, binom, pw, pos)
             for i in range(m):
                 c = pos[i]
@@ -90,8 +90,7 @@ def close(cur, nxt, visited, dist, layer, n, m, binom, pw, reg_index, reg_offset
     entries = np.zeros(CHUNKS, dtype=np.int64)
     regions = np.zeros(CHUNKS, dtype=np.int64)
     for chunk in prange(CHUNKS):
-        pos = np.empty(m, dtype=np.int64)
-        lo, hi = chunk_bounds(chunk, cur.shape[0])
+        lo, hi, pos = chunk_work(chunk, cur.shape[0], m)
         for q in range(lo, hi):
             seeds = np.int64(nxt[q])
             if seeds == 0:

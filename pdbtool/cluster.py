@@ -38,6 +38,7 @@ says how to install it (``RAY_MISSING``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fcntl
 import logging
@@ -609,9 +610,11 @@ class Cluster:
         control = control or SearchControl()
         run = self.running = SearchRun(self, solver, prepared, control, target)
         timer = control.timer()
+        source = solver.heuristic.source  # the driver's table file: frontier and replay read it
         try:
-            return search_bounds(solver, prepared, control, run.cpus, run.serial,
-                                 run.iteration, run.publish, serial_below)
+            with source.guarding(control) if source else contextlib.nullcontext():
+                return search_bounds(solver, prepared, control, run.cpus, run.serial,
+                                     run.iteration, run.publish, serial_below)
         except BaseException as e:
             if not isinstance(e, PdbError):  # Ctrl-C, SIGTERM
                 control.halt("cancelled")

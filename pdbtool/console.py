@@ -8,6 +8,8 @@ Loads neither numba nor grpc: ``pdbd query`` starts fast.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import faulthandler
 import json
 import signal
 import sys
@@ -37,6 +39,9 @@ def run(prog: str, args) -> int:
     cleanups as Ctrl-C). Never a traceback. A command may install its own handlers."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
+    if not faulthandler.is_enabled():  # a fatal signal (SIGBUS) still leaves a trace
+        with contextlib.suppress(AttributeError, OSError, ValueError):  # stderr without an fd
+            faulthandler.enable(sys.__stderr__)
     try:
         return args.func(args)
     except Terminated:

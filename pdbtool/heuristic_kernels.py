@@ -1,8 +1,9 @@
 """Numba kernels of the heuristics, shared by the search and by the verifiers.
 
 numba cannot cache a kernel that takes another jitted function as an argument, so the
-search stays generic another way: a heuristic is a kind code plus a fixed tuple of arrays
-``H``, a HeuristicArrays (built in heuristics.py / pdb_heuristic.py), and two functions here dispatch on the kind:
+search stays generic another way: a heuristic is a fixed tuple of arrays ``H``, a
+HeuristicArrays whose class names its kind (built in heuristics.py / pdb_heuristic.py),
+and two functions here dispatch on the kind:
 
 * ``h_init``   computes h of a board from scratch and fills the heuristic's state row;
 * ``h_update`` derives the next state row from the previous one after one tile moved.
@@ -16,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .intrinsics import popcount
+from .intrinsics import class_constant, popcount
 from .ranking import map_rank_split
 
 PER_TILE = 0        # sum of a per-tile table: Hamming or Manhattan  [h]
@@ -39,9 +40,9 @@ PDB_SUMS = 3       # PDB: sum s of the lookups' 4-bit entries at PDB_SUMS + s; t
 
 class HeuristicArrays(NamedTuple):
     """Everything a kernel needs to evaluate a heuristic; slots a kind does not use hold
-    small placeholders of the same type, so one compiled kernel serves every heuristic."""
+    small placeholders of the same type. A heuristic's arrays are an instance of its kind's
+    subclass below (``heuristic_arrays``)."""
 
-    kind: np.int64
     tile_tab: np.ndarray     # int32[tile, cell]: per-tile value (Hamming, Manhattan)
     wd_trans: np.ndarray     # int32[state, up/down, goal line]: walking-distance moves
     wd_dist: np.ndarray      # int32[state]: walking distance of a state
@@ -51,10 +52,11 @@ class HeuristicArrays(NamedTuple):
     lk_cmap: np.ndarray      # int64[lookup, cell]: cell map into the table's frame
     lk_pw: np.ndarray        # int64[lookup, i]: place values of the order digits
     lk_off: np.ndarray       # int64[lookup]: byte offset of the lookup's table in ``table``
-    lk_set: np.ndarray       # int64[lookup]: the sum it adds to (partition, reflected)
     lk_rbase: np.ndarray     # int64[lookup]: where its maps' region index starts in reg_index
     lk_obase: np.ndarray     # int64[lookup]: where its maps' offsets start in reg_secondary
-    tile_lk: np.ndarray      # int64[tile, sum]: the lookup of that sum holding a tile
+    tile_lk: np.ndarray      # int64[tile, sum]: the lookup of that sum holding a tile (sums
+                             # that share a group share its lookup)
+    tile_lk_slot: np.ndarray  # int64[tile, sum]: which of the tile's distinct lookups that is
     table: np.ndarray        # uint8[]: all tables, 4-bit entries, concatenated
     colex_lo: np.ndarray     # int32[low cells]: map ranks, low half (ranking.colex_tables)
     colex_hi: np.ndarray     # int32[high cells, tiles below]: map ranks, high half
@@ -67,6 +69,35 @@ class HeuristicArrays(NamedTuple):
     goal_cell: np.ndarray    # int64[tile]: the tile's goal cell (Gaschnig)
 
 
+# The kind is the class of the arrays. numba types a NamedTuple by its class, so every
+# kernel is compiled (and cached) once per kind, and ``kind_of(H)`` is a constant in it:
+# each kind's kernels are free of the other kinds' branches, and Python calls the kernels
+# directly, whatever the kind.
+
+def _arrays_class(kind: int, name: str) -> type:
+    """HeuristicArrays' subclass for one kind, a module attribute of its own name (numba's
+    cache refers to the class by name)."""
+    cls = type(name, (HeuristicArrays,), {"__slots__": (), "KIND": kind, "__module__": __name__})
+    globals()[name] = cls
+    return cls
+
+
+ARRAYS_OF_KIND = {kind: _arrays_class(kind, name) for kind, name in (
+    (PER_TILE, "PerTileArrays"), (LINEAR_CONFLICT, "LinearConflictArrays"),
+    (WALKING, "WalkingArrays"), (PDB, "PdbArrays"), (GASCHNIG, "GaschnigArrays"))}
+
+
+@njit(cache=True, nogil=True, inline="always")
+def kind_of(H):
+    """The heuristic's kind code, a compile-time constant in a kernel."""
+    return class_constant(H, "KIND")
+
+
+def heuristic_arrays(kind: int, **arrays) -> HeuristicArrays:
+    """The arrays of a heuristic of ``kind``: those given, placeholders in the other slots."""
+    return ARRAYS_OF_KIND[kind](**{**placeholder_arrays(), **arrays})
+
+
 def read_only(a: np.ndarray) -> np.ndarray:
     """A read-only view of ``a`` (for the ``table`` slot). A memory-mapped artifact's table is read-only, and
     numba types read-only and writable arrays apart: giving every heuristic a read-only
@@ -77,10 +108,9 @@ def read_only(a: np.ndarray) -> np.ndarray:
     return view
 
 
-def placeholder_arrays(kind: int) -> dict:
-    """Typed empty slots of HeuristicArrays, to be overridden by what ``kind`` uses."""
+def placeholder_arrays() -> dict:
+    """Typed empty slots of HeuristicArrays, to be overridden by what a kind uses."""
     return dict(
-        kind=np.int64(kind),
         tile_tab=np.zeros((1, 1), np.int32),
         wd_trans=np.zeros((1, 2, 1), np.int32),
         wd_dist=np.zeros(1, np.int32),
@@ -90,10 +120,10 @@ def placeholder_arrays(kind: int) -> dict:
         lk_cmap=np.zeros((1, 1), np.int64),
         lk_pw=np.zeros((1, 1), np.int64),
         lk_off=np.zeros(1, np.int64),
-        lk_set=np.zeros(1, np.int64),
         lk_rbase=np.zeros(1, np.int64),
         lk_obase=np.zeros(1, np.int64),
         tile_lk=np.full((1, 2), -1, np.int64),
+        tile_lk_slot=np.zeros((1, 2), np.int64),
         table=read_only(np.zeros(1, np.uint8)),
         colex_lo=np.zeros(1, np.int32),
         colex_hi=np.zeros((1, 1), np.int32),
@@ -199,7 +229,7 @@ def lookup(H, pos, l, blank):
 @njit(cache=True, nogil=True, _nrt=False)
 def h_init(H, s, board, pos, row):
     """h of the board from scratch; fills the state row and returns h."""
-    kind = H.kind
+    kind = kind_of(H)
     n = s * s
     if kind == PER_TILE:
         h = 0
@@ -235,9 +265,12 @@ def h_init(H, s, board, pos, row):
         for j in range(nsums):
             row[PDB_SUMS + j] = 0
         for l in range(H.lk_m.shape[0]):
-            v = lookup(H, pos, l, pos[0])
-            row[PDB_SUMS + nsums + l] = v
-            row[PDB_SUMS + H.lk_set[l]] += v
+            row[PDB_SUMS + nsums + l] = lookup(H, pos, l, pos[0])
+        for t in range(1, n):  # each lookup of a sum counted once, at its first tile
+            for j in range(nsums):
+                l = H.tile_lk[t, j]
+                if H.lk_tiles[l, 0] == t:
+                    row[PDB_SUMS + j] += row[PDB_SUMS + nsums + l]
         best = 0
         for j in range(nsums):
             if row[PDB_SUMS + j] > row[PDB_SUMS + best]:
@@ -281,12 +314,13 @@ def wd_index(board, s, H, is_col):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def h_update(kind, H, s, board, pos, prev, row, tile, src, dst, limit):
+def h_update(H, s, board, pos, prev, row, tile, src, dst, limit):
     """After ``tile`` moved from cell src to cell dst (board and pos already updated; the
     blank is now at src), derive the state row from the previous one; return the new h.
     A kind may stop early and return a lower bound on h once that exceeds ``limit`` (the
-    row is then incomplete: the caller prunes the node). ``kind`` is a compile-time
-    literal, so each kind gets a kernel without the others' branches."""
+    row is then incomplete: the caller prunes the node). The kind is a compile-time
+    constant (kind_of), so each kind gets a kernel without the others' branches."""
+    kind = kind_of(H)
     if kind == PER_TILE:
         h = prev[ROW_H] + H.tile_tab[tile, dst] - H.tile_tab[tile, src]
         row[ROW_H] = h
@@ -326,8 +360,9 @@ def h_update(kind, H, s, board, pos, prev, row, tile, src, dst, limit):
         row[ROW_H] = h
         return h
     # PDB: h = md + 2 * max over the sums of their lookups' entries. Only the lookup of each
-    # sum that holds the moved tile changes. The parent's best sum goes first, and the
-    # first sum that lifts h over the limit ends the evaluation (lazy).
+    # sum that holds the moved tile changes, and a lookup that several sums share is read
+    # once (``read``: a bit per lookup of the tile). The parent's best sum goes first, and
+    # the first sum that lifts h over the limit ends the evaluation (lazy).
     md = prev[PDB_MD] + H.tile_tab[tile, dst] - H.tile_tab[tile, src]
     nsums = H.tile_lk.shape[1]
     for i in range(row.shape[0]):
@@ -335,12 +370,18 @@ def h_update(kind, H, s, board, pos, prev, row, tile, src, dst, limit):
     row[PDB_MD] = md
     best = prev[PDB_BEST]
     top = -1
+    read = np.int64(0)
     for k in range(nsums):
         j = best + k
         if j >= nsums:
             j -= nsums
         l = H.tile_lk[tile, j]
-        v = lookup(H, pos, l, src)
+        bit = np.int64(1) << H.tile_lk_slot[tile, j]
+        if read & bit:
+            v = row[PDB_SUMS + nsums + l]
+        else:
+            v = lookup(H, pos, l, src)
+            read |= bit
         total = prev[PDB_SUMS + j] + v - prev[PDB_SUMS + nsums + l]
         row[PDB_SUMS + j] = total
         row[PDB_SUMS + nsums + l] = v

@@ -9,7 +9,7 @@ never needs to know which heuristic it runs.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -33,6 +33,8 @@ class Heuristic:
     consistent: bool = False  # h changes by at most 1 per move (checked along every answer)
     note: str = ""  # e.g. why a fallback was taken
     goal_blank: int = 0  # the image goal's blank cell it measures towards (puzzle.Frame)
+    # The open table file it reads (trust.Pinned), guarded around each search; None: none.
+    source: object = field(default=None, compare=False, repr=False)
     artifact_path: str | None = None  # the file of those tables (shipped to a cluster)
     reflected: bool = False  # also looks the reflected board up (tables only)
 
@@ -168,19 +170,17 @@ def table_free(name: str, side: int, goal_blank: int = 0) -> Heuristic:
                        f"blank-first goal); for this goal use {', '.join(PER_TILE_GOALS)}")
     if name in ("hamming", "manhattan"):
         table = hamming_table(side, goal_blank) if name == "hamming" else manhattan_table(side, goal_blank)
-        arrays = dict(kind=hk.PER_TILE, tile_tab=table)
+        kind, arrays = hk.PER_TILE, dict(tile_tab=table)
     elif name == "gaschnig":
-        arrays = dict(kind=hk.GASCHNIG, goal_cell=goal_cells(side, goal_blank))
+        kind, arrays = hk.GASCHNIG, dict(goal_cell=goal_cells(side, goal_blank))
     elif name == "linear-conflict":
-        arrays = dict(kind=hk.LINEAR_CONFLICT, tile_tab=manhattan_table(side),
-                      line_tab=line_table(side))
+        kind, arrays = hk.LINEAR_CONFLICT, dict(tile_tab=manhattan_table(side),
+                                                line_tab=line_table(side))
     elif name == "walking-distance":
         if side > WALKING_MAX_SIDE:
             raise BadInput(f"walking distance is available up to {WALKING_MAX_SIDE}x{WALKING_MAX_SIDE} boards")
         codes, trans, dists = walking_tables(side)
-        arrays = dict(kind=hk.WALKING, wd_codes=codes, wd_trans=trans, wd_dist=dists)
-    kind = arrays["kind"]
-    H = hk.HeuristicArrays(**{**hk.placeholder_arrays(kind), **arrays, "kind": np.int64(kind)})
-    return Heuristic(name, side, H, hk.state_width(kind, side, 0),
+        kind, arrays = hk.WALKING, dict(wd_codes=codes, wd_trans=trans, wd_dist=dists)
+    return Heuristic(name, side, hk.heuristic_arrays(kind, **arrays), hk.state_width(kind, side, 0),
                      consistent=name != "linear-conflict",
                      goal_blank=goal_blank)

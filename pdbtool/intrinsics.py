@@ -1,7 +1,8 @@
-"""Two machine instructions numba does not expose: popcount and atomic OR."""
+"""What numba does not expose: popcount and atomic OR (two machine instructions), and a
+class attribute of an argument as a compile-time constant."""
 
 from numba.core import cgutils
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 
 @intrinsic
@@ -26,3 +27,16 @@ def atomic_or(typingctx, ary, idx, val):
         value = context.cast(builder, args[2], sig.args[2], aryty.dtype)
         return builder.atomic_rmw("or", ptr, value, "monotonic")
     return ary.dtype(ary, idx, val), codegen
+
+
+def class_constant(obj, name: str):
+    """The attribute ``name`` of obj's class. In a kernel it is a compile-time constant
+    (``name`` must be a string literal): numba types a NamedTuple by its class, so a kernel
+    compiled for one class sees only that class's branches (heuristic_kernels.kind_of)."""
+    return getattr(type(obj), name)
+
+
+@overload(class_constant, inline="always", prefer_literal=True)
+def _class_constant_in_kernels(obj, name):
+    value = getattr(obj.instance_class, name.literal_value)
+    return lambda obj, name: value

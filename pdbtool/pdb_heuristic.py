@@ -78,13 +78,25 @@ def check_layout(meta: artifact.ArtifactMeta) -> None:
             raise ArtifactError(f"{where}: group {list(g.tiles)} does not fit its table")
 
 
-def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool = True) -> Heuristic:
-    """The max-of-additive heuristic of an artifact's catalogue over its table data."""
+def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool = True,
+                   source=None) -> Heuristic:
+    """The max-of-additive heuristic of an artifact's catalogue over its table data;
+    ``source`` is the open file it was mapped from (trust.Pinned), guarded at each search."""
     check_layout(meta)
     side = meta.size
     n = side * side
-    lk = lookups(meta, reflect)
-    sums = 1 + max(x.sum for x in lk)
+    every = lookups(meta, reflect)
+    sums = 1 + max(x.sum for x in every)
+    if sums > 64:  # h_update keeps a bit per lookup of a tile, at most one per sum
+        raise ArtifactError(f"{meta.path}: {sums} sums of lookups; this pdbtool reads at most 64")
+    # Sums that hold the same tiles in a group read the same value: one lookup serves them.
+    # (Catalogues share groups between partitions, and a group's reflection may be another
+    # group: 24/small's 56 lookups are 28 tile sets.)
+    first = {}
+    for x in every:
+        first.setdefault(frozenset(x.tiles), x)
+    lk = list(first.values())
+    number = {frozenset(x.tiles): l for l, x in enumerate(lk)}
     mmax = max(len(x.tiles) for x in lk)
     # Region arrays per tile count, concatenated; each lookup points at its count's.
     index_parts, offset_parts, multi_parts, rbase, obase, mbase = [], [], [], {}, {}, {}
@@ -104,36 +116,41 @@ def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool 
         m = len(x.tiles)
         tiles[l, :m] = x.tiles
         pw[l, :m] = order_weights(m)
-        tile_lk[list(x.tiles), x.sum] = l
-    H = hk.HeuristicArrays(**{
-        **hk.placeholder_arrays(hk.PDB),
-        "tile_tab": manhattan_table(side),
-        "lk_tiles": tiles, "lk_pw": pw,
-        "lk_m": np.array([len(x.tiles) for x in lk], np.int64),
-        "lk_cmap": np.array([x.cell_map for x in lk], np.int64),
-        "lk_off": np.array([x.offset for x in lk], np.int64),
-        "lk_set": np.array([x.sum for x in lk], np.int64),
-        "lk_rbase": np.array([rbase[len(x.tiles)] for x in lk], np.int64),
-        "lk_obase": np.array([obase[len(x.tiles)] for x in lk], np.int64),
-        "tile_lk": tile_lk,
-        "table": hk.read_only(np.asarray(data)),
-        "colex_lo": colex_lo.copy(), "colex_hi": colex_hi.copy(),
-        "reg_index": np.concatenate(index_parts),
-        "reg_secondary": np.concatenate(offset_parts),
-        "zero_aware": np.int64(meta.zero_aware),
-        "reg_multi": np.concatenate(multi_parts),
-        "lk_mbase": np.array([mbase[len(x.tiles)] for x in lk], np.int64),
-    })
+    for x in every:
+        tile_lk[list(x.tiles), x.sum] = number[frozenset(x.tiles)]
+    # Each tile's distinct lookups, numbered per tile (the bits of h_update's ``read``).
+    tile_lk_slot = np.zeros((n, sums), np.int64)
+    for t in range(1, n):
+        slots = {l: k for k, l in enumerate(dict.fromkeys(tile_lk[t].tolist()))}
+        tile_lk_slot[t] = [slots[l] for l in tile_lk[t]]
+    H = hk.heuristic_arrays(
+        hk.PDB,
+        tile_tab=manhattan_table(side),
+        lk_tiles=tiles, lk_pw=pw,
+        lk_m=np.array([len(x.tiles) for x in lk], np.int64),
+        lk_cmap=np.array([x.cell_map for x in lk], np.int64),
+        lk_off=np.array([x.offset for x in lk], np.int64),
+        lk_rbase=np.array([rbase[len(x.tiles)] for x in lk], np.int64),
+        lk_obase=np.array([obase[len(x.tiles)] for x in lk], np.int64),
+        tile_lk=tile_lk, tile_lk_slot=tile_lk_slot,
+        table=hk.read_only(np.asarray(data)),
+        colex_lo=colex_lo.copy(), colex_hi=colex_hi.copy(),
+        reg_index=np.concatenate(index_parts),
+        reg_secondary=np.concatenate(offset_parts),
+        zero_aware=np.int64(meta.zero_aware),
+        reg_multi=np.concatenate(multi_parts),
+        lk_mbase=np.array([mbase[len(x.tiles)] for x in lk], np.int64),
+    )
     name = f"pdb {meta.partition}" + ("" if meta.zero_aware else " (min over blank)") + \
         (" + reflection" if reflect else "")
     # Zero-aware entries are exact abstract distances: each group's value, so each sum and
     # their max, changes by at most 1 per move.
     return Heuristic(name, side, H, hk.state_width(hk.PDB, side, len(lk), sums),
-                     artifact=meta.version, consistent=meta.zero_aware,
+                     artifact=meta.version, consistent=meta.zero_aware, source=source,
                      artifact_path=str(meta.path), reflected=reflect)
 
 
 def load_heuristic(path, *, reflect: bool = True) -> Heuristic:
     """Memory-map an artifact as a heuristic, checked as trust.open_trusted checks it."""
     opened = open_trusted(path)
-    return heuristic_from(opened.meta, opened.data, reflect)
+    return heuristic_from(opened.meta, opened.data, reflect, opened.pin)

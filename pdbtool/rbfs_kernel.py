@@ -15,29 +15,27 @@ Returns (status, length, expanded, generated).
 """
 
 import numpy as np
-from numba import literally, njit
+from numba import njit
 
 from .heuristic_kernels import h_update
-from .search_kernel import (BOUND, FOUND, INF, MAX_DEPTH, NOT_FOUND, POLL, halted, publish, slide,
-                            undo, unwind)
+from .search_kernel import (BOUND, FOUND, INF, MAX_DEPTH, NOT_FOUND, poll, publish, slide, undo,
+                            unwind)
 
 
 @njit(cache=True, nogil=True)
-def rbfs(kind, H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budget, stop, counters, path):
+def rbfs(H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budget, stop, counters, path):
     """rows: MAX_DEPTH + 3 heuristic rows (row 0 the root's); path receives the blank's
     cells on FOUND."""
-    literally(kind)
     D = MAX_DEPTH + 2
-    return rbfs_loop(kind, H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budget, stop,
+    return rbfs_loop(H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budget, stop,
                      counters, path, np.zeros((5, D), np.int64), np.zeros((3, D, 4), np.int64))
 
 
 @njit(cache=True, nogil=True, _nrt=False)  # no reference counting: docs/architecture.md
-def rbfs_loop(kind, H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budget, stop,
+def rbfs_loop(H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budget, stop,
               counters, path, per_node, per_child):
     """rbfs over its stacks: per_node int64[5, D] (blank cell, automaton state, children,
     bound B, current child), per_child int64[3, D, 4] (child cell, state, stored F)."""
-    literally(kind)
     blank, state, nch, B, cur = per_node[0], per_node[1], per_node[2], per_node[3], per_node[4]
     ccell, cstate, F = per_child[0], per_child[1], per_child[2]
     expanded, generated = 0, 0
@@ -61,7 +59,7 @@ def rbfs_loop(kind, H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budg
                 continue
             c = move >> 2
             t = slide(board, pos, c, b)
-            h = h_update(kind, H, s, board, pos, rows[depth], rows[depth + 1], t, c, b, INF)
+            h = h_update(H, s, board, pos, rows[depth], rows[depth + 1], t, c, b, INF)
             slide(board, pos, b, c)
             generated += 1
             fc = depth + 1 + h
@@ -73,12 +71,11 @@ def rbfs_loop(kind, H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budg
             m += 1
         nch[depth] = m
         expanded += 1
-        if expanded & (POLL - 1) == 0:
-            reported_g, reported_e = publish(counters, generated, expanded, reported_g, reported_e)
-            status = halted(stop, budget, generated)
-            if status != NOT_FOUND:
-                unwind(board, pos, blank, depth)  # restore the root's board
-                return status, 0, expanded, generated
+        status, reported_g, reported_e = poll(counters, stop, budget, generated, expanded,
+                                              reported_g, reported_e)
+        if status != NOT_FOUND:
+            unwind(board, pos, blank, depth)  # restore the root's board
+            return status, 0, expanded, generated
         # Choose: descend into the best child within the bound, or back up to the parent.
         while True:
             best, second = -1, INF
@@ -100,7 +97,7 @@ def rbfs_loop(kind, H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budg
             c = ccell[depth, best]
             b = blank[depth]
             t = slide(board, pos, c, b)
-            h = h_update(kind, H, s, board, pos, rows[depth], rows[depth + 1], t, c, b, INF)
+            h = h_update(H, s, board, pos, rows[depth], rows[depth + 1], t, c, b, INF)
             cur[depth] = best
             B[depth + 1] = min(B[depth], second)
             counters[BOUND] = fb
@@ -115,16 +112,3 @@ def rbfs_loop(kind, H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budg
             fn = depth + h
             Fn = fb
             break
-
-
-@njit(cache=True, nogil=True)
-def run_rbfs(kind, H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budget, stop, counters, path):
-    if kind == 0:
-        return rbfs(0, H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budget, stop, counters, path)
-    if kind == 1:
-        return rbfs(1, H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budget, stop, counters, path)
-    if kind == 2:
-        return rbfs(2, H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budget, stop, counters, path)
-    if kind == 3:
-        return rbfs(3, H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budget, stop, counters, path)
-    return rbfs(4, H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budget, stop, counters, path)

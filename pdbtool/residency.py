@@ -3,7 +3,9 @@
 A memory-mapped table costs disk reads wherever its pages are not in the page cache: after
 a start, or after the kernel dropped cold pages. ``prefault`` asks for the pages
 (madvise WILLNEED) and reads one byte per page; ``lock`` pins them (mlock); ``resident_bytes``
-counts the pages in memory (mincore). Linux and other POSIX systems; loads no numba.
+counts the pages in memory (mincore); ``detach`` swaps a table's file pages for zero pages
+(mmap MAP_FIXED), so a file that shrinks later cannot fault the process. Linux and other
+POSIX systems; loads no numba.
 """
 
 from __future__ import annotations
@@ -22,6 +24,10 @@ _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 _libc.mincore.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_ubyte))
 _libc.mlock.argtypes = _libc.munlock.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
 _libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+_libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                       ctypes.c_long)
+_libc.mmap.restype = ctypes.c_void_p
+MAP_FAILED = ctypes.c_void_p(-1).value
 
 
 def _span(data: np.ndarray, start: int = 0, length: int | None = None) -> tuple[int, int]:
@@ -69,3 +75,17 @@ def lock(data: np.ndarray) -> None:
         err = ctypes.get_errno()
         raise OSError(err, f"cannot lock {data.nbytes / 2**20:,.1f} MiB of tables in memory: "
                            f"{os.strerror(err)} (raise `ulimit -l` or grant CAP_IPC_LOCK)")
+
+
+def detach(data: np.ndarray) -> None:
+    """Replace the pages under ``data`` (a mapped array) with anonymous zero pages, at the
+    same addresses and read-only: every view of it stays valid and reads zeros, and the
+    file it was mapped from no longer backs it (truncating the file cannot fault a reader).
+    Atomic for a thread reading it meanwhile. Takes no lock (a signal handler calls it)."""
+    if data.nbytes == 0:
+        return
+    addr, length = _span(data)
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_FIXED", 0x10)
+    if _libc.mmap(ctypes.c_void_p(addr), length, mmap.PROT_READ, flags, -1, 0) in (None, MAP_FAILED):
+        err = ctypes.get_errno()
+        raise OSError(err, f"mmap: {os.strerror(err)}")

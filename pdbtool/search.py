@@ -10,6 +10,7 @@ live counters, the node budget and the timeout.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from dataclasses import dataclass, field
@@ -25,8 +26,9 @@ from .heuristic_kernels import ROW_H, h_init
 from .heuristics import Heuristic, board_arrays
 from .move_pruning import pruning_fsm
 from .result import SolveResult
-from .search_kernel import (BOUND, COUNTERS, EXPANDED, FOUND, GENERATED, MAX_DEPTH, run_dfs,
-                            no_events, run_ida, run_path_violation)
+from . import search_kernel
+from .ida_tt_kernel import no_extras
+from .search_kernel import BOUND, COUNTERS, EXPANDED, FOUND, GENERATED, MAX_DEPTH, no_events
 
 IDA = Algorithm("ida")
 
@@ -186,7 +188,10 @@ class Solver:
         control's budget, timeout or stop flag (or A*'s memory) ends the search first.
 
         ``events`` (int32[cap, search_kernel.EVENT_FIELDS], IDA* on one thread only): the
-        kernel records the first ``cap`` nodes it generates into it."""
+        kernel records the first ``cap`` nodes it generates into it.
+
+        A table file that changed (or is opened for writing during the search: its lease,
+        trust.Pinned) raises trust.TableChanged instead of an answer."""
         control = control or SearchControl()
         algorithm = Algorithm(algorithm) if isinstance(algorithm, str) else algorithm or IDA
         algorithm.check_side(self.side)
@@ -194,14 +199,16 @@ class Solver:
             raise BadInput("a traced search runs on one thread")
         if events is not None and algorithm.name != "ida":
             raise BadInput(f"a traced search runs IDA*, not {algorithm.name}")
+        source = self.heuristic.source  # the table file: checked around the search
         timer = control.timer()
         try:
-            if algorithm.name != "ida":
-                return self._on_main(search_with, self, prepared, algorithm, threads, control)
-            if threads > 1:
-                from .parallel import search_parallel
-                return search_parallel(self, prepared, threads, control)
-            return self._on_main(self._search_serial, prepared, control, events)
+            with source.guarding(control) if source else contextlib.nullcontext():
+                if algorithm.name != "ida":
+                    return self._on_main(search_with, self, prepared, algorithm, threads, control)
+                if threads > 1:
+                    from .parallel import search_parallel
+                    return search_parallel(self, prepared, threads, control)
+                return self._on_main(self._search_serial, prepared, control, events)
         except BaseException as e:
             if not isinstance(e, Exception):  # Ctrl-C, SIGTERM (console.Terminated), exit
                 control.halt("cancelled")  # every kernel returns within about a millisecond
@@ -224,12 +231,12 @@ class Solver:
         path = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
         bounds = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
         nodes = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
-        args = (int(self.heuristic.H.kind), self.heuristic.H, self.side, root.board, root.pos,
+        args = (self.heuristic.H, self.side, root.board, root.pos,
                 self.moves, self.nmoves, self.fsm, root.rows, bf.index(0), control.kernel_budget,
                 control.stop, control.counters, path, bounds, nodes)
         t0 = time.perf_counter()
-        status, length, expanded, generated, iters, _ = run_ida(
-            *args, no_events() if events is None else events)
+        status, length, expanded, generated, iters, _, _ = search_kernel.ida(
+            *args, no_events() if events is None else events, no_extras())
         seconds = time.perf_counter() - t0
         iterations = [{"bound": int(bounds[i]), "nodes": int(nodes[i])}
                       for i in range(min(iters, len(bounds)))]
@@ -252,19 +259,19 @@ class Solver:
             budget: int, stop: np.ndarray, counters: np.ndarray, path: np.ndarray) -> DfsOutcome:
         """One bounded depth-first search below ``root`` (the parallel search's task):
         f = g0 + g + h <= bound; on FOUND, path[:length] holds the blank's cells."""
-        return DfsOutcome(*run_dfs(
-            int(self.heuristic.H.kind), self.heuristic.H, self.side, root.board, root.pos,
+        return DfsOutcome(*search_kernel.dfs(
+            self.heuristic.H, self.side, root.board, root.pos,
             self.moves, self.nmoves, self.fsm, root.rows, blank, automaton_state, g0, bound,
-            budget, stop, counters, path))
+            budget, stop, counters, path, no_extras()))
 
     def _check_path(self, board_bf, blank_cells) -> tuple[int, list[int]]:
         """search_kernel.path_violation along the solution found (microseconds), and the
         h of each board on it (the kernel leaves them in the rows it walked)."""
         root = self.root(board_bf, len(blank_cells))
         path = np.asarray(blank_cells, dtype=np.int64)
-        step = int(run_path_violation(int(self.heuristic.H.kind), self.heuristic.H, self.side,
-                                      root.board, root.pos, root.rows, path, len(path),
-                                      self.heuristic.consistent))
+        step = int(search_kernel.path_violation(self.heuristic.H, self.side, root.board, root.pos,
+                                                root.rows, path, len(path),
+                                                self.heuristic.consistent))
         return step, [int(h) for h in root.rows[:len(path) + 1, ROW_H]]
 
     def result(self, prepared: PreparedBoard, blank_cells, expanded, generated, seconds, h0,

@@ -25,9 +25,11 @@ f is g + h; the bound is the iteration's. Beyond the cap the search goes on unre
 """
 
 import numpy as np
-from numba import literally, njit
+from numba import njit
 
 from .heuristic_kernels import h_update
+from .ida_tt_kernel import active, tt_seen
+from .state_key_kernel import key_moved, key_of
 
 NOT_FOUND, FOUND, STOPPED, BUDGET = 0, 1, 2, 3  # outcomes of a search
 GENERATED, EXPANDED, BOUND = 0, 1, 2  # slots of the counters array
@@ -38,6 +40,7 @@ POLL = 4096
 EV_ITERATION, EV_G, EV_H, EV_CELL, EV_OUTCOME = 0, 1, 2, 3, 4
 EVENT_FIELDS = 5
 EXPANDED_NODE, PRUNED_NODE, GOAL_NODE = 0, 1, 2
+STACKS = 5  # rows of a search's stacks (dfs_loop)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -95,6 +98,37 @@ def publish(counters, generated, expanded, reported_g, reported_e):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def next_child(board, pos, moves, nmoves, fsm, blanks, it, automaton, depth):
+    """The depth-first step shared by the searches: the next move of the node at ``depth``
+    that the automaton allows, as (depth, cell the blank moves to, automaton state). A node
+    with no move left is backed out of (its move taken back): (depth - 1, -1, 0), or
+    (-1, -1, 0) at the root."""
+    b = blanks[depth]
+    while True:
+        k = it[depth]
+        if k == nmoves[b]:
+            if depth == 0:
+                return -1, -1, 0
+            undo(board, pos, blanks, depth)
+            return depth - 1, -1, 0
+        it[depth] = k + 1
+        move = moves[b, k]
+        state = fsm[automaton[depth], move & 3]
+        if state >= 0:
+            return depth, move >> 2, state
+
+
+@njit(cache=True, nogil=True, inline="always")
+def poll(counters, stop, budget, generated, expanded, reported_g, reported_e):
+    """Every POLL expansions, publish the counters and see whether to stop (halted);
+    returns (status, reported_g, reported_e)."""
+    if expanded & (POLL - 1) != 0:
+        return NOT_FOUND, reported_g, reported_e
+    reported_g, reported_e = publish(counters, generated, expanded, reported_g, reported_e)
+    return halted(stop, budget, generated), reported_g, reported_e
+
+
+@njit(cache=True, nogil=True, inline="always")
 def halted(stop, budget, generated):
     """STOPPED if the caller set the stop flag, BUDGET if the node budget is spent (budget
     < 0: none), else NOT_FOUND (go on)."""
@@ -116,77 +150,84 @@ def path_to(path, blanks, depth, c):
 
 
 @njit(cache=True, nogil=True)
-def dfs(kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound,
-        budget, stop, counters, path):
+def dfs(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound,
+        budget, stop, counters, path, extras):
     """Search below the root (whose state row is hs[0]) with f = g0 + g + h <= bound.
 
     moves[c, i] for i < nmoves[c] is (cell << 2) | direction of the blank's moves from c
     (directions 0-3 are U, D, L, R); fsm[state, direction] is the automaton's next state,
-    or -1 if that move is pruned there.
+    or -1 if that move is pruned there. ``extras`` is ida_tt_kernel.no_extras() (the
+    parallel search's tasks are plain IDA*).
 
     Returns (status, next bound, expanded, generated, length). On FOUND, path[:length]
     holds the cells the blank visits after the root; otherwise board and pos are restored.
-    budget < 0 means no node limit. ``kind`` must be a literal: call it through run_dfs.
+    budget < 0 means no node limit.
     """
-    literally(kind)
-    stacks = np.empty((3, MAX_DEPTH + 2), dtype=np.int64)
-    status, next_bound, expanded, generated, length, _ = dfs_loop(
-        kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound,
-        budget, stop, counters, path, stacks, no_events(), 0, 0)
+    stacks = np.empty((STACKS, MAX_DEPTH + 2), dtype=np.int64)
+    status, next_bound, expanded, generated, length, _, _ = dfs_loop(
+        H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound,
+        budget, stop, counters, path, stacks, no_events(), 0, 0, extras)
     return status, next_bound, expanded, generated, length
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def dfs_loop(kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound,
-             budget, stop, counters, path, stacks, events, n, iteration):
-    """dfs over its stacks (int64[3, MAX_DEPTH + 2]: blank cells, child iterators,
-    automaton states), recording events[n:] as IDA* iteration ``iteration``; returns dfs's
-    tuple and the rows of events used.
+def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound,
+             budget, stop, counters, path, stacks, events, n, iteration, extras):
+    """dfs over its stacks (int64[STACKS, depth limit + 2]: blank cells, child iterators,
+    automaton states, the two words of each node's state key), recording events[n:] as
+    IDA* iteration ``iteration``, with the extras of ida_tt_kernel if they are active (the
+    weights and the depth limit, and a transposition table if it has slots; then g0 = 0
+    and root_state = 0). Returns dfs's tuple, the rows of events used and the nodes the
+    table cut.
 
     Compiled without numba's reference counting: the arrays live as long as the caller's,
     and an inlined function that takes HeuristicArrays would otherwise incref and decref
     each of its arrays at every call (atomic operations that took over 40% of the time of
     a 24-puzzle search)."""
-    literally(kind)
-    blanks, it, automaton = stacks[0], stacks[1], stacks[2]
+    on = active(extras)
+    use_tt = on and extras.tt_key.shape[0] > 0
+    mask = extras.tt_key.shape[0] - 1
+    blanks, it, automaton, k0s, k1s = stacks[0], stacks[1], stacks[2], stacks[3], stacks[4]
     counters[BOUND] = bound
     h0 = hs[0, 0]
-    if g0 + h0 > bound:
-        return NOT_FOUND, g0 + h0, 0, 0, 0, n
+    f0 = extras.gw * g0 + extras.hw * h0 if on else g0 + h0
+    if f0 > bound:
+        return NOT_FOUND, f0, 0, 0, 0, n, 0
     if h0 == 0:
-        return FOUND, bound, 0, 0, 0, n
+        return FOUND, bound, 0, 0, 0, n, 0
     next_bound = INF
-    expanded, generated = 1, 0
+    expanded, generated, cuts = 1, 0, 0
     reported_e, reported_g = 0, 0
     depth = 0
     blanks[0] = root_blank
     automaton[0] = root_state
     it[0] = 0
+    if use_tt:
+        k0s[0], k1s[0] = key_of(board, s * s, extras.bits, extras.per)
+        tt_seen(extras.tt_key, extras.tt_tag, k0s[0], k1s[0], 0, iteration + 1, mask)
     status = NOT_FOUND
     length = 0
     while True:
-        b = blanks[depth]
-        k = it[depth]
-        if k == nmoves[b]:
-            if depth == 0:
+        depth, c, next_state = next_child(board, pos, moves, nmoves, fsm, blanks, it, automaton,
+                                          depth)
+        if c < 0:
+            if depth < 0:
                 break
-            undo(board, pos, blanks, depth)
-            depth -= 1
             continue
-        it[depth] = k + 1
-        move = moves[b, k]
-        next_state = fsm[automaton[depth], move & 3]
-        if next_state < 0:
-            continue
-        c = move >> 2
+        b = blanks[depth]
         t = slide(board, pos, c, b)
         generated += 1
         g = g0 + depth + 1
-        h = h_update(kind, H, s, board, pos, hs[depth], hs[depth + 1], t, c, b, bound - g)
-        f = g + h
-        if f > bound:
+        if on:
+            h = h_update(H, s, board, pos, hs[depth], hs[depth + 1], t, c, b,
+                         (bound - extras.gw * g) // extras.hw)
+            f = extras.gw * g + extras.hw * h
+        else:
+            h = h_update(H, s, board, pos, hs[depth], hs[depth + 1], t, c, b, bound - g)
+            f = g + h
+        if f > bound or (on and h > 0 and g >= extras.max_depth):
             n = record(events, n, iteration, g, h, c, PRUNED_NODE)
-            if f < next_bound:
+            if bound < f < next_bound:
                 next_bound = f
             slide(board, pos, b, c)
             continue
@@ -195,66 +236,76 @@ def dfs_loop(kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_st
             status = FOUND
             length = path_to(path, blanks, depth, c)
             break
+        if use_tt:
+            c0, c1 = key_moved(k0s[depth], k1s[depth], t, c, b, s * s, extras.bits, extras.per)
+            if tt_seen(extras.tt_key, extras.tt_tag, c0, c1, g, iteration + 1, mask):
+                cuts += 1
+                slide(board, pos, b, c)
+                continue
+            k0s[depth + 1], k1s[depth + 1] = c0, c1
         n = record(events, n, iteration, g, h, c, EXPANDED_NODE)
         depth += 1
         blanks[depth] = c
         automaton[depth] = next_state
         it[depth] = 0
         expanded += 1
-        if expanded & (POLL - 1) == 0:
-            reported_g, reported_e = publish(counters, generated, expanded, reported_g, reported_e)
-            status = halted(stop, budget, generated)
-            if status != NOT_FOUND:
-                break
+        status, reported_g, reported_e = poll(counters, stop, budget, generated, expanded,
+                                              reported_g, reported_e)
+        if status != NOT_FOUND:
+            break
     if status == STOPPED or status == BUDGET:
         unwind(board, pos, blanks, depth)  # so the caller's board is intact
     publish(counters, generated, expanded, reported_g, reported_e)
-    return status, next_bound, expanded, generated, length, n
+    return status, next_bound, expanded, generated, length, n, cuts
 
 
 @njit(cache=True, nogil=True)
-def ida(kind, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds,
-        nodes, events):
-    """Iterative deepening from the root's h: each bound is the previous minimum overshoot.
+def ida(H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds,
+        nodes, events, extras):
+    """Iterative deepening from the root's f: each bound is the previous minimum overshoot.
 
     bounds[i], nodes[i] receive each iteration's bound and nodes generated; events the
-    nodes generated while rows are left (see above).
-    Returns (status, length, expanded, generated, iterations, events recorded).
+    nodes generated while rows are left (see above); ``extras`` those of ida_tt_kernel
+    (IDA*+TT, WIDA*) or no_extras() (IDA*).
+    Returns (status, length, expanded, generated, iterations, events recorded, cuts).
     """
-    literally(kind)
-    stacks = np.empty((3, MAX_DEPTH + 2), dtype=np.int64)
-    bound = hs[0, 0]
-    expanded, generated, n = 0, 0, 0
+    on = active(extras)
+    depth_limit = extras.max_depth if on else MAX_DEPTH
+    stacks = np.empty((STACKS, depth_limit + 2), dtype=np.int64)
+    bound = extras.hw * hs[0, 0] if on else hs[0, 0]
+    expanded, generated, n, cuts = 0, 0, 0, 0
     i = 0
     while True:
-        if bound > MAX_DEPTH:  # the stacks are sized for MAX_DEPTH moves
-            return BUDGET, 0, expanded, generated, i, n
+        if not on and bound > MAX_DEPTH:  # the stacks are sized for MAX_DEPTH moves
+            return BUDGET, 0, expanded, generated, i, n, cuts
         left = -1  # no limit
         if budget >= 0:
             if generated >= budget:
-                return BUDGET, 0, expanded, generated, i, n
+                return BUDGET, 0, expanded, generated, i, n, cuts
             left = budget - generated
-        status, nb, e, g, length, n = dfs_loop(kind, H, s, board, pos, moves, nmoves, fsm, hs,
-                                               blank, 0, 0, bound, left, stop, counters, path,
-                                               stacks, events, n, i)
+        status, nb, e, g, length, n, cut = dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs,
+                                                    blank, 0, 0, bound, left, stop, counters,
+                                                    path, stacks, events, n, i, extras)
         expanded += e
         generated += g
+        cuts += cut
         if i < bounds.shape[0]:
             bounds[i] = bound
             nodes[i] = g
         i += 1
         if status != NOT_FOUND or nb >= INF:
-            return status, length, expanded, generated, i, n
+            if on and status == NOT_FOUND:  # only the depth limit stopped it
+                status = BUDGET
+            return status, length, expanded, generated, i, n, cuts
         bound = nb
 
 
 @njit(cache=True, nogil=True)
-def path_violation(kind, H, s, board, pos, rows, path, length, consistent):
+def path_violation(H, s, board, pos, rows, path, length, consistent):
     """Check a solution against the heuristic that found it: the first step i at which
     h(s_i) exceeds the moves left, or (``consistent``) differs from h(s_{i-1}) by more
     than one; -1 if none. A violation proves the heuristic wrong (a damaged table). The
     board is left at the goal."""
-    literally(kind)
     h_prev = rows[0, 0]
     if h_prev > length:
         return 0
@@ -266,52 +317,9 @@ def path_violation(kind, H, s, board, pos, rows, path, length, consistent):
         board[c] = 0
         pos[t] = b
         pos[0] = c
-        h = h_update(kind, H, s, board, pos, rows[i], rows[i + 1], t, c, b, INF)
+        h = h_update(H, s, board, pos, rows[i], rows[i + 1], t, c, b, INF)
         if h > length - i - 1 or (consistent and abs(h - h_prev) > 1):
             return i + 1
         h_prev = h
         b = c
     return -1
-
-
-# Entry points for Python. Calling a kernel that demands a literal from Python makes numba
-# retry its dispatch on every call (about 10 ms); these take the kind as a plain int and
-# call the specialised kernels with constants, so each kind is compiled (and cached) once.
-
-@njit(cache=True, nogil=True)
-def run_dfs(kind, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound, budget, stop, counters, path):
-    if kind == 0:
-        return dfs(0, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound, budget, stop, counters, path)
-    if kind == 1:
-        return dfs(1, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound, budget, stop, counters, path)
-    if kind == 2:
-        return dfs(2, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound, budget, stop, counters, path)
-    if kind == 3:
-        return dfs(3, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound, budget, stop, counters, path)
-    return dfs(4, H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound, budget, stop, counters, path)
-
-
-@njit(cache=True, nogil=True)
-def run_ida(kind, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes, events):
-    if kind == 0:
-        return ida(0, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes, events)
-    if kind == 1:
-        return ida(1, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes, events)
-    if kind == 2:
-        return ida(2, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes, events)
-    if kind == 3:
-        return ida(3, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes, events)
-    return ida(4, H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds, nodes, events)
-
-
-@njit(cache=True, nogil=True)
-def run_path_violation(kind, H, s, board, pos, rows, path, length, consistent):
-    if kind == 0:
-        return path_violation(0, H, s, board, pos, rows, path, length, consistent)
-    if kind == 1:
-        return path_violation(1, H, s, board, pos, rows, path, length, consistent)
-    if kind == 2:
-        return path_violation(2, H, s, board, pos, rows, path, length, consistent)
-    if kind == 3:
-        return path_violation(3, H, s, board, pos, rows, path, length, consistent)
-    return path_violation(4, H, s, board, pos, rows, path, length, consistent)

@@ -31,7 +31,6 @@ class TableSet:
 
     heuristics: dict[int, Heuristic]
     loaded: tuple[Trusted, ...] = ()  # every artifact opened, in name order
-    sources: dict[int, Trusted] = dataclasses.field(default_factory=dict)  # per side served
 
     @property
     def sides(self) -> list[int]:
@@ -59,19 +58,18 @@ def load_directory(directory, *, reflect: bool = True, require: bool = False) ->
     if bad:
         raise ArtifactError(f"{d}: entries named like artifacts that cannot be read: "
                             f"{'; '.join(bad)}; remove or fix them")
-    best: dict[int, tuple[int, Heuristic, Trusted]] = {}
+    best: dict[int, tuple[int, Heuristic]] = {}
     loaded = []
     for path, _ in entries:
         opened = open_trusted(path)
-        h = heuristic_from(opened.meta, opened.data, reflect)
+        h = heuristic_from(opened.meta, opened.data, reflect, opened.pin)
         loaded.append(opened)
         if h.side not in best or strength(opened.meta) > best[h.side][0]:
-            best[h.side] = (strength(opened.meta), h, opened)
+            best[h.side] = (strength(opened.meta), h)
     if require and not loaded:
         raise ArtifactError(f"{d}: no artifacts (*.h5) to serve; build one with "
                             f"`pdbtool build 15/5-5-5 --out {d}`")
-    return TableSet({side: h for side, (_, h, _) in best.items()}, tuple(loaded),
-                    {side: t for side, (_, _, t) in best.items()})
+    return TableSet({side: h for side, (_, h) in best.items()}, tuple(loaded))
 
 
 def fallback(side: int, why: str) -> Heuristic:

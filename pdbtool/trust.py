@@ -14,22 +14,28 @@ logs which checks ran. It does not stamp: loaders never write; `pdbtool verify` 
 
 A loaded file stays open (``Pinned``): its identity (device, inode, size, ctime) is
 compared before answering from it, so a file copied over or truncated in place is refused
-instead of read (``TableChanged``).
+instead of read (``TableChanged``). Where the system allows it, a read lease on the open file
+(pdbtool.lease) tells the process before anyone may write to it: the file's mappings are then
+replaced by zero pages (residency.detach; a later truncation cannot fault a search with
+SIGBUS), the searches reading it are halted (``guarding``) and end with TableChanged, and the
+file stays refused until it is loaded again. ``Pinned.unleased`` says why a file got no lease.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import stat
+import threading
 import time
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
-from . import artifact
+from . import artifact, lease, residency
 from .errors import ArtifactError
 
 log = logging.getLogger("pdbtool")
@@ -76,7 +82,11 @@ class TableChanged(ArtifactError):
 
 
 class Pinned:
-    """An artifact file held open while its tables are mapped, with its identity at load."""
+    """An artifact file held open while its tables are mapped, with its identity at load,
+    and a read lease on it where one can be had (``unleased``: why not)."""
+
+    unleased: str | None = "not opened"
+    _fd = -1
 
     def __init__(self, path):
         self.path = Path(path)
@@ -87,15 +97,49 @@ class Pinned:
         st = os.fstat(self._fd)
         if not stat.S_ISREG(st.st_mode):
             os.close(self._fd)
+            self._fd = -1
             raise ArtifactError(f"{self.path}: not a regular file")
         self.identity = Identity.of(st)
+        self.broken: str | None = None  # set when the lease was broken: what happened
+        self._mapped: list = []  # the arrays mapped from the file (detached on a break)
+        self._lock = threading.Lock()
+        self._searches: dict[int, object] = {}  # id -> SearchControl of a search reading it
+        self.unleased = lease.hold(self._fd, self._detach, self._stop_searches)
+
+    def protect(self, data) -> None:
+        """Detach ``data`` (mapped from this file) if anyone opens the file for writing."""
+        self._mapped.append(data)
+        if self.broken:
+            residency.detach(data)
+
+    @contextlib.contextmanager
+    def guarding(self, control):
+        """Around a search reading the file: checked before and after (TableChanged), and
+        halted with reason "table-changed" if the file is opened for writing meanwhile."""
+        self.check()
+        with self._lock:
+            self._searches[id(control)] = control
+        try:
+            yield
+        except BaseException as e:
+            self._leave(control)
+            if isinstance(e, Exception):
+                self.check()  # a change explains the failure (replaces LimitReached)
+            raise
+        self._leave(control)
+        self.check()  # changed during the search: the answer may be wrong
+
+    def _leave(self, control) -> None:
+        with self._lock:
+            self._searches.pop(id(control), None)
 
     def check(self) -> None:
         """Raise TableChanged if the open file is no longer what was loaded. The message
         names the file, not its directory: it may be shown to remote clients."""
         now = Identity.of(os.fstat(self._fd))
-        if now != self.identity:
-            what = (f"truncated from {self.identity.size:,} to {now.size:,} bytes"
+        if self.broken or now != self.identity:
+            what = (self.broken if self.broken else
+                    f"truncated from {self.identity.size:,} to {now.size:,} bytes"
                     if now.size < self.identity.size else
                     "rewritten in place" if now.size == self.identity.size else
                     f"grown to {now.size:,} bytes")
@@ -110,13 +154,36 @@ class Pinned:
         except OSError:
             return True
 
+    def _detach(self) -> None:
+        """The lease is being broken (in the signal handler: no locks). Before the writer
+        goes on, the mapped pages become zero pages: no search can fault on the file."""
+        self.broken = "opened for writing by another process while in use"
+        for data in list(self._mapped):
+            with contextlib.suppress(OSError):
+                residency.detach(data)
+
+    def _stop_searches(self) -> None:
+        """After a break (on the lease watcher thread): halt every search reading it."""
+        with self._lock:
+            searches = list(self._searches.values())
+        for control in searches:
+            control.halt("table-changed")
+        log.warning("%s was opened for writing while in use: its tables were dropped from "
+                    "memory, %d search(es) on it stopped, and it is refused until loaded again",
+                    self.path, len(searches))
+
     def close(self) -> None:
         if self._fd >= 0:
+            if self.unleased is None:
+                lease.release(self._fd)
             os.close(self._fd)
             self._fd = -1
 
     def __del__(self):
-        self.close()
+        try:
+            self.close()
+        except Exception:  # at interpreter exit the modules it uses may be gone
+            pass
 
 
 class Trusted(NamedTuple):
@@ -136,22 +203,28 @@ def open_trusted(path) -> Trusted:
     pin = Pinned(path)
     meta = artifact.read_meta(path)
     data = artifact.map_tables(meta)
+    pin.protect(data)
     if is_recorded(meta):
         checks = ("stamp",)
     else:
-        checks = run_checks(path)
+        try:
+            checks = run_checks(path, pin)
+        except ArtifactError:
+            pin.check()  # opened for writing during the checks: say that instead
+            raise
     if pin.replaced():
         raise ArtifactError(f"{path}: changed while it was being loaded; try again")
     pin.check()
     return Trusted(meta, data, pin, checks)
 
 
-def run_checks(path) -> tuple[str, ...]:
-    """Every verify check on a file without a valid stamp; ArtifactError on a failure."""
+def run_checks(path, pin: Pinned | None = None) -> tuple[str, ...]:
+    """Every verify check on a file without a valid stamp (held open as ``pin``);
+    ArtifactError on a failure."""
     from .verification import verify  # verification uses this module: import on use
 
     start = time.perf_counter()
-    report = verify(path, stamp=False)
+    report = verify(path, stamp=False, pin=pin)
     if not report.ok:
         failed = report.failed
         raise ArtifactError(f"{path}: check {failed.name} failed: {failed.detail} "

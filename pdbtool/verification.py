@@ -201,20 +201,41 @@ class Report(NamedTuple):
         return next((c for c in self.checks if not c.ok), None)
 
 
-def verify(path, *, full: bool = False, seed: int = 1, stamp: bool = True) -> Report:
+def verify(path, *, full: bool = False, seed: int = 1, stamp: bool = True,
+           pin: trust.Pinned | None = None) -> Report:
     """Run every check (stopping after a failure of one the others depend on); with
-    ``stamp``, a file that passes them all is stamped as verified (trust.record)."""
-    report = Report(*_run_checks(path, full, seed))
-    if stamp and report.ok:
-        trust.record(report.meta)
-    return report
+    ``stamp``, a file that passes them all is stamped as verified (trust.record).
+    The file is held open (``pin``, or one of its own) while the checks read it: a file
+    changed meanwhile fails the check "unchanged" and is never stamped, and its mapping
+    is dropped before a truncation could fault the checks (trust.Pinned's lease)."""
+    own = pin is None
+    if own:
+        try:
+            pin = trust.Pinned(path)
+        except (PdbError, OSError) as e:
+            return Report(None, [Check("metadata", False, str(e))])
+    try:
+        meta, checks = _run_checks(path, full, seed, pin.protect)
+        try:
+            pin.check()
+        except trust.TableChanged as e:
+            checks.append(Check("unchanged", False, str(e)))
+        report = Report(meta, checks)
+        if stamp and report.ok:
+            trust.record(report.meta)
+        return report
+    finally:
+        if own:
+            pin.close()
 
 
-def _run_checks(path, full: bool, seed: int) -> tuple[artifact.ArtifactMeta | None, list[Check]]:
+def _run_checks(path, full: bool, seed: int,
+                protect) -> tuple[artifact.ArtifactMeta | None, list[Check]]:
     checks = []
     try:
         meta = artifact.read_meta(path)
         data = artifact.map_tables(meta)
+        protect(data)
         check_layout(meta)
     except PdbError as e:
         return None, [Check("metadata", False, str(e))]

@@ -23,6 +23,7 @@ WARM_24 = tuple([1, 0] + list(range(2, 25)))  # one move from the goal: compiles
 # The instance files (copies of shared/bench) and their reader live with the tests.
 sys.path.insert(0, str(ROOT / "tests"))
 from reference import data_rows, free_port, instances  # noqa: E402
+from serving import rss_kib  # noqa: E402
 
 __all__ = ["ROOT", "ART", "PY", "WARM_24", "data_rows", "free_port", "instances", "korf24", "machine",
            "table", "write_section", "ensure_artifact", "geometric_mean", "rss_kib", "run"]
@@ -87,13 +88,6 @@ def geometric_mean(xs) -> float:
 
     xs = list(xs)
     return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
-
-
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
 
 
 def run(section: str, measure, doc: str, options=None, argv=None) -> None:

@@ -4,15 +4,20 @@ and `pdbd` as a command (in-process or as a process)."""
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 # Korf's instance 60: 66 moves; Manhattan-distance IDA* needs minutes for it.
 HARD = (11, 14, 13, 1, 2, 3, 12, 4, 15, 7, 9, 5, 10, 6, 8, 0)
 EASY8 = (1, 2, 3, 4, 5, 6, 0, 7, 8)  # two moves from the blank-last goal
+EASY15 = tuple(range(1, 14)) + (0, 14, 15)  # two moves from the blank-last goal
 LOYD = tuple(range(1, 14)) + (15, 14, 0)  # 14 and 15 swapped: unsolvable
+UNDECODABLE = (b"\xff", b"\x0a\xff", b"\x07", b"\x1a\x05ab")  # corrupt wire format
 
 
 def running_daemon(tables, **options):
@@ -51,6 +56,36 @@ def wait_for(predicate, timeout: float) -> bool:
     return predicate()
 
 
+def change_under(path, how: str, other) -> None:
+    """Change a table file in use as an operator might by accident: ``truncate`` it to
+    nothing, or ``copy over`` it the file ``other`` (opened with O_TRUNC, then written). On a
+    thread: under a read lease the writer waits until the holder lets go (45 s if stuck)."""
+    def change():
+        if how == "truncate":
+            os.truncate(path, 0)
+        else:
+            shutil.copyfile(other, path)
+    writer = threading.Thread(target=change)
+    writer.start()
+    writer.join(20)
+    assert not writer.is_alive(), "the change waited for the lease's whole break time"
+
+
+def never_sending(channel, path, release: threading.Event, timeout: float = 30):
+    """Open a call of ``path`` that never sends its request (until ``release``)."""
+    def requests():
+        release.wait()
+        return
+        yield
+    return channel.stream_unary(path).future(requests(), timeout=timeout)
+
+
+def rss_kib(pid: int) -> int:
+    """A process's resident memory (VmRSS), KiB."""
+    with open(f"/proc/{pid}/status") as f:
+        return next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0)
+
+
 def worker_free_within(daemon, seconds: float) -> tuple[bool, float]:
     start = time.monotonic()
     ok = wait_for(lambda: info(daemon)["counters"]["running"] == 0, seconds)
@@ -71,6 +106,21 @@ def pdbd_process(*args) -> subprocess.Popen:
     exe = Path(sys.executable).with_name("pdbd")
     return subprocess.Popen([str(exe), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
+
+
+class Drained:
+    """A process's stderr read on a thread as it comes: a pipe nobody reads fills (64 KiB)
+    and then blocks the process's next write, so a chatty log would hang the server."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self.lines.extend, args=(proc.stderr,), daemon=True)
+        self._reader.start()
+
+    def text(self, timeout: float = 30) -> str:
+        """All of it, once the process has closed its stderr (after it exited)."""
+        self._reader.join(timeout)
+        return "".join(self.lines)
 
 
 @contextlib.contextmanager

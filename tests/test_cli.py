@@ -240,6 +240,52 @@ def test_ctrl_c_stops_a_single_threaded_solve():
     assert control.halted and control.reason == "cancelled"
 
 
+@pytest.mark.parametrize("how", ["truncate", "copy over"])
+def test_a_table_changed_during_a_solve_is_an_error_not_a_crash(art_dir, tmp_path, how):
+    """Truncating the mapped table under a search killed pdbtool with SIGBUS."""
+    from serving import HARD, change_under, wait_for
+
+    from pdbtool import artifact, trust
+
+    table = tmp_path / "15-5-5-5.h5"
+    shutil.copy(art_dir / "15-5-5-5.h5", table)
+    trust.record(artifact.read_meta(table))  # stamped: loaded at once, then searched
+    p = subprocess.Popen([sys.executable, "-m", "pdbtool.cli", "solve", "--artifact", str(table),
+                          "--goal", "blank-first", "--timeout", "120", " ".join(map(str, HARD))],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        maps = Path(f"/proc/{p.pid}/maps")
+        assert wait_for(lambda: p.poll() is None and str(table) in maps.read_text(), 60)
+        time.sleep(0.5)  # searching (kernels come from numba's cache)
+        change_under(table, how, art_dir / "8-full.h5")
+        out, err = p.communicate(timeout=30)
+    finally:
+        p.kill()
+    assert p.returncode == 1, (p.returncode, err)
+    assert "15-5-5-5.h5 changed on disk" in err and "opened for writing" in err
+    assert "Traceback" not in err and "Fatal Python error" not in err
+
+
+def test_a_fatal_signal_leaves_a_trace(art_dir):
+    """A SIGBUS (a table truncated where no lease could be had) ended pdbtool in silence."""
+    import signal
+
+    from serving import HARD, wait_for
+
+    table = art_dir / "15-5-5-5.h5"
+    p = subprocess.Popen([sys.executable, "-m", "pdbtool.cli", "solve", "--artifact", str(table),
+                          "--goal", "blank-first", "--timeout", "120", " ".join(map(str, HARD))],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:  # the command is running once its table is mapped
+        maps = Path(f"/proc/{p.pid}/maps")
+        assert wait_for(lambda: p.poll() is None and str(table) in maps.read_text(), 60)
+        p.send_signal(signal.SIGBUS)
+        _, err = p.communicate(timeout=30)
+    finally:
+        p.kill()
+    assert p.returncode == -signal.SIGBUS and "Fatal Python error: Bus error" in err
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
                     reason="needs root to run as an unprivileged user")
 def test_runs_as_a_user_without_writable_package_or_home(tmp_path):

@@ -20,10 +20,9 @@ from pdbtool import puzzle
 from pdbtool.heuristics import table_free
 from pdbtool.selection import TableSet
 from reference import free_port
-from serving import EASY8, HARD, channel_stub, info, pdbd_process, running_daemon, wait_for
+from serving import (EASY8, EASY15, HARD, UNDECODABLE, channel_stub, info, never_sending,
+                     pdbd_process, rss_kib, running_daemon, wait_for)
 
-UNDECODABLE = (b"\xff", b"\x0a\xff", b"\x07", b"\x1a\x05ab")  # corrupt wire format
-EASY15 = tuple(range(1, 14)) + (0, 14, 15)  # two moves from the blank-last goal
 METHODS = {  # path -> (request streaming?, response streaming?)
     "/pdbd.v1.Solver/Solve": (False, False),
     "/pdbd.v1.Solver/SolveStream": (False, True),
@@ -81,11 +80,6 @@ def test_out_of_range_node_budget_is_invalid_argument(stub, budget):
     assert stub.Solve(pb.SolveRequest(tiles=EASY8, node_budget=(1 << 63) - 1)).length == 2
 
 
-def rss_kib(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
-
-
 def send_undecodable(channel, n: int, batch: int = 32) -> None:
     call = channel.unary_unary("/pdbd.v1.Solver/Solve")
     for start in range(0, n, batch):
@@ -121,15 +115,6 @@ def test_undecodable_requests_leave_no_memory_behind(art_dir):
 
 
 # -- 2. no lockout --------------------------------------------------------------------------
-
-def never_sending(channel, path, release: threading.Event):
-    """Open a call of ``path`` that never sends its request (until ``release``)."""
-    def requests():
-        release.wait()
-        return
-        yield
-    return channel.stream_unary(path).future(requests(), timeout=30)
-
 
 def test_health_answers_while_calls_never_send_their_request():
     daemon = manhattan(threads=2, max_queue=8,

@@ -7,15 +7,18 @@ import signal
 import subprocess
 import time
 
+import grpc
 import pytest
 
 from pdbd.client import ClientTls, ServerUnavailable, SolverClient
 from pdbd.server import Daemon, ListenError, Tls, check_exposure
+from pdbd.v1 import solver_pb2 as pb
 from pdbtool import artifact, residency, trust
 from pdbtool.errors import BadInput
 from pdbtool.selection import load_directory
 from reference import free_port
-from serving import EASY8, pdbd_process, running_daemon, wait_for
+from serving import (EASY8, EASY15, HARD, change_under, channel_stub, pdbd_process, running_daemon,
+                     wait_for)
 
 
 def serving_copy(art_dir, tmp_path, *names):
@@ -85,11 +88,43 @@ def test_a_changed_table_is_refused_and_sighup_reloads(art_dir, tmp_path):
     assert "Traceback" not in err and proc.returncode == 0
 
 
-def _answers(client) -> bool:
+def _answers(client, board=EASY8) -> bool:
     try:
-        return client.solve(EASY8).length == 2
+        return client.solve(board).length == 2
     except ServerUnavailable:
         return False
+
+
+@pytest.mark.parametrize("how", ["truncate", "copy over"])
+def test_a_table_changed_during_a_search_ends_the_search_not_the_daemon(art_dir, tmp_path, how):
+    """Truncating a mapped file faulted the next table read with SIGBUS: pdbd died. With a
+    read lease the daemon hears of the writer first, drops the mapping, stops the search."""
+    d = serving_copy(art_dir, tmp_path, "15-5-5-5.h5")
+    served = d / "15-5-5-5.h5"
+    proc, client = start(d, "--no-prefault")
+    try:
+        with channel_stub(client.address) as stub:
+            search = stub.Solve.future(pb.SolveRequest(tiles=HARD, goal="blank-first"))
+            assert wait_for(lambda: client.info()["counters"]["running"] == 1, 30)
+            time.sleep(0.3)  # well into the search
+            change_under(served, how, art_dir / "8-full.h5")
+            error = search.exception(timeout=20)
+        assert proc.poll() is None, proc.communicate()[1]
+        assert error is not None and error.code() == grpc.StatusCode.UNAVAILABLE
+        assert "15-5-5-5.h5 changed on disk" in error.details()
+        assert "opened for writing by another process" in error.details()
+        assert client.health() == "SERVING"
+        with pytest.raises(ServerUnavailable, match="refusing to answer"):
+            client.solve(EASY15)
+        # Rolled out the safe way: refused until a verified reload.
+        shutil.copy(art_dir / "15-5-5-5.h5", d / "new.tmp")
+        os.replace(d / "new.tmp", served)
+        proc.send_signal(signal.SIGHUP)
+        assert wait_for(lambda: _answers(client, EASY15), 60)
+    finally:
+        err = stop(proc, client)
+    assert "opened for writing while in use" in err and "1 search(es) on it stopped" in err
+    assert "Fatal Python error" not in err and "Traceback" not in err and proc.returncode == 0
 
 
 def test_reload_lets_running_searches_finish_on_the_old_tables(art_dir, tmp_path):

@@ -66,12 +66,12 @@ def incremental_matches_full(h, side, steps, seed):
         board[b], board[c] = t, 0
         pos[t], pos[0] = b, c
         full = h.state(board)
-        lazy = hk.h_update(int(h.H.kind), h.H, side, board, pos, row, np.zeros_like(row), t, c, b,
+        lazy = hk.h_update(h.H, side, board, pos, row, np.zeros_like(row), t, c, b,
                            int(full[hk.ROW_H]) - 3)
         assert full[hk.ROW_H] - 3 < lazy <= full[hk.ROW_H]
         new = np.zeros_like(row)
-        hk.h_update(int(h.H.kind), h.H, side, board, pos, row, new, t, c, b, NO_LIMIT)
-        if h.H.kind == hk.PDB:  # which of equal sums is "best" is only an order hint
+        hk.h_update(h.H, side, board, pos, row, new, t, c, b, NO_LIMIT)
+        if type(h.H).KIND == hk.PDB:  # which of equal sums is "best" is only an order hint
             new[hk.PDB_BEST] = full[hk.PDB_BEST]
         assert new[hk.ROW_H] == full[hk.ROW_H] and (new == full).all(), (board.tolist(), new, full)
         row = new

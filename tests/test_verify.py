@@ -131,3 +131,24 @@ def test_loading_an_unstamped_file_runs_every_verify_check(art_dir, tmp_path, ca
                              "consistency", "admissibility")
     assert "no valid verification stamp; ran metadata, checksums" in caplog.text
     assert trust.open_trusted(art_dir / "8-full.h5").checks == ("stamp",)
+
+
+def test_a_file_changed_while_verify_reads_it_is_not_stamped(art_dir, tmp_path, monkeypatch):
+    """verify stamped whatever the file was when its checks ended: a table edited after its
+    checksums were checked got a valid stamp, and loaders then trusted it unchecked."""
+    from pdbtool import verification
+
+    path = tmp_path / "8-full.h5"
+    shutil.copy(art_dir / "8-full.h5", path)
+    meta = artifact.read_meta(path)
+    last = verification.check_admissibility
+
+    def edited_meanwhile(*args):
+        flip_byte(path, meta.data_offset + 12345)  # after the checksums were checked
+        return last(*args)
+
+    monkeypatch.setattr(verification, "check_admissibility", edited_meanwhile)
+    report = verify(path)
+    assert not report.ok and report.checks[-1].name == "unchanged"
+    assert "changed on disk" in report.checks[-1].detail
+    assert not trust.is_recorded(artifact.read_meta(path))
