@@ -25,7 +25,7 @@ from .client import EMPTY_BOARD, ClientTls, SolverClient
 from .defaults import (DEFAULT_CONNECTION_AGE, DEFAULT_IDLE_SECONDS, DEFAULT_LISTEN,
                        DEFAULT_MAX_NODES, DEFAULT_MAX_QUEUE, DEFAULT_MAX_SEARCH_MEMORY,
                        DEFAULT_MAX_SEARCH_SECONDS, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SERVER,
-                       DEFAULT_WEB_LISTEN, default_per_client)
+                       DEFAULT_WEB_LISTEN, DEFAULT_CLUSTER_ABOVE, default_per_client)
 
 PROG = "pdbd"
 
@@ -81,6 +81,16 @@ def parser() -> argparse.ArgumentParser:
                    help="do not read the tables into memory in the background after start")
     s.add_argument("--grace", type=float, default=5.0, metavar="S",
                    help="seconds to let RPCs finish on shutdown (default 5)")
+    s.add_argument("--cluster", metavar="ADDRESS",
+                   help="send big IDA* searches to this Ray cluster ('local': start Ray on this "
+                        "machine); needs the cluster extra: pip install 'pdbtool[cluster]'")
+    s.add_argument("--cluster-above", type=positive, default=DEFAULT_CLUSTER_ABOVE, metavar="N",
+                   help="with --cluster: a search that generates more than N nodes here goes to "
+                        f"the cluster (default {DEFAULT_CLUSTER_ABOVE:,})")
+    s.add_argument("--cluster-shared", metavar="DIR",
+                   help="with --cluster: ship the tables through DIR, seen by every node")
+    s.add_argument("--cluster-cache", metavar="DIR",
+                   help="with --cluster: where the nodes keep the tables they received")
     s.add_argument("--verbose", "-v", action="store_true", help="debug logging")
     s.set_defaults(func=serve)
 
@@ -192,6 +202,7 @@ def serve(args) -> int:
 
     from pdbtool.selection import load_directory
 
+    from .jobs import Delegation
     from .server import Connections, Daemon, Tls, check_exposure
     from .servicer import Limits
 
@@ -208,6 +219,18 @@ def serve(args) -> int:
     signal.signal(signal.SIGHUP, lambda *_: reload.set())
     loaded = load_directory(args.artifacts, require=True)
     log_tables(log, loaded)
+    delegation = None
+    if args.cluster:
+        from pdbtool.cluster import Cluster
+
+        cluster = Cluster(args.cluster, cache_dir=args.cluster_cache, shared=args.cluster_shared,
+                          notify=log.warning)
+        delegation = Delegation(cluster, args.cluster_above)
+        info = cluster.info()
+        log.info("searches above %s nodes go to the Ray cluster at %s: %d nodes, %d CPUs",
+                 f"{args.cluster_above:,}", info.address, info.nodes, info.cpus)
+    elif args.cluster_shared or args.cluster_cache:
+        raise BadInput("--cluster-shared and --cluster-cache need --cluster")
     threads = args.threads or os.cpu_count() or 1
     per_client = (default_per_client(threads, args.max_queue) if args.max_per_client is None
                   else args.max_per_client or None)
@@ -216,7 +239,7 @@ def serve(args) -> int:
                     connections=Connections(args.request_timeout, args.idle_timeout,
                                             args.max_connection_age),
                     reflection_on=not args.no_reflection, tls=tls, insecure=args.insecure,
-                    mlock=args.mlock, prefault=not args.no_prefault)
+                    mlock=args.mlock, prefault=not args.no_prefault, delegation=delegation)
     if stop.is_set():
         return 0
     daemon.start()
@@ -327,6 +350,11 @@ def info(args) -> int:
           f"and {f'{memory / 2**20:,.0f} MiB' if memory else 'no memory limit'} per search, "
           f"{limits['per_client'] or 'any'} searches per client"
           + ("; OVERLOADED" if d["overloaded"] else ""))
+    cl = d.get("cluster")
+    if cl:
+        print(f"cluster {cl['address']}: " + (f"unreachable: {cl['error']}" if cl["error"] else
+              f"{cl['nodes']} nodes, {cl['cpus']} CPUs, {cl['busy']} busy")
+              + f"; searches above {cl['above']:,} nodes go there ({cl['delegated']} so far)")
     for a in d["artifacts"]:
         print(f"artifact {a['path']}: {a['partition']} version {a['version']}, "
               f"{a['resident_bytes'] / 2**20:.1f} of {a['bytes'] / 2**20:.1f} MiB in memory"

@@ -106,6 +106,10 @@ def info_dict(m: pb.InfoReply) -> dict:
                        "resident_bytes": a.resident_bytes, "locked": a.locked,
                        "tables": [{"name": t.name, "sha256": t.sha256, "entries": t.entries}
                                   for t in a.tables]} for a in m.artifacts],
+        "cluster": ({"address": m.cluster.address, "nodes": m.cluster.nodes,
+                     "cpus": m.cluster.cpus, "busy": m.cluster.busy, "above": m.cluster.above,
+                     "delegated": m.cluster.delegated, "error": m.cluster.error or None}
+                    if m.HasField("cluster") else None),
         "counters": {"requests": c.requests, "solved": c.solved, "failed": c.failed,
                      "cancelled": c.cancelled, "rejected": c.rejected,
                      "in_flight": c.in_flight, "running": c.running,

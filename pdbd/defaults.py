@@ -18,6 +18,7 @@ DEFAULT_MAX_SEARCH_MEMORY = 1 << 30  # A*'s states or the ida-tt table, per sear
 DEFAULT_REQUEST_TIMEOUT = 10.0      # seconds for a call's request to arrive
 DEFAULT_IDLE_SECONDS = 300.0        # a connection without calls for this long is closed
 DEFAULT_CONNECTION_AGE = 3600.0     # every connection is closed (gracefully) after this
+DEFAULT_CLUSTER_ABOVE = 50_000_000  # nodes searched here before a search goes to the cluster
 
 
 def default_per_client(threads: int, max_queue: int) -> int:

@@ -13,11 +13,48 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from pdbtool.errors import LimitReached
+from pdbtool.parallel import SERIAL_BELOW
 from pdbtool.search import PreparedBoard, SearchControl, Solver
 
 
 class QueueFull(Exception):
     """Every worker is busy and the queue holds max_queue jobs already."""
+
+
+class Delegation:
+    """Big searches go to a Ray cluster (a pdbtool.cluster.Cluster): an IDA* search that
+    generates more than ``above`` nodes here is stopped and searched again over the
+    cluster, with what is left of its budget and time (the cluster counts its nodes from
+    zero). The job's stop flag reaches the cluster's tasks: deadlines and cancellation
+    stop them too."""
+
+    def __init__(self, cluster, above: int):
+        self.cluster, self.above = cluster, above
+        self._lock = threading.Lock()
+        self.delegated = 0
+
+    def wants(self, job: Job) -> bool:
+        ida = job.algorithm is None or job.algorithm.name == "ida"
+        budget = job.control.budget
+        return ida and (budget is None or budget > self.above)
+
+    def search(self, job: Job):
+        """``job``'s search: here first, within ``above`` nodes; then on the cluster."""
+        control, budget, started = job.control, job.control.budget, time.monotonic()
+        control.budget = self.above
+        try:
+            return job.solver.search(job.prepared, control=control)
+        except LimitReached:
+            if control.halted:  # stopped (deadline, cancel, time limit), not out of nodes
+                raise
+        finally:
+            control.budget = budget
+        if control.timeout is not None:
+            control.timeout = max(1e-3, control.timeout - (time.monotonic() - started))
+        with self._lock:
+            self.delegated += 1
+        return self.cluster.search(job.solver, job.prepared, control,
+                                   serial_below=min(SERIAL_BELOW, self.above))
 
 
 class Job:
@@ -26,8 +63,10 @@ class Job:
     "time-limit"). The solver checks its table file around the search (TableChanged)."""
 
     def __init__(self, solver: Solver, prepared: PreparedBoard, budget: int | None,
-                 timeout: float | None = None, algorithm=None):
+                 timeout: float | None = None, algorithm=None,
+                 delegation: Delegation | None = None):
         self.solver, self.prepared, self.algorithm = solver, prepared, algorithm
+        self.delegation = delegation
         self.control = SearchControl(budget=budget, timeout=timeout, timeout_reason="time-limit")
         self.future: Future | None = None
         self.submitted = time.monotonic()
@@ -42,6 +81,8 @@ class Job:
         self.started = time.monotonic()
         if self.control.halted:
             raise LimitReached("stopped before the search started")
+        if self.delegation is not None and self.delegation.wants(self):
+            return self.delegation.search(self)
         return self.solver.search(self.prepared, control=self.control, algorithm=self.algorithm)
 
     def halt(self, reason: str) -> None:

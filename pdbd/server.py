@@ -26,7 +26,7 @@ from pdbtool.selection import TableSet
 from .address import parse_address
 from .defaults import (DEFAULT_CONNECTION_AGE, DEFAULT_IDLE_SECONDS, DEFAULT_LISTEN,
                        DEFAULT_MAX_QUEUE, DEFAULT_REQUEST_TIMEOUT)
-from .jobs import WorkerPool
+from .jobs import Delegation, WorkerPool
 from .rpc import Admission, RateLimitedLog, Receiver, service_handler
 from .servicer import SERVICE_NAME, Limits, Served, SolverServicer
 from .v1 import solver_pb2 as pb
@@ -90,11 +90,12 @@ class Daemon:
                  max_queue: int = DEFAULT_MAX_QUEUE, warm: bool = True, *,
                  limits: Limits | None = None, connections: Connections = Connections(),
                  reflection_on: bool = True, tls: Tls | None = None, insecure: bool = False,
-                 mlock: bool = False, prefault: bool = True):
+                 mlock: bool = False, prefault: bool = True, delegation: Delegation | None = None):
         check_exposure(listen, tls, insecure)
         threads = threads or os.cpu_count() or 1
         self.pool = WorkerPool(threads, max_queue, on_change=self._update_health)
-        self.servicer = SolverServicer(tables, self.pool, limits or Limits())
+        self.servicer = SolverServicer(tables, self.pool, limits or Limits(), delegation)
+        self.delegation = delegation
         self.health = health.HealthServicer()
         self.admission = Admission({"solve": threads + max_queue + SPARE_SOLVES, **CALL_CAPS})
         receiver = Receiver(connections.request_timeout, RateLimitedLog(),
@@ -169,6 +170,8 @@ class Daemon:
         self.servicer.close()
         self.server.stop(grace).wait()
         self.pool.shutdown()
+        if self.delegation is not None:  # the cluster's actors free the nodes' CPUs
+            self.delegation.cluster.close()
 
     def _update_health(self) -> None:
         """pdbd.v1.Solver is NOT_SERVING while no search can be admitted (overload); the

@@ -25,14 +25,15 @@ import grpc
 import pdbtool
 from pdbtool import limits, puzzle
 from pdbtool.algorithms import Algorithm
-from pdbtool.errors import BadInput, LimitReached, PdbError, Unsolvable
+from pdbtool.cluster import ClusterError
+from pdbtool.errors import ArtifactError, BadInput, LimitReached, PdbError, Unsolvable
 from pdbtool.search import Solver
 from pdbtool.selection import Solvers, TableSet
 from pdbtool.trust import TableChanged
 
 from . import convert
 from .defaults import DEFAULT_MAX_NODES, DEFAULT_MAX_SEARCH_MEMORY, DEFAULT_MAX_SEARCH_SECONDS
-from .jobs import Job, QueueFull, WorkerPool
+from .jobs import Delegation, Job, QueueFull, WorkerPool
 from .rpc import LIMIT_KEY, RateLimitedLog
 from .v1 import solver_pb2 as pb
 
@@ -144,9 +145,11 @@ class Counters:
 class SolverServicer:
     """The RPCs of pdbd.v1.Solver over parsed requests (registered by pdbd.rpc)."""
 
-    def __init__(self, tables: TableSet, pool: WorkerPool, limits: Limits = Limits()):
+    def __init__(self, tables: TableSet, pool: WorkerPool, limits: Limits = Limits(),
+                 delegation: Delegation | None = None):
         self.served = Served.of(tables)
         self.pool = pool
+        self.delegation = delegation
         self.limits = limits
         self.peers = PeerCounts(limits.per_client)
         self.counters = Counters()
@@ -204,7 +207,20 @@ class SolverServicer:
             uptime_seconds=time.monotonic() - self.started,
             max_search_seconds=limits_.max_search_seconds or 0,
             max_nodes=limits_.max_nodes or 0, per_client=limits_.per_client or 0,
-            overloaded=self.overloaded, max_search_memory=limits_.max_search_memory or 0)
+            overloaded=self.overloaded, max_search_memory=limits_.max_search_memory or 0,
+            cluster=self._cluster_info())
+
+    def _cluster_info(self) -> pb.ClusterInfo | None:
+        d = self.delegation
+        if d is None:
+            return None
+        try:
+            c = d.cluster.info()
+        except PdbError as e:
+            return pb.ClusterInfo(address=d.cluster.address, above=d.above,
+                                  delegated=d.delegated, error=short(str(e)))
+        return pb.ClusterInfo(address=c.address, nodes=c.nodes, cpus=c.cpus, busy=c.busy,
+                              above=d.above, delegated=d.delegated)
 
     def undecodable(self, method: str) -> None:
         """Count a request whose bytes did not decode (pdbd.rpc calls it)."""
@@ -255,7 +271,8 @@ class SolverServicer:
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
                           f"this client has {self.limits.per_client} searches in flight, the "
                           "server's limit per client; retry when one has finished")
-        job = Job(solver, prepared, budget, self.limits.max_search_seconds, algorithm)
+        job = Job(solver, prepared, budget, self.limits.max_search_seconds, algorithm,
+                  self.delegation)
         job.server_budget, job.server_memory = server_budget, server_memory
         if not context.add_callback(lambda: job.halt(self._why_ended(context))):
             job.halt(self._why_ended(context))  # the RPC is over already
@@ -357,6 +374,10 @@ class SolverServicer:
                 context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, short(self._limit_text(limit, e)))
             self.counters.add("cancelled")
             context.abort(code, f"{what}: search stopped after {nodes:,} nodes")
+        except (ClusterError, ArtifactError) as e:  # the cluster lost its nodes or refused
+            self.counters.add("failed")
+            log.error("solve %dx%d failed on the cluster: %s", side, side, e)
+            context.abort(grpc.StatusCode.UNAVAILABLE, short(str(e)))
         except PdbError as e:  # prepared already, so not expected; still a clear answer
             self.counters.add("failed")
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, short(str(e)))

@@ -188,28 +188,38 @@ def peak_memory_bytes() -> tuple[int, int]:
 
 def build(catalogue: str | Catalogue, out_dir, *, zero_aware: bool = True,
           workers: int | None = None, processes: int | None = None,
-          progress: bool = True) -> artifact.ArtifactMeta:
+          progress: bool = True, cluster=None) -> artifact.ArtifactMeta:
     """Build every table of the catalogue, write ``out_dir/<name>.h5`` atomically (with
     ``-min`` in the name without ``zero_aware``), re-read it from disk and stamp it as
     verified (trust.confirm). ``workers`` cores (default all) are shared out as
-    choose_layout says, or as ``processes`` asks."""
+    choose_layout says, or as ``processes`` asks; with ``cluster`` (a pdbtool.cluster
+    Cluster) each table is a task on some node of it instead. The tables, and so the
+    content version, do not depend on where they were built."""
     cat = get(catalogue) if isinstance(catalogue, str) else catalogue
     workers = min(workers or os.cpu_count() or 1, numba.config.NUMBA_NUM_THREADS)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     plan = plan_tables(cat)
-    layout = choose_layout(plan, cat.side, workers, processes)
+    if cluster is None:
+        layout = choose_layout(plan, cat.side, workers, processes)
+    else:
+        layout = Layout(len(plan.tables), cluster.build_threads(len(plan.tables)))
     jobs = [TableJob(i, tiles, cat.side, f"t{i}_" + "-".join(map(str, tiles)), zero_aware,
                      layout.threads) for i, tiles in enumerate(plan.tables)]
     labels = {j.index: f"{cat.name} table {j.index + 1}/{len(jobs)} ({len(j.tiles)} tiles)"
               for j in jobs}
     t0 = time.perf_counter()
-    tables = build_tables(jobs, layout, labels, progress)
+    if cluster is None:
+        tables = build_tables(jobs, layout, labels, progress)
+    else:
+        tables = cluster.build_tables(jobs, labels, progress)
     seconds = time.perf_counter() - t0
     own, worker = peak_memory_bytes()
     params = {"workers": workers, "processes": layout.processes, "threads": layout.threads,
               "seconds": round(seconds, 3), "peak_memory_bytes": own,
               "peak_worker_memory_bytes": worker, "numba": numba.__version__}
+    if cluster is not None:
+        params.update(workers=None, cluster=cluster.address, peak_worker_memory_bytes=None)
     name = artifact.artifact_filename(cat.name + ("" if zero_aware else "-min"))
     meta = artifact.write_artifact(
         out / name, partition=cat.name, size=cat.side, goal="blank-first",

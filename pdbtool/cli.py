@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from contextlib import closing, nullcontext
 from pathlib import Path
 
 from . import __version__, artifact, catalogue, puzzle, trust
@@ -64,6 +65,10 @@ def solve_one(args, text, solvers, algorithm) -> int:
 
 def cmd_solve(args) -> int:
     solvers, algorithm = solvers_from(args)
+    if args.cluster:
+        return solve_on_cluster(args, solvers, algorithm)
+    if args.cluster_shared or args.cluster_cache:
+        raise BadInput("--cluster-shared and --cluster-cache go with --cluster")
     if args.file is None:
         if not args.board:
             raise BadInput("no board: give the tiles (e.g. pdbtool solve 1 2 3 4 5 6 7 0 8) or --file FILE")
@@ -86,6 +91,85 @@ def cmd_solve(args) -> int:
             report_error(PROG, args, str(e), code, f"line {lineno}")
         codes.append(code)
     return batch_exit_code(codes)
+
+
+# --- solve --cluster ----------------------------------------------------------------------
+
+def open_cluster(args):
+    """The Ray cluster the options name (pdbtool.cluster; Ray is imported only now)."""
+    from .cluster import Cluster
+
+    return Cluster(args.cluster, cache_dir=getattr(args, "cluster_cache", None),
+                   shared=getattr(args, "cluster_shared", None),
+                   notify=lambda text: print(f"{PROG}: {text}", file=sys.stderr, flush=True))
+
+
+def prepare_line(text: str, args, solvers, algorithm):
+    """(solver, prepared board) of one board's text, validated for the goal."""
+    board = puzzle.parse_board(text)
+    solver = solvers.for_goal(puzzle.side_of(board), args.goal, algorithm)
+    return solver, solver.prepare(board, args.goal)
+
+
+def solve_on_cluster(args, solvers, algorithm) -> int:
+    """One board searched over the cluster, or a batch (--file) spread over it, one board
+    per task. Every board is checked before the cluster is contacted."""
+    if args.trace:
+        raise BadInput("--trace records a search on this machine: drop --cluster or --trace")
+    if args.threads != 1:
+        raise BadInput("give --threads or --cluster, not both (the cluster uses its nodes' cores)")
+    if args.file is None:
+        if not args.board:
+            raise BadInput("no board: give the tiles (e.g. pdbtool solve 1 2 3 4 5 6 7 0 8) or --file FILE")
+        if algorithm.name != "ida":
+            raise BadInput(f"--cluster searches one board with IDA*, not {algorithm.name} "
+                           "(other algorithms run over the cluster one board per task: --file)")
+        return solve_one_on_cluster(args, prepare_line(" ".join(args.board), args, solvers, algorithm))
+    if args.board:
+        raise BadInput("give either a BOARD or --file, not both")
+    entries = []  # in input order: (line number, (solver, prepared) or the error)
+    for lineno, line in input_lines(args.file):
+        try:
+            if isinstance(line, PdbError):
+                raise line
+            line = line.split("#")[0].strip()
+            if line:
+                entries.append((lineno, prepare_line(line, args, solvers, algorithm)))
+        except PdbError as e:
+            entries.append((lineno, e))
+    codes = []
+    with open_cluster(args) as cluster, closing(cluster.solve_many(
+            [e for _, e in entries if not isinstance(e, PdbError)], algorithm=algorithm,
+            budget=args.budget, timeout=args.timeout)) as answers:
+        for lineno, entry in entries:
+            if isinstance(entry, PdbError):
+                code, message = entry.exit_code, str(entry)
+            else:
+                answer = next(answers)
+                code, message = answer.exit_code, answer.error
+                if answer.result is not None:
+                    r = answer.result.to_dict()
+                    emit(args, r, result_text(r))
+            if code:
+                report_error(PROG, args, message, code, f"line {lineno}")
+            codes.append(code)
+    return batch_exit_code(codes)
+
+
+def solve_one_on_cluster(args, prepared_board) -> int:
+    from .search import SearchControl
+
+    solver, prepared = prepared_board
+    control = SearchControl(budget=args.budget, timeout=args.timeout)
+    with open_cluster(args) as cluster:
+        def busy() -> str:
+            run = cluster.running
+            return f", {run.busy}/{run.cpus} workers busy" if run else ""
+
+        with SearchReporter(control, enabled=not args.quiet, detail=busy):
+            r = cluster.search(solver, prepared, control).to_dict()
+    emit(args, r, result_text(r))
+    return 0
 
 
 def cmd_animate(args) -> int:
@@ -139,9 +223,13 @@ def cmd_predict(args) -> int:
 
 def cmd_build(args) -> int:
     from .builder import build
+    from .catalogue import get
 
-    meta = build(args.partition, args.out, zero_aware=not args.min_over_blank,
-                 workers=args.workers, processes=args.processes, progress=not args.quiet)
+    get(args.partition)  # an unknown name is bad input before the cluster is contacted
+    with open_cluster(args) if args.cluster else nullcontext() as cluster:
+        meta = build(args.partition, args.out, zero_aware=not args.min_over_blank,
+                     workers=args.workers, processes=args.processes, progress=not args.quiet,
+                     cluster=cluster)
     emit(args, meta.to_dict(), f"wrote {meta.path}  version {meta.version}  {meta.total_entries:,} entries  "
                                f"{meta.build.get('seconds', 0):.1f} s  peak memory "
                                f"{meta.build.get('peak_memory_bytes', 0) / 2**30:.2f} GiB")
@@ -302,6 +390,11 @@ def add_solve_options(p) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress line for long searches")
 
 
+def add_cluster_option(p, help: str) -> None:
+    p.add_argument("--cluster", metavar="ADDRESS", help=f"{help} (needs the cluster extra: "
+                   "pip install 'pdbtool[cluster]')")
+
+
 def shipping_command(sub, name, func, help, output_help):
     """pack and unpack: a file in, a file out, compressed on all cores."""
     p = sub.add_parser(name, help=help)
@@ -336,6 +429,15 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--trace", metavar="FILE.json",
                    help="also write a trace of the search: iterations, h along the path and, on one "
                         "thread with IDA*, every node generated (up to --trace-cap)")
+    add_cluster_option(s, "search one board over a Ray cluster (the driver iterates the bounds, "
+                          "the nodes search the subtrees), or with --file spread the boards over "
+                          "it, one board per task; 'local' starts Ray on this machine")
+    s.add_argument("--cluster-shared", metavar="DIR",
+                   help="with --cluster: ship the tables through DIR, a directory every node sees, "
+                        "instead of Ray's object store")
+    s.add_argument("--cluster-cache", metavar="DIR",
+                   help="with --cluster: where each node keeps the tables it received, by version "
+                        "(default $PDBTOOL_CLUSTER_CACHE or <tmp>/pdbtool-cluster-<uid>)")
     s.add_argument("--json", action="store_true", help="one JSON object per board")
     s.set_defaults(func=cmd_solve)
 
@@ -381,6 +483,8 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--processes", type=positive_int,
                    help="worker processes, one table each (default: one per table up to --workers, "
                         "or one when a single table is most of the work)")
+    add_cluster_option(b, "build the tables as tasks on the nodes of a Ray cluster ('local': "
+                          "on this machine); the artifact is written here")
     b.add_argument("--out", default=DEFAULT_ARTIFACTS, help=f"output directory (default {DEFAULT_ARTIFACTS})")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     b.add_argument("--json", action="store_true")

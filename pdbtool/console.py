@@ -213,10 +213,11 @@ class Progress:
 
 class SearchReporter:
     """A thread that reports a long search on stderr from the counters the kernel
-    publishes (see search.SearchControl): nothing for the first ``after`` seconds."""
+    publishes (see search.SearchControl): nothing for the first ``after`` seconds.
+    ``detail()``, if given, is appended to each line (e.g. the cluster's busy workers)."""
 
-    def __init__(self, control, enabled: bool = True, after: float = 1.0):
-        self.control, self.after = control, after
+    def __init__(self, control, enabled: bool = True, after: float = 1.0, detail=None):
+        self.control, self.after, self.detail = control, after, detail
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True) if enabled else None
 
@@ -242,6 +243,8 @@ class SearchReporter:
                 line = f"preparing (kernels compile on first use), {fmt_seconds(elapsed)} elapsed"
             else:
                 line = search_line(c.bound, c.generated, elapsed)
+            if self.detail is not None:
+                line += self.detail()
             sys.stderr.write(("\r\x1b[K" + line) if tty else line + "\n")
             sys.stderr.flush()
         if tty:

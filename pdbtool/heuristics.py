@@ -35,6 +35,8 @@ class Heuristic:
     goal_blank: int = 0  # the image goal's blank cell it measures towards (puzzle.Frame)
     # The open table file it reads (trust.Pinned), guarded around each search; None: none.
     source: object = field(default=None, compare=False, repr=False)
+    artifact_path: str | None = None  # the file of those tables (shipped to a cluster)
+    reflected: bool = False  # also looks the reflected board up (tables only)
 
     def state(self, board_bf) -> np.ndarray:
         """The kernel's state row of a blank-first board: h first (slow path, for tools)."""

@@ -4,7 +4,9 @@ releases the GIL). The first bound at which any subtree reaches the goal is opti
 exactly as in serial IDA*.
 
 A task is plain data, (board, blank, automaton state, g, bound) -> (status, next bound,
-nodes, path), so the same tasks could run on a cluster engine without touching the kernel.
+nodes, path), so the same tasks run on a Ray cluster too (pdbtool.cluster): the bound loop
+(``search_bounds``), the combination of outcomes (``Tally``) and the search of a batch of
+subtrees (``search_subtrees``) are shared with it.
 """
 
 from __future__ import annotations
@@ -86,18 +88,115 @@ def frontier(solver: Solver, root, target: int) -> tuple[list[FrontierNode], tup
     return level, None
 
 
-def search_parallel(solver: Solver, prepared: PreparedBoard, threads: int,
-                    control: SearchControl, target: int | None = None) -> SolveResult:
-    """Solve a prepared board on ``threads`` threads (called by Solver.search)."""
+def subtree_outcome(node: FrontierNode, o: DfsOutcome, out: np.ndarray) -> IterationOutcome:
+    """One subtree's search as an iteration's share: the path from the root if it found
+    the goal (``out[:length]`` holds the part below the node)."""
+    found = list(node.path) + out[:o.length].tolist() if o.status == FOUND else None
+    status = o.status if o.status in (STOPPED, BUDGET) else NOT_FOUND
+    return IterationOutcome(found, o.next_bound, o.expanded, o.generated, status)
+
+
+class Tally:
+    """Shares of one iteration (subtrees, or batches of them) combined as they arrive:
+    the first goal found (any is optimal at this bound), the smallest overshoot, the nodes,
+    and why the iteration stopped short (``stopped``: the caller's stop flag was set)."""
+
+    def __init__(self):
+        self.found, self.next_bound, self.expanded, self.generated = None, INF, 0, 0
+        self.status = NOT_FOUND
+
+    def add(self, share: IterationOutcome, stopped: bool = False) -> None:
+        self.expanded += share.expanded
+        self.generated += share.generated
+        if share.found is not None and self.found is None:
+            self.found = share.found
+        elif share.status in (STOPPED, BUDGET) and self.found is None:
+            self.status = STOPPED if stopped else share.status
+        self.next_bound = min(self.next_bound, share.next_bound)
+
+    def outcome(self) -> IterationOutcome:
+        return IterationOutcome(self.found, self.next_bound, self.expanded, self.generated,
+                                self.status)
+
+
+def search_subtrees(solver: Solver, nodes, bound: int, budget: int, halt: np.ndarray,
+                    counters: np.ndarray) -> IterationOutcome:
+    """Search frontier nodes one after the other under ``bound`` (a cluster worker's
+    batch): their outcomes combined. Nodes left when ``halt`` is set are skipped."""
+    tally = Tally()
+    out = np.zeros(MAX_DEPTH + 1, np.int64)
+    for node in nodes:
+        if halt[0]:
+            tally.add(IterationOutcome(None, INF, 0, 0, STOPPED))
+            break
+        left = -1 if budget < 0 else max(0, budget - tally.generated)
+        o = solver.dfs(solver.root(node.board), node.blank, node.automaton_state,
+                       len(node.path), bound, left, halt, counters, out)
+        tally.add(subtree_outcome(node, o, out))
+        if o.status == FOUND:
+            break
+    return tally.outcome()
+
+
+def search_bounds(solver: Solver, prepared: PreparedBoard, control: SearchControl, threads: int,
+                  serial: np.ndarray, parallel_iteration, publish,
+                  serial_below: int = SERIAL_BELOW) -> SolveResult:
+    """The bounds of IDA* for one board, as the threads (search_parallel) and the cluster
+    (pdbtool.cluster) run them: from the initial h up to the first bound that reaches the
+    goal (optimal, as in serial IDA*), each to the smallest overshoot of the one before.
+
+    Small iterations run serially from the root on this thread, counting into ``serial``
+    (an easy board never pays for the frontier); the first that generates ``serial_below``
+    nodes switches to ``parallel_iteration(bound, left)`` -> IterationOutcome for the rest.
+    ``publish(bound)`` writes the caller's counters (control.counters)."""
     bf = prepared.image
-    stop, counters, budget = control.stop, control.counters, control.budget
+    stop, budget = control.stop, control.budget
     t0 = time.perf_counter()
     root = solver.root(bf)
     h0 = root.h
     if h0 == 0:
         return solver.result(prepared, [], 0, 0, time.perf_counter() - t0, 0, [], threads)
-    subtrees: list[Subtree] = []  # made when the first big iteration needs them
     root_out = np.zeros(MAX_DEPTH + 1, np.int64)
+
+    def serial_iteration(bound, left) -> IterationOutcome:
+        """One whole iteration from the root on this thread (for small iterations)."""
+        o = solver.dfs(root, bf.index(0), 0, 0, bound, left, stop, serial, root_out)
+        publish(bound)
+        return subtree_outcome(FrontierNode(bf, bf.index(0), 0, ()), o, root_out)
+
+    bound, expanded, generated, iterations = h0, 0, 0, []
+    last = 0
+    while True:
+        if bound > MAX_DEPTH:
+            raise LimitReached(f"bound {bound} exceeds the search's depth limit")
+        left = -1 if budget is None else max(0, budget - generated)
+        if last < serial_below:
+            it = serial_iteration(bound, left)
+        else:
+            it = parallel_iteration(bound, left)
+        expanded += it.expanded
+        generated += it.generated
+        last = it.generated
+        iterations.append({"bound": int(bound), "nodes": int(it.generated)})
+        if it.found is not None:
+            return solver.result(prepared, it.found, expanded, generated,
+                                 time.perf_counter() - t0, h0, iterations, threads)
+        if it.status != NOT_FOUND or stop[0]:
+            why = "node budget exhausted" if it.status == BUDGET else "search stopped (cancelled or deadline)"
+            raise LimitReached(f"{why} after {generated:,} nodes ({time.perf_counter() - t0:.3f} s, bound {bound})")
+        if it.next_bound >= INF:
+            raise LimitReached("no solution below the depth limit")
+        bound = it.next_bound
+
+
+def search_parallel(solver: Solver, prepared: PreparedBoard, threads: int,
+                    control: SearchControl, target: int | None = None,
+                    serial_below: int = SERIAL_BELOW) -> SolveResult:
+    """Solve a prepared board on ``threads`` threads (called by Solver.search); the
+    first iteration of ``serial_below`` nodes or more goes to the subtrees."""
+    bf = prepared.image
+    stop, counters, budget = control.stop, control.counters, control.budget
+    subtrees: list[Subtree] = []  # made when the first big iteration needs them
     halt = np.zeros(1, np.int64)  # set when a subtree found the goal or the caller stopped
     local = threading.local()
     serial = np.zeros_like(counters)  # the serial iterations' counters
@@ -117,22 +216,15 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, threads: int,
                 rows.append(local.c)
         return local.c
 
-    def task(subtree: Subtree, bound, left):
+    def task(subtree: Subtree, bound, left) -> IterationOutcome:
         node = subtree.node
         if halt[0]:  # the goal was found or the caller stopped: skip queued subtrees
-            return DfsOutcome(STOPPED, INF, 0, 0, 0), subtree
-        return solver.dfs(subtree.root, node.blank, node.automaton_state, len(node.path), bound,
-                          left, halt, worker_counters(), subtree.out), subtree
+            return IterationOutcome(None, INF, 0, 0, STOPPED)
+        o = solver.dfs(subtree.root, node.blank, node.automaton_state, len(node.path), bound,
+                       left, halt, worker_counters(), subtree.out)
+        return subtree_outcome(node, o, subtree.out)
 
-    def serial_iteration(bound, left) -> IterationOutcome:
-        """One whole iteration from the root on this thread (for small iterations)."""
-        o = solver.dfs(root, bf.index(0), 0, 0, bound, left, stop, serial, root_out)
-        publish(bound)
-        found = root_out[:o.length].tolist() if o.status == FOUND else None
-        status = o.status if o.status in (STOPPED, BUDGET) else NOT_FOUND
-        return IterationOutcome(found, o.next_bound, o.expanded, o.generated, status)
-
-    def parallel_iteration(pool, bound, left) -> IterationOutcome:
+    def parallel_iteration(bound, left) -> IterationOutcome:
         """All subtrees under one bound on the pool; completed tasks arrive on a queue
         (waiting on thousands of futures at once would cost O(tasks) per wake-up)."""
         if not subtrees:
@@ -145,7 +237,7 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, threads: int,
         finished: queue.SimpleQueue = queue.SimpleQueue()
         for subtree in subtrees:
             pool.submit(task, subtree, bound, left).add_done_callback(finished.put)
-        found, next_bound, expanded, generated, status = None, INF, 0, 0, NOT_FOUND
+        tally = Tally()
         remaining = len(subtrees)
         while remaining:
             try:
@@ -157,42 +249,13 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, threads: int,
                 halt[0] = 1
             for f in done:
                 remaining -= 1
-                o, subtree = f.result()
-                expanded += o.expanded
-                generated += o.generated
-                if o.status == FOUND and found is None:
-                    found = list(subtree.node.path) + subtree.out[:o.length].tolist()
+                tally.add(f.result(), bool(stop[0]))
+                if tally.found is not None:
                     halt[0] = 1  # the others can stop: this bound is optimal
-                elif o.status in (STOPPED, BUDGET) and found is None:
-                    status = STOPPED if stop[0] else o.status
-                next_bound = min(next_bound, o.next_bound)
-            if budget is not None and counters[GENERATED] > budget and found is None:
-                status, halt[0] = BUDGET, 1  # live counts: running tasks stop within a poll
-        return IterationOutcome(found, next_bound, expanded, generated, status)
+            if budget is not None and counters[GENERATED] > budget and tally.found is None:
+                tally.status, halt[0] = BUDGET, 1  # live counts: running tasks stop within a poll
+        return tally.outcome()
 
-    # Small iterations run serially from the root (an easy board never pays for the
-    # frontier); the first that generates SERIAL_BELOW nodes switches to the subtrees.
-    bound, expanded, generated, iterations = h0, 0, 0, []
-    last = 0
     with cf.ThreadPoolExecutor(threads) as pool:
-        while True:
-            if bound > MAX_DEPTH:
-                raise LimitReached(f"bound {bound} exceeds the search's depth limit")
-            left = -1 if budget is None else max(0, budget - generated)
-            if last < SERIAL_BELOW:
-                it = serial_iteration(bound, left)
-            else:
-                it = parallel_iteration(pool, bound, left)
-            expanded += it.expanded
-            generated += it.generated
-            last = it.generated
-            iterations.append({"bound": int(bound), "nodes": int(it.generated)})
-            if it.found is not None:
-                return solver.result(prepared, it.found, expanded, generated,
-                                     time.perf_counter() - t0, h0, iterations, threads)
-            if it.status != NOT_FOUND or stop[0]:
-                why = "node budget exhausted" if it.status == BUDGET else "search stopped (cancelled or deadline)"
-                raise LimitReached(f"{why} after {generated:,} nodes ({time.perf_counter() - t0:.3f} s, bound {bound})")
-            if it.next_bound >= INF:
-                raise LimitReached("no solution below the depth limit")
-            bound = it.next_bound
+        return search_bounds(solver, prepared, control, threads, serial, parallel_iteration,
+                             publish, serial_below)

@@ -146,7 +146,8 @@ def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool 
     # Zero-aware entries are exact abstract distances: each group's value, so each sum and
     # their max, changes by at most 1 per move.
     return Heuristic(name, side, H, hk.state_width(hk.PDB, side, len(lk), sums),
-                     artifact=meta.version, consistent=meta.zero_aware, source=source)
+                     artifact=meta.version, consistent=meta.zero_aware, source=source,
+                     artifact_path=str(meta.path), reflected=reflect)
 
 
 def load_heuristic(path, *, reflect: bool = True) -> Heuristic:

@@ -48,6 +48,20 @@ def art_dir(tmp_path_factory):
     return d
 
 
+@pytest.fixture(scope="session")
+def ray_local():
+    """One local Ray instance for the whole session (2 CPUs, a small object store): the
+    cluster tests share it; each test module frees the CPUs its actors hold."""
+    ray = pytest.importorskip("ray", reason="the cluster extra is not installed: "
+                                            "pip install 'pdbtool[cluster]'")
+    import logging
+
+    ray.init(num_cpus=2, object_store_memory=200 * 2**20, include_dashboard=False,
+             log_to_driver=False, logging_level=logging.ERROR)
+    yield ray
+    ray.shutdown()
+
+
 @pytest.fixture(scope="module")
 def served(art_dir):
     """pdbd over the built 8/full and 15/5-5-5 artifacts: 2 threads, queue 8."""

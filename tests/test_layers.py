@@ -144,3 +144,31 @@ def test_public_api_does_not_depend_on_import_order():
         if bad:
             sys.exit(f"from pdbtool import ... gave modules: {bad}")
     """)
+
+
+def test_pdbtool_and_its_command_line_load_no_ray():
+    """Ray is imported only when a cluster is used (pdbtool.cluster.Cluster)."""
+    run_fresh("""
+        import pdbtool, pdbtool.cli, pdbtool.cluster, pdbd.cli, pdbd.servicer
+        for argv in (["--help"], ["solve", "--help"], ["build", "--help"]):
+            try:
+                pdbtool.cli.main(argv)
+            except SystemExit:
+                pass
+        code = pdbtool.cli.main(["solve", "1 2 3 4 5 6 0 7 8"])
+        if code != 0:
+            sys.exit(f"pdbtool solve exited {code}")
+        if loaded("ray"):
+            sys.exit(f"pdbtool without --cluster loaded {loaded('ray')[:5]}")
+    """)
+
+
+def test_cluster_without_ray_says_how_to_install_it():
+    p = run_fresh("""
+        sys.modules["ray"] = None  # as if the cluster extra were not installed
+        import pdbtool.cli
+        print("exit", pdbtool.cli.main(["solve", "--cluster", "local", "1 2 3 4 5 6 0 7 8"]))
+        print("exit", pdbtool.cli.main(["build", "8/full", "--cluster", "local", "--out", "/nonexistent/x"]))
+    """)
+    assert p.stdout.split() == ["exit", "1", "exit", "1"]
+    assert p.stderr.count("pip install 'pdbtool[cluster]'") == 2 and "Traceback" not in p.stderr

@@ -103,8 +103,11 @@ def test_parallel_equals_serial(art_dir):
     s8 = Solver(table_free("linear-conflict", 3))
     for _ in range(20):
         b = puzzle.random_board(3, "blank-last", rng)
-        r = search_parallel(s8, s8.prepare(b, "blank-last"), 2, SearchControl(), target=16)
-        assert r.length == s8.solve(b).length
+        for serial_below in (0, 1_000_000):  # subtrees from the first iteration; serial first
+            r = search_parallel(s8, s8.prepare(b, "blank-last"), 2, SearchControl(), target=16,
+                                serial_below=serial_below)
+            assert r.length == s8.solve(b).length
+            assert puzzle.apply_tile_moves(b, r.moves) == puzzle.goal_board(3, "blank-last")
 
 
 def test_parallel_stop():

@@ -171,7 +171,7 @@ class Counters(_message.Message):
     def __init__(self, requests: _Optional[int] = ..., solved: _Optional[int] = ..., failed: _Optional[int] = ..., cancelled: _Optional[int] = ..., rejected: _Optional[int] = ..., in_flight: _Optional[int] = ..., running: _Optional[int] = ..., undecodable: _Optional[int] = ..., abandoned: _Optional[int] = ...) -> None: ...
 
 class InfoReply(_message.Message):
-    __slots__ = ("version", "artifacts", "sizes", "counters", "threads", "max_queue", "uptime_seconds", "max_search_seconds", "max_nodes", "per_client", "overloaded", "max_search_memory")
+    __slots__ = ("version", "artifacts", "sizes", "counters", "threads", "max_queue", "uptime_seconds", "max_search_seconds", "max_nodes", "per_client", "overloaded", "max_search_memory", "cluster")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     ARTIFACTS_FIELD_NUMBER: _ClassVar[int]
     SIZES_FIELD_NUMBER: _ClassVar[int]
@@ -184,6 +184,7 @@ class InfoReply(_message.Message):
     PER_CLIENT_FIELD_NUMBER: _ClassVar[int]
     OVERLOADED_FIELD_NUMBER: _ClassVar[int]
     MAX_SEARCH_MEMORY_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_FIELD_NUMBER: _ClassVar[int]
     version: str
     artifacts: _containers.RepeatedCompositeFieldContainer[Artifact]
     sizes: _containers.RepeatedCompositeFieldContainer[SizeServed]
@@ -196,4 +197,23 @@ class InfoReply(_message.Message):
     per_client: int
     overloaded: bool
     max_search_memory: int
-    def __init__(self, version: _Optional[str] = ..., artifacts: _Optional[_Iterable[_Union[Artifact, _Mapping]]] = ..., sizes: _Optional[_Iterable[_Union[SizeServed, _Mapping]]] = ..., counters: _Optional[_Union[Counters, _Mapping]] = ..., threads: _Optional[int] = ..., max_queue: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., max_search_seconds: _Optional[float] = ..., max_nodes: _Optional[int] = ..., per_client: _Optional[int] = ..., overloaded: _Optional[bool] = ..., max_search_memory: _Optional[int] = ...) -> None: ...
+    cluster: ClusterInfo
+    def __init__(self, version: _Optional[str] = ..., artifacts: _Optional[_Iterable[_Union[Artifact, _Mapping]]] = ..., sizes: _Optional[_Iterable[_Union[SizeServed, _Mapping]]] = ..., counters: _Optional[_Union[Counters, _Mapping]] = ..., threads: _Optional[int] = ..., max_queue: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., max_search_seconds: _Optional[float] = ..., max_nodes: _Optional[int] = ..., per_client: _Optional[int] = ..., overloaded: _Optional[bool] = ..., max_search_memory: _Optional[int] = ..., cluster: _Optional[_Union[ClusterInfo, _Mapping]] = ...) -> None: ...
+
+class ClusterInfo(_message.Message):
+    __slots__ = ("address", "nodes", "cpus", "busy", "above", "delegated", "error")
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    CPUS_FIELD_NUMBER: _ClassVar[int]
+    BUSY_FIELD_NUMBER: _ClassVar[int]
+    ABOVE_FIELD_NUMBER: _ClassVar[int]
+    DELEGATED_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    address: str
+    nodes: int
+    cpus: int
+    busy: int
+    above: int
+    delegated: int
+    error: str
+    def __init__(self, address: _Optional[str] = ..., nodes: _Optional[int] = ..., cpus: _Optional[int] = ..., busy: _Optional[int] = ..., above: _Optional[int] = ..., delegated: _Optional[int] = ..., error: _Optional[str] = ...) -> None: ...

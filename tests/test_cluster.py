@@ -1,0 +1,228 @@
+"""Searches on a local Ray cluster (2 CPUs, one node): the same optimal answers as the local
+solver on 8-, 15- and 24-puzzles, batches in input order, a killed worker survived, a
+damaged table refused on arrival, cancellation that stops the nodes' tasks.
+
+Every search here sends its iterations to the cluster from the first bound
+(``serial_below=0``), so even easy boards go through the actors.
+"""
+
+import os
+import random
+import signal
+import threading
+import time
+
+import pytest
+
+from pdbtool import puzzle
+from pdbtool.builder import build
+from pdbtool.errors import ArtifactError, LimitReached
+from pdbtool.heuristics import table_free
+from pdbtool.packing import pack
+from pdbtool.pdb_heuristic import load_heuristic
+from pdbtool.search import SearchControl, Solver
+from reference import korf100, korf_shortest
+
+pytestmark = pytest.mark.usefixtures("ray_local")
+
+
+@pytest.fixture(scope="module")
+def cluster(ray_local, tmp_path_factory):
+    """The driver's side, over the session's Ray; its actors hold the 2 CPUs until the
+    module ends."""
+    from pdbtool.cluster import Cluster
+
+    with Cluster("local", cache_dir=tmp_path_factory.mktemp("node-cache")) as c:
+        yield c
+
+
+def random_walk(side: int, moves: int, seed: int) -> tuple[int, ...]:
+    """A board ``moves`` random blank moves (no immediate reversal) from blank-last."""
+    rng = random.Random(seed)
+    board = list(puzzle.goal_board(side, "blank-last"))
+    blank, prev = board.index(0), None
+    for _ in range(moves):
+        r, c = divmod(blank, side)
+        options = [x for x, ok in ((blank - side, r > 0), (blank + side, r < side - 1),
+                                   (blank - 1, c > 0), (blank + 1, c < side - 1)) if ok and x != prev]
+        nxt = rng.choice(options)
+        board[blank], board[nxt] = board[nxt], 0
+        prev, blank = blank, nxt
+    return tuple(board)
+
+
+def on_cluster(cluster, solver, board, goal="blank-last", control=None):
+    r = cluster.search(solver, solver.prepare(board, goal), control, serial_below=0)
+    assert puzzle.apply_tile_moves(board, r.moves) == puzzle.goal_board(solver.side, goal)
+    return r
+
+
+def test_8_puzzle_with_a_shipped_table_equals_bfs(cluster, art_dir, oracle):
+    solver = Solver(load_heuristic(art_dir / "8-full.h5"))
+    rng = random.Random(3)
+    for _ in range(6):
+        board = puzzle.random_board(3, "blank-last", rng)
+        r = on_cluster(cluster, solver, board)
+        assert r.length == oracle["blank-last"][board] == solver.solve(board).length
+        assert r.threads == 2 and r.artifact == solver.heuristic.artifact
+    report = next(w.report for w in cluster.workers(solver))
+    assert report.error is None and not report.missing
+
+
+def test_15_puzzle_with_5_5_5_equals_local(cluster, art_dir):
+    solver = Solver(load_heuristic(art_dir / "15-5-5-5.h5"))
+    for _, optimal, board in korf_shortest(3):
+        r = on_cluster(cluster, solver, board, "blank-first")
+        local = solver.solve(board, "blank-first")
+        assert r.length == local.length == optimal
+        assert r.iterations[-1]["bound"] == optimal
+
+
+def test_24_puzzle_equals_local(cluster):
+    solver = Solver(table_free("linear-conflict", 5))
+    for seed in range(3):
+        board = random_walk(5, 70, seed)
+        r = on_cluster(cluster, solver, board)
+        assert r.length == solver.solve(board).length
+
+
+def test_tables_are_not_shipped_again(cluster, art_dir):
+    """Loaded once per heuristic; a new Cluster (a second job) finds the node's cached copy."""
+    from pdbtool.cluster import HeuristicSpec
+
+    solver = Solver(load_heuristic(art_dir / "15-5-5-5.h5"))
+    cluster.workers(solver)
+    assert HeuristicSpec.of(solver) in cluster._loaded
+    cached = cluster.cache_dir / "tables" / f"{solver.heuristic.artifact}.h5"
+    assert cached.exists()
+    from pdbtool.cluster import TableSource, receive_tables
+
+    path, shipped = receive_tables(solver.heuristic.artifact, TableSource("x"), "t", cluster.cache_dir, "here")
+    assert path == cached and not shipped
+
+
+def test_batch_answers_in_input_order(cluster, art_dir):
+    s8 = Solver(load_heuristic(art_dir / "8-full.h5"))
+    s15 = Solver(load_heuristic(art_dir / "15-5-5-5.h5"))
+    rng = random.Random(9)
+    items = []
+    for k, (_, _, board) in enumerate(korf_shortest(4)):
+        items.append((s15, s15.prepare(board, "blank-first")))
+        b8 = puzzle.random_board(3, "blank-last", rng)
+        items.append((s8, s8.prepare(b8, "blank-last")))
+    answers = list(cluster.solve_many(items))
+    assert len(answers) == len(items)
+    for (solver, prepared), answer in zip(items, answers):
+        assert answer.error == "" and answer.result.board == prepared.board
+        assert answer.result.length == solver.search(prepared).length
+
+
+def test_batch_reports_a_limit_per_board(cluster):
+    solver = Solver(table_free("manhattan", 4))
+    hard = korf100()[0][2]
+    easy = korf_shortest(1)[0][2]
+    answers = list(cluster.solve_many([(solver, solver.prepare(b, "blank-first"))
+                                       for b in (hard, easy)], budget=10_000))
+    assert answers[0].result is None and answers[0].exit_code == 4 and "budget" in answers[0].error
+    assert answers[1].result is None or answers[1].result.length == 41
+
+
+def busy_soon(cluster, seconds=60.0) -> bool:
+    """Wait until the search has tasks running on the node."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        run = cluster.running
+        if run is not None and run.busy > 0:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def in_thread(fn, *args):
+    box = {}
+
+    def target():
+        try:
+            box["value"] = fn(*args)
+        except BaseException as e:
+            box["error"] = e
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    return t, box
+
+
+def test_a_killed_worker_is_survived(cluster):
+    """SIGKILL the node's actor process mid-search: Ray restarts it (it maps the tables
+    again from the node's cache) and retries its tasks; the answer is still optimal."""
+    solver = Solver(table_free("manhattan", 4))
+    _, optimal, board = korf100()[0]
+    pid = next(w.report for w in cluster.workers(solver)).pid
+    t, box = in_thread(on_cluster, cluster, solver, board, "blank-first")
+    assert busy_soon(cluster)
+    os.kill(pid, signal.SIGKILL)
+    t.join(600)
+    assert "error" not in box, box.get("error")
+    assert box["value"].length == optimal
+    assert cluster._ask(cluster.workers(solver), "load", cluster.running.spec) == []
+    assert all(w.report.pid != pid for w in cluster.workers(solver))
+
+
+def test_cancellation_stops_the_tasks(cluster):
+    solver = Solver(table_free("manhattan", 4))
+    board = korf100()[0][2]
+    control = SearchControl()
+    t, box = in_thread(on_cluster, cluster, solver, board, "blank-first", control)
+    assert busy_soon(cluster)
+    time.sleep(0.5)
+    stopped = time.monotonic()
+    control.halt("cancelled")
+    t.join(30)
+    assert not t.is_alive() and isinstance(box.get("error"), LimitReached)
+    assert time.monotonic() - stopped < 10
+    end = time.monotonic() + 10
+    while cluster.info().busy and time.monotonic() < end:
+        time.sleep(0.2)
+    assert cluster.info().busy == 0  # nothing runs on the node any more
+
+
+def test_a_damaged_table_is_refused_on_arrival(cluster, tmp_path):
+    """The copy the driver ships is damaged (here: its packed cache): the node unpacks
+    it, the checksums fail, and the work is refused naming the node and the table;
+    nothing is installed in the node's cache."""
+    build("8/full", tmp_path, zero_aware=False, progress=False)  # a version not shipped yet
+    path = tmp_path / "8-full-min.h5"
+    solver = Solver(load_heuristic(path))
+    version = solver.heuristic.artifact
+    packed = cluster.cache_dir / "packed" / f"{version}.pdbpack"
+    packed.parent.mkdir(parents=True, exist_ok=True)
+    pack(path, packed, force=True)
+    data = bytearray(packed.read_bytes())
+    middle = len(data) - 200  # inside the compressed table data, past the metadata
+    data[middle:middle + 8] = bytes(x ^ 0xFF for x in data[middle:middle + 8])
+    packed.write_bytes(bytes(data))
+    with pytest.raises(ArtifactError, match=r"node .+\(.+\): table 8-full-min\.h5 .*refused on arrival"):
+        cluster.search(solver, solver.prepare((1, 2, 3, 4, 5, 6, 0, 7, 8)), serial_below=0)
+    assert not (cluster.cache_dir / "tables" / f"{version}.h5").exists()
+    packed.unlink()  # a good copy is packed again and accepted
+    r = on_cluster(cluster, solver, (1, 2, 3, 4, 5, 6, 0, 7, 8))
+    assert r.length == 2
+
+
+def test_a_lost_node_is_reported_not_waited_on(cluster):
+    """The node's actor dies for good mid-search (as when its node disappears): the loss
+    is reported, its batches go back to the queue and, with no node left, the search
+    fails at once instead of waiting. (Last here: the module's cluster has no node after.)"""
+    from pdbtool.cluster import ClusterError
+
+    heard = []
+    cluster.notify = heard.append
+    solver = Solver(table_free("manhattan", 4))
+    workers = cluster.workers(solver)
+    t, box = in_thread(on_cluster, cluster, solver, korf100()[0][2], "blank-first")
+    assert busy_soon(cluster)
+    cluster.ray.kill(workers[0].actor, no_restart=True)
+    t.join(60)
+    assert not t.is_alive()
+    assert isinstance(box.get("error"), ClusterError) and "lost" in str(box["error"])
+    assert len(heard) == 1 and workers[0].node.name in heard[0]
