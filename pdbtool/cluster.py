@@ -4,12 +4,17 @@ The driver (this process) keeps what it already does on one machine: it chooses 
 heuristic, iterates the IDA* bounds (parallel.search_bounds), expands the root to a
 frontier (parallel.frontier), combines the outcomes (parallel.Tally) and replays the
 answer (Solver.result). What it hands out are the same subtree tasks the threads run,
-(frontier nodes, bound, budget) -> IterationOutcome, in batches:
+(frontier nodes, bound, budget) -> IterationOutcome, in batches of consecutive frontier
+nodes (``Batch``); each subtree's size and CPU time come back with the outcome
+(``SubtreeRecord``: the task sizes that pdbtool.schedule simulates larger clusters from).
 
 * **One actor per node** (``NodeWorker``) holds the node's CPUs, maps the tables once and
-  runs up to that many batches at a time on its threads (the numba kernel releases the
-  GIL). Its control calls (load, progress, halt) run in their own concurrency group, so
-  they are answered while every search thread is busy.
+  searches with a pool of that many threads (the numba kernel releases the GIL), one
+  subtree at a time and a job's subtrees in frontier order, whichever batch they came in:
+  the node's threads share its batches as one machine's threads share the subtrees. The
+  first subtree that reaches the goal halts the job on its node at once. Its control calls
+  (load, progress, halt) run in their own concurrency group, so they are answered while
+  every search thread is busy.
 * **Tables travel packed and are verified on arrival.** The driver asks each node for the
   tables' content version; only the nodes whose cache lacks it are sent the artifact,
   packed once per version on the driver (packing.pack), through Ray's object store or a
@@ -27,9 +32,11 @@ answer (Solver.result). What it hands out are the same subtree tasks the threads
   the flag every few thousand nodes) and cancels the batches not yet started
   (``ray.cancel``).
 
-Batches of boards (``solve_many``) send one board per task to the same actors; a
-catalogue's independent tables build as Ray tasks (``build_tables``), retried if their
-worker dies; builder.build writes the artifact as it does locally.
+A Ray started here (``--cluster local``) is a new instance, even if another runs on this
+machine, and runs its workers at nice 0 (LOCAL_NICENESS), as the threads of --threads run.
+Batches of boards (``solve_many``) send one board per task to the same actors (searched on
+the same pool); a catalogue's independent tables build as Ray tasks (``build_tables``),
+retried if their worker dies; builder.build writes the artifact as it does locally.
 
 Ray is imported only here and only when a cluster is used: ``import pdbtool`` (and the
 command line without --cluster) never loads it, and without Ray installed ``--cluster``
@@ -41,6 +48,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
+import itertools
 import logging
 import os
 import socket
@@ -56,6 +64,7 @@ import numpy as np
 
 from . import __version__
 from .errors import EXIT_LIMIT, ArtifactError, BadInput, PdbError
+from .ordered_pool import OrderedPool
 from .parallel import (FRONTIER_PER_THREAD, SERIAL_BELOW, IterationOutcome, Tally, frontier,
                        search_bounds, search_subtrees)
 from .result import SolveResult
@@ -77,6 +86,9 @@ MAX_TASK_RETRIES = 3     # of a task whose actor died while it ran
 BUILD_RETRIES = 3        # of a table build whose worker died
 JOBS_KEPT = 256          # per actor: halt flags of recent jobs
 START_SECONDS = 120.0    # for a node's actor to start (it waits for the node's CPUs)
+LOCAL_NICENESS = "0"     # of the workers of a Ray started here (Ray's default is 15): a
+# search on this machine should share it as --threads does, not only take the CPU time
+# that every other process leaves (at 15 a single busy process halved the cluster's speed)
 
 
 class ClusterError(PdbError):
@@ -148,6 +160,29 @@ class NodeReport(NamedTuple):
     seconds: float           # to receive, unpack, verify and map them
     error: str | None        # why the node refuses the work
     missing: bool = False    # the node's cache lacks the tables: ship them (receive)
+
+
+class Batch(NamedTuple):
+    """Consecutive frontier nodes of one iteration, handed to a node as one task."""
+
+    first: int               # the frontier index of nodes[0]
+    nodes: list
+
+
+class SubtreeRecord(NamedTuple):
+    """One subtree's search under one bound, as a node timed it: the task sizes that
+    scripts/bench_cluster.py records and pdbtool.schedule simulates from."""
+
+    bound: int
+    index: int               # in the frontier
+    nodes: int               # generated
+    seconds: float           # CPU time of its thread: what it takes on a core of its own
+    found: bool
+
+
+class BatchResult(NamedTuple):
+    outcome: IterationOutcome
+    subtrees: list           # SubtreeRecord per node of the batch
 
 
 class NodeProgress(NamedTuple):
@@ -259,11 +294,13 @@ def node_heuristic(spec: HeuristicSpec, source: TableSource | None, cache_dir: P
 
 
 class JobState:
-    """One job on one actor: its halt flag (the kernels poll it) and its live counters."""
+    """One job on one actor: its halt flag (the kernels poll it), its live counters, and
+    its place in the queue of the node's threads (jobs in the order they arrived)."""
 
-    def __init__(self):
+    def __init__(self, order: int):
+        self.order = order
         self.halt = np.zeros(1, np.int64)
-        self.rows: list[np.ndarray] = []
+        self.rows: list[np.ndarray] = []  # a batch's live counters, a row per subtree
         self.controls: list[SearchControl] = []
 
 
@@ -271,7 +308,15 @@ class NodeWorker:
     """The actor body: one per node; maps each heuristic's tables once (``load``) and runs
     many tasks on its threads. Plain Python, made a Ray actor by Cluster (so this module
     imports without Ray). After a restart it maps the tables again from the node's cache
-    when a task needs them."""
+    when a task needs them.
+
+    The searching is done by the node's own pool of ``cpus`` threads, one subtree (or one
+    board) at a time, a job's in frontier order (ordered_pool). A Ray task only hands its
+    subtrees to the pool and waits for them, so the node's threads share every batch it
+    holds: at the bound that finds the goal they all work on the earliest subtrees, as the
+    threads of one machine do, instead of each thread running a whole batch of its own.
+    (One thread per batch made #40 search 9.1M nodes at its last bound against 5.0-5.6M on
+    threads: the goal's batch ran on one thread while the other searched later batches.)"""
 
     def __init__(self, cache_dir: str, cpus: int):
         self.cache_dir, self.cpus = Path(cache_dir), cpus
@@ -281,12 +326,14 @@ class NodeWorker:
         self._lock = threading.Lock()
         self._loading = threading.Lock()
         self._busy = 0
+        self._pool = OrderedPool(cpus, "search")
+        self._arrivals = itertools.count()
 
     def _job(self, job: str) -> JobState:
         with self._lock:
             state = self._jobs.get(job)
             if state is None:
-                state = self._jobs[job] = JobState()
+                state = self._jobs[job] = JobState(next(self._arrivals))
                 while len(self._jobs) > JOBS_KEPT:
                     self._jobs.popitem(last=False)
             return state
@@ -326,8 +373,8 @@ class NodeWorker:
         state = self._job(job)
         with self._lock:
             rows, controls, busy = list(state.rows), list(state.controls), self._busy
-        return NodeProgress(sum(int(r[GENERATED]) for r in rows) + sum(c.generated for c in controls),
-                            sum(int(r[EXPANDED]) for r in rows) + sum(c.expanded for c in controls),
+        return NodeProgress(sum(int(r[:, GENERATED].sum()) for r in rows) + sum(c.generated for c in controls),
+                            sum(int(r[:, EXPANDED].sum()) for r in rows) + sum(c.expanded for c in controls),
                             busy)
 
     def halt(self, job: str) -> None:
@@ -340,46 +387,63 @@ class NodeWorker:
 
     # -- search group ------------------------------------------------------------------
 
-    def _running(self, job: str, row=None, control=None):
-        """Count a task as busy while it runs, its live counters under its job."""
-        state = self._job(job)
+    def _busy_while(self, fn, *args):
+        """``fn(*args)`` on a pool thread, counted as busy while it runs."""
         with self._lock:
-            if row is not None:
-                state.rows.append(row)
-            if control is not None:
-                state.controls.append(control)
             self._busy += 1
-        return state
-
-    def _done(self) -> None:
-        with self._lock:
-            self._busy -= 1
+        try:
+            return fn(*args)
+        finally:
+            with self._lock:
+                self._busy -= 1
 
     def search(self, job: str, spec: HeuristicSpec, bound: int, budget: int,
-               nodes: list) -> IterationOutcome:
-        """A batch of subtrees under one bound (parallel.search_subtrees)."""
+               batch: Batch) -> BatchResult:
+        """A batch of subtrees under one bound, one subtree per task of the node's pool;
+        their outcomes combined (parallel.Tally) and each one's size and time. The first
+        subtree that reaches the goal halts the job on this node at once: any goal at this
+        bound is optimal."""
         solver = self._solver(spec)
-        counters = np.zeros(3, np.int64)
-        state = self._running(job, row=counters)
-        try:
-            return search_subtrees(solver, nodes, bound, budget, state.halt, counters)
-        finally:
-            self._done()
+        state = self._job(job)
+        rows = np.zeros((len(batch.nodes), 3), np.int64)  # live counters, one per subtree
+        with self._lock:
+            state.rows.append(rows)
 
-    def solve(self, job: str, spec: HeuristicSpec, board: tuple, goal: str, algorithm,
-              budget: int | None, timeout: float | None) -> BoardAnswer:
-        """One board of a batch, searched on one thread of this node."""
+        def subtree(k: int, node) -> tuple[IterationOutcome, float]:
+            t0 = time.thread_time()
+            share = search_subtrees(solver, [node], bound, budget, state.halt, rows[k])
+            if share.found is not None:
+                state.halt[0] = 1
+            return share, time.thread_time() - t0
+
+        futures = [self._pool.submit((state.order, batch.first + k), self._busy_while, subtree, k, node)
+                   for k, node in enumerate(batch.nodes)]
+        tally, records = Tally(), []
+        for k, future in enumerate(futures):
+            share, seconds = future.result()
+            tally.add(share)
+            records.append(SubtreeRecord(bound, batch.first + k, share.generated, seconds,
+                                         share.found is not None))
+        return BatchResult(tally.outcome(), records)
+
+    def solve(self, job: str, spec: HeuristicSpec, index: int, board: tuple, goal: str,
+              algorithm, budget: int | None, timeout: float | None) -> BoardAnswer:
+        """Board ``index`` of a batch, searched on one thread of the node's pool."""
         control = SearchControl(budget=budget, timeout=timeout)
-        state = self._running(job, control=control)
-        try:
-            if state.halt[0]:
-                control.halt("cancelled")
-            solver = self._solver(spec)
-            return BoardAnswer(solver.solve(board, goal, control=control, algorithm=algorithm))
-        except PdbError as e:
-            return BoardAnswer(None, str(e), e.exit_code)
-        finally:
-            self._done()
+        state = self._job(job)
+        with self._lock:
+            state.controls.append(control)
+
+        def one() -> BoardAnswer:
+            try:
+                if state.halt[0]:
+                    control.halt("cancelled")
+                solver = self._solver(spec)
+                return BoardAnswer(solver.solve(board, goal, control=control, algorithm=algorithm))
+            except PdbError as e:
+                return BoardAnswer(None, str(e), e.exit_code)
+
+        return self._pool.submit((state.order, index), self._busy_while, one).result()
 
 
 def warm_up(solver: Solver) -> None:
@@ -451,8 +515,10 @@ class Cluster:
         self.notify = notify or (lambda text: log.warning("%s", text))
         self._owns_ray = not ray.is_initialized()
         if self._owns_ray:
+            if address == LOCAL:  # read by the raylet it starts; the user's setting wins
+                os.environ.setdefault("RAY_worker_niceness", LOCAL_NICENESS)
             try:
-                ray.init(address=None if address == LOCAL else address,
+                ray.init(address=address,  # "local": a new instance, even if one runs here
                          num_cpus=num_cpus if address == LOCAL else None,
                          include_dashboard=False, log_to_driver=False,
                          logging_level=logging.ERROR, configure_logging=False)
@@ -521,7 +587,7 @@ class Cluster:
 
         nodes = self.nodes()
         actors = [self._actor_class.options(
-            num_cpus=n.cpus, max_concurrency=n.cpus,
+            num_cpus=n.cpus, max_concurrency=IN_FLIGHT_PER_CPU * n.cpus,  # the pool searches
             max_restarts=MAX_RESTARTS, max_task_retries=MAX_TASK_RETRIES,
             scheduling_strategy=NodeAffinitySchedulingStrategy(n.node_id, soft=False),
         ).remote(str(self.cache_dir), n.cpus) for n in nodes]
@@ -644,7 +710,7 @@ class Cluster:
         try:
             while tasks.pending:
                 tasks.feed(lambda w, i: w.actor.solve.remote(
-                    job, specs[i], items[i][1].board, items[i][1].goal, algorithm, budget, timeout))
+                    job, specs[i], i, items[i][1].board, items[i][1].goal, algorithm, budget, timeout))
                 for i, answer in tasks.finished():
                     if answer.result is not None and not replays(items[i][1], answer.result):
                         answer = BoardAnswer(None, "internal error: the node's solution does not "
@@ -800,7 +866,7 @@ class SearchRun:
         self.job = uuid.uuid4().hex
         self.serial = np.zeros_like(control.counters)
         self.nodes: list | None = None
-        self.batch_nodes: list[tuple[int, int]] = []  # (bound, nodes) of each batch done
+        self.subtrees: list[SubtreeRecord] = []  # each subtree searched, as its node timed it
         self.live: dict[int, NodeProgress] = {}  # per worker: the last poll
         self.busy = 0
         self._polls: dict = {}
@@ -820,10 +886,10 @@ class SearchRun:
                 return IterationOutcome(list(goal_path), INF, 0, 0, NOT_FOUND)
             self.nodes = nodes
         per = max(1, len(self.nodes) // (BATCHES_PER_CPU * self.cpus))
-        batches = deque(self.nodes[i:i + per] for i in range(0, len(self.nodes), per))
+        batches = deque(Batch(i, self.nodes[i:i + per]) for i in range(0, len(self.nodes), per))
         tally = Tally()
         tasks = Dispatch(self.cluster, self.workers, batches, "its subtrees go to the other nodes",
-                         cancelled=IterationOutcome(None, INF, 0, 0, STOPPED))
+                         cancelled=BatchResult(IterationOutcome(None, INF, 0, 0, STOPPED), []))
         halted = False
         stop, budget = self.control.stop, self.control.budget
         try:
@@ -831,9 +897,9 @@ class SearchRun:
                 if not halted:
                     tasks.feed(lambda w, batch: w.actor.search.remote(self.job, self.spec, bound,
                                                                       left, batch))
-                for _, share in tasks.finished():
-                    tally.add(share, bool(stop[0]))
-                    self.batch_nodes.append((bound, share.generated))
+                for _, done in tasks.finished():
+                    tally.add(done.outcome, bool(stop[0]))
+                    self.subtrees.extend(done.subtrees)
                 self._poll(bound)
                 if tally.found is not None or stop[0]:
                     if not halted:

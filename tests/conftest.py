@@ -56,7 +56,7 @@ def ray_local():
                                             "pip install 'pdbtool[cluster]'")
     import logging
 
-    ray.init(num_cpus=2, object_store_memory=200 * 2**20, include_dashboard=False,
+    ray.init(address="local", num_cpus=2, object_store_memory=200 * 2**20, include_dashboard=False,
              log_to_driver=False, logging_level=logging.ERROR)
     yield ray
     ray.shutdown()
