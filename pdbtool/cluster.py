@@ -845,7 +845,10 @@ class Dispatch:
                 out.append((item, self.ray.get(ref)))
             except self.ray.exceptions.TaskCancelledError:
                 out.append((item, self.cancelled))
-            except self.ray.exceptions.RayActorError as e:
+            except (self.ray.exceptions.RayActorError,
+                    self.ray.exceptions.ActorUnschedulableError) as e:
+                # dead for good, or to be restarted on a node that is gone (its node
+                # affinity is hard): the node is lost either way
                 self.cluster._lose(w, e, self.what)
                 self.todo.appendleft(item)
         return out

@@ -1,9 +1,16 @@
 """Shared fixtures: exact 8-puzzle oracles, small artifacts built once per session,
 in-process pdbd servers, headless Chromium. Helpers and oracles live in reference.py and serving.py."""
 
+import os
+
 import pytest
 
 from reference import bfs_distances
+
+# Every Ray the tests start (here and in their subprocesses) listens on loopback only: with
+# clusters "disabled" Ray binds 127.0.0.1, otherwise every interface. Read when Ray is
+# imported, so it is set before any test module imports it.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 from serving import channel_stub, running_daemon
 
 
