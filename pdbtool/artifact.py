@@ -30,7 +30,10 @@ import numpy as np
 from .errors import ArtifactError, BadInput
 from .ranking import RANK_SCHEME, RANK_VERSION, UNSET
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+FORMAT_HOLDS = "4-bit zero-aware tables, placements in lexicographic order"
+# What the earlier formats held: this pdbtool refuses them with a rebuild command.
+OLD_FORMATS = {1: "byte tables", 2: "4-bit tables, placements in map x order"}
 ENCODING = "md-nibble"  # entry = (distance - md) / 2 in 4 bits; 15 = unreachable
 NIBBLE_UNSET = 15
 DATASET = "tables"
@@ -507,10 +510,10 @@ def _meta_from_attrs(path, attrs, layout) -> ArtifactMeta:
     except (TypeError, ValueError):
         raise ArtifactError(f"{path}: format_version {attrs['format_version']!r} "
                             "is not a number") from None
-    if version == 1:
+    if version in OLD_FORMATS:
         name = _text(attrs.get("partition", "CATALOGUE"))
-        raise ArtifactError(f"{path}: format version 1 (byte tables of pdbtool 0.1), this pdbtool "
-                            f"reads format {FORMAT_VERSION} (4-bit, zero-aware tables): rebuild "
+        raise ArtifactError(f"{path}: format version {version} ({OLD_FORMATS[version]}), this "
+                            f"pdbtool reads format {FORMAT_VERSION} ({FORMAT_HOLDS}): rebuild "
                             f"it with `pdbtool build {name}`")
     if version != FORMAT_VERSION:
         raise ArtifactError(f"{path}: format version {version}, "

@@ -12,16 +12,18 @@ free cells the blank can roam for free. Per placement we keep bit masks over the
 may hit the same word); ``close`` turns seeds into whole regions, records the layer in the
 distance table for every (placement, region) entry reached the first time, and makes them
 the next frontier. Both are set operations, so the table is the same whatever the number
-of threads. The distance table is indexed as ranking.region_entry says: one entry per
-region of the blank (zero-aware), or one per placement when the region index maps every
-free cell to region 0 (min over the blank: the first layer that reaches a placement).
+of threads. The masks are indexed by the map x order rank; the distance table as
+ranking.region_entry says (the table's own layout, region 0 in lexicographic order): one
+entry per region of the blank (zero-aware), or one per placement when the region index
+maps every free cell to region 0 (min over the blank: the first layer that reaches a
+placement).
 """
 
 import numpy as np
 from numba import njit, prange
 
 from .intrinsics import atomic_or
-from .ranking import UNSET, entry_index, lowest_bit, rank, region_entry, unrank
+from .ranking import UNSET, entry_index, lex_unrank, lowest_bit, rank, region_entry, unrank
 
 CHUNKS = 4096
 
@@ -83,7 +85,7 @@ def expand(cur, nxt, visited, n, m, binom, pw, nbr, nnbr):
 
 
 @njit(cache=True, parallel=True)
-def close(cur, nxt, visited, dist, layer, n, m, binom, pw, reg_index, reg_offset, s):
+def close(cur, nxt, visited, dist, layer, n, m, binom, pw, lw, reg_index, reg_offset, s):
     """Turn seeds into regions: the new frontier. Returns (new entries, new regions)."""
     full = (np.int64(1) << n) - 1
     mfact = pw[0] * m
@@ -107,7 +109,8 @@ def close(cur, nxt, visited, dist, layer, n, m, binom, pw, reg_index, reg_offset
             while x:  # every cell of the new regions names its region's entry
                 c = lowest_bit(x)
                 x &= x - 1
-                e = region_entry(q // mfact, q % mfact, c, mfact, reg_index, reg_offset)
+                e = region_entry(pos, q // mfact, q % mfact, c, mfact, lw, reg_index,
+                                 reg_offset)
                 if dist[e] == UNSET:
                     dist[e] = layer
                     entries[chunk] += 1
@@ -115,7 +118,8 @@ def close(cur, nxt, visited, dist, layer, n, m, binom, pw, reg_index, reg_offset
 
 
 @njit(cache=True)
-def seed(cur, visited, dist, goal_cells, blank_cell, n, m, binom, pw, reg_index, reg_offset, s):
+def seed(cur, visited, dist, goal_cells, blank_cell, n, m, binom, pw, lw, reg_index, reg_offset,
+         s):
     """Layer 0: the goal placement with the blank's region around its goal cell."""
     pos = goal_cells.copy()
     q = rank(pos, binom, pw)
@@ -126,43 +130,58 @@ def seed(cur, visited, dist, goal_cells, blank_cell, n, m, binom, pw, reg_index,
     cur[q] = region
     visited[q] = region
     mfact = pw[0] * m
-    dist[region_entry(q // mfact, q % mfact, blank_cell, mfact, reg_index, reg_offset)] = 0
+    dist[region_entry(pos, q // mfact, q % mfact, blank_cell, mfact, lw, reg_index, reg_offset)] = 0
     return q
 
 
+@njit(cache=True, nogil=True, inline="always")
+def pack_entry(packed, e, v, pos, tiles, side, bad, too_large, slot):
+    """Store the 4-bit form of distance v of placement pos as entry e: (v - md) / 2,
+    where md is the group's own Manhattan distance there (a distance is never below it
+    and has its parity). UNSET becomes 15; so does a value below md or of the other
+    parity (counted in bad[slot]: a builder error) or one of 15 or more (too_large)."""
+    nib = 15
+    if v != UNSET:
+        md = 0
+        for i in range(tiles.shape[0]):
+            md += abs(pos[i] // side - tiles[i] // side) + abs(pos[i] % side - tiles[i] % side)
+        if v < md or (v - md) & 1:
+            bad[slot] += 1
+        elif (v - md) >> 1 >= 15:
+            too_large[slot] += 1
+        else:
+            nib = (v - md) >> 1
+    packed[e >> 1] |= np.uint8(nib << ((e & 1) << 2))
+
+
 @njit(cache=True, parallel=True)
-def compact(dist, packed, tiles, side, binom, pw, reg_count, secondary):
-    """Pack a distance table into 4-bit entries: (distance - md) / 2, where md is the
-    group's own Manhattan distance in that placement (a distance is never below it and
-    has its parity). UNSET becomes 15; so does any value of 15 or more, counted in the
-    returned (too large, inconsistent) so the caller can refuse the table."""
+def compact(dist, packed, tiles, side, binom, pw, lw, reg_count, secondary):
+    """Pack a distance table into 4-bit entries (``pack_entry``), in the table's own
+    layout; returns the counts of entries too large and inconsistent, so the caller can
+    refuse the table.
+
+    Region 0 is packed byte by byte in lexicographic order (a byte's two entries belong
+    to different maps); the other regions map by map: their entries of one map and region
+    are m! long and start at a multiple of m! (even), so no two threads share a byte."""
     n = side * side
     m = tiles.shape[0]
     mfact = pw[0] * m
     maps = reg_count.shape[0]
-    too_large = np.zeros(maps, np.int64)
-    bad = np.zeros(maps, np.int64)
+    placements = maps * mfact
+    too_large = np.zeros(CHUNKS + maps, np.int64)  # a slot per chunk, then per map
+    bad = np.zeros(CHUNKS + maps, np.int64)
+    for chunk in prange(CHUNKS):
+        lo, hi, pos = chunk_work(chunk, (placements + 1) // 2, m)
+        for byte in range(lo, hi):
+            for e in range(2 * byte, min(2 * byte + 2, placements)):
+                lex_unrank(e, n, m, lw, pos)
+                pack_entry(packed, e, np.int64(dist[e]), pos, tiles, side, bad, too_large, chunk)
     for r in prange(maps):
         pos = np.empty(m, dtype=np.int64)
-        for o in range(mfact):
+        for o in range(mfact if reg_count[r] > 1 else 0):
             unrank(r * mfact + o, n, m, binom, pw, pos)
-            md = 0
-            for i in range(m):
-                md += abs(pos[i] // side - tiles[i] // side) + abs(pos[i] % side - tiles[i] % side)
-            for k in range(reg_count[r]):
-                e = entry_index(r, o, k, mfact, secondary)
-                v = np.int64(dist[e])
-                if v == UNSET:
-                    nib = 15
-                elif v < md or (v - md) & 1:
-                    bad[r] += 1
-                    nib = 15
-                else:
-                    nib = (v - md) >> 1
-                    if nib >= 15:
-                        too_large[r] += 1
-                        nib = 15
-                # Entries of one map and region are m! long and start at a multiple of m!
-                # (even), so no two threads share a byte.
-                packed[e >> 1] |= np.uint8(nib << ((e & 1) << 2))
+            for k in range(1, reg_count[r]):
+                e = entry_index(pos, r, o, k, mfact, lw, secondary)
+                pack_entry(packed, e, np.int64(dist[e]), pos, tiles, side, bad, too_large,
+                           CHUNKS + r)
     return too_large.sum(), bad.sum()

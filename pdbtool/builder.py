@@ -27,7 +27,8 @@ from . import __version__, artifact, build_kernel, trust
 from .console import Progress, fmt_seconds
 from .geometry import neighbour_arrays
 from .catalogue import Catalogue, get, plan_tables
-from .ranking import UNSET, binomials, order_weights, reachable_entries, regions, table_size
+from .ranking import (UNSET, binomials, lex_weights, order_weights, reachable_entries, regions,
+                      table_size)
 
 BUILDER_VERSION = f"{__version__}/layered-region-bfs-2"
 
@@ -75,7 +76,7 @@ def distance_table(tiles, side: int, *, zero_aware: bool = True, label: str = ""
     bar on stderr, or to ``report(done, total, text)`` when given."""
     n, m = side * side, len(tiles)
     size = table_size(n, m)
-    binom, pw = binomials(n, m), order_weights(m)
+    binom, pw, lw = binomials(n, m), order_weights(m), lex_weights(n, m)
     reg = regions(side, m, zero_aware)
     nbr, nnbr = neighbour_arrays(side)
     dt = mask_dtype(n)
@@ -84,14 +85,15 @@ def distance_table(tiles, side: int, *, zero_aware: bool = True, label: str = ""
     nxt = np.zeros(size, dtype=dt)
     dist = np.full(reg.entries, UNSET, dtype=np.uint8)
     goal_cells = np.asarray(tiles, dtype=np.int64)
-    build_kernel.seed(cur, visited, dist, goal_cells, 0, n, m, binom, pw, reg.index, reg.secondary, side)
+    build_kernel.seed(cur, visited, dist, goal_cells, 0, n, m, binom, pw, lw, reg.index,
+                      reg.secondary, side)
     total = reachable_entries(side, m, zero_aware)
     bar = Progress(label or f"{m} tiles", total, progress and report is None, unit="entries")
     done, layer = 1, 0
     while True:
         build_kernel.expand(cur, nxt, visited, n, m, binom, pw, nbr, nnbr)
         layer += 1
-        new, frontier = build_kernel.close(cur, nxt, visited, dist, layer, n, m, binom, pw,
+        new, frontier = build_kernel.close(cur, nxt, visited, dist, layer, n, m, binom, pw, lw,
                                            reg.index, reg.secondary, side)
         done += int(new)
         bar.update(done, f"layer {layer}")
@@ -113,7 +115,7 @@ def compact_table(dist: np.ndarray, tiles, side: int, zero_aware: bool = True) -
     packed = np.zeros((dist.size + 1) // 2, np.uint8)
     too_large, bad = build_kernel.compact(dist, packed, np.asarray(tiles, np.int64), side,
                                           binomials(side * side, m), order_weights(m),
-                                          reg.count, reg.secondary)
+                                          lex_weights(side * side, m), reg.count, reg.secondary)
     if bad:
         raise RuntimeError(f"table {list(tiles)}: {bad} entries below the group's Manhattan "
                            "distance or of the other parity (builder error)")

@@ -48,7 +48,8 @@ def neighbour_arrays(side: int) -> tuple[np.ndarray, np.ndarray]:
     return moves >> 2, nmoves.copy()
 
 
-def symmetries(side: int) -> list[tuple[int, ...]]:
+@lru_cache(maxsize=None)
+def symmetries(side: int) -> tuple[tuple[int, ...], ...]:
     """The 8 symmetries of the square as cell permutations sigma[c]."""
     out = []
     for k in range(8):
@@ -61,7 +62,7 @@ def symmetries(side: int) -> list[tuple[int, ...]]:
                 r, col = col, side - 1 - r
             perm.append(r * side + col)
         out.append(tuple(perm))
-    return sorted(set(out))
+    return tuple(sorted(set(out)))
 
 
 def transpose(side: int) -> tuple[int, ...]:

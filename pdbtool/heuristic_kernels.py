@@ -51,6 +51,7 @@ class HeuristicArrays(NamedTuple):
     lk_m: np.ndarray         # int64[lookup]: how many tiles
     lk_cmap: np.ndarray      # int64[lookup, cell]: cell map into the table's frame
     lk_pw: np.ndarray        # int64[lookup, i]: place values of the order digits
+    lk_lw: np.ndarray        # int64[lookup, i]: place values of the lexicographic digits
     lk_off: np.ndarray       # int64[lookup]: byte offset of the lookup's table in ``table``
     lk_rbase: np.ndarray     # int64[lookup]: where its maps' region index starts in reg_index
     lk_obase: np.ndarray     # int64[lookup]: where its maps' offsets start in reg_secondary
@@ -119,6 +120,7 @@ def placeholder_arrays() -> dict:
         lk_m=np.zeros(0, np.int64),
         lk_cmap=np.zeros((1, 1), np.int64),
         lk_pw=np.zeros((1, 1), np.int64),
+        lk_lw=np.zeros((1, 1), np.int64),
         lk_off=np.zeros(1, np.int64),
         lk_rbase=np.zeros(1, np.int64),
         lk_obase=np.zeros(1, np.int64),
@@ -195,34 +197,42 @@ def line_conflict(H, board, s, line, is_col):
 @njit(cache=True, nogil=True, inline="always")
 def lookup(H, pos, l, blank):
     """The 4-bit entry of lookup l: its tiles' cells and the blank's cell, mapped into the
-    table's frame by its cell map, ranked as (map, blank's region, order) (ranking.py;
-    fused here: this runs once per sum and node). The group's table value is its
-    Manhattan distance plus twice the entry.
+    table's frame by its cell map, ranked as ranking.py lays a table out (fused here: this
+    runs once per sum and node). The group's table value is its Manhattan distance plus
+    twice the entry.
 
-    Nearly every map leaves its free cells in one region; a bit per map (in cache) says
-    which do not, and only for those the region index is read (region 0 is the region of
-    the lowest free cell, whose entries form a plain placement table)."""
+    Region 0 (the region of the lowest free cell) is a placement table in lexicographic
+    order, so the entries of a parent and its child often share a cache line or a page
+    (a move of a late tile changes only low digits). Whether the blank is elsewhere
+    depends on the map: a bit per map (in cache) says which maps have more than one
+    region, and only for those the region index is read; a blank in another region reads
+    the map's secondary entries (map x order)."""
     tiles = H.lk_tiles
     cmap = H.lk_cmap
     m = H.lk_m[l]
-    # Order digit i counts the cells of the later tiles below tile i's cell (ranking.py),
-    # so one pass from the last tile gives the order and the map's mask together.
     occupied = np.int64(0)
-    order_r = 0
-    for i in range(m - 1, -1, -1):
-        bit = np.int64(1) << cmap[l, pos[tiles[l, i]]]
-        order_r += popcount(occupied & (bit - 1)) * H.lk_pw[l, i]
+    e = 0
+    for i in range(m):
+        c = cmap[l, pos[tiles[l, i]]]
+        bit = np.int64(1) << c
+        e += (c - popcount(occupied & (bit - 1))) * H.lk_lw[l, i]
         occupied |= bit
-    map_r = map_rank_split(occupied, H.colex_lo, H.colex_hi)
-    mfact = H.lk_pw[l, 0] * m
-    e = map_r * mfact + order_r
     if H.zero_aware:
+        map_r = map_rank_split(occupied, H.colex_lo, H.colex_hi)
         bit = H.lk_mbase[l] + map_r
         if (H.reg_multi[bit >> 3] >> (bit & 7)) & 1:
             n = cmap.shape[1]
             k = H.reg_index[H.lk_rbase[l] + map_r * n + cmap[l, blank]]
             if k != 0:
-                e = H.reg_secondary[H.lk_obase[l] + map_r] + (k - 1) * mfact + order_r
+                # Order digit i counts the cells of the later tiles below tile i's cell.
+                later = occupied
+                order_r = 0
+                for i in range(m):
+                    bit = np.int64(1) << cmap[l, pos[tiles[l, i]]]
+                    later &= ~bit
+                    order_r += popcount(later & (bit - 1)) * H.lk_pw[l, i]
+                e = H.reg_secondary[H.lk_obase[l] + map_r] + (k - 1) * H.lk_pw[l, 0] * m \
+                    + order_r
     return np.int32((H.table[H.lk_off[l] + (e >> 1)] >> ((e & 1) << 2)) & 15)
 
 

@@ -1,7 +1,8 @@
 """Pattern databases as a heuristic: lookups over memory-mapped 4-bit tables.
 
 A lookup reads one table: the cells of its tiles and the blank's cell, each mapped through
-its cell map, ranked as (map, blank's region, order) (ranking.py). Each additive partition
+its cell map, ranked as ranking.py lays a table out (lexicographic placement rank, or
+(map, blank's region, order) for a blank outside region 0). Each additive partition
 of the catalogue gives one sum of lookups; with reflection, the same groups on the board
 reflected about the main diagonal give another. Reflecting the board maps tile t at cell c
 to tile T(t) at cell T(c) (T = transpose; the blank-first goal is symmetric under it), so
@@ -23,8 +24,8 @@ from . import artifact, heuristic_kernels as hk
 from .errors import ArtifactError
 from .geometry import transpose
 from .heuristics import Heuristic, manhattan_table
-from .ranking import (RANK_SCHEME, RANK_VERSION, colex_tables, multi_region_bits, order_weights,
-                      regions)
+from .ranking import (RANK_SCHEME, RANK_VERSION, colex_tables, lex_weights, multi_region_bits,
+                      order_weights, regions)
 from .trust import open_trusted
 
 
@@ -111,11 +112,13 @@ def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool 
     colex_lo, colex_hi = colex_tables(n, mmax)
     tiles = np.zeros((len(lk), mmax), np.int64)
     pw = np.zeros((len(lk), mmax), np.int64)
+    lw = np.zeros((len(lk), mmax), np.int64)
     tile_lk = np.full((n, sums), -1, np.int64)
     for l, x in enumerate(lk):
         m = len(x.tiles)
         tiles[l, :m] = x.tiles
         pw[l, :m] = order_weights(m)
+        lw[l, :m] = lex_weights(n, m)
     for x in every:
         tile_lk[list(x.tiles), x.sum] = number[frozenset(x.tiles)]
     # Each tile's distinct lookups, numbered per tile (the bits of h_update's ``read``).
@@ -126,7 +129,7 @@ def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool 
     H = hk.heuristic_arrays(
         hk.PDB,
         tile_tab=manhattan_table(side),
-        lk_tiles=tiles, lk_pw=pw,
+        lk_tiles=tiles, lk_pw=pw, lk_lw=lw,
         lk_m=np.array([len(x.tiles) for x in lk], np.int64),
         lk_cmap=np.array([x.cell_map for x in lk], np.int64),
         lk_off=np.array([x.offset for x in lk], np.int64),

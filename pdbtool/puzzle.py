@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import random
 import re
+from functools import lru_cache
 
 from typing import NamedTuple
 
@@ -128,13 +129,19 @@ class Frame(NamedTuple):
 
 
 def frame(side: int, goal) -> Frame:
+    """The frame of a goal (cached: every solve asks for it)."""
+    return _frame(side, check_goal(goal))
+
+
+@lru_cache(maxsize=64)
+def _frame(side: int, goal: str) -> Frame:
     """The frame of a goal (see the module's docstring). The named goals keep the
     isomorphism of rotate_relabel (blank-last) and the identity (blank-first)."""
     target = goal_board(side, goal)
     n = side * side
     gb = target.index(0)
     rotation = tuple(n - 1 - c for c in range(n))
-    options = [tuple(range(n)), rotation] + symmetries(side)
+    options = [tuple(range(n)), rotation, *symmetries(side)]
     sigma = next((p for p in options if p[gb] == 0), None)
     if sigma is not None:
         labels = [0] * n

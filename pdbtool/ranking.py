@@ -1,30 +1,36 @@
 """Perfect ranking of partial permutations (m tiles placed on n cells), and the index of the
 blank's regions that zero-aware tables add to it.
 
-A placement is the cells of the group's tiles, in the group's tile order. Its rank has two
-parts (combination x permutation, as in Clausecker & Reinefeld's zero-aware tables):
+A placement is the cells of the group's tiles, in the group's tile order. It has two ranks:
 
-* the **map**, the set of occupied cells, ranked in the colexicographic order of
-  m-subsets: sum of C(c_k, k) over the sorted cells c_1 < ... < c_m (k from 1);
-* the **order** of the tiles on those cells: digit i (radix m - i) counts the occupied
-  cells below pos[i] that earlier tiles left free; digit 0 is the most significant.
+* the **lexicographic rank** (Korf's): digit i (radix n - i) counts the cells below pos[i]
+  that earlier tiles left free; digit 0 is the most significant. A move of a late tile
+  changes only low digits, so the entries a depth-first search reads one after another
+  lie close together (cache lines and pages are shared): the table's main block is in
+  this order;
+* the **map x order rank** (combination x permutation, as in Clausecker & Reinefeld's
+  zero-aware tables): the map, the set of occupied cells, ranked in the colexicographic
+  order of m-subsets (sum of C(c_k, k) over the sorted cells c_1 < ... < c_m, k from 1),
+  times m!, plus the order of the tiles on those cells (digit i, radix m - i, counts the
+  occupied cells below pos[i] that earlier tiles left free). The builder's frontier is
+  indexed by it, and the blank's other regions below.
 
-rank = map rank * m! + order rank, so there are C(n, m) * m! = n!/(n-m)! ranks. Both parts
-are O(m) with bit masks and popcounts.
+Both are bijections onto 0 .. n!/(n-m)! - 1, O(m) with bit masks and popcounts.
 
 The blank's region (the free cells it can reach without moving a tile of the group)
 depends on the map only. Regions of a map are numbered by their lowest cell, so region 0
-holds the lowest free cell. A zero-aware table keeps one entry per (map, region, order),
-region 0 first, as a plain placement table, then the other regions of every map:
+holds the lowest free cell. A zero-aware table keeps one entry per (placement, region),
+region 0 first, as a plain placement table in lexicographic order, then the other regions
+of every map:
 
-    region 0:   index = map * m! + order
+    region 0:   index = lexicographic rank
     region k:   index = secondary[map] + (k - 1) * m! + order
 
 where secondary[map] = m! * (C(n, m) + other regions of all smaller maps). A lookup reads a
-bit per map (multi_region_bits): for a map with one region (nearly all) the entry is in
-region 0; only the other maps read the region index, and another region the secondary
-offsets. ``Regions``
-holds the per-map arrays; they are small (C(25, 6) = 177,100 maps) and rebuilt on load.
+bit per map (multi_region_bits): for a map with one region the entry is in region 0; only
+the other maps read the region index, and another region the secondary offsets.
+``Regions`` holds the per-map arrays; they are small (C(25, 6) = 177,100 maps) and rebuilt
+on load.
 """
 
 from __future__ import annotations
@@ -38,8 +44,8 @@ from numba import njit
 
 from .intrinsics import popcount
 
-RANK_SCHEME = "combination-permutation"
-RANK_VERSION = 2
+RANK_SCHEME = "lexicographic+regions"
+RANK_VERSION = 3
 UNSET = 255  # a distance no build reached (the unreachable parity half of 8/full)
 NO_REGION = 255  # region index of an occupied cell
 
@@ -64,6 +70,17 @@ def binomials(n: int, m: int) -> np.ndarray:
 def order_weights(m: int) -> np.ndarray:
     """Place values of the order digits: pw[i] = (m - 1 - i)!."""
     w = np.array([factorial(m - 1 - i) for i in range(m)], np.int64)
+    w.flags.writeable = False
+    return w
+
+
+@lru_cache(maxsize=None)
+def lex_weights(n: int, m: int) -> np.ndarray:
+    """Place values of the lexicographic digits: lw[i] = (n-1-i)! / (n-m)!, the number of
+    ways to place the tiles after tile i."""
+    w = np.ones(m, np.int64)
+    for i in range(m - 2, -1, -1):
+        w[i] = w[i + 1] * (n - 1 - i)
     w.flags.writeable = False
     return w
 
@@ -183,14 +200,46 @@ def unrank(idx, n, m, binom, pw, pos):
     return occupied
 
 
+@njit(cache=True, nogil=True, inline="always")
+def lex_rank(pos, lw):
+    """Lexicographic rank of the placement pos (cells, distinct)."""
+    used = np.int64(0)
+    r = 0
+    for i in range(pos.shape[0]):
+        bit = np.int64(1) << pos[i]
+        r += (pos[i] - popcount(used & (bit - 1))) * lw[i]
+        used |= bit
+    return r
+
+
+@njit(cache=True, nogil=True)
+def lex_unrank(r, n, m, lw, pos):
+    """Write into pos the placement of lexicographic rank r; return its occupied mask."""
+    used = np.int64(0)
+    for i in range(m):
+        d = r // lw[i]
+        r -= d * lw[i]
+        x = ((np.int64(1) << n) - 1) & ~used
+        for _ in range(d):  # skip the d lowest cells still free
+            x &= x - 1
+        c = lowest_bit(x)
+        pos[i] = c
+        used |= np.int64(1) << c
+    return used
+
+
 @njit(cache=True)
-def round_trip_errors(n, m, binom, pw, start, stop, step):
-    """Count ranks in range(start, stop, step) where rank(unrank(r)) != r (0 if correct)."""
+def round_trip_errors(n, m, binom, pw, lw, start, stop, step):
+    """Count ranks in range(start, stop, step) where rank(unrank(r)) != r, in either
+    ranking (0 if both are correct)."""
     pos = np.empty(m, dtype=np.int64)
     bad = 0
     for r in range(start, stop, step):
         unrank(r, n, m, binom, pw, pos)
         if rank(pos, binom, pw) != r:
+            bad += 1
+        lex_unrank(r, n, m, lw, pos)
+        if lex_rank(pos, lw) != r:
             bad += 1
     return bad
 
@@ -200,6 +249,11 @@ def rank_of(cells, n: int) -> int:
     pos = np.asarray(cells, dtype=np.int64)
     m = len(pos)
     return int(rank(pos, binomials(n, m), order_weights(m)))
+
+
+def lex_rank_of(cells, n: int) -> int:
+    """Python-level lexicographic rank of a placement (for tools and tests)."""
+    return int(lex_rank(np.asarray(cells, dtype=np.int64), lex_weights(n, len(cells))))
 
 
 def unrank_of(r: int, n: int, m: int) -> list[int]:
@@ -283,14 +337,25 @@ def reachable_entries(side: int, m: int, zero_aware: bool = True) -> int:
 
 
 @njit(cache=True, nogil=True, inline="always")
-def entry_index(map_r, order_r, region, mfact, secondary):
-    """Index of the (map, region, order) entry in a table."""
+def entry_index(pos, map_r, order_r, region, mfact, lw, secondary):
+    """Index of the entry of placement pos (map x order rank map_r * m! + order_r) with
+    the blank in ``region``."""
     if region == 0:
-        return map_r * mfact + order_r
+        return lex_rank(pos, lw)
     return secondary[map_r] + (region - 1) * mfact + order_r
 
 
 @njit(cache=True, nogil=True, inline="always")
-def region_entry(map_r, order_r, blank_cell, mfact, reg_index, secondary):
-    """Index of the entry of a placement (map, order) with the blank in ``blank_cell``."""
-    return entry_index(map_r, order_r, reg_index[map_r, blank_cell], mfact, secondary)
+def region_entry(pos, map_r, order_r, blank_cell, mfact, lw, reg_index, secondary):
+    """Index of the entry of placement pos with the blank in ``blank_cell``."""
+    return entry_index(pos, map_r, order_r, reg_index[map_r, blank_cell], mfact, lw, secondary)
+
+
+def entry_of(cells, blank: int, side: int, zero_aware: bool = True) -> int:
+    """Python-level index of (placement, blank cell) in a table (for tools and tests)."""
+    n, m = side * side, len(cells)
+    q = rank_of(list(cells), n)
+    mfact = factorial(m)
+    reg = regions(side, m, zero_aware)
+    return int(region_entry(np.asarray(cells, np.int64), q // mfact, q % mfact, blank, mfact,
+                            lex_weights(n, m), reg.index, reg.secondary))

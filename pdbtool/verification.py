@@ -19,7 +19,7 @@ from . import artifact, geometry, heuristic_kernels as hk, puzzle, trust
 from .errors import PdbError
 from .heuristics import Heuristic, table_free
 from .pdb_heuristic import check_layout, heuristic_from
-from .ranking import (binomials, entry_index, order_weights, rank_of, reachable_entries, regions,
+from .ranking import (binomials, entry_of, lex_weights, order_weights, reachable_entries, regions,
                       round_trip_errors, table_size, unrank_of)
 from .search import Solver
 
@@ -52,16 +52,17 @@ def check_checksums(meta, data):
 
 
 def check_ranking(meta, full: bool, samples: int):
-    """rank(unrank(i)) == i over the placements, and the region index of sampled maps
-    numbers exactly the blank's connected regions (by lowest cell): the zero-aware index
-    round trip."""
+    """rank(unrank(i)) == i over the placements, in both rankings, and the region index of
+    sampled maps numbers exactly the blank's connected regions (by lowest cell): the
+    zero-aware index round trip."""
     done = maps_done = 0
     side = meta.size
     for t in meta.tables:
         n, m = t.cells, len(t.tiles)
         size = table_size(n, m)
         step = 1 if full else max(1, size // samples)
-        bad = round_trip_errors(n, m, binomials(n, m), order_weights(m), 0, size, step)
+        bad = round_trip_errors(n, m, binomials(n, m), order_weights(m), lex_weights(n, m),
+                                0, size, step)
         done += len(range(0, size, step))
         if bad:
             return False, f"table {t.name}: rank(unrank(i)) != i for {bad} sampled ranks"
@@ -109,11 +110,7 @@ def check_completeness(meta, data):
         if unset != expected or unset != t.unset:
             return False, (f"table {t.name}: {unset:,} unreachable entries, expected {expected:,} "
                            f"(recorded {t.unset:,})")
-        reg = regions(side, m, meta.zero_aware)
-        q = rank_of(list(t.tiles), t.cells)
-        mfact = factorial(m)
-        e = int(entry_index(q // mfact, q % mfact, int(reg.index[q // mfact, 0]), mfact,
-                            reg.secondary))
+        e = entry_of(t.tiles, 0, side, meta.zero_aware)
         goal = int(nibbles(np.asarray(artifact.table_view(data, t)[e // 2:e // 2 + 1]))[e % 2])
         if goal != 0:
             return False, f"table {t.name}: goal entry is {goal}, expected 0"

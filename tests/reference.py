@@ -67,20 +67,30 @@ def abstract_distances(tiles, side: int) -> dict[tuple[tuple[int, ...], int], in
 
 def table_entry(cells, blank: int, side: int, zero_aware: bool = True) -> int:
     """Where a table keeps (placement, blank cell), by the documented layout
-    (docs/architecture.md): map * m! + order for region 0 (the region of the lowest free
-    cell), else the map's secondary offset + (region - 1) * m! + order."""
-    from math import factorial
+    (docs/architecture.md), computed here from scratch: the lexicographic rank of the
+    placement for region 0 (the region of the lowest free cell), else the map's secondary
+    offset + (region - 1) * m! + order. Only the region numbering and the secondary
+    offsets come from the project (ranking.regions)."""
+    from math import comb, factorial
 
-    from pdbtool.ranking import rank_of, regions
+    from pdbtool.ranking import regions
 
-    m = len(cells)
-    q = rank_of(list(cells), side * side)
-    mfact = factorial(m)
+    n, m = side * side, len(cells)
     reg = regions(side, m, zero_aware)
-    map_r, order_r, region = q // mfact, q % mfact, int(reg.index[q // mfact, blank])
+    sorted_cells = sorted(cells)
+    map_r = sum(comb(c, k + 1) for k, c in enumerate(sorted_cells))  # colex rank of the set
+    region = int(reg.index[map_r, blank])
     if region == 0:
-        return map_r * mfact + order_r
-    return int(reg.secondary[map_r]) + (region - 1) * mfact + order_r
+        lex, free = 0, list(range(n))
+        for i, c in enumerate(cells):  # digit i: c's place among the cells still free
+            lex = lex * (n - i) + free.index(c)
+            free.remove(c)
+        return lex
+    order, free = 0, list(sorted_cells)
+    for i, c in enumerate(cells):  # digit i: c's place among the occupied cells still free
+        order = order * (m - i) + free.index(c)
+        free.remove(c)
+    return int(reg.secondary[map_r]) + (region - 1) * factorial(m) + order
 
 
 def reference_table(tiles, side: int, zero_aware: bool = True) -> np.ndarray:

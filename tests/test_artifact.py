@@ -53,7 +53,7 @@ def test_round_trip(tmp_path):
     assert (meta.format_version, meta.form, meta.partition) == (FORMAT_VERSION, "installed",
                                                                "15/7-8")
     assert (meta.size, meta.goal, meta.rank_scheme, meta.rank_version) == (
-        4, "blank-first", "combination-permutation", 2)
+        4, "blank-first", "lexicographic+regions", 3)
     assert meta.zero_aware and meta.encoding == "md-nibble"
     assert meta.builder_version == "0.1.0"
     assert meta.build == {"seconds": 1.5, "workers": 2}
@@ -137,12 +137,14 @@ DELETE = object()
 
 
 @pytest.mark.parametrize("key, value, reader, message", [
-    ("format_version", 7, read_meta, r"format version 7, this pdbtool reads 2"),
+    ("format_version", 7, read_meta, rf"format version 7, this pdbtool reads {FORMAT_VERSION}"),
     ("format_version", 1, read_meta, r"format version 1 .* rebuild it with `pdbtool build 15/7-8`"),
+    ("format_version", 2, read_meta, r"format version 2 .*map x order.* rebuild it with `pdbtool "
+                                     r"build 15/7-8`"),
     ("groups", DELETE, read_meta, r"missing attribute.*groups"),
     ("goal", "blank-last", read_meta, r"version attribute"),  # would misread every table
     ("form", "packed", open_tables, r"is a packed file; run `pdbtool unpack`"),
-], ids=["unknown format version", "format 1", "missing attribute", "tampered metadata",
+], ids=["unknown format version", "format 1", "format 2", "missing attribute", "tampered metadata",
         "packed form"])
 def test_damaged_attributes_are_refused(tmp_path, key, value, reader, message):
     path = tmp_path / "a.h5"

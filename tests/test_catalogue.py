@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pdbtool import catalogue
+from pdbtool import artifact, catalogue
 from pdbtool.builder import build
 from pdbtool.errors import BadInput
 from pdbtool.geometry import blank_region, symmetries, transpose
@@ -67,3 +67,47 @@ def test_max_of_additive_sums_is_admissible_and_optimal(tmp_path, oracle8):
         r = solver.solve(board, "blank-first")
         assert r.length == oracle8[board]
     assert solver.heuristic.H.tile_lk.shape[1] == 4  # 2 partitions x (direct, reflected)
+
+
+SHARED = catalogue.parse("""# name: 8/test-shared
+# note: partition 0 is its own reflection, so its reflected sum reads the same two lookups
+1,2,3,6
+4,5,7,8
+
+1,2,3,4
+5,6,7,8
+""")
+
+
+def test_lookups_equal_the_table_bytes_read_by_the_documented_layout(tmp_path):
+    """h of the kernels (shared lookups, lexicographic region 0, the blank's regions, cell
+    maps, reflection) equals h computed here from the artifact's bytes: each group's entry
+    found by reference.table_entry, md + 2 * entry summed per partition, on the board and
+    on its reflection, maxed."""
+    from reference import table_entry
+
+    meta = build(SHARED, tmp_path, progress=False)
+    h = load_heuristic(meta.path)
+    assert h.H.lk_m.shape[0] == 6  # 8 group lookups, 6 distinct tile sets
+    _, data = artifact.open_tables(meta.path)
+    t = transpose(3)
+
+    def sums(board):
+        pos = {tile: c for c, tile in enumerate(board)}
+        out = [0] * meta.partitions
+        for g in meta.groups:
+            cells = [g.cell_map[pos[tile]] for tile in g.tiles]
+            e = table_entry(cells, g.cell_map[pos[0]], 3)
+            byte = int(artifact.table_view(data, meta.tables[g.table])[e // 2])
+            md = sum(abs(pos[tile] // 3 - tile // 3) + abs(pos[tile] % 3 - tile % 3)
+                     for tile in g.tiles)
+            out[g.partition] += md + 2 * ((byte >> 4 * (e % 2)) & 15)
+        return out
+
+    rng = np.random.default_rng(11)
+    for _ in range(400):
+        board = tuple(int(x) for x in rng.permutation(9))
+        reflected = [0] * 9
+        for c, tile in enumerate(board):
+            reflected[t[c]] = t[tile]
+        assert h.value(board) == max(sums(board) + sums(tuple(reflected)))

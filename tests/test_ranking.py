@@ -1,18 +1,27 @@
 import itertools
 import random
 
-from pdbtool.ranking import (binomials, order_weights, rank_of, round_trip_errors, table_size,
-                             unrank_of)
+from pdbtool.ranking import (binomials, lex_rank_of, lex_weights, order_weights, rank_of,
+                             round_trip_errors, table_size, unrank_of)
 
 
 def errors(n, m, start, stop, step):
-    return round_trip_errors(n, m, binomials(n, m), order_weights(m), start, stop, step)
+    return round_trip_errors(n, m, binomials(n, m), order_weights(m), lex_weights(n, m),
+                             start, stop, step)
 
 
 def test_rank_is_a_bijection_on_small_groups():
     for n, m in ((4, 2), (6, 3), (9, 4), (9, 8)):
         ranks = sorted(rank_of(p, n) for p in itertools.permutations(range(n), m))
         assert ranks == list(range(table_size(n, m)))
+
+
+def test_lex_rank_is_the_lexicographic_order():
+    """itertools.permutations lists placements in lexicographic order: the lexicographic
+    rank of the i-th is i (the table's main block is in this order)."""
+    for n, m in ((4, 2), (6, 3), (9, 4), (9, 8), (16, 3)):
+        for i, p in enumerate(itertools.permutations(range(n), m)):
+            assert lex_rank_of(p, n) == i
 
 
 def test_round_trip_exhaustive_medium():
