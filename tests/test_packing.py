@@ -9,6 +9,7 @@ import pytest
 
 from pdbtool import trust
 from pdbtool.artifact import (
+    FORMAT_VERSION,
     ZSTD_FILTER,
     GroupInfo,
     TableData,
@@ -132,7 +133,8 @@ def test_unknown_format_version_is_refused(tmp_path, packed):
     _, dst = packed
     with h5py.File(dst, "r+") as f:
         f.attrs["format_version"] = 7
-    with pytest.raises(ArtifactError, match=r"pdbpack: format version 7, this pdbtool reads 2"):
+    with pytest.raises(ArtifactError,
+                       match=rf"pdbpack: format version 7, this pdbtool reads {FORMAT_VERSION}"):
         unpack(dst, tmp_path / "out.h5")
 
 
