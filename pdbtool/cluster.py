@@ -506,6 +506,11 @@ class Cluster:
 
     def __init__(self, address: str = LOCAL, *, cache_dir=None, shared=None,
                  notify: Callable[[str], None] | None = None, num_cpus: int | None = None):
+        if address == LOCAL:
+            # A local Ray listens on loopback only: with clusters "disabled" Ray binds
+            # 127.0.0.1, otherwise every interface. Ray reads it on import; the user's
+            # setting wins.
+            os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
         self.ray = ray = ray_module()
         self.address = address
         self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
