@@ -28,6 +28,8 @@ import grpc
 from google.protobuf import message_factory
 from google.protobuf.message import DecodeError
 
+from pdbtool import alarms
+
 log = logging.getLogger("pdbd")
 
 LIMIT_KEY = "pdbd-limit"  # trailing metadata telling the RESOURCE_EXHAUSTED cases apart
@@ -92,13 +94,11 @@ class Receiver:
         """The next message of the call, parsed; None when the client closed its side.
         Cancels the call if nothing arrives within the timeout; aborts the call with
         INVALID_ARGUMENT if the bytes do not decode."""
-        timer = threading.Timer(self.timeout, self._drop, args=(context, method))
-        timer.daemon = True
-        timer.start()
+        alarm = alarms.after(self.timeout, self._drop, context, method)
         try:
             data = next(requests, None)
         finally:
-            timer.cancel()
+            alarm.cancel()
         if data is None:
             return None
         message = cls()

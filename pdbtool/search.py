@@ -11,6 +11,7 @@ live counters, the node budget and the timeout.
 from __future__ import annotations
 
 import contextlib
+import queue
 import threading
 import time
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import limits, puzzle
+from . import alarms, limits, puzzle
 from .algorithms import LIMIT_REASONS, Algorithm, search_with
 from .errors import ArtifactError, BadInput, LimitReached, PdbError
 from .geometry import blank_moves
@@ -117,34 +118,51 @@ class SearchControl:
         """The budget as the kernels take it: -1 for none."""
         return -1 if self.budget is None else int(self.budget)
 
-    def timer(self) -> threading.Timer | None:
-        """A started timer that halts the search after ``timeout`` seconds, or None."""
+    def timer(self) -> alarms.Alarm | None:
+        """A set alarm that halts the search after ``timeout`` seconds, or None."""
         if self.timeout is None:
             return None
-        t = threading.Timer(self.timeout, self.halt, args=(self.timeout_reason,))
-        t.daemon = True
-        t.start()
-        return t
+        return alarms.after(self.timeout, self.halt, self.timeout_reason)
 
 
-def interruptible(fn, *args):
-    """``fn(*args)`` on a helper thread while this (the main) thread waits in short steps,
-    so Ctrl-C arrives during a kernel call that holds no GIL (the caller then halts it)."""
-    box = {}
+class _SearchThread:
+    """One long-lived thread that runs the main thread's searches (started with the first):
+    a new thread per search cost more than an easy search itself."""
 
-    def target():
-        try:
-            box["value"] = fn(*args)
-        except BaseException as e:  # handed to the caller as it is
-            box["error"] = e
+    def __init__(self):
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
 
-    worker = threading.Thread(target=target, name="pdbtool-search", daemon=True)
-    worker.start()
-    while worker.is_alive():
-        worker.join(0.05)
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    def run(self, fn, *args):
+        """``fn(*args)`` on the search thread while the caller waits in short steps, so
+        Ctrl-C arrives during a kernel call that holds no GIL (the caller then halts it)."""
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():  # also after a fork
+                self._jobs = queue.SimpleQueue()
+                self._thread = threading.Thread(target=self._serve, name="pdbtool-search",
+                                                daemon=True)
+                self._thread.start()
+        box, done = {}, threading.Event()
+        self._jobs.put((fn, args, box, done))
+        while not done.wait(0.05):
+            pass
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+    def _serve(self) -> None:
+        while True:
+            fn, args, box, done = self._jobs.get()
+            try:
+                box["value"] = fn(*args)
+            except BaseException as e:  # handed to the caller as it is
+                box["error"] = e
+            finally:
+                done.set()
+
+
+_SEARCH_THREAD = _SearchThread()
 
 
 class Solver:
@@ -221,7 +239,7 @@ class Solver:
     def _on_main(fn, *args):
         """``fn(*args)``, interruptible by Ctrl-C when called on the main thread."""
         if threading.current_thread() is threading.main_thread():
-            return interruptible(fn, *args)
+            return _SEARCH_THREAD.run(fn, *args)
         return fn(*args)
 
     def _search_serial(self, prepared: PreparedBoard, control: SearchControl,

@@ -1,0 +1,88 @@
+"""Alarms: call a function after a delay, on one long-lived thread shared by the process.
+
+A search with a time limit and each daemon call waiting for its request need an alarm, and
+most are cancelled long before they ring. ``threading.Timer`` starts a thread for each, and
+``Thread.start`` waits until the new thread has run: with other threads holding the GIL
+that wait alone took milliseconds per query (pdbd, measured). Here setting an alarm is a
+heap push, cancelling it a flag; the one alarm thread sleeps until the earliest is due.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+import time
+
+log = logging.getLogger("pdbtool")
+
+
+class Alarm:
+    """A pending call; ``cancel()`` makes sure it does not happen (if it has not yet)."""
+
+    __slots__ = ("when", "fn", "args", "cancelled")
+
+    def __init__(self, when: float, fn, args: tuple):
+        self.when, self.fn, self.args = when, fn, args
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class Alarms:
+    """The alarm thread and its heap of pending alarms (started with the first alarm)."""
+
+    def __init__(self, name: str = "pdbtool-alarms"):
+        self.name = name
+        self._heap: list[tuple[float, int, Alarm]] = []
+        self._order = itertools.count()  # equal times ring in the order they were set
+        self._wake = threading.Condition(threading.Lock())
+        self._thread: threading.Thread | None = None
+        self._compact_at = 64  # heap size at which the cancelled alarms are dropped
+
+    def after(self, seconds: float, fn, *args) -> Alarm:
+        """Call ``fn(*args)`` on the alarm thread in ``seconds`` seconds, unless cancelled."""
+        alarm = Alarm(time.monotonic() + seconds, fn, args)
+        with self._wake:
+            if self._thread is None or not self._thread.is_alive():  # also after a fork
+                self._heap.clear()
+                self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+                self._thread.start()
+            earliest = not self._heap or alarm.when < self._heap[0][0]
+            heapq.heappush(self._heap, (alarm.when, next(self._order), alarm))
+            if len(self._heap) >= self._compact_at:  # amortized: at most twice the live ones
+                self._heap = [e for e in self._heap if not e[2].cancelled]
+                heapq.heapify(self._heap)
+                self._compact_at = max(64, 2 * len(self._heap))
+            if earliest:
+                self._wake.notify()
+        return alarm
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while self._heap and self._heap[0][2].cancelled:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._wake.wait()
+                    continue
+                delay = self._heap[0][0] - time.monotonic()
+                if delay > 0:
+                    self._wake.wait(delay)
+                    continue
+                alarm = heapq.heappop(self._heap)[2]
+            if not alarm.cancelled:
+                try:
+                    alarm.fn(*alarm.args)
+                except Exception:  # an alarm's failure must not stop the others
+                    log.exception("alarm %r failed", alarm.fn)
+
+
+_ALARMS = Alarms()
+
+
+def after(seconds: float, fn, *args) -> Alarm:
+    """Call ``fn(*args)`` in ``seconds`` seconds on the process's alarm thread."""
+    return _ALARMS.after(seconds, fn, *args)

@@ -1,0 +1,36 @@
+"""The shared alarm thread: alarms ring once, in time order, not when cancelled, and a
+failing alarm does not stop the others."""
+
+import threading
+import time
+
+from pdbtool.alarms import Alarms
+
+
+def test_alarms_ring_in_time_order_and_cancelled_ones_do_not():
+    alarms, rang, done = Alarms("test-alarms"), [], threading.Event()
+    alarms.after(0.15, rang.append, "late")
+    cancelled = alarms.after(0.05, rang.append, "cancelled")
+    alarms.after(0.10, rang.append, "middle")
+    alarms.after(0.01, rang.append, "early")
+    alarms.after(0.20, done.set)
+    cancelled.cancel()
+    assert done.wait(5)
+    assert rang == ["early", "middle", "late"]
+
+
+def test_an_earlier_alarm_wakes_the_thread_and_a_failure_does_not_stop_it():
+    alarms, done = Alarms("test-alarms"), threading.Event()
+    alarms.after(30, done.set)  # the thread sleeps until this one...
+    alarms.after(0.01, lambda: 1 / 0)  # ...unless woken; this one fails
+    t = time.monotonic()
+    alarms.after(0.05, done.set)
+    assert done.wait(5)
+    assert time.monotonic() - t < 5
+
+
+def test_many_cancelled_alarms_are_dropped_from_the_heap():
+    alarms = Alarms("test-alarms")
+    for _ in range(10_000):
+        alarms.after(60, print).cancel()
+    assert len(alarms._heap) < 200
