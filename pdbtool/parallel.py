@@ -257,5 +257,8 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, threads: int,
         return tally.outcome()
 
     with cf.ThreadPoolExecutor(threads) as pool:
-        return search_bounds(solver, prepared, control, threads, serial, parallel_iteration,
-                             publish, serial_below)
+        try:
+            return search_bounds(solver, prepared, control, threads, serial, parallel_iteration,
+                                 publish, serial_below)
+        finally:  # also on Ctrl-C: running subtrees stop, queued ones are skipped
+            halt[0] = 1

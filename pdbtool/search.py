@@ -11,7 +11,6 @@ live counters, the node budget and the timeout.
 from __future__ import annotations
 
 import contextlib
-import queue
 import threading
 import time
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from .errors import ArtifactError, BadInput, LimitReached, PdbError
 from .geometry import blank_moves
 from .heuristic_kernels import ROW_H, h_init
 from .heuristics import Heuristic, board_arrays
+from .interrupts import MAIN_THREAD_SEARCHES
 from .move_pruning import pruning_fsm
 from .result import SolveResult
 from . import search_kernel
@@ -125,46 +125,6 @@ class SearchControl:
         return alarms.after(self.timeout, self.halt, self.timeout_reason)
 
 
-class _SearchThread:
-    """One long-lived thread that runs the main thread's searches (started with the first):
-    a new thread per search cost more than an easy search itself."""
-
-    def __init__(self):
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def run(self, fn, *args):
-        """``fn(*args)`` on the search thread while the caller waits in short steps, so
-        Ctrl-C arrives during a kernel call that holds no GIL (the caller then halts it)."""
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():  # also after a fork
-                self._jobs = queue.SimpleQueue()
-                self._thread = threading.Thread(target=self._serve, name="pdbtool-search",
-                                                daemon=True)
-                self._thread.start()
-        box, done = {}, threading.Event()
-        self._jobs.put((fn, args, box, done))
-        while not done.wait(0.05):
-            pass
-        if "error" in box:
-            raise box["error"]
-        return box["value"]
-
-    def _serve(self) -> None:
-        while True:
-            fn, args, box, done = self._jobs.get()
-            try:
-                box["value"] = fn(*args)
-            except BaseException as e:  # handed to the caller as it is
-                box["error"] = e
-            finally:
-                done.set()
-
-
-_SEARCH_THREAD = _SearchThread()
-
-
 class Solver:
     """Solver for one board size with one heuristic (IDA* by default, optimal); safe to share
     across threads."""
@@ -220,13 +180,14 @@ class Solver:
         source = self.heuristic.source  # the table file: checked around the search
         timer = control.timer()
         try:
-            with source.guarding(control) if source else contextlib.nullcontext():
+            with (source.guarding(control) if source else contextlib.nullcontext(),
+                  MAIN_THREAD_SEARCHES.halting(control)):
                 if algorithm.name != "ida":
-                    return self._on_main(search_with, self, prepared, algorithm, threads, control)
+                    return search_with(self, prepared, algorithm, threads, control)
                 if threads > 1:
                     from .parallel import search_parallel
                     return search_parallel(self, prepared, threads, control)
-                return self._on_main(self._search_serial, prepared, control, events)
+                return self._search_serial(prepared, control, events)
         except BaseException as e:
             if not isinstance(e, Exception):  # Ctrl-C, SIGTERM (console.Terminated), exit
                 control.halt("cancelled")  # every kernel returns within about a millisecond
@@ -234,13 +195,6 @@ class Solver:
         finally:
             if timer:
                 timer.cancel()
-
-    @staticmethod
-    def _on_main(fn, *args):
-        """``fn(*args)``, interruptible by Ctrl-C when called on the main thread."""
-        if threading.current_thread() is threading.main_thread():
-            return _SEARCH_THREAD.run(fn, *args)
-        return fn(*args)
 
     def _search_serial(self, prepared: PreparedBoard, control: SearchControl,
                        events: np.ndarray | None) -> SolveResult:
