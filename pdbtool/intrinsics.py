@@ -1,5 +1,5 @@
-"""What numba does not expose: popcount and atomic OR (two machine instructions), and a
-class attribute of an argument as a compile-time constant."""
+"""What numba does not expose: popcount, atomic OR and atomic add (machine instructions),
+and a class attribute of an argument as a compile-time constant."""
 
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
@@ -13,6 +13,17 @@ def popcount(typingctx, x):
     return x(x), codegen
 
 
+def _read_modify_write(op: str):
+    """Code for ary[idx] = ary[idx] <op> val, atomically, returning the old value."""
+    def codegen(context, builder, sig, args):
+        aryty = sig.args[0]
+        arr = context.make_array(aryty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, aryty, arr, [args[1]])
+        value = context.cast(builder, args[2], sig.args[2], aryty.dtype)
+        return builder.atomic_rmw(op, ptr, value, "monotonic")
+    return codegen
+
+
 @intrinsic
 def atomic_or(typingctx, ary, idx, val):
     """ary[idx] |= val as one atomic read-modify-write; returns the old value.
@@ -20,13 +31,17 @@ def atomic_or(typingctx, ary, idx, val):
     The builder's threads OR blank-cell bits into shared masks; a plain |= could lose a
     concurrent update, and a lost bit would make a table entry too large (inadmissible).
     """
-    def codegen(context, builder, sig, args):
-        aryty = sig.args[0]
-        arr = context.make_array(aryty)(context, builder, args[0])
-        ptr = cgutils.get_item_pointer(context, builder, aryty, arr, [args[1]])
-        value = context.cast(builder, args[2], sig.args[2], aryty.dtype)
-        return builder.atomic_rmw("or", ptr, value, "monotonic")
-    return ary.dtype(ary, idx, val), codegen
+    return ary.dtype(ary, idx, val), _read_modify_write("or")
+
+
+@intrinsic
+def atomic_add(typingctx, ary, idx, val):
+    """ary[idx] += val as one atomic read-modify-write; returns the old value.
+
+    The threads of one parallel IDA* iteration claim the subtrees at the split depth
+    from a shared counter (search_kernel.dfs_loop): each is searched exactly once.
+    """
+    return ary.dtype(ary, idx, val), _read_modify_write("add")
 
 
 def class_constant(obj, name: str):

@@ -1,18 +1,21 @@
-"""Parallel IDA* of one board: the root is expanded to a frontier of subtrees, and every
-iteration searches all of them with the same bound on a thread pool (the numba kernel
-releases the GIL). The first bound at which any subtree reaches the goal is optimal,
-exactly as in serial IDA*.
+"""Parallel IDA* of one board.
 
-A task is plain data, (board, blank, automaton state, g, bound) -> (status, next bound,
-nodes, path), so the same tasks run on a Ray cluster too (pdbtool.cluster): the bound loop
-(``search_bounds``), the combination of outcomes (``Tally``) and the search of a batch of
-subtrees (``search_subtrees``) are shared with it.
+On threads (``search_parallel``), every thread searches each iteration from the root and
+the threads share out the nodes at the split depth (search_kernel.dfs claims them from a
+shared counter; the numba kernel releases the GIL). On a Ray cluster (pdbtool.cluster),
+the root is expanded to a frontier of subtrees (``frontier``) and a task is plain data,
+(board, blank, automaton state, g, bound) -> (status, next bound, nodes, path). Either
+way the first bound at which any thread or task reaches the goal is optimal, exactly as
+in serial IDA*. Shared by both: the bound loop (``search_bounds``), the combination of
+outcomes (``Tally``) and, for the cluster, the search of a batch of subtrees
+(``search_subtrees``).
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
-import queue
+import math
+import os
 import threading
 import time
 from typing import NamedTuple
@@ -21,14 +24,18 @@ import numpy as np
 
 from .errors import LimitReached
 from .result import SolveResult
-from .search import DfsOutcome, PreparedBoard, Root, SearchControl, Solver
+from .search import DfsOutcome, PreparedBoard, SearchControl, Solver
 from .search_kernel import (BOUND, BUDGET, EXPANDED, FOUND, GENERATED, INF, MAX_DEPTH,
                             NOT_FOUND, STOPPED)
 
-FRONTIER_PER_THREAD = 128  # subtrees per thread: enough for load balance, few enough
-# that the per-task cost in Python (about 40 us) stays small against the search
-SERIAL_BELOW = 1_000_000  # after an iteration this small, the next runs serially: handing
-# out subtrees would cost more than it saves
+FRONTIER_PER_THREAD = 128  # subtrees per cluster CPU: enough for load balance, few
+# enough that the per-task cost in Python (about 40 us) stays small against the search
+SERIAL_BELOW = 1_000_000  # on a cluster, after an iteration this small the next runs on
+# the driver: handing out subtrees would cost more than it saves
+SHARE_BELOW = 5_000  # on threads, the same (a shared iteration costs a few hand-offs)
+SHARED_PER_THREAD = 512  # nodes at the split depth per thread: enough for load balance
+POLLED_AFTER = 1_000_000  # nodes generated: the iterations are long enough for progress
+ALL_CLAIMED = 1 << 62  # claims[0] once the goal is found: no node at the split depth is left
 
 
 class FrontierNode(NamedTuple):
@@ -38,15 +45,6 @@ class FrontierNode(NamedTuple):
     blank: int
     automaton_state: int
     path: tuple[int, ...]    # the blank's cells from the search root
-
-
-class Subtree(NamedTuple):
-    """A frontier node with the kernel arrays that search it, built once for every
-    iteration (the kernel restores the board after a search that did not finish)."""
-
-    node: FrontierNode
-    root: Root
-    out: np.ndarray  # the path below the node, when the goal is found
 
 
 class IterationOutcome(NamedTuple):
@@ -190,18 +188,28 @@ def search_bounds(solver: Solver, prepared: PreparedBoard, control: SearchContro
 
 
 def search_parallel(solver: Solver, prepared: PreparedBoard, threads: int,
-                    control: SearchControl, target: int | None = None,
-                    serial_below: int = SERIAL_BELOW) -> SolveResult:
-    """Solve a prepared board on ``threads`` threads (called by Solver.search); the
-    first iteration of ``serial_below`` nodes or more goes to the subtrees."""
+                    control: SearchControl, split: int | None = None,
+                    serial_below: int = SHARE_BELOW) -> SolveResult:
+    """Solve a prepared board on ``threads`` threads (called by Solver.search).
+
+    Iterations after one of fewer than ``serial_below`` nodes run serially on this thread.
+    The others run on every thread at once from the root, each thread searching the nodes
+    at depth ``split`` that it claims from a shared counter (search_kernel.dfs: every
+    node there is searched by exactly one thread, the nodes above by all; default
+    ``split_depth``). This thread searches too, so an iteration costs one hand-off per
+    other thread and iterations of a few milliseconds gain; once the search has generated
+    POLLED_AFTER nodes, this thread instead publishes the threads' counters every 20 ms
+    while they search (progress). The kernels poll the caller's stop flag; the budget is
+    shared out evenly between the threads."""
     bf = prepared.image
-    stop, counters, budget = control.stop, control.counters, control.budget
-    subtrees: list[Subtree] = []  # made when the first big iteration needs them
-    halt = np.zeros(1, np.int64)  # set when a subtree found the goal or the caller stopped
-    local = threading.local()
+    stop, counters = control.stop, control.counters
+    split = split_depth(solver.side, threads) if split is None else split
+    claims = np.zeros(1, np.int64)  # the number of the next node at the split depth
     serial = np.zeros_like(counters)  # the serial iterations' counters
-    rows = []  # each worker thread's counters
-    lock = threading.Lock()
+    rows = [np.zeros_like(counters) for _ in range(threads)]  # each thread's counters
+    roots = [solver.root(bf) for _ in range(threads)]  # each thread's board, changed in place
+    outs = [np.zeros(MAX_DEPTH + 1, np.int64) for _ in range(threads)]
+    root_node = FrontierNode(bf, bf.index(0), 0, ())
 
     def publish(bound):
         """The caller's counters: everything counted so far, and the current bound."""
@@ -209,56 +217,51 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, threads: int,
         counters[EXPANDED] = serial[EXPANDED] + sum(int(r[EXPANDED]) for r in rows)
         counters[BOUND] = bound
 
-    def worker_counters():
-        if not hasattr(local, "c"):
-            local.c = np.zeros_like(counters)
-            with lock:
-                rows.append(local.c)
-        return local.c
-
-    def task(subtree: Subtree, bound, left) -> IterationOutcome:
-        node = subtree.node
-        if halt[0]:  # the goal was found or the caller stopped: skip queued subtrees
-            return IterationOutcome(None, INF, 0, 0, STOPPED)
-        o = solver.dfs(subtree.root, node.blank, node.automaton_state, len(node.path), bound,
-                       left, halt, worker_counters(), subtree.out)
-        return subtree_outcome(node, o, subtree.out)
+    def share(k, bound, budget) -> IterationOutcome:
+        o = solver.dfs(roots[k], root_node.blank, 0, 0, bound, budget, stop, rows[k], outs[k],
+                       split, claims)
+        if o.status == FOUND:
+            claims[0] = ALL_CLAIMED  # the others finish their node and stop: this bound is optimal
+        return subtree_outcome(root_node, o, outs[k])
 
     def parallel_iteration(bound, left) -> IterationOutcome:
-        """All subtrees under one bound on the pool; completed tasks arrive on a queue
-        (waiting on thousands of futures at once would cost O(tasks) per wake-up)."""
-        if not subtrees:
-            nodes, goal_path = frontier(solver, bf, target or FRONTIER_PER_THREAD * threads)
-            if goal_path is not None:  # breadth first: the shortest path there is
-                return IterationOutcome(list(goal_path), INF, 0, 0, NOT_FOUND)
-            subtrees.extend(Subtree(node, solver.root(node.board), np.zeros(MAX_DEPTH + 1, np.int64))
-                            for node in nodes)
-        halt[0] = 0
-        finished: queue.SimpleQueue = queue.SimpleQueue()
-        for subtree in subtrees:
-            pool.submit(task, subtree, bound, left).add_done_callback(finished.put)
+        claims[0] = 0
+        budget = left if left < 0 else left // threads
+        polled = int(counters[GENERATED]) >= POLLED_AFTER
+        futures = [pool.submit(share, k, bound, budget) for k in range(0 if polled else 1, threads)]
+        shares = [] if polled else [share(0, bound, budget)]
+        if polled:
+            while cf.wait(futures, timeout=0.02).not_done:
+                publish(bound)
+        shares += [f.result() for f in futures]
+        publish(bound)
         tally = Tally()
-        remaining = len(subtrees)
-        while remaining:
-            try:
-                done = [finished.get(timeout=0.02)]
-            except queue.Empty:
-                done = []
-            publish(bound)
-            if stop[0]:
-                halt[0] = 1
-            for f in done:
-                remaining -= 1
-                tally.add(f.result(), bool(stop[0]))
-                if tally.found is not None:
-                    halt[0] = 1  # the others can stop: this bound is optimal
-            if budget is not None and counters[GENERATED] > budget and tally.found is None:
-                tally.status, halt[0] = BUDGET, 1  # live counts: running tasks stop within a poll
+        for outcome in shares:
+            tally.add(outcome, bool(stop[0]))
         return tally.outcome()
 
-    with cf.ThreadPoolExecutor(threads) as pool:
-        try:
-            return search_bounds(solver, prepared, control, threads, serial, parallel_iteration,
-                                 publish, serial_below)
-        finally:  # also on Ctrl-C: running subtrees stop, queued ones are skipped
-            halt[0] = 1
+    pool = _pool(threads)  # on Ctrl-C, Solver.search halts the control: the threads stop
+    return search_bounds(solver, prepared, control, threads, serial, parallel_iteration,
+                         publish, serial_below)
+
+
+def split_depth(side: int, threads: int) -> int:
+    """The depth whose nodes the threads share: about SHARED_PER_THREAD nodes a thread
+    there, at the branching factor of the side's puzzle under move pruning (about 2.13 for
+    the 15-puzzle, 2.37 for the 24-puzzle)."""
+    branching = {3: 1.73, 4: 2.13}.get(side, 2.37)
+    return max(1, math.ceil(math.log(SHARED_PER_THREAD * threads) / math.log(branching)))
+
+
+_POOLS: dict[int, cf.ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+os.register_at_fork(after_in_child=_POOLS.clear)  # a child has none of the parent's threads
+
+
+def _pool(threads: int) -> cf.ThreadPoolExecutor:
+    """The process's pool of ``threads`` search threads (made once: starting threads for
+    each search cost more than a small iteration)."""
+    with _POOLS_LOCK:
+        if threads not in _POOLS:
+            _POOLS[threads] = cf.ThreadPoolExecutor(threads, thread_name_prefix="pdbtool-share")
+        return _POOLS[threads]

@@ -29,9 +29,11 @@ from .move_pruning import pruning_fsm
 from .result import SolveResult
 from . import search_kernel
 from .ida_tt_kernel import no_extras
-from .search_kernel import BOUND, COUNTERS, EXPANDED, FOUND, GENERATED, MAX_DEPTH, no_events
+from .search_kernel import (BOUND, COUNTERS, EXPANDED, FOUND, GENERATED, MAX_DEPTH, NO_SPLIT,
+                            no_events)
 
 IDA = Algorithm("ida")
+_NO_CLAIMS = np.zeros(1, np.int64)  # never written: a search without a split
 
 
 class PreparedBoard(NamedTuple):
@@ -228,13 +230,17 @@ class Solver:
         return Root(board, pos, rows)
 
     def dfs(self, root: Root, blank: int, automaton_state: int, g0: int, bound: int,
-            budget: int, stop: np.ndarray, counters: np.ndarray, path: np.ndarray) -> DfsOutcome:
-        """One bounded depth-first search below ``root`` (the parallel search's task):
-        f = g0 + g + h <= bound; on FOUND, path[:length] holds the blank's cells."""
+            budget: int, stop: np.ndarray, counters: np.ndarray, path: np.ndarray,
+            split: int = NO_SPLIT, claims: np.ndarray | None = None) -> DfsOutcome:
+        """One bounded depth-first search below ``root`` (a parallel search's task):
+        f = g0 + g + h <= bound; on FOUND, path[:length] holds the blank's cells. With a
+        ``split`` depth it searches the nodes there that it claims from ``claims`` and
+        every node above (search_kernel.dfs)."""
         return DfsOutcome(*search_kernel.dfs(
             self.heuristic.H, self.side, root.board, root.pos,
             self.moves, self.nmoves, self.fsm, root.rows, blank, automaton_state, g0, bound,
-            budget, stop, counters, path, no_extras()))
+            budget, stop, counters, path, no_extras(), split,
+            _NO_CLAIMS if claims is None else claims))
 
     def _check_path(self, board_bf, blank_cells) -> tuple[int, list[int]]:
         """search_kernel.path_violation along the solution found (microseconds), and the

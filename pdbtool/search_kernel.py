@@ -4,8 +4,8 @@ Plain numba over arrays, no Python objects: the board and the tile positions are
 in place (make/undo), a move is generated only if the move-pruning automaton allows it
 (move_pruning.py: no move back to the parent, no duplicate move sequences), and the
 heuristic is updated from the parent's state row (heuristic_kernels.h_update). ``dfs`` searches one
-subtree under one bound, so the same task serves serial IDA* (``ida`` below) and the
-parallel search (parallel.py), which hands out subtrees of the root.
+subtree under one bound (shared with other threads at a split depth, or whole), so the
+same kernel serves serial IDA* (``ida`` below), the threads and the cluster (parallel.py).
 
 Control arrays, shared with the caller while the kernel runs (nogil):
   stop[0]     set non-zero by the caller to stop; polled every POLL expansions;
@@ -29,6 +29,7 @@ from numba import njit
 
 from .heuristic_kernels import h_update
 from .ida_tt_kernel import active, tt_seen
+from .intrinsics import atomic_add
 from .state_key_kernel import key_moved, key_of
 
 NOT_FOUND, FOUND, STOPPED, BUDGET = 0, 1, 2, 3  # outcomes of a search
@@ -41,6 +42,7 @@ EV_ITERATION, EV_G, EV_H, EV_CELL, EV_OUTCOME = 0, 1, 2, 3, 4
 EVENT_FIELDS = 5
 EXPANDED_NODE, PRUNED_NODE, GOAL_NODE = 0, 1, 2
 STACKS = 5  # rows of a search's stacks (dfs_loop)
+NO_SPLIT = -1  # dfs_loop searches every node (no depth is shared between threads)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -151,13 +153,19 @@ def path_to(path, blanks, depth, c):
 
 @njit(cache=True, nogil=True)
 def dfs(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound,
-        budget, stop, counters, path, extras):
+        budget, stop, counters, path, extras, split, claims):
     """Search below the root (whose state row is hs[0]) with f = g0 + g + h <= bound.
 
     moves[c, i] for i < nmoves[c] is (cell << 2) | direction of the blank's moves from c
     (directions 0-3 are U, D, L, R); fsm[state, direction] is the automaton's next state,
     or -1 if that move is pruned there. ``extras`` is ida_tt_kernel.no_extras() (the
     parallel search's tasks are plain IDA*).
+
+    ``split`` shares the search with other threads running it on the same root and bound:
+    each node at depth ``split`` below the root (in the depth-first order all of them
+    follow) is searched by the thread that claims its number from ``claims[0]`` (int64[1],
+    zero at the start of the iteration), the nodes above by every thread. NO_SPLIT: this
+    thread searches everything (``claims`` is not used).
 
     Returns (status, next bound, expanded, generated, length). On FOUND, path[:length]
     holds the cells the blank visits after the root; otherwise board and pos are restored.
@@ -166,19 +174,19 @@ def dfs(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bo
     stacks = np.empty((STACKS, MAX_DEPTH + 2), dtype=np.int64)
     status, next_bound, expanded, generated, length, _, _ = dfs_loop(
         H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound,
-        budget, stop, counters, path, stacks, no_events(), 0, 0, extras)
+        budget, stop, counters, path, stacks, no_events(), 0, 0, extras, split, claims)
     return status, next_bound, expanded, generated, length
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound,
-             budget, stop, counters, path, stacks, events, n, iteration, extras):
+             budget, stop, counters, path, stacks, events, n, iteration, extras, split, claims):
     """dfs over its stacks (int64[STACKS, depth limit + 2]: blank cells, child iterators,
     automaton states, the two words of each node's state key), recording events[n:] as
     IDA* iteration ``iteration``, with the extras of ida_tt_kernel if they are active (the
     weights and the depth limit, and a transposition table if it has slots; then g0 = 0
     and root_state = 0). Returns dfs's tuple, the rows of events used and the nodes the
-    table cut.
+    table cut. ``split`` and ``claims``: see dfs.
 
     Compiled without numba's reference counting: the arrays live as long as the caller's,
     and an inlined function that takes HeuristicArrays would otherwise incref and decref
@@ -207,6 +215,8 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
         tt_seen(extras.tt_key, extras.tt_tag, k0s[0], k1s[0], 0, iteration + 1, mask)
     status = NOT_FOUND
     length = 0
+    shared = -1  # the number of the last node seen at the split depth
+    claimed = atomic_add(claims, 0, 1) if split != NO_SPLIT else 0  # the next one it is ours
     while True:
         depth, c, next_state = next_child(board, pos, moves, nmoves, fsm, blanks, it, automaton,
                                           depth)
@@ -214,6 +224,11 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
             if depth < 0:
                 break
             continue
+        if depth + 1 == split:
+            shared += 1
+            if shared != claimed:
+                continue  # another thread's
+            claimed = atomic_add(claims, 0, 1)
         b = blanks[depth]
         t = slide(board, pos, c, b)
         generated += 1
@@ -272,6 +287,7 @@ def ida(H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters,
     on = active(extras)
     depth_limit = extras.max_depth if on else MAX_DEPTH
     stacks = np.empty((STACKS, depth_limit + 2), dtype=np.int64)
+    claims = np.zeros(1, np.int64)
     bound = extras.hw * hs[0, 0] if on else hs[0, 0]
     expanded, generated, n, cuts = 0, 0, 0, 0
     i = 0
@@ -285,7 +301,8 @@ def ida(H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters,
             left = budget - generated
         status, nb, e, g, length, n, cut = dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs,
                                                     blank, 0, 0, bound, left, stop, counters,
-                                                    path, stacks, events, n, i, extras)
+                                                    path, stacks, events, n, i, extras,
+                                                    NO_SPLIT, claims)
         expanded += e
         generated += g
         cuts += cut

@@ -1,9 +1,11 @@
 """IDA* lengths against exact oracles; replay; goal isomorphism; limits; parallel = serial."""
 
+import concurrent.futures as cf
 import random
 import threading
 import time
 
+import numpy as np
 import pytest
 
 from pdbtool import puzzle
@@ -12,6 +14,7 @@ from pdbtool.heuristics import TABLE_FREE, table_free
 from pdbtool.parallel import search_parallel
 from pdbtool.pdb_heuristic import load_heuristic
 from pdbtool.search import SearchControl, Solver
+from pdbtool.search_kernel import MAX_DEPTH, NO_SPLIT, NOT_FOUND
 from reference import korf100, korf_shortest
 
 
@@ -103,11 +106,37 @@ def test_parallel_equals_serial(art_dir):
     s8 = Solver(table_free("linear-conflict", 3))
     for _ in range(20):
         b = puzzle.random_board(3, "blank-last", rng)
-        for serial_below in (0, 1_000_000):  # subtrees from the first iteration; serial first
-            r = search_parallel(s8, s8.prepare(b, "blank-last"), 2, SearchControl(), target=16,
-                                serial_below=serial_below)
+        for split, serial_below in ((1, 0), (4, 0), (9, 0), (40, 0), (4, 1_000_000)):
+            r = search_parallel(s8, s8.prepare(b, "blank-last"), 2, SearchControl(), split=split,
+                                serial_below=serial_below)  # 0: shared from the first iteration
             assert r.length == s8.solve(b).length
             assert puzzle.apply_tile_moves(b, r.moves) == puzzle.goal_board(3, "blank-last")
+
+
+def test_threads_share_the_nodes_at_the_split_depth():
+    """Each node at the split depth is searched by exactly one thread, the nodes above by
+    every thread: two threads generate the serial count plus one more walk above the split
+    (what a thread that claims nothing generates), with the serial next bound."""
+    solver = Solver(table_free("manhattan", 4))
+    image = solver.prepare(korf100()[0][2], "blank-first").image
+    bound = solver.root(image).h + 8  # Korf #1 needs h + 16: no goal at this bound
+
+    def run(split=NO_SPLIT, claims=None):
+        root = solver.root(image)
+        return solver.dfs(root, image.index(0), 0, 0, bound, -1, np.zeros(1, np.int64),
+                          np.zeros(3, np.int64), np.zeros(MAX_DEPTH + 1, np.int64), split, claims)
+
+    serial = run()
+    assert serial.status == NOT_FOUND and serial.generated > 100_000
+    for split in (3, 9):
+        assert run(split, np.zeros(1, np.int64)) == serial  # alone, it claims every node
+        above = run(split, np.full(1, 1 << 62, np.int64)).generated  # it claims none
+        claims = np.zeros(1, np.int64)
+        with cf.ThreadPoolExecutor(2) as pool:
+            shares = list(pool.map(lambda _: run(split, claims), range(2)))
+        assert sum(o.generated for o in shares) == serial.generated + above
+        assert min(o.next_bound for o in shares) == serial.next_bound
+        assert all(o.status == NOT_FOUND for o in shares)
 
 
 def test_parallel_stop():
