@@ -25,8 +25,8 @@ import numpy as np
 from .errors import LimitReached
 from .result import SolveResult
 from .search import DfsOutcome, PreparedBoard, SearchControl, Solver
-from .search_kernel import (BOUND, BUDGET, EXPANDED, FOUND, GENERATED, INF, MAX_DEPTH,
-                            NOT_FOUND, STOPPED)
+from .search_kernel import (ALL_CLAIMED, BOUND, BUDGET, EXPANDED, FOUND, GENERATED, INF,
+                            MAX_DEPTH, NOT_FOUND, STOPPED)
 
 FRONTIER_PER_THREAD = 128  # subtrees per cluster CPU: enough for load balance, few
 # enough that the per-task cost in Python (about 40 us) stays small against the search
@@ -35,7 +35,6 @@ SERIAL_BELOW = 1_000_000  # on a cluster, after an iteration this small the next
 SHARE_BELOW = 5_000  # on threads, the same (a shared iteration costs a few hand-offs)
 SHARED_PER_THREAD = 512  # nodes at the split depth per thread: enough for load balance
 POLLED_AFTER = 1_000_000  # nodes generated: the iterations are long enough for progress
-ALL_CLAIMED = 1 << 62  # claims[0] once the goal is found: no node at the split depth is left
 
 
 class FrontierNode(NamedTuple):
@@ -221,7 +220,7 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, threads: int,
         o = solver.dfs(roots[k], root_node.blank, 0, 0, bound, budget, stop, rows[k], outs[k],
                        split, claims)
         if o.status == FOUND:
-            claims[0] = ALL_CLAIMED  # the others finish their node and stop: this bound is optimal
+            claims[0] = ALL_CLAIMED  # the others stop at their next poll: this bound is optimal
         return subtree_outcome(root_node, o, outs[k])
 
     def parallel_iteration(bound, left) -> IterationOutcome:

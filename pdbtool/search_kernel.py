@@ -43,6 +43,8 @@ EVENT_FIELDS = 5
 EXPANDED_NODE, PRUNED_NODE, GOAL_NODE = 0, 1, 2
 STACKS = 5  # rows of a search's stacks (dfs_loop)
 NO_SPLIT = -1  # dfs_loop searches every node (no depth is shared between threads)
+ALL_CLAIMED = 1 << 62  # claims[0] once a thread found the goal: the others stop at a poll
+SHARE_POLL = 256  # expansions between a sharing thread's looks at claims[0]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -164,8 +166,10 @@ def dfs(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bo
     ``split`` shares the search with other threads running it on the same root and bound:
     each node at depth ``split`` below the root (in the depth-first order all of them
     follow) is searched by the thread that claims its number from ``claims[0]`` (int64[1],
-    zero at the start of the iteration), the nodes above by every thread. NO_SPLIT: this
-    thread searches everything (``claims`` is not used).
+    zero at the start of the iteration), the nodes above by every thread; a thread that
+    finds the goal sets ``claims[0]`` to ALL_CLAIMED, and the others stop (STOPPED) within
+    SHARE_POLL expansions. NO_SPLIT: this thread searches everything (``claims`` is not
+    used).
 
     Returns (status, next bound, expanded, generated, length). On FOUND, path[:length]
     holds the cells the blank visits after the root; otherwise board and pos are restored.
@@ -266,6 +270,8 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
         expanded += 1
         status, reported_g, reported_e = poll(counters, stop, budget, generated, expanded,
                                               reported_g, reported_e)
+        if split != NO_SPLIT and expanded & (SHARE_POLL - 1) == 0 and claims[0] >= ALL_CLAIMED:
+            status = STOPPED  # another thread found the goal at this bound
         if status != NOT_FOUND:
             break
     if status == STOPPED or status == BUDGET:

@@ -130,7 +130,7 @@ def test_threads_share_the_nodes_at_the_split_depth():
     assert serial.status == NOT_FOUND and serial.generated > 100_000
     for split in (3, 9):
         assert run(split, np.zeros(1, np.int64)) == serial  # alone, it claims every node
-        above = run(split, np.full(1, 1 << 62, np.int64)).generated  # it claims none
+        above = run(split, np.full(1, 1 << 61, np.int64)).generated  # it claims none
         claims = np.zeros(1, np.int64)
         with cf.ThreadPoolExecutor(2) as pool:
             shares = list(pool.map(lambda _: run(split, claims), range(2)))
