@@ -124,6 +124,8 @@ class Daemon:
             for service, impl, classes in services))
         for name in ("", SERVICE_NAME):
             self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+        self._solver_status = health_pb2.HealthCheckResponse.NOT_SERVING
+        self._health_lock = threading.Lock()
         self._serving = False
         self._stop = threading.Event()
         self.prefault_on = prefault
@@ -181,7 +183,10 @@ class Daemon:
             return
         status = (health_pb2.HealthCheckResponse.NOT_SERVING if self.pool.full
                   else health_pb2.HealthCheckResponse.SERVING)
-        self.health.set(SERVICE_NAME, status)
+        with self._health_lock:  # set only on a change: twice a query otherwise
+            if status != self._solver_status:
+                self._solver_status = status
+                self.health.set(SERVICE_NAME, status)
 
     def _prefault(self, tables: TableSet) -> None:
         """Read the tables into memory in the background, after SERVING."""
