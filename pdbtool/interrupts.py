@@ -25,14 +25,14 @@ class MainThreadSearches:
     def __init__(self):
         self._lock = threading.Lock()
         self._active: dict[int, object] = {}  # id -> SearchControl
-        self._installed: bool | None = None  # None: not tried yet
+        self._writer: socket.socket | None = None  # the wakeup socket's end the handler writes
 
     @contextlib.contextmanager
     def halting(self, control):
         """Around a search on the main thread: a HALTING signal halts ``control`` (reason
-        "cancelled"). Elsewhere, or where the program set its own wakeup fd (an asyncio
-        loop), it does nothing: the signal then waits for the search to end."""
-        if threading.current_thread() is not threading.main_thread() or not self._install():
+        "cancelled"). Elsewhere, or while the program has its own wakeup fd (an asyncio
+        loop's), it does nothing: the signal then waits for the search to end."""
+        if threading.current_thread() is not threading.main_thread() or not self._wake_us():
             yield
             return
         with self._lock:
@@ -43,27 +43,22 @@ class MainThreadSearches:
             with self._lock:
                 self._active.pop(id(control), None)
 
-    def _install(self) -> bool:
-        """Once, on the main thread: the wakeup socket and its watcher."""
-        if self._installed is None:
-            reader, writer = socket.socketpair()
-            writer.setblocking(False)
-            try:
-                previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
-            except ValueError:  # not the main thread of the main interpreter
-                previous = None
-            if previous != -1:  # someone else's (restored) or none possible
-                if previous is not None:
-                    signal.set_wakeup_fd(previous)
-                reader.close()
-                writer.close()
-                self._installed = False
-            else:
-                self._sockets = (reader, writer)  # kept open for the process's life
-                threading.Thread(target=self._watch, args=(reader,), name="pdbtool-interrupts",
-                                 daemon=True).start()
-                self._installed = True
-        return self._installed
+    def _wake_us(self) -> bool:
+        """Make the wakeup fd ours (on the main thread), unless another one is set."""
+        if self._writer is None:
+            reader, self._writer = socket.socketpair()
+            self._writer.setblocking(False)
+            threading.Thread(target=self._watch, args=(reader,), name="pdbtool-interrupts",
+                             daemon=True).start()
+        ours = self._writer.fileno()
+        try:
+            previous = signal.set_wakeup_fd(ours, warn_on_full_buffer=False)
+        except ValueError:  # not the main thread of the main interpreter
+            return False
+        if previous in (-1, ours):
+            return True
+        signal.set_wakeup_fd(previous)  # someone else's: leave it to them
+        return False
 
     def _watch(self, reader: socket.socket) -> None:
         while data := reader.recv(64):

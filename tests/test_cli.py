@@ -217,6 +217,27 @@ def test_limits_in_the_library_are_checked():
         client.solve("1 2 3 4 5 6 0 7 8", budget=2**64)
 
 
+def test_ctrl_c_leaves_another_wakeup_fd_alone():
+    """A program with its own wakeup fd (an asyncio loop's) keeps it; its Ctrl-C then waits
+    for the search to end, as a Python handler does."""
+    import signal
+    import socket
+
+    from pdbtool.interrupts import MainThreadSearches
+    from pdbtool.search import SearchControl
+
+    reader, writer = socket.socketpair()
+    writer.setblocking(False)
+    previous = signal.set_wakeup_fd(writer.fileno())
+    try:
+        with MainThreadSearches().halting(SearchControl()):
+            assert signal.set_wakeup_fd(writer.fileno()) == writer.fileno()
+    finally:
+        signal.set_wakeup_fd(previous)
+        reader.close()
+        writer.close()
+
+
 @pytest.mark.parametrize("threads, after", [(1, 0.3), (2, 0.3), (2, 3.0)])
 def test_ctrl_c_stops_a_solve_on_the_main_thread(threads, after):
     """The kernel runs on the main thread (no GIL, no Python handler until it returns):
