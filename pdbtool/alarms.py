@@ -12,6 +12,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+import os
 import threading
 import time
 
@@ -46,8 +47,7 @@ class Alarms:
         """Call ``fn(*args)`` on the alarm thread in ``seconds`` seconds, unless cancelled."""
         alarm = Alarm(time.monotonic() + seconds, fn, args)
         with self._wake:
-            if self._thread is None or not self._thread.is_alive():  # also after a fork
-                self._heap.clear()
+            if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
                 self._thread.start()
             earliest = not self._heap or alarm.when < self._heap[0][0]
@@ -81,6 +81,7 @@ class Alarms:
 
 
 _ALARMS = Alarms()
+os.register_at_fork(after_in_child=lambda: _ALARMS.__init__(_ALARMS.name))  # a fresh one
 
 
 def after(seconds: float, fn, *args) -> Alarm:
