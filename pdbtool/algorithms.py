@@ -141,10 +141,10 @@ def _ida_tt(solver, prepared, algorithm, control):
     bounds = np.zeros(depth + 1, np.int64)
     nodes = np.zeros(depth + 1, np.int64)
     t0 = time.perf_counter()
-    status, length, expanded, generated, iters, _, cuts = ida(
+    status, length, expanded, generated, iters, _, cuts, _ = ida(
         solver.heuristic.H, side, root.board, root.pos, solver.moves, solver.nmoves, solver.fsm,
         root.rows, prepared.image.index(0), control.kernel_budget, control.stop, control.counters,
-        path, bounds, nodes, no_events(), Extras(gw, hw, depth, tt_key, tt_tag, bits, per))
+        path, bounds, nodes, no_events(), Extras(gw, hw, depth, tt_key, tt_tag, bits, per), -1)
     seconds = time.perf_counter() - t0
     if status != FOUND:
         _limit(status, algorithm.name, generated, seconds)

@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .algorithms import LIMIT_REASONS
 from .errors import LimitReached
 from .result import SolveResult
 from .search import DfsOutcome, PreparedBoard, SearchControl, Solver
@@ -32,7 +33,7 @@ FRONTIER_PER_THREAD = 128  # subtrees per cluster CPU: enough for load balance, 
 # enough that the per-task cost in Python (about 40 us) stays small against the search
 SERIAL_BELOW = 1_000_000  # on a cluster, after an iteration this small the next runs on
 # the driver: handing out subtrees would cost more than it saves
-SHARE_BELOW = 5_000  # on threads, the same (a shared iteration costs a few hand-offs)
+SHARE_BELOW = 1_000  # on threads, the same (a shared iteration costs a hand-off a thread)
 SHARED_PER_THREAD = 512  # nodes at the split depth per thread: enough for load balance
 POLLED_AFTER = 1_000_000  # nodes generated: the iterations are long enough for progress
 
@@ -142,48 +143,40 @@ def search_bounds(solver: Solver, prepared: PreparedBoard, control: SearchContro
     (pdbtool.cluster) run them: from the initial h up to the first bound that reaches the
     goal (optimal, as in serial IDA*), each to the smallest overshoot of the one before.
 
-    Small iterations run serially from the root on this thread, counting into ``serial``
-    (an easy board never pays for the frontier); the first that generates ``serial_below``
-    nodes switches to ``parallel_iteration(bound, left)`` -> IterationOutcome for the rest.
-    ``publish(bound)`` writes the caller's counters (control.counters)."""
+    The small iterations run serially from the root on this thread, in one kernel call
+    (Solver.iterate: an easy board never pays for the threads or the frontier), up to the
+    first that generates ``serial_below`` nodes; ``parallel_iteration(bound, left)`` ->
+    IterationOutcome runs the rest. ``serial`` receives the serial iterations' counters;
+    ``publish(bound)`` writes the caller's counters (control.counters) from them and the
+    parallel iterations'."""
     bf = prepared.image
     stop, budget = control.stop, control.budget
     t0 = time.perf_counter()
     root = solver.root(bf)
-    h0 = root.h
-    if h0 == 0:
-        return solver.result(prepared, [], 0, 0, time.perf_counter() - t0, 0, [], threads)
-    root_out = np.zeros(MAX_DEPTH + 1, np.int64)
-
-    def serial_iteration(bound, left) -> IterationOutcome:
-        """One whole iteration from the root on this thread (for small iterations)."""
-        o = solver.dfs(root, bf.index(0), 0, 0, bound, left, stop, serial, root_out)
-        publish(bound)
-        return subtree_outcome(FrontierNode(bf, bf.index(0), 0, ()), o, root_out)
-
-    bound, expanded, generated, iterations = h0, 0, 0, []
-    last = 0
+    first = solver.iterate(root, bf.index(0), control, hand_off=serial_below)
+    serial[:] = control.counters  # the kernel counted into them, for live progress
+    expanded, generated, iterations = first.expanded, first.generated, first.iterations
+    status, found, bound = first.status, first.path, first.next_bound
     while True:
+        if status == FOUND:
+            return solver.result(prepared, found, expanded, generated,
+                                 time.perf_counter() - t0, root.h, iterations, threads)
+        if status != NOT_FOUND or stop[0]:
+            why = LIMIT_REASONS.get(status if status != NOT_FOUND else STOPPED)
+            last = iterations[-1]["bound"] if iterations else root.h
+            raise LimitReached(f"{why} after {generated:,} nodes "
+                               f"({time.perf_counter() - t0:.3f} s, bound {last})")
+        if bound >= INF:
+            raise LimitReached("no solution below the depth limit")
         if bound > MAX_DEPTH:
             raise LimitReached(f"bound {bound} exceeds the search's depth limit")
         left = -1 if budget is None else max(0, budget - generated)
-        if last < serial_below:
-            it = serial_iteration(bound, left)
-        else:
-            it = parallel_iteration(bound, left)
+        it = parallel_iteration(bound, left)
         expanded += it.expanded
         generated += it.generated
-        last = it.generated
         iterations.append({"bound": int(bound), "nodes": int(it.generated)})
-        if it.found is not None:
-            return solver.result(prepared, it.found, expanded, generated,
-                                 time.perf_counter() - t0, h0, iterations, threads)
-        if it.status != NOT_FOUND or stop[0]:
-            why = "node budget exhausted" if it.status == BUDGET else "search stopped (cancelled or deadline)"
-            raise LimitReached(f"{why} after {generated:,} nodes ({time.perf_counter() - t0:.3f} s, bound {bound})")
-        if it.next_bound >= INF:
-            raise LimitReached("no solution below the depth limit")
-        bound = it.next_bound
+        status = FOUND if it.found is not None else it.status
+        found, bound = it.found, it.next_bound
 
 
 def search_parallel(solver: Solver, prepared: PreparedBoard, threads: int,
@@ -206,7 +199,7 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, threads: int,
     claims = np.zeros(1, np.int64)  # the number of the next node at the split depth
     serial = np.zeros_like(counters)  # the serial iterations' counters
     rows = [np.zeros_like(counters) for _ in range(threads)]  # each thread's counters
-    roots = [solver.root(bf) for _ in range(threads)]  # each thread's board, changed in place
+    roots = []  # each thread's board, changed in place (made at the first shared iteration)
     outs = [np.zeros(MAX_DEPTH + 1, np.int64) for _ in range(threads)]
     root_node = FrontierNode(bf, bf.index(0), 0, ())
 
@@ -224,6 +217,8 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, threads: int,
         return subtree_outcome(root_node, o, outs[k])
 
     def parallel_iteration(bound, left) -> IterationOutcome:
+        if not roots:
+            roots.extend(solver.root(bf) for _ in range(threads))
         claims[0] = 0
         budget = left if left < 0 else left // threads
         polled = int(counters[GENERATED]) >= POLLED_AFTER

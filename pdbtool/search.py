@@ -58,6 +58,17 @@ class Root(NamedTuple):
         return int(self.rows[0, ROW_H])
 
 
+class Iterations(NamedTuple):
+    """What IDA*'s iterations from a root did in one kernel call (Solver.iterate)."""
+
+    status: int         # FOUND, or NOT_FOUND (handed off, or no solution), STOPPED, BUDGET
+    path: np.ndarray    # the blank's cells after the root (FOUND)
+    expanded: int
+    generated: int
+    iterations: list    # {"bound", "nodes"} of each iteration
+    next_bound: int     # the bound to go on at (NOT_FOUND; INF: no solution)
+
+
 class DfsOutcome(NamedTuple):
     """What one bounded depth-first search of a subtree returns."""
 
@@ -202,25 +213,34 @@ class Solver:
                        events: np.ndarray | None) -> SolveResult:
         bf = prepared.image
         root = self.root(bf)
+        t0 = time.perf_counter()
+        run = self.iterate(root, bf.index(0), control, events=events)
+        seconds = time.perf_counter() - t0
+        if run.status != FOUND:
+            last = run.iterations[-1]["bound"] if run.iterations else root.h
+            raise LimitReached(
+                f"{LIMIT_REASONS.get(run.status, 'search limit reached')} after "
+                f"{run.generated:,} nodes ({seconds:.3f} s, last bound {last})")
+        return self.result(prepared, run.path, run.expanded, run.generated, seconds, root.h,
+                           run.iterations, peak_memory=root.rows.nbytes + 4 * 8 * (MAX_DEPTH + 1))
+
+    def iterate(self, root: Root, blank: int, control: SearchControl, hand_off: int = -1,
+                events: np.ndarray | None = None) -> Iterations:
+        """IDA*'s iterations from ``root`` on this thread, in one kernel call: up to the
+        goal or a limit of the control, or (``hand_off`` >= 0) to the end of the first
+        iteration that generates at least ``hand_off`` nodes (search_kernel.ida)."""
         path = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
         bounds = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
         nodes = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
-        args = (self.heuristic.H, self.side, root.board, root.pos,
-                self.moves, self.nmoves, self.fsm, root.rows, bf.index(0), control.kernel_budget,
-                control.stop, control.counters, path, bounds, nodes)
-        t0 = time.perf_counter()
-        status, length, expanded, generated, iters, _, _ = search_kernel.ida(
-            *args, no_events() if events is None else events, no_extras())
-        seconds = time.perf_counter() - t0
+        status, length, expanded, generated, iters, _, _, next_bound = search_kernel.ida(
+            self.heuristic.H, self.side, root.board, root.pos, self.moves, self.nmoves,
+            self.fsm, root.rows, blank, control.kernel_budget, control.stop, control.counters,
+            path, bounds, nodes, no_events() if events is None else events, no_extras(),
+            hand_off)
         iterations = [{"bound": int(bounds[i]), "nodes": int(nodes[i])}
                       for i in range(min(iters, len(bounds)))]
-        if status != FOUND:
-            last = iterations[-1]["bound"] if iterations else root.h
-            raise LimitReached(
-                f"{LIMIT_REASONS.get(status, 'search limit reached')} after {generated:,} nodes "
-                f"({seconds:.3f} s, last bound {last})")
-        return self.result(prepared, path[:length], expanded, generated, seconds, root.h,
-                           iterations, peak_memory=root.rows.nbytes + 4 * path.nbytes)
+        return Iterations(int(status), path[:length], int(expanded), int(generated),
+                          iterations, int(next_bound))
 
     def root(self, board_bf, depth: int = MAX_DEPTH) -> Root:
         """Kernel arrays of a root: board, positions, heuristic state stack (row 0 set)."""

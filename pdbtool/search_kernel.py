@@ -282,13 +282,16 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
 
 @njit(cache=True, nogil=True)
 def ida(H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters, path, bounds,
-        nodes, events, extras):
+        nodes, events, extras, hand_off):
     """Iterative deepening from the root's f: each bound is the previous minimum overshoot.
 
     bounds[i], nodes[i] receive each iteration's bound and nodes generated; events the
     nodes generated while rows are left (see above); ``extras`` those of ida_tt_kernel
-    (IDA*+TT, WIDA*) or no_extras() (IDA*).
-    Returns (status, length, expanded, generated, iterations, events recorded, cuts).
+    (IDA*+TT, WIDA*) or no_extras() (IDA*). ``hand_off`` >= 0: return (NOT_FOUND) after
+    the first iteration that generates at least that many nodes, with the bound to go on
+    at (the threads take the larger iterations over); -1: go on to the end.
+    Returns (status, length, expanded, generated, iterations, events recorded, cuts,
+    next bound).
     """
     on = active(extras)
     depth_limit = extras.max_depth if on else MAX_DEPTH
@@ -299,11 +302,11 @@ def ida(H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters,
     i = 0
     while True:
         if not on and bound > MAX_DEPTH:  # the stacks are sized for MAX_DEPTH moves
-            return BUDGET, 0, expanded, generated, i, n, cuts
+            return BUDGET, 0, expanded, generated, i, n, cuts, bound
         left = -1  # no limit
         if budget >= 0:
             if generated >= budget:
-                return BUDGET, 0, expanded, generated, i, n, cuts
+                return BUDGET, 0, expanded, generated, i, n, cuts, bound
             left = budget - generated
         status, nb, e, g, length, n, cut = dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs,
                                                     blank, 0, 0, bound, left, stop, counters,
@@ -319,8 +322,10 @@ def ida(H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters,
         if status != NOT_FOUND or nb >= INF:
             if on and status == NOT_FOUND:  # only the depth limit stopped it
                 status = BUDGET
-            return status, length, expanded, generated, i, n, cuts
+            return status, length, expanded, generated, i, n, cuts, nb
         bound = nb
+        if 0 <= hand_off <= g:
+            return NOT_FOUND, 0, expanded, generated, i, n, cuts, bound
 
 
 @njit(cache=True, nogil=True)

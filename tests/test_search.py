@@ -14,7 +14,7 @@ from pdbtool.heuristics import TABLE_FREE, table_free
 from pdbtool.parallel import search_parallel
 from pdbtool.pdb_heuristic import load_heuristic
 from pdbtool.search import SearchControl, Solver
-from pdbtool.search_kernel import MAX_DEPTH, NO_SPLIT, NOT_FOUND
+from pdbtool.search_kernel import GENERATED, MAX_DEPTH, NO_SPLIT, NOT_FOUND
 from reference import korf100, korf_shortest
 
 
@@ -108,9 +108,30 @@ def test_parallel_equals_serial(art_dir):
         b = puzzle.random_board(3, "blank-last", rng)
         for split, serial_below in ((1, 0), (4, 0), (9, 0), (40, 0), (4, 1_000_000)):
             r = search_parallel(s8, s8.prepare(b, "blank-last"), 2, SearchControl(), split=split,
-                                serial_below=serial_below)  # 0: shared from the first iteration
+                                serial_below=serial_below)  # 0: shared after the first iteration
             assert r.length == s8.solve(b).length
             assert puzzle.apply_tile_moves(b, r.moves) == puzzle.goal_board(3, "blank-last")
+
+
+def test_small_iterations_run_serially_up_to_the_hand_off(art_dir):
+    """The threads take over after the first iteration that generates ``serial_below``
+    nodes: up to it the iterations are the serial search's, in one kernel call that
+    counts into the control and returns the bound to go on at."""
+    solver = Solver(load_heuristic(art_dir / "15-5-5-5.h5"))
+    _, optimal, board = korf_shortest(1)[0]
+    serial = solver.solve(board, "blank-first").iterations
+    assert len(serial) >= 4
+    image = solver.prepare(board, "blank-first").image
+    control = SearchControl()
+    first = solver.iterate(solver.root(image), image.index(0), control,
+                           hand_off=serial[1]["nodes"])
+    assert first.status == NOT_FOUND and first.iterations == serial[:2]
+    assert first.next_bound == serial[2]["bound"]
+    assert int(control.counters[GENERATED]) == first.generated == serial[0]["nodes"] + serial[1]["nodes"]
+    shared = search_parallel(solver, solver.prepare(board, "blank-first"), 2, SearchControl(),
+                             serial_below=serial[1]["nodes"])
+    assert shared.length == optimal and shared.iterations[:2] == serial[:2]
+    assert [i["bound"] for i in shared.iterations] == [i["bound"] for i in serial]
 
 
 def test_threads_share_the_nodes_at_the_split_depth():
