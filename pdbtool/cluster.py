@@ -64,6 +64,7 @@ import numpy as np
 
 from . import __version__
 from .errors import EXIT_LIMIT, ArtifactError, BadInput, PdbError
+from .interrupts import MAIN_THREAD_SEARCHES
 from .ordered_pool import OrderedPool
 from .parallel import (FRONTIER_PER_THREAD, SERIAL_BELOW, IterationOutcome, Tally, frontier,
                        search_bounds, search_subtrees)
@@ -683,7 +684,8 @@ class Cluster:
         timer = control.timer()
         source = solver.heuristic.source  # the driver's table file: frontier and replay read it
         try:
-            with source.guarding(control) if source else contextlib.nullcontext():
+            with (source.guarding(control) if source else contextlib.nullcontext(),
+                  MAIN_THREAD_SEARCHES.halting(control)):  # Ctrl-C halts the job, even if lost
                 return search_bounds(solver, prepared, control, run.cpus, run.serial,
                                      run.iteration, run.publish, serial_below)
         except BaseException as e:

@@ -6,7 +6,9 @@ search to another thread would let the main thread take the signal, but that han
 about 0.3 ms a search here, more than an easy search itself. Instead the C-level handler
 writes the signal's number to a socket (``signal.set_wakeup_fd``) and one watcher thread
 halts the main thread's search: the kernel returns within about a millisecond, and the
-Python handler then raises as usual.
+Python handler then raises as usual. Should that exception be lost on the way (code the
+search calls, a cluster client, may catch it), the search still ends, halted, and the
+signal is raised again once it has: Ctrl-C always ends the command as Ctrl-C does.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ class MainThreadSearches:
     def __init__(self):
         self._lock = threading.Lock()
         self._active: dict[int, object] = {}  # id -> SearchControl
+        self._caught: dict[int, int] = {}  # id -> the HALTING signal that halted it
         self._writer: socket.socket | None = None  # the wakeup socket's end the handler writes
 
     @contextlib.contextmanager
@@ -39,9 +42,16 @@ class MainThreadSearches:
             self._active[id(control)] = control
         try:
             yield
+        except Exception:  # the search ended halted (LimitReached) or failed
+            with self._lock:
+                signum = self._caught.get(id(control))
+            if signum is not None:  # its exception was lost: raise it (the handler runs now)
+                signal.raise_signal(signum)
+            raise
         finally:
             with self._lock:
                 self._active.pop(id(control), None)
+                self._caught.pop(id(control), None)
 
     def _wake_us(self) -> bool:
         """Make the wakeup fd ours (on the main thread), unless another one is set."""
@@ -62,9 +72,12 @@ class MainThreadSearches:
 
     def _watch(self, reader: socket.socket) -> None:
         while data := reader.recv(64):
-            if HALTING.intersection(data):
+            signums = HALTING.intersection(data)
+            if signums:
                 with self._lock:
                     controls = list(self._active.values())
+                    for key in self._active:
+                        self._caught.setdefault(key, min(signums))
                 for control in controls:
                     control.halt("cancelled")
 

@@ -238,6 +238,36 @@ def test_ctrl_c_leaves_another_wakeup_fd_alone():
         writer.close()
 
 
+def test_a_lost_ctrl_c_is_raised_again_when_the_search_ends():
+    """Code that a search calls may catch the KeyboardInterrupt and go on (a cluster client
+    can): the wakeup byte still halts the search, and the signal is raised again when it
+    ends, so the command ends as Ctrl-C ends it (130), not with an answer or a limit."""
+    import signal
+    import threading
+
+    from pdbtool.errors import LimitReached
+    from pdbtool.interrupts import MAIN_THREAD_SEARCHES
+    from pdbtool.search import SearchControl
+
+    control = SearchControl()
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    lost = []
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with MAIN_THREAD_SEARCHES.halting(control):
+                threading.Timer(0.2, os.kill, args=(os.getpid(), signal.SIGINT)).start()
+                end = time.monotonic() + 10
+                while not control.halted and time.monotonic() < end:
+                    try:
+                        time.sleep(0.01)
+                    except KeyboardInterrupt:
+                        lost.append(True)  # caught and dropped
+                raise LimitReached("search stopped (cancelled or deadline)")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert control.halted and control.reason == "cancelled" and lost
+
+
 @pytest.mark.parametrize("threads, after", [(1, 0.3), (2, 0.3), (2, 3.0)])
 def test_ctrl_c_stops_a_solve_on_the_main_thread(threads, after):
     """The kernel runs on the main thread (no GIL, no Python handler until it returns):
