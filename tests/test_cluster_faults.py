@@ -82,6 +82,15 @@ def read_until(fd: int, pattern, seconds: float) -> bytes:
     return seen
 
 
+def interruptible() -> None:
+    """In the child before it runs: SIGINT as a shell's foreground job has it. A signal
+    ignored or blocked in this process (as other tests of the session may leave it) is
+    inherited across exec, and Python keeps an ignored SIGINT ignored: the command never
+    saw the Ctrl-C and ran on to its answer."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_cancels_the_whole_job(tmp_path):
     """The progress line goes to a terminal (a pty), so it shows the busy workers; once
     the node searches, SIGINT goes to the command (as `kill -INT` would: the command, not
@@ -91,7 +100,8 @@ def test_ctrl_c_cancels_the_whole_job(tmp_path):
         [sys.executable, "-m", "pdbtool", "solve", "--heuristic", "manhattan", "--goal",
          "blank-first", "--cluster", "local", "--cluster-cache", str(tmp_path),
          " ".join(map(str, HARD))],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr)
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
+        preexec_fn=interruptible)
     os.close(stderr)
     try:
         shown = read_until(terminal, BUSY, 120)
