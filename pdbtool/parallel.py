@@ -22,10 +22,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .algorithms import LIMIT_REASONS
 from .errors import LimitReached
 from .result import SolveResult
-from .search import DfsOutcome, PreparedBoard, SearchControl, Solver
+from .search import DfsOutcome, PreparedBoard, SearchControl, Solver, limit_reached
 from .search_kernel import (ALL_CLAIMED, BOUND, BUDGET, EXPANDED, FOUND, GENERATED, INF,
                             MAX_DEPTH, NOT_FOUND, STOPPED)
 
@@ -162,10 +161,8 @@ def search_bounds(solver: Solver, prepared: PreparedBoard, control: SearchContro
             return solver.result(prepared, found, expanded, generated,
                                  time.perf_counter() - t0, root.h, iterations, threads)
         if status != NOT_FOUND or stop[0]:
-            why = LIMIT_REASONS.get(status if status != NOT_FOUND else STOPPED)
-            last = iterations[-1]["bound"] if iterations else root.h
-            raise LimitReached(f"{why} after {generated:,} nodes "
-                               f"({time.perf_counter() - t0:.3f} s, bound {last})")
+            raise limit_reached(STOPPED if status == NOT_FOUND else status, generated,
+                                time.perf_counter() - t0, iterations, root.h)
         if bound >= INF:
             raise LimitReached("no solution below the depth limit")
         if bound > MAX_DEPTH:
@@ -184,8 +181,8 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, threads: int,
                     serial_below: int = SHARE_BELOW) -> SolveResult:
     """Solve a prepared board on ``threads`` threads (called by Solver.search).
 
-    Iterations after one of fewer than ``serial_below`` nodes run serially on this thread.
-    The others run on every thread at once from the root, each thread searching the nodes
+    The small iterations run serially on this thread (search_bounds), up to the first
+    that generates ``serial_below`` nodes. The others run on every thread at once from the root, each thread searching the nodes
     at depth ``split`` that it claims from a shared counter (search_kernel.dfs: every
     node there is searched by exactly one thread, the nodes above by all; default
     ``split_depth``). This thread searches too, so an iteration costs one hand-off per

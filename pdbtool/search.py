@@ -69,6 +69,15 @@ class Iterations(NamedTuple):
     next_bound: int     # the bound to go on at (NOT_FOUND; INF: no solution)
 
 
+def limit_reached(status: int, generated: int, seconds: float, iterations: list,
+                  h0: int) -> LimitReached:
+    """The error of a search that ended without an answer (status STOPPED or BUDGET):
+    why, the nodes, the time and the last bound searched."""
+    last = iterations[-1]["bound"] if iterations else h0
+    return LimitReached(f"{LIMIT_REASONS.get(status, 'search limit reached')} after "
+                        f"{generated:,} nodes ({seconds:.3f} s, last bound {last})")
+
+
 class DfsOutcome(NamedTuple):
     """What one bounded depth-first search of a subtree returns."""
 
@@ -217,10 +226,7 @@ class Solver:
         run = self.iterate(root, bf.index(0), control, events=events)
         seconds = time.perf_counter() - t0
         if run.status != FOUND:
-            last = run.iterations[-1]["bound"] if run.iterations else root.h
-            raise LimitReached(
-                f"{LIMIT_REASONS.get(run.status, 'search limit reached')} after "
-                f"{run.generated:,} nodes ({seconds:.3f} s, last bound {last})")
+            raise limit_reached(run.status, run.generated, seconds, run.iterations, root.h)
         return self.result(prepared, run.path, run.expanded, run.generated, seconds, root.h,
                            run.iterations, peak_memory=root.rows.nbytes + 4 * 8 * (MAX_DEPTH + 1))
 
