@@ -133,7 +133,9 @@ def test_health_answers_while_calls_never_send_their_request():
                 t = time.monotonic()
                 assert health_status(daemon.address) == "SERVING"
                 slowest = max(slowest, time.monotonic() - t)
-            assert slowest < 0.1, f"a health check took {slowest * 1000:.0f} ms"
+            # Starved, a check would wait for the request timeout (1.5 s) to free a thread;
+            # 0.5 s leaves room for a loaded machine (146 ms seen in a full suite on 2 cores).
+            assert slowest < 0.5, f"a health check took {slowest * 1000:.0f} ms"
             # Requests that never arrive are dropped after the request timeout.
             codes = {f.code() for f in held}
             assert codes <= {grpc.StatusCode.CANCELLED, grpc.StatusCode.RESOURCE_EXHAUSTED}
