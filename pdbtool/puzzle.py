@@ -16,6 +16,7 @@ the blank moved to the goal's blank cell (``goal_blank``), which per-tile heuris
 from __future__ import annotations
 
 import math
+import operator
 import random
 import re
 from functools import lru_cache
@@ -33,31 +34,39 @@ ROTATE_MOVE = str.maketrans("UDLR", "DURL")
 
 
 def parse_board(text: str | list | tuple) -> tuple[int, ...]:
-    """Parse tiles given as text ("1 2 3, 4 ...") or a sequence; validate; return a tuple.
+    """Parse tiles given as text ("1 2 3, 4 ...") or a sequence of such pieces (the
+    command line's words); validate; return a tuple.
 
     Raises BadInput with a message naming the problem.
     """
     if isinstance(text, (list, tuple)):
         text = " ".join(str(t) for t in text)
-    tokens = [t for t in re.split(r"[\s,]+", text.strip()) if t]
-    if not tokens:
+    tokens = re.split(r"\s*,\s*|\s+", text.strip())
+    if tokens == [""]:
         raise BadInput("empty board: give the tiles row by row, 0 for the blank")
+    if "" in tokens:
+        raise BadInput(f"empty field in {text.strip()!r}: separate the tiles by one comma or by spaces")
     tiles = []
     for tok in tokens:
-        try:
-            tiles.append(int(tok))
-        except ValueError:
-            raise BadInput(f"not an integer: {tok!r} (tiles are whole numbers, 0 is the blank)") from None
+        if not re.fullmatch(r"-?[0-9]+", tok):  # int() would also take '١' or '1_0'
+            raise BadInput(f"not an integer: {tok!r} (tiles are whole numbers, 0 is the blank)")
+        tiles.append(int(tok))
     return validate(tiles)
 
 
 def validate(tiles) -> tuple[int, ...]:
-    """Check a sequence of ints is a board: a square count, each of 0..N exactly once."""
-    tiles = tuple(int(t) for t in tiles)
+    """Check a board (a sequence of ints, or text as parse_board reads it): a square count,
+    each of 0..N exactly once."""
+    if isinstance(tiles, str):
+        return parse_board(tiles)
+    try:
+        tiles = tuple(operator.index(t) for t in tiles)
+    except TypeError:
+        raise BadInput(f"a board is a sequence of whole numbers, not {tiles!r:.60}") from None
     n = len(tiles)
     side = math.isqrt(n)
     if side * side != n:
-        raise BadInput(f"{n} tiles is not a square board (expected 9, 16, 25, ...: s*s tiles)")
+        raise BadInput(f"{n} tiles is not a square board (expected s*s tiles: 4, 9, 16, 25, ...)")
     if not MIN_SIDE <= side <= MAX_SIDE:
         raise BadInput(f"board side {side} is not supported (sides {MIN_SIDE} to {MAX_SIDE})")
     out_of_range = sorted({t for t in tiles if not 0 <= t < n})

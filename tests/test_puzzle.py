@@ -21,12 +21,22 @@ def test_parse_spaces_commas_and_lists():
     ("1 2 3 4 5 6 7 8 9", "out of range"),
     ("1 2 3 4 5 6 7 x 0", "not an integer"),
     ("1.5 2 3 0", "not an integer"),
+    ("1,,2,3,0 4 5 6 7", "empty field"),
+    ("1 2 3 4 5 6 7 8 0,", "empty field"),
+    ("\u0661 2 3 4 5 6 7 8 0", "not an integer"),  # int() reads Arabic-Indic digits
     ("0", "not supported"),
     (" ".join(map(str, range(441))), "not supported"),  # 21x21: beyond even greedy
 ])
 def test_bad_boards_name_the_problem(text, words):
     with pytest.raises(BadInput, match=words):
         puzzle.parse_board(text)
+
+
+def test_validate_reads_text_and_refuses_what_is_not_a_whole_number():
+    assert puzzle.validate("1 2 3 0") == puzzle.validate([1, 2, 3, 0]) == (1, 2, 3, 0)
+    for board in ((1.5, 2, 3, 0), ["1", "2", "3", "0"], 7):
+        with pytest.raises(BadInput, match="sequence of whole numbers"):
+            puzzle.validate(board)
 
 
 def test_loyd_14_15_is_unsolvable_with_reason():
