@@ -156,10 +156,12 @@ def search_bounds(solver: Solver, prepared: PreparedBoard, control: SearchContro
     serial[:] = control.counters  # the kernel counted into them, for live progress
     expanded, generated, iterations = first.expanded, first.generated, first.iterations
     status, found, bound = first.status, first.path, first.next_bound
+    searches = 1  # depth-first searches held at once: the serial one, then one a thread
     while True:
         if status == FOUND:
             return solver.result(prepared, found, expanded, generated,
-                                 time.perf_counter() - t0, root.h, iterations, threads)
+                                 time.perf_counter() - t0, root.h, iterations, threads,
+                                 peak_memory=searches * solver.search_memory(root))
         if status != NOT_FOUND or stop[0]:
             raise limit_reached(STOPPED if status == NOT_FOUND else status, generated,
                                 time.perf_counter() - t0, iterations, root.h)
@@ -169,6 +171,7 @@ def search_bounds(solver: Solver, prepared: PreparedBoard, control: SearchContro
             raise LimitReached(f"bound {bound} exceeds the search's depth limit")
         left = -1 if budget is None else max(0, budget - generated)
         it = parallel_iteration(bound, left)
+        searches = 1 + threads
         expanded += it.expanded
         generated += it.generated
         iterations.append({"bound": int(bound), "nodes": int(it.generated)})

@@ -228,7 +228,12 @@ class Solver:
         if run.status != FOUND:
             raise limit_reached(run.status, run.generated, seconds, run.iterations, root.h)
         return self.result(prepared, run.path, run.expanded, run.generated, seconds, root.h,
-                           run.iterations, peak_memory=root.rows.nbytes + 4 * 8 * (MAX_DEPTH + 1))
+                           run.iterations, peak_memory=self.search_memory(root))
+
+    @staticmethod
+    def search_memory(root: Root) -> int:
+        """Bytes one depth-first search holds: the root's heuristic rows and its stacks."""
+        return root.rows.nbytes + 4 * 8 * (MAX_DEPTH + 1)
 
     def iterate(self, root: Root, blank: int, control: SearchControl, hand_off: int = -1,
                 events: np.ndarray | None = None) -> Iterations:

@@ -132,6 +132,12 @@ def test_small_iterations_run_serially_up_to_the_hand_off(art_dir):
                              serial_below=serial[1]["nodes"])
     assert shared.length == optimal and shared.iterations[:2] == serial[:2]
     assert [i["bound"] for i in shared.iterations] == [i["bound"] for i in serial]
+    # Peak memory counts each thread's search once the threads took over.
+    alone = solver.solve(board, "blank-first")
+    assert alone.peak_memory_bytes > 0
+    assert shared.peak_memory_bytes == 3 * alone.peak_memory_bytes
+    easy = solver.solve([1, 0] + list(range(2, 16)), "blank-first", threads=2)
+    assert easy.peak_memory_bytes == alone.peak_memory_bytes  # serial throughout
 
 
 def test_threads_share_the_nodes_at_the_split_depth():
