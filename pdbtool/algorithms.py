@@ -58,10 +58,14 @@ class Algorithm:
             raise BadInput("--weight applies to --algorithm wida only")
         if self.weight is not None and not (1 <= self.weight <= 100):
             raise BadInput(f"weight {self.weight} out of range: wida takes 1 <= W <= 100")
-        if self.tt_size is not None and (self.name != "ida-tt" or self.tt_size < 1):
-            raise BadInput("--tt-size (entries, at least 1) applies to --algorithm ida-tt only")
-        if self.max_memory is not None and (self.name != "astar" or self.max_memory < MIN_MAX_MEMORY):
-            raise BadInput("--max-memory (at least 64K) applies to --algorithm astar only")
+        if self.tt_size is not None and self.name != "ida-tt":
+            raise BadInput("--tt-size applies to --algorithm ida-tt only")
+        if self.tt_size is not None and self.tt_size < 1:
+            raise BadInput(f"--tt-size {self.tt_size}: the table needs at least 1 entry")
+        if self.max_memory is not None and self.name != "astar":
+            raise BadInput("--max-memory applies to --algorithm astar only")
+        if self.max_memory is not None and self.max_memory < MIN_MAX_MEMORY:
+            raise BadInput(f"--max-memory {self.max_memory:,} bytes is too small: at least 64K")
 
     @property
     def optimal(self) -> bool:
@@ -190,7 +194,7 @@ def _astar(solver, prepared, algorithm, control):
     seconds = time.perf_counter() - t0
     memory = int(held) * (16 + 4 + 1) + int(peak) * 8 + min(table.nbytes, 2 * int(held) * 4)
     if status == MEMORY:
-        e = LimitReached(f"astar: memory limit of {budget_bytes / 2**20:,.0f} MiB reached holding "
+        e = LimitReached(f"astar: memory limit of {budget_bytes / 2**20:,.4g} MiB reached holding "
                          f"{int(held):,} states ({int(peak):,} open at most) after {int(expanded):,} "
                          f"expansions, {seconds:.3f} s; raise --max-memory or use ida")
         e.limit = "memory"
@@ -292,7 +296,7 @@ def _greedy(solver, prepared, algorithm, control):
         raise BadInput("greedy: no solution constructed (the board is unsolvable for this goal)")
     cells = out[:length].tolist() + (list(reversed([gb] + walk[:-1])) if walk else [])
     image_cells = [prepared.frame.cells[c] for c in cells]
-    r = solver.result(prepared, image_cells, 0, len(cells), seconds, solver.root(prepared.image, 1).h,
+    r = solver.result(prepared, image_cells, 0, len(cells), seconds, 0,
                       [], algorithm="greedy", optimal=False, peak_memory=out.nbytes, heuristic="none")
     r.note = _join(r.note, "constructive (rows, then columns, then the last 2x2): not optimal")
     return r

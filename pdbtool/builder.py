@@ -27,6 +27,7 @@ from . import __version__, artifact, build_kernel, trust
 from .console import Progress, fmt_seconds
 from .geometry import neighbour_arrays
 from .catalogue import Catalogue, get, plan_tables
+from .errors import BadInput, not_a_directory
 from .ranking import (UNSET, binomials, lex_weights, order_weights, reachable_entries, regions,
                       table_size)
 
@@ -200,6 +201,8 @@ def build(catalogue: str | Catalogue, out_dir, *, zero_aware: bool = True,
     cat = get(catalogue) if isinstance(catalogue, str) else catalogue
     workers = min(workers or os.cpu_count() or 1, numba.config.NUMBA_NUM_THREADS)
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise BadInput(f"output directory {not_a_directory(out)}")
     out.mkdir(parents=True, exist_ok=True)
     plan = plan_tables(cat)
     if cluster is None:

@@ -18,8 +18,8 @@ from pathlib import Path
 from . import __version__, artifact, catalogue, puzzle, trust
 from .algorithms import ALGORITHMS, Algorithm
 from .console import (SearchReporter, arg_budget, arg_seconds, arg_size, batch_exit_code,
-                      emit, input_lines, report_error, result_text, run)
-from .errors import EXIT_UNSOLVABLE, BadInput, PdbError
+                      emit, input_lines, plural, report_error, result_text, run)
+from .errors import EXIT_UNSOLVABLE, BadInput, PdbError, not_a_directory
 from .heuristics import TABLE_FREE
 from .selection import DEFAULT_ARTIFACTS
 from .trace import DEFAULT_CAP
@@ -189,7 +189,7 @@ def cmd_animate(args) -> int:
     emit(args, {"path": str(path), "length": r["length"], "iterations": len(r["iterations"]),
                 "nodes_generated": r["nodes_generated"], "events_recorded": t.recorded,
                 "note": t.note},
-         f"wrote {path}: {r['length']} moves, {len(r['iterations'])} iterations, {t.summary}; "
+         f"wrote {path}: {r['length']} moves, {plural(len(r['iterations']), 'iteration')}, {t.summary}; "
          f"open file://{path.resolve()}")
     return 0
 
@@ -269,7 +269,7 @@ def cmd_info(args) -> int:
 def cmd_list(args) -> int:
     directory = Path(args.dir)
     if not directory.is_dir():
-        raise BadInput(f"{directory}: no such directory")
+        raise BadInput(not_a_directory(directory))
     rows = []
     for path, problem in artifact.scan_artifacts(directory, ("*.h5", "*.pdbpack")):
         row = {"path": str(path), "partition": None, "version": None,
@@ -382,7 +382,8 @@ def add_solve_options(p) -> None:
                    help="prune only the move back, not duplicate move sequences (for comparison)")
     p.add_argument("--threads", type=positive_int, default=1,
                    help="search one board on N threads (default 1; a trace records nodes only on 1)")
-    p.add_argument("--budget", type=arg_budget, help="give up after about this many nodes (exit 4)")
+    p.add_argument("--budget", type=arg_budget, help="give up after about this many nodes generated (exit 4); checked "
+                   "between iterations and every few thousand nodes, so a search may finish a little past it")
     p.add_argument("--timeout", type=arg_seconds, help="give up after this many seconds (exit 4)")
     p.add_argument("--trace-cap", type=non_negative_int, default=DEFAULT_CAP, metavar="N",
                    help=f"nodes a trace records at most (default {DEFAULT_CAP:,}: the 8-puzzle and "

@@ -63,7 +63,7 @@ from typing import Callable, Iterable, NamedTuple
 import numpy as np
 
 from . import __version__
-from .errors import EXIT_LIMIT, ArtifactError, BadInput, PdbError
+from .errors import EXIT_LIMIT, ArtifactError, BadInput, PdbError, not_a_directory
 from .interrupts import MAIN_THREAD_SEARCHES
 from .ordered_pool import OrderedPool
 from .parallel import (FRONTIER_PER_THREAD, SERIAL_BELOW, IterationOutcome, Tally, frontier,
@@ -517,7 +517,7 @@ class Cluster:
         self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
         self.shared = Path(shared) if shared else None
         if self.shared is not None and not self.shared.is_dir():
-            raise BadInput(f"--cluster-shared {self.shared}: no such directory")
+            raise BadInput(f"--cluster-shared {not_a_directory(self.shared)}")
         self.notify = notify or (lambda text: log.warning("%s", text))
         self._owns_ray = not ray.is_initialized()
         if self._owns_ray:

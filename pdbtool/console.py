@@ -139,6 +139,11 @@ def emit(args, obj: dict, text: str) -> None:
     print(json.dumps(obj) if getattr(args, "json", False) else text, flush=True)
 
 
+def plural(n: int, noun: str) -> str:
+    """'1 iteration', '2 iterations'."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
 def fmt_seconds(s: float) -> str:
     s = int(s)
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
@@ -148,8 +153,8 @@ def result_text(r: dict) -> str:
     """A solve result (the dict of `--json`) as the text both tools print."""
     lines = [f"length {r['length']}  moves {' '.join(map(str, r['moves'])) or '-'}",
              f"blank  {r['blank_moves'] or '-'}",
-             f"{r['heuristic']}: h0 {r['initial_h']}, {r['nodes_generated']:,} nodes generated, "
-             f"{r['seconds']:.3f} s"]
+             ("no heuristic: " if r["heuristic"] == "none" else f"{r['heuristic']}: h0 {r['initial_h']}, ")
+             + f"{r['nodes_generated']:,} nodes generated, {r['seconds']:.3f} s"]
     lines.append(f"algorithm {r.get('algorithm', 'ida')}: {optimality(r)}, peak memory "
                  f"{r.get('peak_memory_bytes', 0) / 2**20:,.2f} MiB")
     if r.get("note"):

@@ -34,3 +34,8 @@ class ArtifactError(PdbError):
     """A table file is missing, corrupted, truncated, or of an unknown format."""
 
     exit_code = 1
+
+
+def not_a_directory(path) -> str:
+    """Why ``path`` (a Path, not a directory) cannot be used as one: for an error message."""
+    return f"{path}: not a directory" if path.exists() else f"{path}: no such directory"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import artifact, catalogue, puzzle
-from .errors import ArtifactError, BadInput
+from .errors import ArtifactError, BadInput, not_a_directory
 from .heuristics import Heuristic, table_free
 from .pdb_heuristic import heuristic_from, load_heuristic
 from .search import Solver
@@ -52,7 +52,7 @@ def load_directory(directory, *, reflect: bool = True, require: bool = False) ->
     directory without artifacts is an error."""
     d = Path(directory)
     if not d.is_dir():
-        raise ArtifactError(f"{d}: no such directory")
+        raise ArtifactError(not_a_directory(d))
     entries = artifact.scan_artifacts(d)
     bad = [f"{p.name} is {problem}" for p, problem in entries if problem]
     if bad:
@@ -84,6 +84,9 @@ class Solvers:
 
     def __init__(self, *, heuristic: str | None = None, artifact_path=None, directory=None,
                  reflect: bool = True, prune: bool = True, tables: TableSet | None = None):
+        if heuristic and (artifact_path or directory):
+            raise BadInput(f"--heuristic {heuristic} uses no table: leave out "
+                           f"{'--artifact' if artifact_path else '--artifacts'}")
         self.heuristic, self.artifact_path = heuristic, artifact_path
         self.directory = Path(directory) if directory else None
         self.reflect, self.prune = reflect, prune

@@ -4,6 +4,7 @@ what stopped them; the daemon honours the request's algorithm."""
 
 import math
 import random
+import re
 import time
 
 import numpy as np
@@ -207,6 +208,17 @@ def test_daemon_honours_the_algorithm(stub, oracle8):
 
 
 # -- the command line ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("options, words", [
+    (dict(name="astar", max_memory=0), "--max-memory 0 bytes is too small: at least 64K"),
+    (dict(name="ida", max_memory=1 << 20), "--max-memory applies to --algorithm astar only"),
+    (dict(name="ida-tt", tt_size=0), "--tt-size 0: the table needs at least 1 entry"),
+    (dict(name="ida", tt_size=10), "--tt-size applies to --algorithm ida-tt only"),
+])
+def test_an_algorithms_bad_option_is_named(options, words):
+    with pytest.raises(BadInput, match=re.escape(words)):
+        Algorithm(**options)
+
 
 def test_cli_algorithms_say_what_they_guarantee(art_dir):
     import json

@@ -377,3 +377,19 @@ def test_sigterm_during_a_write_leaves_no_partial_file(tmp_path, capsys):
     assert list(tmp_path.iterdir()) == []
     assert "terminated" in capsys.readouterr().err
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def test_a_file_where_a_directory_belongs_is_named(tmp_path):
+    f = tmp_path / "notes.txt"
+    f.write_text("not a directory\n")
+    for args in (["list", str(f)], ["build", "8/full", "--out", str(f)]):
+        p = run(*args)
+        assert p.returncode == 2 and "notes.txt: not a directory" in p.stderr, (args, p.stderr)
+    assert f.read_text() == "not a directory\n"
+    p = run("list", str(tmp_path / "nope"))
+    assert p.returncode == 2 and "nope: no such directory" in p.stderr
+
+
+def test_searches_without_a_heuristic_say_so():
+    p = run("solve", "--algorithm", "greedy", "8 6 7 2 5 4 3 0 1")
+    assert p.returncode == 0 and "no heuristic: " in p.stdout and "h0" not in p.stdout

@@ -2,9 +2,12 @@
 formula (with h = 0 everywhere it is the whole tree, which IDA* then searches)."""
 
 import numpy as np
+import pytest
 
 from pdbtool import artifact
+from pdbtool.errors import BadInput
 from pdbtool.prediction import iteration_counts, predict, tree_sizes, value_distribution
+from pdbtool.search_kernel import MAX_DEPTH
 
 
 def test_tree_sizes_with_parent_pruning():
@@ -20,6 +23,13 @@ def test_formula_with_a_zero_heuristic_is_the_whole_tree():
     rows = iteration_counts(N, np.array([1.0]), 10)
     for d, r in enumerate(rows):
         assert r["expanded"] == N[:d + 1].sum() and r["generated"] == N[1:d + 2].sum()
+
+
+def test_prediction_stops_at_the_search_depth_limit(art_dir):
+    meta = artifact.read_meta(art_dir / "8-full.h5")
+    assert len(predict(meta, MAX_DEPTH)) == MAX_DEPTH + 1
+    with pytest.raises(BadInput, match=f"depth {MAX_DEPTH + 1} out of range"):
+        predict(meta, MAX_DEPTH + 1)  # its counts would overflow a float near 1,000
 
 
 def test_prediction_from_an_artifact(art_dir):

@@ -48,6 +48,8 @@ def test_empty_missing_and_damaged_directories_are_errors(art_dir, tmp_path):
         load_directory(tmp_path, require=True)
     with pytest.raises(ArtifactError, match="no such directory"):
         load_directory(tmp_path / "nope")
+    with pytest.raises(ArtifactError, match="8-full.h5: not a directory"):
+        load_directory(art_dir / "8-full.h5")
     # A damaged file is an error even beside a good one: never silently skipped.
     shutil.copy(art_dir / "15-5-5-5.h5", tmp_path)
     shutil.copy(art_dir / "8-full.h5", tmp_path)
@@ -70,6 +72,8 @@ def test_solvers_policy(art_dir, tmp_path):
     fallback = directory.for_side(5).heuristic
     assert fallback.name == "linear-conflict" and "no table for 5x5 boards" in fallback.note
     assert Solvers(directory=tmp_path).for_side(4).heuristic.name == "walking-distance"
+    with pytest.raises(BadInput, match="--heuristic manhattan uses no table: leave out --artifact"):
+        Solvers(heuristic="manhattan", artifact_path=art_dir / "8-full.h5")
 
 
 def test_entries_that_are_not_files_are_refused_and_listed(art_dir, tmp_path, capsys):
