@@ -79,11 +79,12 @@ def parser() -> argparse.ArgumentParser:
                    help="lock the tables in memory (fails if the memlock limit is too low)")
     s.add_argument("--no-prefault", action="store_true",
                    help="do not read the tables into memory in the background after start")
-    s.add_argument("--grace", type=float, default=5.0, metavar="S",
-                   help="seconds to let RPCs finish on shutdown (default 5)")
+    s.add_argument("--grace", type=grace_seconds, default=5.0, metavar="S",
+                   help="seconds to let RPCs finish on shutdown (default 5; 0: none)")
     s.add_argument("--cluster", metavar="ADDRESS",
                    help="send big IDA* searches to this Ray cluster ('local': start Ray on this "
-                        "machine); needs the cluster extra: pip install 'pdbtool[cluster]'")
+                        "machine); needs the cluster extra: pip install -e '.[cluster]' in "
+                        "the checkout")
     s.add_argument("--cluster-above", type=positive, default=DEFAULT_CLUSTER_ABOVE, metavar="N",
                    help="with --cluster: a search that generates more than N nodes here goes to "
                         f"the cluster (default {DEFAULT_CLUSTER_ABOVE:,})")
@@ -162,6 +163,11 @@ def limit_seconds(text):
     return None if text.strip() in ("0", "0.0") else arg_seconds(text)
 
 
+def grace_seconds(text):
+    """--grace: seconds, or 0 to let no RPC finish."""
+    return 0.0 if text.strip() in ("0", "0.0") else arg_seconds(text)
+
+
 def limit_nodes(text):
     """--max-nodes: a node budget, or 0 for no limit."""
     return None if text.strip() == "0" else arg_budget(text)
@@ -203,7 +209,7 @@ def serve(args) -> int:
     from pdbtool.selection import load_directory
 
     from .jobs import Delegation
-    from .server import Connections, Daemon, Tls, check_exposure
+    from .server import Connections, Daemon, Tls, check_exposure, check_listen
     from .servicer import Limits
 
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
@@ -213,7 +219,11 @@ def serve(args) -> int:
     if bool(args.tls_cert) != bool(args.tls_key) or (args.client_ca and not args.tls_cert):
         raise BadInput("give --tls-cert and --tls-key together (and --client-ca only with them)")
     tls = Tls(args.tls_cert, args.tls_key, args.client_ca) if args.tls_cert else None
-    check_exposure(args.listen, tls, args.insecure)  # before the slow steps
+    # What fails fast fails before the slow steps (loading and checking the tables).
+    if tls:
+        tls.credentials()  # reads the files: one missing is said now
+    check_exposure(args.listen, tls, args.insecure)
+    check_listen(args.listen)
     # Handle the signals before the slow steps, so an early SIGTERM still exits cleanly.
     stop, reload = stop_on_signals(), threading.Event()
     signal.signal(signal.SIGHUP, lambda *_: reload.set())
@@ -368,7 +378,7 @@ def info(args) -> int:
 def health(args) -> int:
     with client(args) as c:
         if args.wait > 0:
-            c.wait_serving(args.wait)
+            c.wait_serving(args.wait, args.service)
             status = "SERVING"
         else:
             status = c.health(args.service)
@@ -381,7 +391,7 @@ def web(args) -> int:
         from .web import WebServer
     except ImportError as e:
         raise BadInput(f"pdbd web needs the web extra ({e.name} is missing): "
-                       "pip install 'pdbtool[web]'") from None
+                       "pip install -e '.[web]' in the checkout") from None
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s pdbd %(message)s")
     log = logging.getLogger("pdbd")

@@ -2,7 +2,8 @@
 
 Failures raise pdbtool's own errors, so callers handle a remote solve like a local one:
 BadInput (INVALID_ARGUMENT), Unsolvable (FAILED_PRECONDITION), LimitReached (deadline,
-cancellation, node budget, queue full), and ServerUnavailable (cannot reach the server).
+cancellation, node budget, queue full), and ServerUnavailable (cannot reach the server, or
+it refused or failed).
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from pdbtool.result import SolveResult
 from . import convert
 from .address import parse_address
 from .defaults import DEFAULT_SERVER
+from .rpc import REFUSED_KEY
 from .v1 import solver_pb2 as pb, solver_pb2_grpc as pb_grpc
 
 UINT32_MAX = (1 << 32) - 1
 EMPTY_BOARD = "empty board: give the tiles row by row, 0 for the blank"
+SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Solver"].full_name
 
 
 class ServerUnavailable(PdbError):
@@ -51,7 +54,9 @@ def translate(err: grpc.RpcError, address: str) -> PdbError:
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details:
         cls = BadInput  # the request itself is too big: no board is that large
     if cls is None:
-        if code == grpc.StatusCode.UNAVAILABLE:
+        if code == grpc.StatusCode.UNAVAILABLE and refused(err):
+            message = f"pdbd at {address} refused: {details}"
+        elif code == grpc.StatusCode.UNAVAILABLE:
             message = f"cannot reach pdbd at {address}: {details}"
         else:
             message = f"pdbd at {address} failed: {code.name}: {details}"
@@ -63,6 +68,12 @@ def translate(err: grpc.RpcError, address: str) -> PdbError:
     error = cls(message)
     error.code = code
     return error
+
+
+def refused(err: grpc.RpcError) -> bool:
+    """The server itself answered UNAVAILABLE (shutting down, a table changed on disk, the
+    cluster lost): it marks those, unlike the channel's own failures to connect."""
+    return any(key == REFUSED_KEY for key, _ in err.trailing_metadata() or ())
 
 
 def board_tiles(board) -> list[int]:
@@ -192,18 +203,24 @@ class SolverClient:
             reply = self._health.Check(health_pb2.HealthCheckRequest(service=service),
                                        timeout=timeout)
         except grpc.RpcError as e:
+            if e.code() == grpc.StatusCode.NOT_FOUND:
+                raise BadInput(f"pdbd at {self.address} has no health service {service!r} "
+                               f"(it has '' and '{SERVICE_NAME}')") from None
             raise translate(e, self.address) from None
         return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
 
-    def wait_serving(self, timeout: float = 60.0) -> None:
-        """Block until the server reports SERVING; ServerUnavailable after ``timeout``."""
+    def wait_serving(self, timeout: float = 60.0, service: str = "") -> None:
+        """Block until the server reports ``service`` SERVING; ServerUnavailable after
+        ``timeout``, BadInput at once for a service the server does not have."""
         end = time.monotonic() + timeout
         last = "no answer"
         while True:
             try:
-                last = self.health(timeout=max(0.1, min(1.0, end - time.monotonic())))
+                last = self.health(service, timeout=max(0.1, min(1.0, end - time.monotonic())))
                 if last == "SERVING":
                     return
+            except BadInput:
+                raise
             except PdbError as e:
                 last = str(e)
             if time.monotonic() >= end:

@@ -33,6 +33,7 @@ from pdbtool import alarms
 log = logging.getLogger("pdbd")
 
 LIMIT_KEY = "pdbd-limit"  # trailing metadata telling the RESOURCE_EXHAUSTED cases apart
+REFUSED_KEY = "pdbd-refused"  # trailing metadata: an UNAVAILABLE of pdbd's own, not the channel's
 
 
 class RateLimitedLog:

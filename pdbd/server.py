@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -81,6 +82,28 @@ def check_exposure(listen: str, tls: Tls | None, insecure: bool) -> None:
         raise ListenError(f"refusing to listen on {listen} without TLS: anyone who can reach "
                           "it could use the server; give --tls-cert and --tls-key (and "
                           "--client-ca to require client certificates), or --insecure")
+
+
+def check_listen(listen: str) -> None:
+    """Fail at once if ``listen`` cannot be bound (a port in use, an address not of this
+    machine), before the slow steps: a plain socket bound as gRPC binds its own
+    (SO_REUSEADDR, no SO_REUSEPORT), then closed. gRPC serves if one resolved address binds."""
+    address = parse_address(listen, "--listen")
+    try:
+        found = socket.getaddrinfo(address.host, address.port, type=socket.SOCK_STREAM,
+                                   flags=socket.AI_PASSIVE)
+    except socket.gaierror as e:
+        raise ListenError(f"cannot listen on {listen}: {e.strerror.lower()}") from None
+    error = None
+    for family, kind, proto, _, sockaddr in found:
+        try:
+            with socket.socket(family, kind, proto) as s:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.bind(sockaddr)
+            return
+        except OSError as e:
+            error = e
+    raise ListenError(f"cannot listen on {listen}: {(error.strerror or str(error)).lower()}")
 
 
 class Daemon:

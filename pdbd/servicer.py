@@ -34,7 +34,7 @@ from pdbtool.trust import TableChanged
 from . import convert
 from .defaults import DEFAULT_MAX_NODES, DEFAULT_MAX_SEARCH_MEMORY, DEFAULT_MAX_SEARCH_SECONDS
 from .jobs import Delegation, Job, QueueFull, WorkerPool
-from .rpc import LIMIT_KEY, RateLimitedLog
+from .rpc import LIMIT_KEY, REFUSED_KEY, RateLimitedLog
 from .v1 import solver_pb2 as pb
 
 log = logging.getLogger("pdbd")
@@ -119,6 +119,14 @@ class Served:
 
 def short(message: str) -> str:
     return message if len(message) <= MAX_DETAILS else message[:MAX_DETAILS - 3] + "..."
+
+
+def abort(context, code: grpc.StatusCode, details: str):
+    """End the call with ``code``; pdbd's own UNAVAILABLE is marked (REFUSED_KEY), so the
+    client tells the server's refusal from a channel that could not connect."""
+    if code == grpc.StatusCode.UNAVAILABLE:
+        context.set_trailing_metadata(((REFUSED_KEY, "unavailable"),))
+    context.abort(code, details)
 
 
 def time_left(context) -> float | None:
@@ -247,7 +255,7 @@ class SolverServicer:
         self.counters.add("requests")
         if self._closing:
             self.counters.add("rejected")
-            context.abort(grpc.StatusCode.UNAVAILABLE, "the server is shutting down")
+            abort(context, grpc.StatusCode.UNAVAILABLE, "the server is shutting down")
         served = self.served
         try:
             algorithm, server_memory = self.limits.algorithm(convert.algorithm_fields(request))
@@ -286,7 +294,7 @@ class SolverServicer:
         except RuntimeError:
             self.peers.leave(client)
             self.counters.add("rejected")
-            context.abort(grpc.StatusCode.UNAVAILABLE, "the server is shutting down")
+            abort(context, grpc.StatusCode.UNAVAILABLE, "the server is shutting down")
         job.future.add_done_callback(lambda _: self.peers.leave(client))
         return job
 
@@ -301,7 +309,7 @@ class SolverServicer:
         self.counters.add("failed")
         self.notes.warning(f"changed:{e}", "refusing to answer: %s (reload with SIGHUP after "
                            "installing the new file under a new name and renaming it)", e)
-        context.abort(grpc.StatusCode.UNAVAILABLE, short(str(e)))
+        abort(context, grpc.StatusCode.UNAVAILABLE, short(str(e)))
 
     @staticmethod
     def _what(job: Job) -> str:
@@ -364,7 +372,7 @@ class SolverServicer:
             limit = self._limit_hit(job, e)
             if stream and job.reason == "cancelled":
                 self._abandoned(job, context)
-                context.abort(code, f"{what}: search stopped after {nodes:,} nodes")
+                abort(context, code, f"{what}: search stopped after {nodes:,} nodes")
             log.info("solve %dx%d stopped: %s nodes=%d seconds=%.3f artifact=%s peer=%s", side,
                      side, limit or job.reason, nodes, job.search_seconds,
                      job.solver.heuristic.artifact, context.peer())
@@ -373,11 +381,11 @@ class SolverServicer:
                 context.set_trailing_metadata(((LIMIT_KEY, limit),))
                 context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, short(self._limit_text(limit, e)))
             self.counters.add("cancelled")
-            context.abort(code, f"{what}: search stopped after {nodes:,} nodes")
+            abort(context, code, f"{what}: search stopped after {nodes:,} nodes")
         except (ClusterError, ArtifactError) as e:  # the cluster lost its nodes or refused
             self.counters.add("failed")
             log.error("solve %dx%d failed on the cluster: %s", side, side, e)
-            context.abort(grpc.StatusCode.UNAVAILABLE, short(str(e)))
+            abort(context, grpc.StatusCode.UNAVAILABLE, short(str(e)))
         except PdbError as e:  # prepared already, so not expected; still a clear answer
             self.counters.add("failed")
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, short(str(e)))

@@ -1,9 +1,15 @@
 """`pdbd query / info / health` as a user meets them: exit codes, text, JSON, one-line errors."""
 
 import json
+import sys
 
+import pytest
+
+from pdbd import cli
+from pdbtool.heuristics import table_free
+from pdbtool.selection import TableSet
 from reference import free_port, korf_shortest
-from serving import EASY8, HARD, run_cli
+from serving import EASY8, HARD, run_cli, running_daemon
 
 
 def test_query_exit_codes_and_json(served, slow, capsys):
@@ -28,6 +34,19 @@ def test_query_exit_codes_and_json(served, slow, capsys):
     assert code == 1 and "cannot reach pdbd" in err and "Traceback" not in err
 
 
+def test_a_refusal_by_the_server_is_not_unreachable(capsys):
+    """UNAVAILABLE sent by pdbd itself (shutting down, a table changed on disk) is its
+    answer: the server was reached."""
+    daemon = running_daemon(TableSet({3: table_free("manhattan", 3)}), threads=1)
+    try:
+        daemon.servicer.close()  # refuses new searches, as while it shuts down
+        code, _, err = run_cli(capsys, "query", "--server", daemon.address, *map(str, EASY8))
+    finally:
+        daemon.stop(grace=1)
+    assert code == 1, err
+    assert err == f"pdbd: pdbd at {daemon.address} refused: the server is shutting down\n"
+
+
 def test_query_stream_and_info(served, capsys):
     _, optimum, board = korf_shortest(1)[0]
     code, out, err = run_cli(capsys, "query", "--server", served.address, "--stream", "--json",
@@ -47,3 +66,30 @@ def test_health_and_waiting_for_serving(served, capsys):
     code, out, err = run_cli(capsys, "health", "--server", f"127.0.0.1:{free_port()}",
                              "--wait", "0.3")
     assert code == 1 and out == "" and "not serving after 0.3 s" in err
+    code, out, err = run_cli(capsys, "health", "--server", served.address, "--service", "nosuch")
+    assert code == 2 and out == ""
+    assert err.startswith(f"pdbd: pdbd at {served.address} has no health service 'nosuch' ")
+    code, out, err = run_cli(capsys, "health", "--server", served.address, "--service", "nosuch",
+                             "--wait", "30")  # at once: waiting cannot make the service appear
+    assert code == 2 and "no health service 'nosuch'" in err
+    code, out, _ = run_cli(capsys, "health", "--server", served.address, "--service",
+                           "pdbd.v1.Solver", "--wait", "5")
+    assert code == 0 and out == "SERVING\n"
+
+
+def test_grace_is_checked_like_every_time_value(capsys):
+    for value in ("-1", "nan", "soon"):
+        with pytest.raises(SystemExit) as e:  # argparse: exit 2 and the usage
+            cli.parser().parse_args(["serve", "--artifacts", "d", "--grace", value])
+        assert e.value.code == 2
+        assert "--grace" in capsys.readouterr().err
+    assert cli.parser().parse_args(["serve", "--artifacts", "d", "--grace", "0"]).grace == 0
+    assert cli.parser().parse_args(["serve", "--artifacts", "d", "--grace", "2.5"]).grace == 2.5
+
+
+def test_web_without_its_extra_says_how_to_install_it(capsys, monkeypatch):
+    monkeypatch.delitem(sys.modules, "pdbd.web", raising=False)
+    monkeypatch.setitem(sys.modules, "starlette", None)  # as if not installed
+    code, _, err = run_cli(capsys, "web", "--server", f"127.0.0.1:{free_port()}")
+    assert code == 2 and "needs the web extra (starlette" in err
+    assert "pip install -e '.[web]'" in err

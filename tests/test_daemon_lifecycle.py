@@ -5,6 +5,7 @@ Start-up refusal and SIGTERM run `pdbd serve` as a process; the rest use in-proc
 
 import shutil
 import signal
+import socket
 import time
 
 import grpc
@@ -37,6 +38,37 @@ def test_empty_directory_stops_start_up(tmp_path):
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 1
     assert "no artifacts" in err and "pdbtool build" in err and "Traceback" not in err
+
+
+def test_artifacts_not_a_directory_stops_start_up(art_dir, tmp_path):
+    for path, why in ((art_dir / "8-full.h5", "not a directory"),
+                      (tmp_path / "nowhere", "no such directory")):
+        proc = pdbd_process("serve", "--artifacts", str(path), "--listen",
+                            f"127.0.0.1:{free_port()}")
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 1 and f"{path}: {why}" in err and "Traceback" not in err, err
+
+
+def test_a_busy_port_or_a_missing_tls_file_stops_start_up_before_the_tables(art_dir, tmp_path):
+    """Said at once, in one line, not after loading and checking every table (minutes with
+    big ones), and without gRPC's own log lines."""
+    with socket.socket() as busy:
+        busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        listen = f"127.0.0.1:{busy.getsockname()[1]}"
+        proc = pdbd_process("serve", "--artifacts", str(art_dir), "--listen", listen)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1
+    assert f"pdbd: cannot listen on {listen}: address already in use" in err
+    assert "loaded" not in err and "add_port" not in err and "GRPC_VERBOSITY" not in err, err
+    listen = f"127.0.0.1:{free_port()}"
+    proc = pdbd_process("serve", "--artifacts", str(art_dir), "--listen", listen,
+                        "--tls-cert", str(tmp_path / "server.pem"),
+                        "--tls-key", str(tmp_path / "server.key"))
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1 and "cannot read TLS file" in err and "server." in err
+    assert "loaded" not in err and "Traceback" not in err, err
 
 
 def test_info_lists_artifacts_sizes_and_counters(served, art_dir):

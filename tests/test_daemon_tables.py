@@ -61,7 +61,7 @@ def test_a_changed_table_is_refused_and_sighup_reloads(art_dir, tmp_path):
     try:
         assert client.solve(EASY8).length == 2
         os.truncate(served, served.stat().st_size // 2)  # killed pdbd with SIGBUS before
-        with pytest.raises(ServerUnavailable, match="8-full.h5 changed on disk"):
+        with pytest.raises(ServerUnavailable, match="refused: table file 8-full.h5 changed"):
             client.solve(EASY8)
         assert str(d) not in str(client.info())  # names, never the server's paths
         assert client.health() == "SERVING" and proc.poll() is None
