@@ -393,7 +393,7 @@ def add_solve_options(p) -> None:
 
 def add_cluster_option(p, help: str) -> None:
     p.add_argument("--cluster", metavar="ADDRESS", help=f"{help} (needs the cluster extra: "
-                   "pip install 'pdbtool[cluster]')")
+                   "pip install -e '.[cluster]' in the checkout)")
 
 
 def shipping_command(sub, name, func, help, output_help):

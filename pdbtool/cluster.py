@@ -74,8 +74,8 @@ from .search_kernel import BOUND, BUDGET, EXPANDED, GENERATED, INF, NOT_FOUND, S
 
 log = logging.getLogger("pdbtool")
 
-RAY_MISSING = ("--cluster needs Ray, an optional extra: pip install 'pdbtool[cluster]' "
-               "(or pip install ray)")
+RAY_MISSING = ("--cluster needs Ray, an optional extra: pip install -e '.[cluster]' in the "
+               "checkout (or pip install ray)")
 LOCAL = "local"          # --cluster local: start a Ray instance on this machine
 BATCHES_PER_CPU = 8      # an iteration's subtrees in about this many batches per CPU
 IN_FLIGHT_PER_CPU = 4    # batches queued at a node per CPU: none idles between two batches

@@ -60,7 +60,7 @@ def ray_local():
     """One local Ray instance for the whole session (2 CPUs, a small object store): the
     cluster tests share it; each test module frees the CPUs its actors hold."""
     ray = pytest.importorskip("ray", reason="the cluster extra is not installed: "
-                                            "pip install 'pdbtool[cluster]'")
+                                            "pip install -e '.[cluster]' in the checkout")
     import logging
 
     ray.init(address="local", num_cpus=2, object_store_memory=200 * 2**20, include_dashboard=False,

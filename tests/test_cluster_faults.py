@@ -24,7 +24,7 @@ import pytest
 
 from serving import HARD
 
-pytest.importorskip("ray", reason="the cluster extra is not installed: pip install 'pdbtool[cluster]'")
+pytest.importorskip("ray", reason="the cluster extra is not installed: pip install -e '.[cluster]' in the checkout")
 
 HERE = Path(__file__).resolve().parent
 BUSY = re.compile(rb"[1-9]\d*/\d+ workers busy")

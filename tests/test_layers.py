@@ -171,4 +171,4 @@ def test_cluster_without_ray_says_how_to_install_it():
         print("exit", pdbtool.cli.main(["build", "8/full", "--cluster", "local", "--out", "/nonexistent/x"]))
     """)
     assert p.stdout.split() == ["exit", "1", "exit", "1"]
-    assert p.stderr.count("pip install 'pdbtool[cluster]'") == 2 and "Traceback" not in p.stderr
+    assert p.stderr.count("pip install -e '.[cluster]' in the checkout") == 2 and "Traceback" not in p.stderr
