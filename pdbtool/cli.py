@@ -382,8 +382,9 @@ def add_solve_options(p) -> None:
                    help="prune only the move back, not duplicate move sequences (for comparison)")
     p.add_argument("--threads", type=positive_int, default=1,
                    help="search one board on N threads (default 1; a trace records nodes only on 1)")
-    p.add_argument("--budget", type=arg_budget, help="give up after about this many nodes generated (exit 4); checked "
-                   "between iterations and every few thousand nodes, so a search may finish a little past it")
+    p.add_argument("--budget", type=arg_budget,
+                   help="give up after about this many nodes generated (exit 4); checked between "
+                        "iterations and every few thousand nodes, so a search may end a little past it")
     p.add_argument("--timeout", type=arg_seconds, help="give up after this many seconds (exit 4)")
     p.add_argument("--trace-cap", type=non_negative_int, default=DEFAULT_CAP, metavar="N",
                    help=f"nodes a trace records at most (default {DEFAULT_CAP:,}: the 8-puzzle and "
