@@ -89,7 +89,10 @@ def test_grace_is_checked_like_every_time_value(capsys):
 
 def test_web_without_its_extra_says_how_to_install_it(capsys, monkeypatch):
     monkeypatch.delitem(sys.modules, "pdbd.web", raising=False)
-    monkeypatch.setitem(sys.modules, "starlette", None)  # as if not installed
+    # As if not installed: the package and every submodule an earlier test imported (a
+    # cached submodule would import without its package, and the server would run).
+    for name in ["starlette"] + [m for m in sys.modules if m.startswith("starlette.")]:
+        monkeypatch.setitem(sys.modules, name, None)
     code, _, err = run_cli(capsys, "web", "--server", f"127.0.0.1:{free_port()}")
     assert code == 2 and "needs the web extra (starlette" in err
     assert "pip install -e '.[web]'" in err
