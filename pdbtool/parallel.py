@@ -185,11 +185,12 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, threads: int,
     """Solve a prepared board on ``threads`` threads (called by Solver.search).
 
     The small iterations run serially on this thread (search_bounds), up to the first
-    that generates ``serial_below`` nodes. The others run on every thread at once from the root, each thread searching the nodes
-    at depth ``split`` that it claims from a shared counter (search_kernel.dfs: every
-    node there is searched by exactly one thread, the nodes above by all; default
-    ``split_depth``). This thread searches too, so an iteration costs one hand-off per
-    other thread and iterations of a few milliseconds gain; once the search has generated
+    that generates ``serial_below`` nodes. The others run on every thread at once from the
+    root, each thread searching the nodes at depth ``split`` that it claims from a shared
+    counter (search_kernel.dfs: every node there is searched by exactly one thread, the
+    nodes above by all; default ``split_depth``). This thread searches too, so an
+    iteration costs one hand-off per other thread and iterations of a few milliseconds
+    gain; once the search has generated
     POLLED_AFTER nodes, this thread instead publishes the threads' counters every 20 ms
     while they search (progress). The kernels poll the caller's stop flag; the budget is
     shared out evenly between the threads."""
