@@ -11,7 +11,8 @@ free cells the blank can roam for free. Per placement we keep bit masks over the
 ``expand`` pushes every pattern move of the frontier into nxt with an atomic OR (threads
 may hit the same word); ``close`` turns seeds into whole regions, records the layer in the
 distance table for every (placement, region) entry reached the first time, and makes them
-the next frontier. Both are set operations, so the table is the same whatever the number
+the next frontier. A flag per chunk of placements (live_cur, live_nxt) says where the
+frontier and the seeds are, so the sparse first and last layers skip most of the masks. Both are set operations, so the table is the same whatever the number
 of threads. The masks are indexed by the map x order rank; the distance table as
 ranking.region_entry says (the table's own layout, region 0 in lexicographic order): one
 entry per region of the blank (zero-aware), or one per placement when the region index
@@ -23,7 +24,8 @@ import numpy as np
 from numba import njit, prange
 
 from .intrinsics import atomic_or
-from .ranking import UNSET, entry_index, lex_unrank, lowest_bit, rank, region_entry, unrank
+from .ranking import (UNSET, entry_index, lex_next, lex_unrank, lowest_bit, order_next, rank,
+                      region_entry, unrank)
 
 CHUNKS = 4096
 
@@ -57,11 +59,21 @@ def chunk_work(chunk, size, m):
     return chunk * step, min(size, (chunk + 1) * step), np.empty(m, dtype=np.int64)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def chunk_of(q, size):
+    """The chunk (chunk_work) that holds placement q."""
+    return q // ((size + CHUNKS - 1) // CHUNKS)
+
+
 @njit(cache=True, parallel=True)
-def expand(cur, nxt, visited, n, m, binom, pw, nbr, nnbr):
-    """Push the pattern moves of the frontier ``cur`` into ``nxt``; return moves pushed."""
+def expand(cur, nxt, visited, live_cur, live_nxt, n, m, binom, pw, nbr, nnbr):
+    """Push the pattern moves of the frontier ``cur`` into ``nxt``, flagging the chunks
+    they land in (live_nxt); chunks without frontier (live_cur) are skipped. Returns the
+    moves pushed."""
     pushed = np.zeros(CHUNKS, dtype=np.int64)
     for chunk in prange(CHUNKS):
+        if live_cur[chunk] == 0:
+            continue
         lo, hi, pos = chunk_work(chunk, cur.shape[0], m)
         for p in range(lo, hi):
             if cur[p] == 0:  # not in the frontier
@@ -81,17 +93,30 @@ def expand(cur, nxt, visited, n, m, binom, pw, nbr, nnbr):
                         if (np.int64(visited[q]) & bit) == 0:
                             atomic_or(nxt, q, bit)
                             pushed[chunk] += 1
+                            target = chunk_of(q, cur.shape[0])
+                            if live_nxt[target] == 0:
+                                atomic_or(live_nxt, target, 1)
     return pushed.sum()
 
 
 @njit(cache=True, parallel=True)
-def close(cur, nxt, visited, dist, layer, n, m, binom, pw, lw, reg_index, reg_offset, s):
-    """Turn seeds into regions: the new frontier. Returns (new entries, new regions)."""
+def close(cur, nxt, visited, live_cur, live_nxt, dist, layer, n, m, binom, pw, lw, reg_index,
+          reg_offset, s):
+    """Turn seeds into regions: the new frontier, its chunks flagged in live_cur (a chunk
+    without seeds is only cleared of the old frontier). Returns (new entries, new
+    regions)."""
     full = (np.int64(1) << n) - 1
     mfact = pw[0] * m
     entries = np.zeros(CHUNKS, dtype=np.int64)
     regions = np.zeros(CHUNKS, dtype=np.int64)
     for chunk in prange(CHUNKS):
+        if live_nxt[chunk] == 0:
+            if live_cur[chunk] != 0:
+                lo, hi, _ = chunk_work(chunk, cur.shape[0], 0)
+                cur[lo:hi] = 0
+                live_cur[chunk] = 0
+            continue
+        live_nxt[chunk] = 0
         lo, hi, pos = chunk_work(chunk, cur.shape[0], m)
         for q in range(lo, hi):
             seeds = np.int64(nxt[q])
@@ -114,12 +139,13 @@ def close(cur, nxt, visited, dist, layer, n, m, binom, pw, lw, reg_index, reg_of
                 if dist[e] == UNSET:
                     dist[e] = layer
                     entries[chunk] += 1
+        live_cur[chunk] = regions[chunk] != 0
     return entries.sum(), regions.sum()
 
 
 @njit(cache=True)
-def seed(cur, visited, dist, goal_cells, blank_cell, n, m, binom, pw, lw, reg_index, reg_offset,
-         s):
+def seed(cur, visited, live_cur, dist, goal_cells, blank_cell, n, m, binom, pw, lw, reg_index,
+         reg_offset, s):
     """Layer 0: the goal placement with the blank's region around its goal cell."""
     pos = goal_cells.copy()
     q = rank(pos, binom, pw)
@@ -129,22 +155,24 @@ def seed(cur, visited, dist, goal_cells, blank_cell, n, m, binom, pw, lw, reg_in
     region = flood(np.int64(1) << blank_cell, ((np.int64(1) << n) - 1) & ~occupied, s)
     cur[q] = region
     visited[q] = region
+    live_cur[chunk_of(q, cur.shape[0])] = 1
     mfact = pw[0] * m
     dist[region_entry(pos, q // mfact, q % mfact, blank_cell, mfact, lw, reg_index, reg_offset)] = 0
     return q
 
 
 @njit(cache=True, nogil=True, inline="always")
-def pack_entry(packed, e, v, pos, tiles, side, bad, too_large, slot):
+def pack_entry(packed, e, v, pos, md_tab, bad, too_large, slot):
     """Store the 4-bit form of distance v of placement pos as entry e: (v - md) / 2,
-    where md is the group's own Manhattan distance there (a distance is never below it
-    and has its parity). UNSET becomes 15; so does a value below md or of the other
-    parity (counted in bad[slot]: a builder error) or one of 15 or more (too_large)."""
+    where md is the group's own Manhattan distance there (md_tab[i, cell]: tile i's
+    distance from that cell to its goal; a distance is never below md and has its
+    parity). UNSET becomes 15; so does a value below md or of the other parity (counted
+    in bad[slot]: a builder error) or one of 15 or more (too_large)."""
     nib = 15
     if v != UNSET:
         md = 0
-        for i in range(tiles.shape[0]):
-            md += abs(pos[i] // side - tiles[i] // side) + abs(pos[i] % side - tiles[i] % side)
+        for i in range(pos.shape[0]):
+            md += md_tab[i, pos[i]]
         if v < md or (v - md) & 1:
             bad[slot] += 1
         elif (v - md) >> 1 >= 15:
@@ -155,16 +183,17 @@ def pack_entry(packed, e, v, pos, tiles, side, bad, too_large, slot):
 
 
 @njit(cache=True, parallel=True)
-def compact(dist, packed, tiles, side, binom, pw, lw, reg_count, secondary):
+def compact(dist, packed, md_tab, binom, pw, lw, reg_count, secondary):
     """Pack a distance table into 4-bit entries (``pack_entry``), in the table's own
     layout; returns the counts of entries too large and inconsistent, so the caller can
     refuse the table.
 
-    Region 0 is packed byte by byte in lexicographic order (a byte's two entries belong
-    to different maps); the other regions map by map: their entries of one map and region
-    are m! long and start at a multiple of m! (even), so no two threads share a byte."""
-    n = side * side
-    m = tiles.shape[0]
+    Region 0 is packed in lexicographic order, a chunk of whole bytes a thread (a byte's
+    two entries belong to different maps), stepping from placement to placement
+    (ranking.lex_next) rather than unranking each; the other regions map by map, order by
+    order (ranking.order_next): their entries of one map and region are m! long and start
+    at a multiple of m! (even), so no two threads share a byte."""
+    m, n = md_tab.shape
     mfact = pw[0] * m
     maps = reg_count.shape[0]
     placements = maps * mfact
@@ -172,16 +201,18 @@ def compact(dist, packed, tiles, side, binom, pw, lw, reg_count, secondary):
     bad = np.zeros(CHUNKS + maps, np.int64)
     for chunk in prange(CHUNKS):
         lo, hi, pos = chunk_work(chunk, (placements + 1) // 2, m)
-        for byte in range(lo, hi):
-            for e in range(2 * byte, min(2 * byte + 2, placements)):
-                lex_unrank(e, n, m, lw, pos)
-                pack_entry(packed, e, np.int64(dist[e]), pos, tiles, side, bad, too_large, chunk)
+        lex_unrank(2 * lo, n, m, lw, pos)
+        for e in range(2 * lo, min(2 * hi, placements)):
+            pack_entry(packed, e, np.int64(dist[e]), pos, md_tab, bad, too_large, chunk)
+            lex_next(pos, n)
     for r in prange(maps):
         pos = np.empty(m, dtype=np.int64)
+        if reg_count[r] > 1:
+            unrank(r * mfact, n, m, binom, pw, pos)
         for o in range(mfact if reg_count[r] > 1 else 0):
-            unrank(r * mfact + o, n, m, binom, pw, pos)
             for k in range(1, reg_count[r]):
                 e = entry_index(pos, r, o, k, mfact, lw, secondary)
-                pack_entry(packed, e, np.int64(dist[e]), pos, tiles, side, bad, too_large,
+                pack_entry(packed, e, np.int64(dist[e]), pos, md_tab, bad, too_large,
                            CHUNKS + r)
+            order_next(pos)
     return too_large.sum(), bad.sum()

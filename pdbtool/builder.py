@@ -26,6 +26,7 @@ import numpy as np
 from . import __version__, artifact, build_kernel, trust
 from .console import Progress, fmt_seconds
 from .geometry import neighbour_arrays
+from .heuristics import manhattan_table
 from .catalogue import Catalogue, get, plan_tables
 from .errors import BadInput, not_a_directory
 from .ranking import (UNSET, binomials, lex_weights, order_weights, reachable_entries, regions,
@@ -86,16 +87,18 @@ def distance_table(tiles, side: int, *, zero_aware: bool = True, label: str = ""
     nxt = np.zeros(size, dtype=dt)
     dist = np.full(reg.entries, UNSET, dtype=np.uint8)
     goal_cells = np.asarray(tiles, dtype=np.int64)
-    build_kernel.seed(cur, visited, dist, goal_cells, 0, n, m, binom, pw, lw, reg.index,
-                      reg.secondary, side)
+    live_cur = np.zeros(build_kernel.CHUNKS, np.uint8)  # chunks holding frontier / seeds
+    live_nxt = np.zeros(build_kernel.CHUNKS, np.uint8)
+    build_kernel.seed(cur, visited, live_cur, dist, goal_cells, 0, n, m, binom, pw, lw,
+                      reg.index, reg.secondary, side)
     total = reachable_entries(side, m, zero_aware)
     bar = Progress(label or f"{m} tiles", total, progress and report is None, unit="entries")
     done, layer = 1, 0
     while True:
-        build_kernel.expand(cur, nxt, visited, n, m, binom, pw, nbr, nnbr)
+        build_kernel.expand(cur, nxt, visited, live_cur, live_nxt, n, m, binom, pw, nbr, nnbr)
         layer += 1
-        new, frontier = build_kernel.close(cur, nxt, visited, dist, layer, n, m, binom, pw, lw,
-                                           reg.index, reg.secondary, side)
+        new, frontier = build_kernel.close(cur, nxt, visited, live_cur, live_nxt, dist, layer,
+                                           n, m, binom, pw, lw, reg.index, reg.secondary, side)
         done += int(new)
         bar.update(done, f"layer {layer}")
         if report is not None:
@@ -114,7 +117,7 @@ def compact_table(dist: np.ndarray, tiles, side: int, zero_aware: bool = True) -
     m = len(tiles)
     reg = regions(side, m, zero_aware)
     packed = np.zeros((dist.size + 1) // 2, np.uint8)
-    too_large, bad = build_kernel.compact(dist, packed, np.asarray(tiles, np.int64), side,
+    too_large, bad = build_kernel.compact(dist, packed, manhattan_table(side)[list(tiles)],
                                           binomials(side * side, m), order_weights(m),
                                           lex_weights(side * side, m), reg.count, reg.secondary)
     if bad:

@@ -228,6 +228,46 @@ def lex_unrank(r, n, m, lw, pos):
     return used
 
 
+@njit(cache=True, nogil=True, inline="always")
+def lex_next(pos, n):
+    """Advance pos to the placement of the next lexicographic rank (amortised O(1): most
+    steps move only the last tile). Past the last rank pos is left as it is."""
+    m = pos.shape[0]
+    full = (np.int64(1) << n) - 1
+    used = occupied_mask(pos)
+    for i in range(m - 1, -1, -1):
+        used &= ~(np.int64(1) << pos[i])  # now the cells of tiles 0 .. i-1
+        above = full & ~used & ~((np.int64(2) << pos[i]) - 1)
+        if above:
+            pos[i] = lowest_bit(above)
+            used |= np.int64(1) << pos[i]
+            for j in range(i + 1, m):  # the later tiles on the lowest cells left
+                pos[j] = lowest_bit(full & ~used)
+                used |= np.int64(1) << pos[j]
+            return
+
+
+@njit(cache=True, nogil=True, inline="always")
+def order_next(pos):
+    """Advance pos to the next order of the same map (the next permutation of its cells:
+    the order rank is their Lehmer code). Past the last order pos is left as it is."""
+    m = pos.shape[0]
+    i = m - 2
+    while i >= 0 and pos[i] > pos[i + 1]:
+        i -= 1
+    if i < 0:
+        return
+    j = m - 1
+    while pos[j] < pos[i]:
+        j -= 1
+    pos[i], pos[j] = pos[j], pos[i]
+    lo, hi = i + 1, m - 1
+    while lo < hi:
+        pos[lo], pos[hi] = pos[hi], pos[lo]
+        lo += 1
+        hi -= 1
+
+
 @njit(cache=True)
 def round_trip_errors(n, m, binom, pw, lw, start, stop, step):
     """Count ranks in range(start, stop, step) where rank(unrank(r)) != r, in either

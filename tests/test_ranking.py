@@ -1,8 +1,11 @@
 import itertools
 import random
+from math import factorial
 
-from pdbtool.ranking import (binomials, lex_rank_of, lex_weights, order_weights, rank_of,
-                             round_trip_errors, table_size, unrank_of)
+import numpy as np
+
+from pdbtool.ranking import (binomials, lex_next, lex_rank_of, lex_weights, order_next,
+                             order_weights, rank_of, round_trip_errors, table_size, unrank_of)
 
 
 def errors(n, m, start, stop, step):
@@ -22,6 +25,21 @@ def test_lex_rank_is_the_lexicographic_order():
     for n, m in ((4, 2), (6, 3), (9, 4), (9, 8), (16, 3)):
         for i, p in enumerate(itertools.permutations(range(n), m)):
             assert lex_rank_of(p, n) == i
+
+
+def test_stepping_visits_the_ranks_in_order():
+    """lex_next walks the lexicographic order and order_next a map's orders (the builder's
+    compact steps with them instead of unranking): each step lands on the next rank."""
+    for n, m in ((4, 2), (6, 3), (9, 4), (9, 9)):
+        pos = np.arange(m, dtype=np.int64)
+        for p in itertools.permutations(range(n), m):
+            assert pos.tolist() == list(p)
+            lex_next(pos, n)
+        for first in (0, table_size(n, m) // 2 // factorial(m) * factorial(m)):
+            pos = np.array(unrank_of(first, n, m), np.int64)
+            for o in range(factorial(m)):
+                assert pos.tolist() == unrank_of(first + o, n, m)
+                order_next(pos)
 
 
 def test_round_trip_exhaustive_medium():
