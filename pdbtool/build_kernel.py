@@ -4,16 +4,19 @@ Additive accounting: a move of a pattern tile costs 1, a move of the blank among
 cells costs 0. So a state is a placement of the group's tiles plus the connected region of
 free cells the blank can roam for free. Per placement we keep bit masks over the cells:
 
-  visited[p]  blank cells reached so far (always whole regions);
   cur[p]      blank cells first reached at the current layer d (the frontier);
-  nxt[p]      seeds for layer d + 1: cells a pattern tile just left.
+  seen[p]     two masks in one word: the low ``half`` bits are the blank cells reached so
+              far (always whole regions), the high ones the seeds for layer d + 1 (cells a
+              pattern tile just left). A move's target is tested and seeded in one word:
+              one cache miss, not two (the moves land all over the table).
 
-``expand`` pushes every pattern move of the frontier into nxt with an atomic OR (threads
-may hit the same word); ``close`` turns seeds into whole regions, records the layer in the
-distance table for every (placement, region) entry reached the first time, and makes them
-the next frontier. A flag per chunk of placements (live_cur, live_nxt) says where the
-frontier and the seeds are, so the sparse first and last layers skip most of the masks. Both are set operations, so the table is the same whatever the number
-of threads. The masks are indexed by the map x order rank; the distance table as
+``expand`` pushes every pattern move of the frontier into the seeds with an atomic OR
+(threads may hit the same word); ``close`` turns seeds into whole regions, records the
+layer in the distance table for every (placement, region) entry reached the first time,
+and makes them the next frontier. Both are set operations, so the table is the same
+whatever the number of threads. A flag per chunk of placements (live_cur, live_nxt) says
+where the frontier and the seeds are, so the sparse first and last layers skip most of
+the masks. The masks are indexed by the map x order rank; the distance table as
 ranking.region_entry says (the table's own layout, region 0 in lexicographic order): one
 entry per region of the blank (zero-aware), or one per placement when the region index
 maps every free cell to region 0 (min over the blank: the first layer that reaches a
@@ -24,8 +27,8 @@ import numpy as np
 from numba import njit, prange
 
 from .intrinsics import atomic_or
-from .ranking import (UNSET, entry_index, lex_next, lex_unrank, lowest_bit, order_next, rank,
-                      region_entry, unrank)
+from .ranking import (UNSET, entry_index, lex_next, lex_unrank, lowest_bit, order_next,
+                      placement, rank, region_entry, unrank)
 
 CHUNKS = 4096
 
@@ -54,9 +57,11 @@ def flood(seeds, free, s):
 @njit(cache=True, nogil=True, inline="always")
 def chunk_work(chunk, size, m):
     """The placements of one of CHUNKS equal slices of a table (the unit of the threads),
-    as range(lo, hi), and that thread's buffer for a placement's m cells."""
+    as range(lo, hi), and that thread's buffers for a placement's m cells and for its
+    map's (ranking.placement)."""
     step = (size + CHUNKS - 1) // CHUNKS
-    return chunk * step, min(size, (chunk + 1) * step), np.empty(m, dtype=np.int64)
+    return (chunk * step, min(size, (chunk + 1) * step), np.empty(m, dtype=np.int64),
+            np.empty(m, dtype=np.int64))
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -66,20 +71,22 @@ def chunk_of(q, size):
 
 
 @njit(cache=True, parallel=True)
-def expand(cur, nxt, visited, live_cur, live_nxt, n, m, binom, pw, nbr, nnbr):
-    """Push the pattern moves of the frontier ``cur`` into ``nxt``, flagging the chunks
-    they land in (live_nxt); chunks without frontier (live_cur) are skipped. Returns the
-    moves pushed."""
+def expand(cur, seen, half, live_cur, live_nxt, n, m, binom, pw, orders, nbr, nnbr):
+    """Push the pattern moves of the frontier ``cur`` into the seeds of ``seen``, flagging
+    the chunks they land in (live_nxt); chunks without frontier (live_cur) are skipped.
+    Returns the moves pushed."""
+    mfact = pw[0] * m
     pushed = np.zeros(CHUNKS, dtype=np.int64)
     for chunk in prange(CHUNKS):
         if live_cur[chunk] == 0:
             continue
-        lo, hi, pos = chunk_work(chunk, cur.shape[0], m)
+        lo, hi, pos, cells = chunk_work(chunk, cur.shape[0], m)
+        last, occupied = -1, np.int64(0)
         for p in range(lo, hi):
             if cur[p] == 0:  # not in the frontier
                 continue
             mask = np.int64(cur[p])
-            unrank(p, n, m, binom, pw, pos)
+            last, occupied = placement(p, last, occupied, n, m, binom, mfact, orders, cells, pos)
             for i in range(m):
                 c = pos[i]
                 for k in range(nnbr[c]):
@@ -90,8 +97,8 @@ def expand(cur, nxt, visited, live_cur, live_nxt, n, m, binom, pw, nbr, nnbr):
                         q = rank(pos, binom, pw)
                         pos[i] = c
                         bit = np.int64(1) << c
-                        if (np.int64(visited[q]) & bit) == 0:
-                            atomic_or(nxt, q, bit)
+                        if (np.int64(seen[q]) & bit) == 0:  # not visited
+                            atomic_or(seen, q, bit << half)
                             pushed[chunk] += 1
                             target = chunk_of(q, cur.shape[0])
                             if live_nxt[target] == 0:
@@ -100,35 +107,39 @@ def expand(cur, nxt, visited, live_cur, live_nxt, n, m, binom, pw, nbr, nnbr):
 
 
 @njit(cache=True, parallel=True)
-def close(cur, nxt, visited, live_cur, live_nxt, dist, layer, n, m, binom, pw, lw, reg_index,
-          reg_offset, s):
+def close(cur, seen, half, live_cur, live_nxt, dist, layer, n, m, binom, pw, lw, orders,
+          reg_index, reg_offset, s):
     """Turn seeds into regions: the new frontier, its chunks flagged in live_cur (a chunk
     without seeds is only cleared of the old frontier). Returns (new entries, new
     regions)."""
     full = (np.int64(1) << n) - 1
+    low = (np.int64(1) << half) - 1
     mfact = pw[0] * m
     entries = np.zeros(CHUNKS, dtype=np.int64)
     regions = np.zeros(CHUNKS, dtype=np.int64)
     for chunk in prange(CHUNKS):
         if live_nxt[chunk] == 0:
             if live_cur[chunk] != 0:
-                lo, hi, _ = chunk_work(chunk, cur.shape[0], 0)
+                lo, hi, _, _ = chunk_work(chunk, cur.shape[0], 0)
                 cur[lo:hi] = 0
                 live_cur[chunk] = 0
             continue
         live_nxt[chunk] = 0
-        lo, hi, pos = chunk_work(chunk, cur.shape[0], m)
+        lo, hi, pos, cells = chunk_work(chunk, cur.shape[0], m)
+        last, occupied = -1, np.int64(0)
         for q in range(lo, hi):
-            seeds = np.int64(nxt[q])
+            word = np.int64(seen[q])
+            seeds = word >> half
             if seeds == 0:
                 if cur[q] != 0:
                     cur[q] = 0
                 continue
-            nxt[q] = 0
-            free = full & ~unrank(q, n, m, binom, pw, pos)
-            region = flood(seeds, free, s) & ~np.int64(visited[q])
+            visited = word & low
+            last, occupied = placement(q, last, occupied, n, m, binom, mfact, orders, cells, pos)
+            free = full & ~occupied
+            region = flood(seeds, free, s) & ~visited
             cur[q] = region
-            visited[q] = np.int64(visited[q]) | region
+            seen[q] = visited | region  # the seeds are used up
             regions[chunk] += 1
             x = region
             while x:  # every cell of the new regions names its region's entry
@@ -144,7 +155,7 @@ def close(cur, nxt, visited, live_cur, live_nxt, dist, layer, n, m, binom, pw, l
 
 
 @njit(cache=True)
-def seed(cur, visited, live_cur, dist, goal_cells, blank_cell, n, m, binom, pw, lw, reg_index,
+def seed(cur, seen, live_cur, dist, goal_cells, blank_cell, n, m, binom, pw, lw, reg_index,
          reg_offset, s):
     """Layer 0: the goal placement with the blank's region around its goal cell."""
     pos = goal_cells.copy()
@@ -154,7 +165,7 @@ def seed(cur, visited, live_cur, dist, goal_cells, blank_cell, n, m, binom, pw, 
         occupied |= np.int64(1) << pos[i]
     region = flood(np.int64(1) << blank_cell, ((np.int64(1) << n) - 1) & ~occupied, s)
     cur[q] = region
-    visited[q] = region
+    seen[q] = region
     live_cur[chunk_of(q, cur.shape[0])] = 1
     mfact = pw[0] * m
     dist[region_entry(pos, q // mfact, q % mfact, blank_cell, mfact, lw, reg_index, reg_offset)] = 0
@@ -200,7 +211,7 @@ def compact(dist, packed, md_tab, binom, pw, lw, reg_count, secondary):
     too_large = np.zeros(CHUNKS + maps, np.int64)  # a slot per chunk, then per map
     bad = np.zeros(CHUNKS + maps, np.int64)
     for chunk in prange(CHUNKS):
-        lo, hi, pos = chunk_work(chunk, (placements + 1) // 2, m)
+        lo, hi, pos, _ = chunk_work(chunk, (placements + 1) // 2, m)
         lex_unrank(2 * lo, n, m, lw, pos)
         for e in range(2 * lo, min(2 * hi, placements)):
             pack_entry(packed, e, np.int64(dist[e]), pos, md_tab, bad, too_large, chunk)

@@ -29,8 +29,8 @@ from .geometry import neighbour_arrays
 from .heuristics import manhattan_table
 from .catalogue import Catalogue, get, plan_tables
 from .errors import BadInput, not_a_directory
-from .ranking import (UNSET, binomials, lex_weights, order_weights, reachable_entries, regions,
-                      table_size)
+from .ranking import (UNSET, binomials, lex_weights, order_table, order_weights,
+                      reachable_entries, regions, table_size)
 
 BUILDER_VERSION = f"{__version__}/layered-region-bfs-2"
 
@@ -79,26 +79,29 @@ def distance_table(tiles, side: int, *, zero_aware: bool = True, label: str = ""
     n, m = side * side, len(tiles)
     size = table_size(n, m)
     binom, pw, lw = binomials(n, m), order_weights(m), lex_weights(n, m)
+    orders = order_table(m)
     reg = regions(side, m, zero_aware)
     nbr, nnbr = neighbour_arrays(side)
     dt = mask_dtype(n)
-    visited = np.zeros(size, dtype=dt)
     cur = np.zeros(size, dtype=dt)
-    nxt = np.zeros(size, dtype=dt)
+    seen = np.zeros(size, dtype=mask_dtype(2 * n))  # visited | seeds << half (build_kernel)
+    half = np.iinfo(seen.dtype).bits // 2
     dist = np.full(reg.entries, UNSET, dtype=np.uint8)
     goal_cells = np.asarray(tiles, dtype=np.int64)
     live_cur = np.zeros(build_kernel.CHUNKS, np.uint8)  # chunks holding frontier / seeds
     live_nxt = np.zeros(build_kernel.CHUNKS, np.uint8)
-    build_kernel.seed(cur, visited, live_cur, dist, goal_cells, 0, n, m, binom, pw, lw,
+    build_kernel.seed(cur, seen, live_cur, dist, goal_cells, 0, n, m, binom, pw, lw,
                       reg.index, reg.secondary, side)
     total = reachable_entries(side, m, zero_aware)
     bar = Progress(label or f"{m} tiles", total, progress and report is None, unit="entries")
     done, layer = 1, 0
     while True:
-        build_kernel.expand(cur, nxt, visited, live_cur, live_nxt, n, m, binom, pw, nbr, nnbr)
+        build_kernel.expand(cur, seen, half, live_cur, live_nxt, n, m, binom, pw, orders, nbr,
+                            nnbr)
         layer += 1
-        new, frontier = build_kernel.close(cur, nxt, visited, live_cur, live_nxt, dist, layer,
-                                           n, m, binom, pw, lw, reg.index, reg.secondary, side)
+        new, frontier = build_kernel.close(cur, seen, half, live_cur, live_nxt, dist, layer,
+                                           n, m, binom, pw, lw, orders, reg.index,
+                                           reg.secondary, side)
         done += int(new)
         bar.update(done, f"layer {layer}")
         if report is not None:

@@ -35,6 +35,7 @@ on load.
 
 from __future__ import annotations
 
+import itertools
 from functools import lru_cache
 from math import comb, factorial
 from typing import NamedTuple
@@ -198,6 +199,33 @@ def unrank(idx, n, m, binom, pw, pos):
         pos[i] = c
         rest &= ~(np.int64(1) << c)
     return occupied
+
+
+def order_table(m: int) -> np.ndarray:
+    """uint8[order rank, i]: which of its map's cells, counted from the lowest, tile i
+    holds. The orders in rank order are the permutations of range(m) in lexicographic
+    order (the order rank is their Lehmer code)."""
+    return np.array(list(itertools.permutations(range(m))), dtype=np.uint8).reshape(-1, m)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def placement(idx, last, occupied, n, m, binom, mfact, orders, cells, pos):
+    """unrank for sweeps through increasing ranks: write into pos the placement of rank
+    idx from ``orders`` (order_table) and cells[:m], the sorted cells of map ``last``
+    (mask ``occupied``), which are unranked again only when idx is on another map (its m!
+    orders are consecutive). Returns (idx's map rank, its occupied mask): the caller
+    passes them back as ``last`` and ``occupied`` (start with last = -1)."""
+    r = idx // mfact
+    if r != last:
+        occupied = unrank_map(r, n, m, binom)
+        x = occupied
+        for i in range(m):
+            cells[i] = lowest_bit(x)
+            x &= x - 1
+    o = idx - r * mfact
+    for i in range(m):
+        pos[i] = cells[orders[o, i]]
+    return r, occupied
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -5,7 +5,8 @@ from math import factorial
 import numpy as np
 
 from pdbtool.ranking import (binomials, lex_next, lex_rank_of, lex_weights, order_next,
-                             order_weights, rank_of, round_trip_errors, table_size, unrank_of)
+                             order_table, order_weights, placement, rank_of, round_trip_errors,
+                             table_size, unrank_of)
 
 
 def errors(n, m, start, stop, step):
@@ -40,6 +41,20 @@ def test_stepping_visits_the_ranks_in_order():
             for o in range(factorial(m)):
                 assert pos.tolist() == unrank_of(first + o, n, m)
                 order_next(pos)
+
+
+def test_placement_of_a_sweep_is_unrank():
+    """The builder's sweeps unrank with ranking.placement (a table of the orders, the map's
+    cells kept while the map stays): every rank of a table, and a sparse sweep, as unrank."""
+    for n, m, step in ((6, 3, 1), (9, 4, 1), (16, 5, 1), (16, 8, 997), (25, 6, 100_003)):
+        binom, orders = binomials(n, m), order_table(m)
+        cells, pos = np.empty(m, np.int64), np.empty(m, np.int64)
+        last, occupied = -1, np.int64(0)
+        for r in range(0, table_size(n, m), step):
+            last, occupied = placement(r, last, occupied, n, m, binom, factorial(m), orders,
+                                       cells, pos)
+            assert pos.tolist() == unrank_of(r, n, m)
+            assert occupied == sum(1 << c for c in pos.tolist())
 
 
 def test_round_trip_exhaustive_medium():
