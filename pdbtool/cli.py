@@ -250,9 +250,22 @@ def cmd_verify(args) -> int:
     return 0 if report.ok else 1
 
 
+def checksum_state(meta: artifact.ArtifactMeta) -> str:
+    """Whether an artifact's checksums were checked: 'verified' (a stamp of this very file
+    from `pdbtool verify`, build or unpack), 'unverified' or 'packed'."""
+    if meta.form != "installed":
+        return "packed"
+    return "verified" if trust.is_recorded(meta) else "unverified"
+
+
 def cmd_info(args) -> int:
     meta = artifact.read_any_meta(args.path)
+    state = checksum_state(meta)
+    checks = {"verified": "checksums verified (stamp of this file)",
+              "unverified": f"checksums not verified since written: pdbtool verify {meta.path}",
+              "packed": "packed: pdbtool unpack verifies its checksums"}[state]
     lines = [f"{meta.path}: {meta.partition} ({meta.form}), {meta.size}x{meta.size}, goal {meta.goal}",
+             checks,
              f"version {meta.version}, format {meta.format_version}, builder {meta.builder_version}, "
              f"rank {meta.rank_scheme} v{meta.rank_version}",
              f"build {meta.build}"]
@@ -262,7 +275,7 @@ def cmd_info(args) -> int:
                      f"max {len(t.histogram) - 1}, unset {t.unset:,}, sha256 {t.sha256[:16]}...")
     for g in meta.groups:
         lines.append(f"  group {list(g.tiles)} -> table {g.table}")
-    emit(args, meta.to_dict(), "\n".join(lines))
+    emit(args, {**meta.to_dict(), "state": state}, "\n".join(lines))
     return 0
 
 
@@ -280,8 +293,7 @@ def cmd_list(args) -> int:
             continue
         try:
             meta = artifact.read_any_meta(path)
-            state = ("verified" if trust.is_recorded(meta) else "unverified") if meta.form == "installed" else "packed"
-            row.update(partition=meta.partition, version=meta.version, state=state)
+            row.update(partition=meta.partition, version=meta.version, state=checksum_state(meta))
         except PdbError as e:
             row["state"] = f"damaged: {e}"
         rows.append(row)

@@ -157,6 +157,7 @@ class Solver:
         self.moves, self.nmoves = blank_moves(self.side)
         self.prune = prune
         self.fsm = pruning_fsm(prune)
+        self._compiled: set[str] = set()
 
     def prepare(self, board, goal: str = "blank-last") -> PreparedBoard:
         """Validate and map into the image; raise BadInput / Unsolvable with a clear message."""
@@ -199,6 +200,8 @@ class Solver:
             raise BadInput("a traced search runs on one thread")
         if events is not None and algorithm.name != "ida":
             raise BadInput(f"a traced search runs IDA*, not {algorithm.name}")
+        if algorithm.name == "ida":
+            self.compile_kernels(threads)
         source = self.heuristic.source  # the table file: checked around the search
         timer = control.timer()
         try:
@@ -217,6 +220,20 @@ class Solver:
         finally:
             if timer:
                 timer.cancel()
+
+    def compile_kernels(self, threads: int = 1) -> None:
+        """Compile IDA*'s kernels for this heuristic (or load them from numba's cache) before
+        a search's clock and timeout start: the first search on a machine would otherwise
+        count tens of seconds of compilation as search time. Once per solver and kernel."""
+        needed = {"ida", "dfs"} if threads > 1 else {"ida"}
+        if needed <= self._compiled:
+            return
+        goal = self.root(list(range(self.side * self.side)))
+        self.iterate(goal, 0, SearchControl(budget=1))  # a node or so: the call is the point
+        if threads > 1:
+            self.dfs(goal, 0, 0, 0, -1, 1, np.zeros(1, np.int64), np.zeros(COUNTERS, np.int64),
+                     np.zeros(MAX_DEPTH + 1, np.int64))  # bound -1: returns at the root
+        self._compiled |= needed
 
     def _search_serial(self, prepared: PreparedBoard, control: SearchControl,
                        events: np.ndarray | None) -> SolveResult:
