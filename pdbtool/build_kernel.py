@@ -212,6 +212,8 @@ def compact(dist, packed, md_tab, binom, pw, lw, reg_count, secondary):
     bad = np.zeros(CHUNKS + maps, np.int64)
     for chunk in prange(CHUNKS):
         lo, hi, pos, _ = chunk_work(chunk, (placements + 1) // 2, m)
+        if lo >= hi:  # the last chunks of a small table are empty
+            continue
         lex_unrank(2 * lo, n, m, lw, pos)
         for e in range(2 * lo, min(2 * hi, placements)):
             pack_entry(packed, e, np.int64(dist[e]), pos, md_tab, bad, too_large, chunk)

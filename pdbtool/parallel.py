@@ -190,10 +190,9 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, threads: int,
     counter (search_kernel.dfs: every node there is searched by exactly one thread, the
     nodes above by all; default ``split_depth``). This thread searches too, so an
     iteration costs one hand-off per other thread and iterations of a few milliseconds
-    gain; once the search has generated
-    POLLED_AFTER nodes, this thread instead publishes the threads' counters every 20 ms
-    while they search (progress). The kernels poll the caller's stop flag; the budget is
-    shared out evenly between the threads."""
+    gain; once the search has generated POLLED_AFTER nodes, this thread instead publishes
+    the threads' counters every 20 ms while they search (progress). The kernels poll the
+    caller's stop flag; the budget is shared out evenly between the threads."""
     bf = prepared.image
     stop, counters = control.stop, control.counters
     split = split_depth(solver.side, threads) if split is None else split
