@@ -34,7 +34,7 @@ ALGORITHMS = ("ida", "ida-tt", "astar", "rbfs", "wida", "bfs", "greedy")
 OPTIMAL = ("ida", "ida-tt", "astar", "rbfs", "bfs")
 DEFAULT_MAX_MEMORY = 1 << 30  # A*: 1 GiB of states
 MIN_MAX_MEMORY = 1 << 16
-DEFAULT_TT_SIZE = 1 << 20     # IDA*+TT: entries (24 MiB)
+DEFAULT_TT_SIZE = 1 << 20     # IDA*+TT: entries (32 MiB)
 DEFAULT_WEIGHT = 1.5
 BFS_MAX_SIDE = 3
 KEYED_MAX_SIDE = 5  # A* and IDA*+TT key a state in two words (state_key_kernel)
@@ -124,7 +124,7 @@ def _limit(status, name, generated, seconds):
 
 
 def _ida_tt(solver, prepared, algorithm, control):
-    from .ida_tt_kernel import MAX_DEPTH_W, TT_ENTRY_BYTES, Extras
+    from .ida_tt_kernel import MAX_DEPTH_W, TT_ENTRY_BYTES, Extras, transposition_table
     from .search_kernel import ida, no_events
     from .state_key_kernel import layout
 
@@ -139,8 +139,7 @@ def _ida_tt(solver, prepared, algorithm, control):
         gw = hw = 1
         size = 1 << ((algorithm.tt_size or DEFAULT_TT_SIZE).bit_length() - 1)
         bits, per = layout(side)
-    tt_key = np.zeros((size, 2), np.int64)
-    tt_tag = np.zeros(size, np.int64)
+    tt = transposition_table(size)
     path = np.zeros(depth + 1, np.int64)
     bounds = np.zeros(depth + 1, np.int64)
     nodes = np.zeros(depth + 1, np.int64)
@@ -148,7 +147,7 @@ def _ida_tt(solver, prepared, algorithm, control):
     status, length, expanded, generated, iters, _, cuts, _ = ida(
         solver.heuristic.H, side, root.board, root.pos, solver.moves, solver.nmoves, solver.fsm,
         root.rows, prepared.image.index(0), control.kernel_budget, control.stop, control.counters,
-        path, bounds, nodes, no_events(), Extras(gw, hw, depth, tt_key, tt_tag, bits, per), -1)
+        path, bounds, nodes, no_events(), Extras(gw, hw, depth, tt, bits, per), -1)
     seconds = time.perf_counter() - t0
     if status != FOUND:
         _limit(status, algorithm.name, generated, seconds)

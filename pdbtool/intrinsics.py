@@ -1,6 +1,9 @@
 """What numba does not expose: popcount, atomic OR and atomic add (machine instructions),
-and a class attribute of an argument as a compile-time constant."""
+a prefetch hint, and a class attribute of an argument as a compile-time constant."""
 
+from llvmlite import ir
+from llvmlite.binding import llvm_version_info
+from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
@@ -55,3 +58,27 @@ def class_constant(obj, name: str):
 def _class_constant_in_kernels(obj, name):
     value = getattr(obj.instance_class, name.literal_value)
     return lambda obj, name: value
+
+
+# LLVM names the intrinsic by its pointer type: typed pointers before LLVM 15.
+_PREFETCH = "llvm.prefetch.p0" if llvm_version_info >= (15,) else "llvm.prefetch.p0i8"
+
+
+@intrinsic
+def prefetch(typingctx, ary, idx):
+    """Start loading the cache line of ary[idx] (of the row ary[idx] of a 2-D array): a
+    hint, with no value and no fault. IDA*+TT loads a child's slot of the table this way
+    before it evaluates the child's heuristic (search_kernel.dfs_loop)."""
+    def codegen(context, builder, sig, args):
+        aryty = sig.args[0]
+        arr = context.make_array(aryty)(context, builder, args[0])
+        zero = context.get_constant(sig.args[1], 0)
+        ptr = cgutils.get_item_pointer(context, builder, aryty, arr,
+                                       [args[1]] + [zero] * (aryty.ndim - 1))
+        i32, byte_ptr = ir.IntType(32), ir.IntType(8).as_pointer()
+        fnty = ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, _PREFETCH)
+        builder.call(fn, [builder.bitcast(ptr, byte_ptr), i32(0), i32(3), i32(1)])  # read,
+        # keep in every cache level, data
+        return context.get_dummy_value()
+    return types.none(ary, idx), codegen

@@ -90,6 +90,10 @@ def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool 
     sums = 1 + max(x.sum for x in every)
     if sums > 64:  # h_update keeps a bit per lookup of a tile, at most one per sum
         raise ArtifactError(f"{meta.path}: {sums} sums of lookups; this pdbtool reads at most 64")
+    for t in meta.tables:  # h_update keeps entry indices in the int32 state row
+        if t.entries >= 2**31:
+            raise ArtifactError(f"{meta.path}: table {t.name!r} has {t.entries:,} entries; "
+                                "this pdbtool reads tables of fewer than 2^31")
     # Sums that hold the same tiles in a group read the same value: one lookup serves them.
     # (Catalogues share groups between partitions, and a group's reflection may be another
     # group: 24/small's 56 lookups are 28 tile sets.)

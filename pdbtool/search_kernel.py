@@ -29,8 +29,8 @@ from numba import njit
 
 from .heuristic_kernels import h_update
 from .ida_tt_kernel import active, tt_seen
-from .intrinsics import atomic_add
-from .state_key_kernel import key_moved, key_of
+from .intrinsics import atomic_add, prefetch
+from .state_key_kernel import key_moved, key_of, slot_of
 
 NOT_FOUND, FOUND, STOPPED, BUDGET = 0, 1, 2, 3  # outcomes of a search
 GENERATED, EXPANDED, BOUND = 0, 1, 2  # slots of the counters array
@@ -197,8 +197,8 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
     each of its arrays at every call (atomic operations that took over 40% of the time of
     a 24-puzzle search)."""
     on = active(extras)
-    use_tt = on and extras.tt_key.shape[0] > 0
-    mask = extras.tt_key.shape[0] - 1
+    use_tt = on and extras.tt.shape[0] > 0
+    mask = extras.tt.shape[0] - 1
     blanks, it, automaton, k0s, k1s = stacks[0], stacks[1], stacks[2], stacks[3], stacks[4]
     counters[BOUND] = bound
     h0 = hs[0, 0]
@@ -216,7 +216,7 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
     it[0] = 0
     if use_tt:
         k0s[0], k1s[0] = key_of(board, s * s, extras.bits, extras.per)
-        tt_seen(extras.tt_key, extras.tt_tag, k0s[0], k1s[0], 0, iteration + 1, mask)
+        tt_seen(extras.tt, slot_of(k0s[0], k1s[0], mask), k0s[0], k1s[0], 0, iteration + 1)
     status = NOT_FOUND
     length = 0
     shared = -1  # the number of the last node seen at the split depth
@@ -237,6 +237,10 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
         t = slide(board, pos, c, b)
         generated += 1
         g = g0 + depth + 1
+        if use_tt:  # its slot loads while the heuristic is evaluated
+            c0, c1 = key_moved(k0s[depth], k1s[depth], t, c, b, s * s, extras.bits, extras.per)
+            slot = slot_of(c0, c1, mask)
+            prefetch(extras.tt, slot)
         if on:
             h = h_update(H, s, board, pos, hs[depth], hs[depth + 1], t, c, b,
                          (bound - extras.gw * g) // extras.hw)
@@ -256,8 +260,7 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
             length = path_to(path, blanks, depth, c)
             break
         if use_tt:
-            c0, c1 = key_moved(k0s[depth], k1s[depth], t, c, b, s * s, extras.bits, extras.per)
-            if tt_seen(extras.tt_key, extras.tt_tag, c0, c1, g, iteration + 1, mask):
+            if tt_seen(extras.tt, slot, c0, c1, g, iteration + 1):
                 cuts += 1
                 slide(board, pos, b, c)
                 continue

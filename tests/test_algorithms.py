@@ -16,6 +16,7 @@ from pdbtool.limits import size as parse_size
 from pdbtool.bfs_kernel import rank
 from pdbtool.errors import BadInput, LimitReached
 from pdbtool.heuristics import table_free
+from pdbtool.ida_tt_kernel import TT_ENTRY_BYTES, transposition_table
 from pdbtool.pdb_heuristic import load_heuristic
 from pdbtool.search import SearchControl, Solver
 from reference import assert_replays, korf100, korf_shortest
@@ -73,6 +74,13 @@ def test_ida_tt_on_korf_instances_cuts_nodes(art_dir):
         assert tt.nodes_generated <= plain.nodes_generated and "cuts" in tt.note
         a = solver.solve(board, "blank-first", algorithm="astar")
         assert a.length == optimal and a.peak_memory_bytes > plain.peak_memory_bytes
+
+
+def test_transposition_table_slots_sit_within_one_cache_line():
+    for slots in (1, 5, 1 << 10):
+        tt = transposition_table(slots)
+        assert tt.shape == (slots, TT_ENTRY_BYTES // 8) and not tt.any()
+        assert tt.ctypes.data % 64 == 0 and 64 % TT_ENTRY_BYTES == 0
 
 
 @pytest.mark.parametrize("weight", (1.0, 1.5, 3.0))
