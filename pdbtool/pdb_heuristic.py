@@ -74,6 +74,9 @@ def check_layout(meta: artifact.ArtifactMeta) -> None:
         if t.cells != n or t.entries != expected:
             raise ArtifactError(f"{where}: table {t.name!r} has {t.entries:,} entries, "
                                 f"{len(t.tiles)} tiles on {n} cells need {expected:,}")
+        if t.entries >= 2**31:  # h_update keeps entry indices in the int32 state row
+            raise ArtifactError(f"{where}: table {t.name!r} has {t.entries:,} entries; "
+                                "this pdbtool reads tables of fewer than 2^31")
     for g in meta.groups:
         if len(meta.tables[g.table].tiles) != len(g.tiles):
             raise ArtifactError(f"{where}: group {list(g.tiles)} does not fit its table")
@@ -90,10 +93,6 @@ def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool 
     sums = 1 + max(x.sum for x in every)
     if sums > 64:  # h_update keeps a bit per lookup of a tile, at most one per sum
         raise ArtifactError(f"{meta.path}: {sums} sums of lookups; this pdbtool reads at most 64")
-    for t in meta.tables:  # h_update keeps entry indices in the int32 state row
-        if t.entries >= 2**31:
-            raise ArtifactError(f"{meta.path}: table {t.name!r} has {t.entries:,} entries; "
-                                "this pdbtool reads tables of fewer than 2^31")
     # Sums that hold the same tiles in a group read the same value: one lookup serves them.
     # (Catalogues share groups between partitions, and a group's reflection may be another
     # group: 24/small's 56 lookups are 28 tile sets.)

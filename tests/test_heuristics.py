@@ -1,14 +1,17 @@
 """Admissibility on every 8-puzzle state against exact BFS, h(goal) = 0, consistency."""
 
+import dataclasses
 import random
 
 import numpy as np
 import pytest
 
-from pdbtool import geometry, puzzle
+from pdbtool import artifact, geometry, puzzle
 from pdbtool import heuristic_kernels as hk
+from pdbtool.errors import ArtifactError
 from pdbtool.heuristics import TABLE_FREE, board_arrays, table_free
-from pdbtool.pdb_heuristic import load_heuristic
+from pdbtool.pdb_heuristic import check_layout, load_heuristic
+from pdbtool.ranking import regions
 
 
 @pytest.mark.parametrize("name", TABLE_FREE)
@@ -113,3 +116,22 @@ def test_per_tile_heuristics_serve_goals_off_the_corners(name):
     for s, d in list(exact.items())[::53]:
         assert h.value(f.image(s)) <= d
     assert h.value(f.image(goal)) == 0
+
+
+def test_tables_of_2_31_entries_are_refused_not_misread(art_dir):
+    """A 7-tile zero-aware table of the 24-puzzle (7-7-7-3) is a valid layout, but the
+    search keeps entry indices in the int32 state row: it is refused by name."""
+    meta = artifact.read_meta(art_dir / "15-5-5-5.h5")
+    za = meta.zero_aware
+
+    def table(name, tiles):
+        return artifact.TableInfo(name, tiles, 25, regions(5, len(tiles), za).entries, 0, "", (), 0)
+
+    groups = [artifact.GroupInfo(tuple(range(1 + 7 * i, 8 + 7 * i)), 0, tuple(range(25)), 0)
+              for i in range(3)] + [artifact.GroupInfo((22, 23, 24), 1, tuple(range(25)), 0)]
+    big = dataclasses.replace(meta, size=5, tables=(table("7", tuple(range(1, 8))),
+                                                    table("3", (22, 23, 24))), groups=tuple(groups))
+    assert big.tables[0].entries >= 2**31
+    with pytest.raises(ArtifactError, match=r"table '7' has .* fewer than 2\^31"):
+        check_layout(big)
+    check_layout(meta)  # the real artifact passes
