@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit
 
 from .intrinsics import class_constant, popcount, prefetch
-from .ranking import map_rank_split
+from .ranking import TWO_REGIONS, lowest_bit, map_rank_split
 
 PER_TILE = 0        # sum of a per-tile table: Hamming or Manhattan  [h]
 LINEAR_CONFLICT = 1  # Manhattan + 2 * per-line conflicts            [h, md, line values...]
@@ -35,7 +35,9 @@ WD_ROWS, WD_COLS = 1, 2  # walking distance: row and column state
 PDB_MD = 1         # PDB: the board's Manhattan distance
 PDB_BEST = 2       # PDB: which sum was the largest (evaluated first at the children)
 PDB_SUMS = 3       # PDB: sum s of the lookups' 4-bit entries at PDB_SUMS + s; then the
-                   # entry of each lookup l at PDB_SUMS + sums + l (pdb_nibble_column)
+                   # entry of each lookup l at PDB_SUMS + sums + l, its placement's
+                   # lexicographic rank at PDB_SUMS + sums + lookups + l and the bit mask of
+                   # its tiles' cells (in the table's frame) at PDB_SUMS + sums + 2 * lookups + l
 
 
 class HeuristicArrays(NamedTuple):
@@ -64,10 +66,15 @@ class HeuristicArrays(NamedTuple):
     reg_index: np.ndarray    # uint8[]: region of each (map, cell), per tile count
     reg_secondary: np.ndarray  # int64[]: entry of (map, region 1, order 0), per tile count
     zero_aware: np.int64     # 1: an entry per region of the blank; 0: per placement
-    reg_multi: np.ndarray    # uint8[]: a bit per map with more than one region, per tile count
-    lk_mbase: np.ndarray     # int64[lookup]: where its maps' bits start in reg_multi
+    reg_outside: np.ndarray  # uint32[]: per map, its free cells outside region 0 and whether
+                             # it has two regions (ranking.outside_cells), per tile count
+    lk_mbase: np.ndarray     # int64[lookup]: where its maps start in reg_outside
     line_tab: np.ndarray     # int32[line code]: linear-conflict value of a line
     goal_cell: np.ndarray    # int64[tile]: the tile's goal cell (Gaschnig)
+    lk_digit: np.ndarray     # int64[lookup, tile]: the tile's digit in the lookup's rank, -1
+                             # if the lookup does not read it
+    lk_cell: np.ndarray      # int64[lookup, cell]: board cell of a cell of the table's frame
+                             # (lk_cmap inverted)
 
 
 # The kind is the class of the arrays. numba types a NamedTuple by its class, so every
@@ -132,17 +139,19 @@ def placeholder_arrays() -> dict:
         reg_index=np.zeros(1, np.uint8),
         reg_secondary=np.zeros(1, np.int64),
         zero_aware=np.int64(0),
-        reg_multi=np.zeros(1, np.uint8),
+        reg_outside=np.zeros(1, np.uint32),
         lk_mbase=np.zeros(1, np.int64),
         line_tab=np.zeros(1, np.int32),
         goal_cell=np.zeros(1, np.int64),
+        lk_digit=np.zeros((1, 1), np.int64),
+        lk_cell=np.zeros((1, 1), np.int64),
     )
 
 
 def state_width(kind: int, side: int, lookups: int = 0, sums: int = 0) -> int:
     """Columns of the heuristic state row for a kind."""
     return {PER_TILE: 1, LINEAR_CONFLICT: LC_LINES + 2 * side, WALKING: 3,
-            PDB: PDB_SUMS + sums + lookups, GASCHNIG: 1}[kind]
+            PDB: PDB_SUMS + sums + 3 * lookups, GASCHNIG: 1}[kind]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -195,57 +204,111 @@ def line_conflict(H, board, s, line, is_col):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def lookup(H, pos, l, blank):
-    """The 4-bit entry of lookup l (entry_index says where it is)."""
-    return read_entry(H, l, entry_index(H, pos, l, blank))
-
-
-@njit(cache=True, nogil=True, inline="always")
 def read_entry(H, l, e):
     """The 4-bit entry e (a nibble index) of lookup l's table."""
     return np.int32((H.table[H.lk_off[l] + (e >> 1)] >> ((e & 1) << 2)) & 15)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def entry_index(H, pos, l, blank):
-    """Where lookup l's entry is in its table, a nibble index: its tiles' cells and the
-    blank's cell, mapped into the table's frame by its cell map, ranked as ranking.py lays
-    a table out (fused here: this runs for most lookups of a node). The group's table
-    value is its Manhattan distance plus twice the entry.
-
-    Region 0 (the region of the lowest free cell) is a placement table in lexicographic
-    order, so the entries of a parent and its child often share a cache line or a page
-    (a move of a late tile changes only low digits). Whether the blank is elsewhere
-    depends on the map: a bit per map (in cache) says which maps have more than one
-    region, and only for those the region index is read; a blank in another region reads
-    the map's secondary entries (map x order)."""
+def placement_rank(H, pos, l):
+    """Lookup l's placement: its tiles' cells mapped into the table's frame by its cell map,
+    as (lexicographic rank, bit mask of the cells). h_init ranks every lookup this way;
+    after a move, moved_rank derives both from the parent's."""
     tiles = H.lk_tiles
     cmap = H.lk_cmap
-    m = H.lk_m[l]
     occupied = np.int64(0)
     e = 0
-    for i in range(m):
+    for i in range(H.lk_m[l]):
         c = cmap[l, pos[tiles[l, i]]]
         bit = np.int64(1) << c
         e += (c - popcount(occupied & (bit - 1))) * H.lk_lw[l, i]
         occupied |= bit
+    return e, occupied
+
+
+@njit(cache=True, nogil=True, inline="always")
+def moved_rank(H, board, lex, occupied, l, tile, src, dst):
+    """(rank, mask) of lookup l's placement after its ``tile`` moved from cell src to dst
+    (board already updated), from the parent's (lex, occupied).
+
+    Digit i of the lexicographic rank is c_i minus the earlier tiles' cells below c_i. When
+    tile k moves from frame cell a to b, its own digit changes by b - a, less the earlier
+    tiles strictly between a and b; each later tile strictly between a and b gains or
+    loses one. A sideways move has no cell between (the frame is the board turned or
+    mirrored, so a and b are neighbours there too), an up or down move side - 1 cells."""
+    cmap = H.lk_cmap
+    a = cmap[l, src]
+    b = cmap[l, dst]
+    k = H.lk_digit[l, tile]
+    lex += (b - a) * H.lk_lw[l, k]
+    step = 1 if b > a else -1
+    lo = min(a, b)
+    hits = occupied & ((np.int64(1) << max(a, b)) - (np.int64(2) << lo))
+    while hits:
+        j = H.lk_digit[l, board[H.lk_cell[l, lowest_bit(hits)]]]
+        if j < k:
+            lex -= step * H.lk_lw[l, k]
+        else:
+            lex += step * H.lk_lw[l, j]
+        hits &= hits - 1
+    return lex, occupied ^ (np.int64(1) << a) ^ (np.int64(1) << b)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def entry_index(H, pos, l, blank, lex, occupied):
+    """Where lookup l's entry is in its table, a nibble index, from its placement (rank and
+    mask, placement_rank) and the blank's cell. The group's table value is its Manhattan
+    distance plus twice the entry.
+
+    Region 0 (the region of the lowest free cell) is a placement table in lexicographic
+    order, so the entries of a parent and its child often share a cache line or a page
+    (a move of a late tile changes only low digits). Whether the blank is elsewhere
+    depends on the map: a word per map (reg_outside, mostly in cache) holds its free
+    cells outside region 0, and whether it has exactly two regions; only a blank in a
+    third region reads the region index. A blank outside region 0 reads the map's
+    secondary entries (map x order)."""
+    e = lex
     if H.zero_aware:
+        tiles = H.lk_tiles
+        cmap = H.lk_cmap
+        m = H.lk_m[l]
         map_r = map_rank_split(occupied, H.colex_lo, H.colex_hi)
-        bit = H.lk_mbase[l] + map_r
-        if (H.reg_multi[bit >> 3] >> (bit & 7)) & 1:
-            n = cmap.shape[1]
-            k = H.reg_index[H.lk_rbase[l] + map_r * n + cmap[l, blank]]
-            if k != 0:
-                # Order digit i counts the cells of the later tiles below tile i's cell.
-                later = occupied
-                order_r = 0
-                for i in range(m):
-                    bit = np.int64(1) << cmap[l, pos[tiles[l, i]]]
-                    later &= ~bit
-                    order_r += popcount(later & (bit - 1)) * H.lk_pw[l, i]
-                e = H.reg_secondary[H.lk_obase[l] + map_r] + (k - 1) * H.lk_pw[l, 0] * m \
-                    + order_r
+        outside = np.int64(H.reg_outside[H.lk_mbase[l] + map_r])
+        cb = cmap[l, blank]
+        if (outside >> cb) & 1:  # the blank is outside region 0
+            k = 1
+            if not outside & TWO_REGIONS:
+                k = H.reg_index[H.lk_rbase[l] + map_r * cmap.shape[1] + cb]
+            # Order digit i counts the cells of the later tiles below tile i's cell.
+            later = occupied
+            order_r = 0
+            for i in range(m):
+                bit = np.int64(1) << cmap[l, pos[tiles[l, i]]]
+                later &= ~bit
+                order_r += popcount(later & (bit - 1)) * H.lk_pw[l, i]
+            e = H.reg_secondary[H.lk_obase[l] + map_r] + (k - 1) * H.lk_pw[l, 0] * m \
+                + order_r
     return e
+
+
+@njit(cache=True, nogil=True, inline="always")
+def columns(H):
+    """Where the row's per-lookup columns start: entries, ranks, masks."""
+    first = PDB_SUMS + H.tile_lk.shape[1]
+    lookups = H.lk_m.shape[0]
+    return first, first + lookups, first + 2 * lookups
+
+
+@njit(cache=True, nogil=True, inline="always")
+def moved_entry_index(H, board, pos, prev, row, l, tile, src, dst):
+    """The entry index of lookup l after its ``tile`` moved from src to dst; keeps the
+    placement's new rank and mask in the row (moved_rank)."""
+    _, rank_col, mask_col = columns(H)
+    lex, occupied = moved_rank(H, board, prev[rank_col + l], prev[mask_col + l], l, tile, src,
+                               dst)
+    row[rank_col + l] = lex
+    row[mask_col + l] = occupied
+    return entry_index(H, pos, l, src, lex, occupied)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -286,8 +349,13 @@ def h_init(H, s, board, pos, row):
         nsums = H.tile_lk.shape[1]
         for j in range(nsums):
             row[PDB_SUMS + j] = 0
+        _, rank_col, mask_col = columns(H)
         for l in range(H.lk_m.shape[0]):
-            row[PDB_SUMS + nsums + l] = lookup(H, pos, l, pos[0])
+            lex, occupied = placement_rank(H, pos, l)
+            row[rank_col + l] = lex
+            row[mask_col + l] = occupied
+            row[PDB_SUMS + nsums + l] = read_entry(H, l, entry_index(H, pos, l, pos[0], lex,
+                                                                    occupied))
         for t in range(1, n):  # each lookup of a sum counted once, at its first tile
             for j in range(nsums):
                 l = H.tile_lk[t, j]
@@ -336,9 +404,9 @@ def wd_index(board, s, H, is_col):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def start_reads(H, pos, row, tile, blank, read):
+def start_reads(H, board, pos, prev, row, tile, src, dst, read):
     """Start the table reads of every lookup of ``tile`` not in ``read`` (a bit per slot
-    of the tile's lookups) at once, so that they wait for memory together instead of one
+    of the tile's lookups; the tile moved from src to dst) at once, so that they wait for memory together instead of one
     after the other, and keep each one's entry index in its column of the row (where its
     value goes once read). Returns the bits of the lookups started. (On 24/small this
     made the search 4% faster on one thread and 6-15% on two: BENCHMARKS, "Levers for
@@ -350,7 +418,7 @@ def start_reads(H, pos, row, tile, blank, read):
         if started & bit:
             continue
         l = H.tile_lk[tile, j]
-        e = entry_index(H, pos, l, blank)
+        e = moved_entry_index(H, board, pos, prev, row, l, tile, src, dst)
         row[PDB_SUMS + nsums + l] = e  # an int32 (heuristic_from: tables < 2^31 entries)
         started |= bit
         prefetch(H.table, H.lk_off[l] + (e >> 1))
@@ -429,7 +497,7 @@ def h_update(H, s, board, pos, prev, row, tile, src, dst, limit):
             v = read_entry(H, l, row[PDB_SUMS + nsums + l])
             read |= bit
         else:
-            v = lookup(H, pos, l, src)
+            v = read_entry(H, l, moved_entry_index(H, board, pos, prev, row, l, tile, src, dst))
             read |= bit
         total = prev[PDB_SUMS + j] + v - prev[PDB_SUMS + nsums + l]
         row[PDB_SUMS + j] = total
@@ -440,7 +508,7 @@ def h_update(H, s, board, pos, prev, row, tile, src, dst, limit):
         if md + 2 * total > limit:
             return md + 2 * total
         if k == 0:  # the best sum did not prune: the others are read until one does
-            indexed = start_reads(H, pos, row, tile, src, read)
+            indexed = start_reads(H, board, pos, prev, row, tile, src, dst, read)
     h = md + 2 * top
     row[ROW_H] = h
     return h

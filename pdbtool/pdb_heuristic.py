@@ -24,8 +24,8 @@ from . import artifact, heuristic_kernels as hk
 from .errors import ArtifactError
 from .geometry import transpose
 from .heuristics import Heuristic, manhattan_table
-from .ranking import (RANK_SCHEME, RANK_VERSION, colex_tables, lex_weights, multi_region_bits,
-                      order_weights, regions)
+from .ranking import (MAX_OUTSIDE_CELLS, RANK_SCHEME, RANK_VERSION, colex_tables, lex_weights,
+                      order_weights, outside_cells, regions)
 from .trust import open_trusted
 
 
@@ -64,6 +64,9 @@ def check_layout(meta: artifact.ArtifactMeta) -> None:
     if meta.goal != "blank-first":
         raise ArtifactError(f"{where}: tables for goal {meta.goal!r}, expected 'blank-first'")
     n = meta.size * meta.size
+    if meta.zero_aware and n > MAX_OUTSIDE_CELLS:  # a lookup keeps a map's cells in a word
+        raise ArtifactError(f"{where}: zero-aware tables of a {meta.size}x{meta.size} board; "
+                            f"this pdbtool reads them for at most {MAX_OUTSIDE_CELLS} cells")
     for p in range(meta.partitions):
         tiles = sorted(t for g in meta.groups if g.partition == p for t in g.tiles)
         if tiles != list(range(1, n)):
@@ -103,15 +106,15 @@ def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool 
     number = {frozenset(x.tiles): l for l, x in enumerate(lk)}
     mmax = max(len(x.tiles) for x in lk)
     # Region arrays per tile count, concatenated; each lookup points at its count's.
-    index_parts, offset_parts, multi_parts, rbase, obase, mbase = [], [], [], {}, {}, {}
+    index_parts, offset_parts, outside_parts, rbase, obase, mbase = [], [], [], {}, {}, {}
     for m in sorted({len(x.tiles) for x in lk}):
         reg = regions(side, m, meta.zero_aware)
         rbase[m] = sum(a.size for a in index_parts)
         obase[m] = sum(a.size for a in offset_parts)
-        mbase[m] = 8 * sum(a.size for a in multi_parts)
+        mbase[m] = sum(a.size for a in outside_parts)
         index_parts.append(reg.index.ravel())
         offset_parts.append(reg.secondary)
-        multi_parts.append(multi_region_bits(reg.count))
+        outside_parts.append(outside_cells(reg.index, reg.count))
     colex_lo, colex_hi = colex_tables(n, mmax)
     tiles = np.zeros((len(lk), mmax), np.int64)
     pw = np.zeros((len(lk), mmax), np.int64)
@@ -129,6 +132,10 @@ def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool 
     for t in range(1, n):
         slots = {l: k for k, l in enumerate(dict.fromkeys(tile_lk[t].tolist()))}
         tile_lk_slot[t] = [slots[l] for l in tile_lk[t]]
+    digit = np.full((len(lk), n), -1, np.int64)
+    for l, x in enumerate(lk):
+        digit[l, list(x.tiles)] = range(len(x.tiles))
+    cell = np.argsort(np.array([x.cell_map for x in lk], np.int64), axis=1)
     H = hk.heuristic_arrays(
         hk.PDB,
         tile_tab=manhattan_table(side),
@@ -144,8 +151,9 @@ def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool 
         reg_index=np.concatenate(index_parts),
         reg_secondary=np.concatenate(offset_parts),
         zero_aware=np.int64(meta.zero_aware),
-        reg_multi=np.concatenate(multi_parts),
+        reg_outside=np.concatenate(outside_parts),
         lk_mbase=np.array([mbase[len(x.tiles)] for x in lk], np.int64),
+        lk_digit=digit, lk_cell=cell,
     )
     name = f"pdb {meta.partition}" + ("" if meta.zero_aware else " (min over blank)") + \
         (" + reflection" if reflect else "")

@@ -11,7 +11,7 @@ from pdbtool import heuristic_kernels as hk
 from pdbtool.errors import ArtifactError
 from pdbtool.heuristics import TABLE_FREE, board_arrays, table_free
 from pdbtool.pdb_heuristic import check_layout, load_heuristic
-from pdbtool.ranking import regions
+from pdbtool.ranking import lex_weights, regions
 
 
 @pytest.mark.parametrize("name", TABLE_FREE)
@@ -135,3 +135,38 @@ def test_tables_of_2_31_entries_are_refused_not_misread(art_dir):
     with pytest.raises(ArtifactError, match=r"table '7' has .* fewer than 2\^31"):
         check_layout(big)
     check_layout(meta)  # the real artifact passes
+
+
+@pytest.mark.parametrize("side,m", [(4, 5), (5, 6), (5, 7)])
+def test_moved_rank_equals_ranking_afresh(side, m):
+    """After each move of one of its tiles, a lookup's placement rank and cell mask derived
+    from the parent's (moved_rank) equal a ranking from scratch (placement_rank), for every
+    symmetry of the board as the cell map: up and down moves pass the cells between."""
+    n = side * side
+    rng = random.Random(side * 10 + m)
+    maps = geometry.symmetries(side)
+    groups = [sorted(rng.sample(range(1, n), m)) for _ in maps]
+    cmap = np.array(maps, np.int64)
+    digit = np.full((len(maps), n), -1, np.int64)
+    for l, g in enumerate(groups):
+        digit[l, g] = range(m)
+    H = hk.heuristic_arrays(
+        hk.PDB, lk_tiles=np.array(groups, np.int64), lk_m=np.full(len(maps), m, np.int64),
+        lk_cmap=cmap, lk_lw=np.tile(lex_weights(n, m), (len(maps), 1)), lk_digit=digit,
+        lk_cell=np.argsort(cmap, axis=1))
+    board, pos = board_arrays(puzzle.random_board(side, "blank-first", rng))
+    ranks = [hk.placement_rank(H, pos, l) for l in range(len(maps))]
+    nbrs = geometry.neighbours(side)
+    vertical = 0
+    for _ in range(3000):
+        b = int(pos[0])
+        c = rng.choice(nbrs[b])
+        t = int(board[c])
+        board[b], board[c] = t, 0
+        pos[t], pos[0] = b, c
+        vertical += abs(b - c) == side
+        for l, g in enumerate(groups):
+            if t in g:
+                ranks[l] = hk.moved_rank(H, board, *ranks[l], l, t, c, b)
+            assert ranks[l] == hk.placement_rank(H, pos, l), (board.tolist(), l)
+    assert vertical > 1000
