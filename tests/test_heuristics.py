@@ -11,7 +11,7 @@ from pdbtool import heuristic_kernels as hk
 from pdbtool.errors import ArtifactError
 from pdbtool.heuristics import TABLE_FREE, board_arrays, table_free
 from pdbtool.pdb_heuristic import check_layout, load_heuristic
-from pdbtool.ranking import lex_weights, regions
+from pdbtool.ranking import lex_weights, outside_cells, regions
 
 
 @pytest.mark.parametrize("name", TABLE_FREE)
@@ -170,3 +170,14 @@ def test_moved_rank_equals_ranking_afresh(side, m):
                 ranks[l] = hk.moved_rank(H, board, *ranks[l], l, t, c, b)
             assert ranks[l] == hk.placement_rank(H, pos, l), (board.tolist(), l)
     assert vertical > 1000
+
+
+def test_zero_aware_tables_beyond_31_cells_are_refused(art_dir):
+    """A lookup keeps a map's free cells outside region 0 in a 32-bit word (outside_cells):
+    zero-aware tables of a 6x6 board are refused by name, not misread."""
+    meta = artifact.read_meta(art_dir / "15-5-5-5.h5")
+    assert meta.zero_aware
+    with pytest.raises(ArtifactError, match=r"6x6 board; this pdbtool reads them for at most 31"):
+        check_layout(dataclasses.replace(meta, size=6))
+    with pytest.raises(ValueError, match="36 cells"):
+        outside_cells(regions(6, 3).index, np.full(regions(6, 3).count.shape, 3))
