@@ -38,10 +38,10 @@ def test_page_is_self_contained_and_carries_the_trace():
 def test_solve_trace_writes_the_result_and_nodes(tmp_path, capsys):
     path = tmp_path / "t.json"
     code, out, err = run(capsys, "solve", "--heuristic", "manhattan", "--json", "--trace", str(path), BOARD)
-    assert code == 0 and f"wrote {path}: all 16,528 nodes recorded" in err
+    assert code == 0 and f"wrote {path}: all 16,184 nodes recorded" in err
     t = trace.load(path)
     assert t.result == json.loads(out) and t.complete
-    assert [i["nodes"] for i in t.result["iterations"]] == [5, 63, 356, 2448, 10863, 2793]
+    assert [i["nodes"] for i in t.result["iterations"]] == [5, 63, 355, 2436, 10640, 2685]
     code, _, err = run(capsys, "solve", "--heuristic", "manhattan", "--trace", str(path), "--trace-cap", "10",
                        "--threads", "2", BOARD)
     assert code == 0 and "2 threads" in err and trace.load(path).events is None
@@ -50,7 +50,7 @@ def test_solve_trace_writes_the_result_and_nodes(tmp_path, capsys):
 def test_animate_from_a_board_and_from_a_trace(tmp_path, capsys):
     page = tmp_path / "solve.html"
     code, out, _ = run(capsys, "animate", "--heuristic", "manhattan", "--trace-cap", "1000", "-o", str(page), BOARD)
-    assert code == 0 and f"wrote {page}: 31 moves, 6 iterations, the first 1,000 of 16,528" in out
+    assert code == 0 and f"wrote {page}: 31 moves, 6 iterations, the first 1,000 of 16,184" in out
     d = inlined(page.read_text())
     assert d["events_recorded"] == 1000 and d["result"]["length"] == 31
     t = tmp_path / "t.json"
