@@ -406,9 +406,9 @@ def wd_index(board, s, H, is_col):
 @njit(cache=True, nogil=True, inline="always")
 def start_reads(H, board, pos, prev, row, tile, src, dst, read):
     """Start the table reads of every lookup of ``tile`` not in ``read`` (a bit per slot
-    of the tile's lookups; the tile moved from src to dst) at once, so that they wait for memory together instead of one
-    after the other, and keep each one's entry index in its column of the row (where its
-    value goes once read). Returns the bits of the lookups started. (On 24/small this
+    of the tile's lookups; the tile moved from src to dst) at once, so that they wait for
+    memory together instead of one after the other, and keep each one's entry index in its
+    column of the row (where its value goes once read). Returns the bits of the lookups started. (On 24/small this
     made the search 4% faster on one thread and 6-15% on two: BENCHMARKS, "Levers for
     the hour".)"""
     nsums = H.tile_lk.shape[1]

@@ -33,6 +33,24 @@ MAX_LENGTH = 14
 WORDS_FILE = Path(__file__).with_name("forbidden_words.txt")
 
 
+# Cells of the unbounded grid as (row + _GRID) * _ROW + col + _GRID: a word of up to
+# _GRID - 1 moves stays in 0.._ROW-1 both ways, so a cell fits in _CELL_BITS bits.
+_GRID, _ROW, _CELL_BITS = 16, 32, 10
+_STEP = {m: dr * _ROW + dc for m, (dr, dc) in BLANK_STEP.items()}
+
+
+def _cell(row: int, col: int) -> int:
+    return (row + _GRID) * _ROW + col + _GRID
+
+
+def _effect(blank: int, tiles: dict) -> int:
+    """The blank's cell and the moved tiles (cell -> origin, in cell order) as one int."""
+    key = blank
+    for cell in sorted(tiles):
+        key = (((key << _CELL_BITS) | cell) << _CELL_BITS) | tiles[cell]
+    return key
+
+
 def forbidden_words(max_length: int) -> list[str]:
     """Minimal forbidden words up to max_length (no proper substring is forbidden).
 
@@ -74,24 +92,6 @@ def forbidden_words(max_length: int) -> list[str]:
                     nxt.append((w, cell, tuple(tiles.items()), wbox))
         level = nxt
     return sorted(forbidden, key=lambda w: (len(w), w))
-
-
-# Cells of the unbounded grid as (row + _GRID) * _ROW + col + _GRID: a word of up to
-# _GRID - 1 moves stays in 0.._ROW-1 both ways, so a cell fits in _CELL_BITS bits.
-_GRID, _ROW, _CELL_BITS = 16, 32, 10
-_STEP = {m: dr * _ROW + dc for m, (dr, dc) in BLANK_STEP.items()}
-
-
-def _cell(row: int, col: int) -> int:
-    return (row + _GRID) * _ROW + col + _GRID
-
-
-def _effect(blank: int, tiles: dict) -> int:
-    """The blank's cell and the moved tiles (cell -> origin, in cell order) as one int."""
-    key = blank
-    for cell in sorted(tiles):
-        key = (((key << _CELL_BITS) | cell) << _CELL_BITS) | tiles[cell]
-    return key
 
 
 def shipped_words() -> list[str]:

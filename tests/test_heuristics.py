@@ -11,7 +11,8 @@ from pdbtool import heuristic_kernels as hk
 from pdbtool.errors import ArtifactError
 from pdbtool.heuristics import TABLE_FREE, board_arrays, table_free
 from pdbtool.pdb_heuristic import check_layout, load_heuristic
-from pdbtool.ranking import lex_weights, outside_cells, regions
+from pdbtool.ranking import (NO_REGION, TWO_REGIONS, lex_rank_of, lex_weights, outside_cells,
+                             regions)
 
 
 @pytest.mark.parametrize("name", TABLE_FREE)
@@ -169,7 +170,23 @@ def test_moved_rank_equals_ranking_afresh(side, m):
             if t in g:
                 ranks[l] = hk.moved_rank(H, board, *ranks[l], l, t, c, b)
             assert ranks[l] == hk.placement_rank(H, pos, l), (board.tolist(), l)
+            cells = [maps[l][pos[t]] for t in g]  # the builder's ranking, as the oracle
+            assert ranks[l] == (lex_rank_of(cells, n), sum(1 << c for c in cells))
     assert vertical > 1000
+
+
+def test_outside_cells_decide_region_0_and_region_1_as_the_region_index_does():
+    """The word per map (outside_cells) that the lookups read instead of the region index:
+    a free cell's bit is set exactly where its region is not 0, and on a map with the
+    TWO_REGIONS bit every such cell is in region 1. 6 tiles on 5x5 (every map)."""
+    reg = regions(5, 6)
+    words = outside_cells(reg.index, reg.count).astype(np.int64)
+    bits = (words[:, None] >> np.arange(25)) & 1
+    free = reg.index != NO_REGION
+    assert np.array_equal(bits == 1, free & (reg.index != 0))
+    two = (words & TWO_REGIONS) != 0
+    assert np.array_equal(two, reg.count == 2) and two.any() and (reg.count > 2).any()
+    assert np.all(reg.index[two][bits[two] == 1] == 1)
 
 
 def test_zero_aware_tables_beyond_31_cells_are_refused(art_dir):
