@@ -15,7 +15,7 @@ Boards are always in the blank-first convention: tile t's goal cell is t.
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .intrinsics import class_constant, popcount, prefetch
 from .ranking import TWO_REGIONS, lowest_bit, map_rank_split
@@ -75,6 +75,8 @@ class HeuristicArrays(NamedTuple):
                              # if the lookup does not read it
     lk_cell: np.ndarray      # int64[lookup, cell]: board cell of a cell of the table's frame
                              # (lk_cmap inverted)
+    parity: np.ndarray       # uint8[]: zero-aware tables, the lowest bit of each 4-bit entry
+                             # of ``table``, eight a byte (parity_bits); what a move reads
 
 
 # The kind is the class of the arrays. numba types a NamedTuple by its class, so every
@@ -145,6 +147,7 @@ def placeholder_arrays() -> dict:
         goal_cell=np.zeros(1, np.int64),
         lk_digit=np.zeros((1, 1), np.int64),
         lk_cell=np.zeros((1, 1), np.int64),
+        parity=read_only(np.zeros(1, np.uint8)),
     )
 
 
@@ -207,6 +210,40 @@ def line_conflict(H, board, s, line, is_col):
 def read_entry(H, l, e):
     """The 4-bit entry e (a nibble index) of lookup l's table."""
     return np.int32((H.table[H.lk_off[l] + (e >> 1)] >> ((e & 1) << 2)) & 15)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def moved_entry(H, l, e, before, dmd):
+    """Lookup l's entry e after a move of one of its tiles, whose Manhattan distance
+    changed by ``dmd``; ``before`` is the entry before the move.
+
+    A zero-aware group's value (its Manhattan distance plus twice the entry) is a
+    distance in the group's own state space with one cost a move of its tiles, so a move
+    of one of them changes it by exactly one: the entry stays or moves by -dmd, and its
+    lowest bit (``parity``) says which. Min-over-blank values can change by more: their
+    entries are read whole.
+
+    A wrong ``before`` (a damaged table read at a root) follows every move, drifting by
+    one a move if its parity is wrong. So an entry never falls below 0 here (h stays at
+    least the Manhattan distance and the search bounded) and h_update takes md = 0 as
+    the goal: the search ends, and the path check refuses the answer."""
+    if H.zero_aware:
+        k = 2 * H.lk_off[l] + e
+        bit = (H.parity[k >> 3] >> (k & 7)) & 1
+        return max(before - dmd * ((bit ^ before) & 1), 0)
+    return read_entry(H, l, e)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def parity_bits(table, out):
+    """out[j] bit i = the lowest bit of 4-bit entry 8 j + i of ``table`` (its parity): one
+    32-bit word of entries (8 nibbles) a byte. ``table`` is a multiple of 4 bytes long."""
+    words = table.view(np.uint32)
+    for j in prange(words.shape[0]):
+        x = np.uint64(words[j]) & np.uint64(0x11111111)  # bit 4 q of each nibble q
+        x = (x | (x >> np.uint64(3))) & np.uint64(0x03030303)
+        x = (x | (x >> np.uint64(6))) & np.uint64(0x000F000F)
+        out[j] = (x | (x >> np.uint64(12))) & np.uint64(0xFF)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -372,6 +409,34 @@ def h_init(H, s, board, pos, row):
 
 
 @njit(cache=True, nogil=True)
+def broken_derivation(H, s, board, pos, row, moves, nmoves):
+    """The first cell the blank can move to from this board (row: its h_init) where the
+    entries that a move derives from the board's (h_update, moved_entry) differ from the
+    child's own (h_init), or -1 if none: a zero-aware table damaged behind valid checksums
+    at a search's root, which every node below would inherit. -1 for other heuristics.
+    ``moves``, ``nmoves``: the blank's moves (search.blank_moves); the board is restored."""
+    if not H.zero_aware:
+        return -1
+    _, rank_col, _ = columns(H)
+    derived = np.empty_like(row)
+    fresh = np.empty_like(row)
+    b = pos[0]
+    for k in range(nmoves[b]):
+        c = moves[b, k] >> 2
+        t = board[c]
+        board[b], board[c], pos[t], pos[0] = t, 0, b, c
+        h = h_update(H, s, board, pos, row, derived, t, c, b, 1 << 30)
+        broken = h_init(H, s, board, pos, fresh) != h
+        if derived[PDB_MD] != 0:  # h_update stops at the goal, its entries unread
+            for col in range(PDB_SUMS, rank_col):
+                broken |= derived[col] != fresh[col]
+        board[b], board[c], pos[t], pos[0] = 0, t, c, b
+        if broken:
+            return c
+    return -1
+
+
+@njit(cache=True, nogil=True)
 def wd_index(board, s, H, is_col):
     """Walking-distance state of the board's rows (is_col: of its columns).
 
@@ -421,7 +486,11 @@ def start_reads(H, board, pos, prev, row, tile, src, dst, read):
         e = moved_entry_index(H, board, pos, prev, row, l, tile, src, dst)
         row[PDB_SUMS + nsums + l] = e  # an int32 (heuristic_from: tables < 2^31 entries)
         started |= bit
-        prefetch(H.table, H.lk_off[l] + (e >> 1))
+        if H.zero_aware:
+            k = 2 * H.lk_off[l] + e
+            prefetch(H.parity, k >> 3)
+        else:
+            prefetch(H.table, H.lk_off[l] + (e >> 1))
     return started & ~read
 
 
@@ -476,11 +545,15 @@ def h_update(H, s, board, pos, prev, row, tile, src, dst, limit):
     # once (``read``: a bit per lookup of the tile). The parent's best sum goes first, and
     # the first sum that lifts h over the limit ends the evaluation (lazy); if the best
     # does not, the reads of the others start together (start_reads).
-    md = prev[PDB_MD] + H.tile_tab[tile, dst] - H.tile_tab[tile, src]
+    dmd = H.tile_tab[tile, dst] - H.tile_tab[tile, src]
+    md = prev[PDB_MD] + dmd
     nsums = H.tile_lk.shape[1]
     for i in range(row.shape[0]):
         row[i] = prev[i]
     row[PDB_MD] = md
+    if md == 0:  # the goal: its h is 0 whatever the entries say (see moved_entry)
+        row[ROW_H] = 0
+        return 0
     best = prev[PDB_BEST]
     top = -1
     read = np.int64(0)
@@ -494,10 +567,11 @@ def h_update(H, s, board, pos, prev, row, tile, src, dst, limit):
         if read & bit:
             v = row[PDB_SUMS + nsums + l]
         elif indexed & bit:  # its index is in the row (start_reads)
-            v = read_entry(H, l, row[PDB_SUMS + nsums + l])
+            v = moved_entry(H, l, row[PDB_SUMS + nsums + l], prev[PDB_SUMS + nsums + l], dmd)
             read |= bit
         else:
-            v = read_entry(H, l, moved_entry_index(H, board, pos, prev, row, l, tile, src, dst))
+            v = moved_entry(H, l, moved_entry_index(H, board, pos, prev, row, l, tile, src, dst),
+                            prev[PDB_SUMS + nsums + l], dmd)
             read |= bit
         total = prev[PDB_SUMS + j] + v - prev[PDB_SUMS + nsums + l]
         row[PDB_SUMS + j] = total

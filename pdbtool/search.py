@@ -22,7 +22,7 @@ from . import alarms, limits, puzzle
 from .algorithms import LIMIT_REASONS, Algorithm, search_with
 from .errors import ArtifactError, BadInput, LimitReached, PdbError
 from .geometry import blank_moves
-from .heuristic_kernels import ROW_H, h_init
+from .heuristic_kernels import ROW_H, broken_derivation, h_init
 from .heuristics import Heuristic, board_arrays
 from .interrupts import MAIN_THREAD_SEARCHES
 from .move_pruning import pruning_fsm
@@ -274,8 +274,20 @@ class Solver:
         """Kernel arrays of a root: board, positions, heuristic state stack (row 0 set)."""
         board, pos = board_arrays(board_bf)
         rows = np.zeros((depth + 2, self.heuristic.width), dtype=np.int32)
-        h_init(self.heuristic.H, self.side, board, pos, rows[0])
+        H = self.heuristic.H
+        h_init(H, self.side, board, pos, rows[0])
+        if broken_derivation(H, self.side, board, pos, rows[0], self.moves, self.nmoves) >= 0:
+            # a search below would inherit a wrong entry at every node (moved_entry)
+            raise self._damaged("its entries at the start and at a neighbour of it are "
+                                "more than a move apart")
         return Root(board, pos, rows)
+
+    def _damaged(self, evidence: str) -> ArtifactError:
+        """The error for a heuristic shown wrong during a search (a table damaged behind
+        valid checksums): never answer from it."""
+        where = f" (artifact {self.heuristic.artifact})" if self.heuristic.artifact else ""
+        return ArtifactError(f"heuristic {self.heuristic.name}{where} is wrong: {evidence}; "
+                             "the table is damaged, run pdbtool verify")
 
     def dfs(self, root: Root, blank: int, automaton_state: int, g0: int, bound: int,
             budget: int, stop: np.ndarray, counters: np.ndarray, path: np.ndarray,
@@ -311,12 +323,9 @@ class Solver:
             raise PdbError("internal error: the solution found does not replay to the goal")
         step, path_h = self._check_path(bf, blank_cells)
         if step >= 0:
-            # h above the moves left on a real path, or a jump a consistent h cannot make,
-            # proves the heuristic wrong: never answer from it.
-            where = f" (artifact {self.heuristic.artifact})" if self.heuristic.artifact else ""
-            raise ArtifactError(f"heuristic {self.heuristic.name}{where} overestimates: its value "
-                                f"at step {step} of a {len(moves)}-move solution is impossible; "
-                                "the table is damaged, run pdbtool verify")
+            # h above the moves left on a real path, or a jump a consistent h cannot make
+            raise self._damaged(f"it overestimates at step {step} of a {len(moves)}-move "
+                                "solution")
         return SolveResult(
             board=board, goal=goal, side=self.side, length=len(moves), moves=moves,
             blank_moves=blank_moves_, nodes_expanded=int(expanded), nodes_generated=int(generated),

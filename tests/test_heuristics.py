@@ -10,7 +10,7 @@ from pdbtool import artifact, geometry, puzzle
 from pdbtool import heuristic_kernels as hk
 from pdbtool.errors import ArtifactError
 from pdbtool.heuristics import TABLE_FREE, board_arrays, table_free
-from pdbtool.pdb_heuristic import check_layout, load_heuristic
+from pdbtool.pdb_heuristic import check_layout, load_heuristic, parity_of
 from pdbtool.ranking import (NO_REGION, TWO_REGIONS, lex_rank_of, lex_weights, outside_cells,
                              regions)
 
@@ -198,3 +198,14 @@ def test_zero_aware_tables_beyond_31_cells_are_refused(art_dir):
         check_layout(dataclasses.replace(meta, size=6))
     with pytest.raises(ValueError, match="36 cells"):
         outside_cells(regions(6, 3).index, np.full(regions(6, 3).count.shape, 3))
+
+
+@pytest.mark.parametrize("length", [0, 3, 64, 4099])
+def test_parity_bits_are_each_entrys_lowest_bit(length):
+    """What a move reads of a zero-aware table (heuristic_kernels.moved_entry): bit k of
+    the parity array is the lowest bit of 4-bit entry k, whatever the data's length."""
+    data = np.random.default_rng(length).integers(0, 256, length, dtype=np.uint8)
+    bits = parity_of(data)
+    assert bits.shape == ((length + 3) // 4,)
+    for k in range(2 * length):
+        assert (bits[k >> 3] >> (k & 7)) & 1 == (data[k >> 1] >> (4 * (k & 1))) & 1, k
