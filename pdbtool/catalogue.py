@@ -64,6 +64,12 @@ class Catalogue:
         return sum((regions(self.side, len(t), zero_aware).entries + 1) // 2
                    for t in plan_tables(self).tables)
 
+    def served_bytes(self, zero_aware: bool = True) -> int:
+        """Memory a search reads of the artifact: the mapped tables and, zero-aware, their
+        parity bits (a bit an entry, derived at load: pdb_heuristic.parity_of)."""
+        tables = self.table_bytes(zero_aware)
+        return tables + ((tables + 3) // 4 if zero_aware else 0)
+
     def build_bytes(self, zero_aware: bool = True) -> int:
         """Peak memory of building one table at a time, about: the largest table's three
         cell masks, its distance bytes and its packed form, plus the packed tables kept."""

@@ -335,12 +335,14 @@ def cmd_partitions(args) -> int:
                      "partitions": [[list(g) for g in p] for p in c.partitions],
                      "tables_built": len(plan.tables), "table_bytes": c.table_bytes(),
                      "table_bytes_min_over_blank": c.table_bytes(zero_aware=False),
+                     "served_bytes": c.served_bytes(),
                      "build_bytes": c.build_bytes()})
     text = "\n".join(
         f"{r['name']:11s} {len(r['partitions'])} partition(s), groups {r['partitions'][0]}"
         + (" ..." if len(r["partitions"]) > 1 else "")
         + f"\n            {r['tables_built']} table(s) to build, {r['table_bytes'] / 2**20:,.0f} MiB "
-          f"zero-aware ({r['table_bytes_min_over_blank'] / 2**20:,.0f} MiB min over blank), "
+          f"zero-aware, {r['served_bytes'] / 2**20:,.0f} MiB in memory with its parity bits "
+          f"({r['table_bytes_min_over_blank'] / 2**20:,.0f} MiB min over blank), "
           f"about {r['build_bytes'] / 2**30:.1f} GiB to build: {r['note']}" for r in rows)
     emit(args, {"catalogues": rows}, text)
     return 0
