@@ -223,15 +223,22 @@ def moved_entry(H, l, e, before, dmd):
     lowest bit (``parity``) says which. Min-over-blank values can change by more: their
     entries are read whole.
 
-    A wrong ``before`` (a damaged table read at a root) follows every move, drifting by
-    one a move if its parity is wrong. So an entry never falls below 0 here (h stays at
-    least the Manhattan distance and the search bounded) and h_update takes md = 0 as
-    the goal: the search ends, and the path check refuses the answer."""
+    A wrong ``before`` follows every move below it: Solver.root refuses a root whose
+    entries its neighbours contradict (broken_derivation). Against a wrong entry deeper
+    down, an entry never falls below 0 here (h stays at least the Manhattan distance)
+    and h_update takes md = 0 as the goal, so the search still ends and the path check
+    judges its answer."""
     if H.zero_aware:
-        k = 2 * H.lk_off[l] + e
+        k = parity_index(H, l, e)
         bit = (H.parity[k >> 3] >> (k & 7)) & 1
         return max(before - dmd * ((bit ^ before) & 1), 0)
     return read_entry(H, l, e)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def parity_index(H, l, e):
+    """The bit of lookup l's entry e in ``H.parity``: byte k >> 3, bit k & 7."""
+    return 2 * H.lk_off[l] + e
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -473,9 +480,9 @@ def start_reads(H, board, pos, prev, row, tile, src, dst, read):
     """Start the table reads of every lookup of ``tile`` not in ``read`` (a bit per slot
     of the tile's lookups; the tile moved from src to dst) at once, so that they wait for
     memory together instead of one after the other, and keep each one's entry index in its
-    column of the row (where its value goes once read). Returns the bits of the lookups started. (On 24/small this
-    made the search 4% faster on one thread and 6-15% on two: BENCHMARKS, "Levers for
-    the hour".)"""
+    column of the row (where its value goes once read). Returns the bits of the lookups
+    started. (On 24/small this made the search 4% faster on one thread and 6-15% on two:
+    BENCHMARKS, "Levers for the hour".)"""
     nsums = H.tile_lk.shape[1]
     started = read
     for j in range(nsums):
@@ -487,8 +494,7 @@ def start_reads(H, board, pos, prev, row, tile, src, dst, read):
         row[PDB_SUMS + nsums + l] = e  # an int32 (heuristic_from: tables < 2^31 entries)
         started |= bit
         if H.zero_aware:
-            k = 2 * H.lk_off[l] + e
-            prefetch(H.parity, k >> 3)
+            prefetch(H.parity, parity_index(H, l, e) >> 3)
         else:
             prefetch(H.table, H.lk_off[l] + (e >> 1))
     return started & ~read
