@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from .intrinsics import class_constant, popcount, prefetch
+from .intrinsics import class_constant, ix, popcount, prefetch
 from .ranking import TWO_REGIONS, lowest_bit, map_rank_split
 
 PER_TILE = 0        # sum of a per-tile table: Hamming or Manhattan  [h]
@@ -230,7 +230,7 @@ def moved_entry(H, l, e, before, dmd):
     judges its answer."""
     if H.zero_aware:
         k = parity_index(H, l, e)
-        bit = (H.parity[k >> 3] >> (k & 7)) & 1
+        bit = (H.parity[ix(k >> 3)] >> (k & 7)) & 1
         return max(before - dmd * ((bit ^ before) & 1), 0)
     return read_entry(H, l, e)
 
@@ -238,7 +238,7 @@ def moved_entry(H, l, e, before, dmd):
 @njit(cache=True, nogil=True, inline="always")
 def parity_index(H, l, e):
     """The bit of lookup l's entry e in ``H.parity``: byte k >> 3, bit k & 7."""
-    return 2 * H.lk_off[l] + e
+    return 2 * H.lk_off[ix(l)] + e
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -280,20 +280,20 @@ def moved_rank(H, board, lex, occupied, l, tile, src, dst):
     tiles strictly between a and b; each later tile strictly between a and b gains or
     loses one. A sideways move has no cell between (the frame is the board turned or
     mirrored, so a and b are neighbours there too), an up or down move side - 1 cells."""
-    cmap = H.lk_cmap
-    a = cmap[l, src]
-    b = cmap[l, dst]
-    k = H.lk_digit[l, tile]
-    lex += (b - a) * H.lk_lw[l, k]
+    cmap, digit, lw = H.lk_cmap[ix(l)], H.lk_digit[ix(l)], H.lk_lw[ix(l)]
+    a = cmap[ix(src)]
+    b = cmap[ix(dst)]
+    k = digit[ix(tile)]
+    lex += (b - a) * lw[ix(k)]
     step = 1 if b > a else -1
     lo = min(a, b)
     hits = occupied & ((np.int64(1) << max(a, b)) - (np.int64(2) << lo))
     while hits:
-        j = H.lk_digit[l, board[H.lk_cell[l, lowest_bit(hits)]]]
+        j = digit[ix(board[ix(H.lk_cell[ix(l), ix(lowest_bit(hits))])])]
         if j < k:
-            lex -= step * H.lk_lw[l, k]
+            lex -= step * lw[ix(k)]
         else:
-            lex += step * H.lk_lw[l, j]
+            lex += step * lw[ix(j)]
         hits &= hits - 1
     return lex, occupied ^ (np.int64(1) << a) ^ (np.int64(1) << b)
 
@@ -313,24 +313,23 @@ def entry_index(H, pos, l, blank, lex, occupied):
     secondary entries (map x order)."""
     e = lex
     if H.zero_aware:
-        tiles = H.lk_tiles
-        cmap = H.lk_cmap
-        m = H.lk_m[l]
+        tiles, cmap, pw = H.lk_tiles[ix(l)], H.lk_cmap[ix(l)], H.lk_pw[ix(l)]
+        m = H.lk_m[ix(l)]
         map_r = map_rank_split(occupied, H.colex_lo, H.colex_hi)
-        outside = np.int64(H.reg_outside[H.lk_mbase[l] + map_r])
-        cb = cmap[l, blank]
+        outside = np.int64(H.reg_outside[ix(H.lk_mbase[ix(l)] + map_r)])
+        cb = cmap[ix(blank)]
         if (outside >> cb) & 1:  # the blank is outside region 0
             k = 1
             if not outside & TWO_REGIONS:
-                k = H.reg_index[H.lk_rbase[l] + map_r * cmap.shape[1] + cb]
+                k = H.reg_index[ix(H.lk_rbase[ix(l)] + map_r * cmap.shape[0] + cb)]
             # Order digit i counts the cells of the later tiles below tile i's cell.
             later = occupied
             order_r = 0
             for i in range(m):
-                bit = np.int64(1) << cmap[l, pos[tiles[l, i]]]
+                bit = np.int64(1) << cmap[ix(pos[ix(tiles[ix(i)])])]
                 later &= ~bit
-                order_r += popcount(later & (bit - 1)) * H.lk_pw[l, i]
-            e = H.reg_secondary[H.lk_obase[l] + map_r] + (k - 1) * H.lk_pw[l, 0] * m \
+                order_r += popcount(later & (bit - 1)) * pw[ix(i)]
+            e = H.reg_secondary[ix(H.lk_obase[ix(l)] + map_r)] + (k - 1) * pw[0] * m \
                 + order_r
     return e
 
@@ -348,10 +347,10 @@ def moved_entry_index(H, board, pos, prev, row, l, tile, src, dst):
     """The entry index of lookup l after its ``tile`` moved from src to dst; keeps the
     placement's new rank and mask in the row (moved_rank)."""
     _, rank_col, mask_col = columns(H)
-    lex, occupied = moved_rank(H, board, prev[rank_col + l], prev[mask_col + l], l, tile, src,
-                               dst)
-    row[rank_col + l] = lex
-    row[mask_col + l] = occupied
+    lex, occupied = moved_rank(H, board, prev[ix(rank_col + l)], prev[ix(mask_col + l)], l,
+                               tile, src, dst)
+    row[ix(rank_col + l)] = lex
+    row[ix(mask_col + l)] = occupied
     return entry_index(H, pos, l, src, lex, occupied)
 
 
@@ -485,18 +484,19 @@ def start_reads(H, board, pos, prev, row, tile, src, dst, read):
     BENCHMARKS, "Levers for the hour".)"""
     nsums = H.tile_lk.shape[1]
     started = read
+    slots, lookups = H.tile_lk_slot[ix(tile)], H.tile_lk[ix(tile)]
     for j in range(nsums):
-        bit = np.int64(1) << H.tile_lk_slot[tile, j]
+        bit = np.int64(1) << slots[ix(j)]
         if started & bit:
             continue
-        l = H.tile_lk[tile, j]
+        l = lookups[ix(j)]
         e = moved_entry_index(H, board, pos, prev, row, l, tile, src, dst)
-        row[PDB_SUMS + nsums + l] = e  # an int32 (heuristic_from: tables < 2^31 entries)
+        row[ix(PDB_SUMS + nsums + l)] = e  # an int32 (heuristic_from: tables < 2^31 entries)
         started |= bit
         if H.zero_aware:
             prefetch(H.parity, parity_index(H, l, e) >> 3)
         else:
-            prefetch(H.table, H.lk_off[l] + (e >> 1))
+            prefetch(H.table, H.lk_off[ix(l)] + (e >> 1))
     return started & ~read
 
 
@@ -551,11 +551,11 @@ def h_update(H, s, board, pos, prev, row, tile, src, dst, limit):
     # once (``read``: a bit per lookup of the tile). The parent's best sum goes first, and
     # the first sum that lifts h over the limit ends the evaluation (lazy); if the best
     # does not, the reads of the others start together (start_reads).
-    dmd = H.tile_tab[tile, dst] - H.tile_tab[tile, src]
+    dmd = H.tile_tab[ix(tile), ix(dst)] - H.tile_tab[ix(tile), ix(src)]
     md = prev[PDB_MD] + dmd
     nsums = H.tile_lk.shape[1]
     for i in range(row.shape[0]):
-        row[i] = prev[i]
+        row[ix(i)] = prev[ix(i)]
     row[PDB_MD] = md
     if md == 0:  # the goal: its h is 0 whatever the entries say (see moved_entry)
         row[ROW_H] = 0
@@ -564,24 +564,26 @@ def h_update(H, s, board, pos, prev, row, tile, src, dst, limit):
     top = -1
     read = np.int64(0)
     indexed = np.int64(0)
+    slots, lookups = H.tile_lk_slot[ix(tile)], H.tile_lk[ix(tile)]
     for k in range(nsums):
         j = best + k
         if j >= nsums:
             j -= nsums
-        l = H.tile_lk[tile, j]
-        bit = np.int64(1) << H.tile_lk_slot[tile, j]
+        l = lookups[ix(j)]
+        bit = np.int64(1) << slots[ix(j)]
+        col = ix(PDB_SUMS + nsums + l)  # the lookup's entry
         if read & bit:
-            v = row[PDB_SUMS + nsums + l]
+            v = row[col]
         elif indexed & bit:  # its index is in the row (start_reads)
-            v = moved_entry(H, l, row[PDB_SUMS + nsums + l], prev[PDB_SUMS + nsums + l], dmd)
+            v = moved_entry(H, l, row[col], prev[col], dmd)
             read |= bit
         else:
             v = moved_entry(H, l, moved_entry_index(H, board, pos, prev, row, l, tile, src, dst),
-                            prev[PDB_SUMS + nsums + l], dmd)
+                            prev[col], dmd)
             read |= bit
-        total = prev[PDB_SUMS + j] + v - prev[PDB_SUMS + nsums + l]
-        row[PDB_SUMS + j] = total
-        row[PDB_SUMS + nsums + l] = v
+        total = prev[ix(PDB_SUMS + j)] + v - prev[col]
+        row[ix(PDB_SUMS + j)] = total
+        row[col] = v
         if total > top:
             top = total
             row[PDB_BEST] = j

@@ -1,9 +1,11 @@
 """What numba does not expose: popcount, atomic OR and atomic add (machine instructions),
-a prefetch hint, and a class attribute of an argument as a compile-time constant."""
+a prefetch hint, a class attribute of an argument as a compile-time constant, and array
+indexing without the wraparound of negative indices."""
 
+import numpy as np
 from llvmlite import ir
 from llvmlite.binding import llvm_version_info
-from numba import types
+from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
@@ -82,3 +84,16 @@ def prefetch(typingctx, ary, idx):
         # keep in every cache level, data
         return context.get_dummy_value()
     return types.none(ary, idx), codegen
+
+
+@njit(cache=True, nogil=True, inline="always")
+def ix(i):
+    """``i`` as an unsigned array index: ``a[ix(i)]`` is ``a[i]`` for i >= 0.
+
+    numba indexes with a signed integer as Python does, so every access with one costs a
+    wraparound (i < 0 selects i + length: three instructions and a reload of the length);
+    with an unsigned one it costs nothing. The search's hot kernels index this way where an
+    index is non-negative by construction: 1.2-1.26x on 24/small (BENCHMARKS, "Levers for
+    the hour", fourth session). Only ever an index: numba computes uint64 mixed with
+    int64 in float64."""
+    return np.uint64(i)

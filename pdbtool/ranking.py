@@ -44,7 +44,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .intrinsics import popcount
+from .intrinsics import ix, popcount
 
 RANK_SCHEME = "lexicographic+regions"
 RANK_VERSION = 3
@@ -133,7 +133,7 @@ def map_rank_split(occupied, lo, hi):
     """map_rank by two table reads (colex_tables): no loop over the cells."""
     low_mask = lo.shape[0] - 1
     low = occupied & low_mask
-    return np.int64(lo[low]) + hi[occupied >> popcount(low_mask), popcount(low)]
+    return np.int64(lo[ix(low)]) + hi[ix(occupied >> popcount(low_mask)), ix(popcount(low))]
 
 
 TWO_REGIONS = 1 << 31  # outside_cells: the map has exactly two regions

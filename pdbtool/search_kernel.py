@@ -29,7 +29,7 @@ from numba import njit
 
 from .heuristic_kernels import h_update
 from .ida_tt_kernel import active, tt_seen
-from .intrinsics import atomic_add, prefetch
+from .intrinsics import atomic_add, ix, prefetch
 from .state_key_kernel import key_moved, key_of, slot_of
 
 NOT_FOUND, FOUND, STOPPED, BUDGET = 0, 1, 2, 3  # outcomes of a search
@@ -71,17 +71,17 @@ def slide(board, pos, c, b):
     """The tile at cell c slides into the blank at cell b; returns the tile. (pos[0] is
     left alone: the searches keep the blank's cell on their stacks.) slide(board, pos, b, c)
     takes the move back."""
-    t = board[c]
-    board[b] = t
-    board[c] = 0
-    pos[t] = b
+    t = board[ix(c)]
+    board[ix(b)] = t
+    board[ix(c)] = 0
+    pos[ix(t)] = b
     return t
 
 
 @njit(cache=True, nogil=True, inline="always")
 def undo(board, pos, blanks, depth):
     """Take back the move into the node at ``depth``: the tile returns to the blank's cell."""
-    slide(board, pos, blanks[depth - 1], blanks[depth])
+    slide(board, pos, blanks[ix(depth - 1)], blanks[ix(depth)])
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -107,17 +107,17 @@ def next_child(board, pos, moves, nmoves, fsm, blanks, it, automaton, depth):
     that the automaton allows, as (depth, cell the blank moves to, automaton state). A node
     with no move left is backed out of (its move taken back): (depth - 1, -1, 0), or
     (-1, -1, 0) at the root."""
-    b = blanks[depth]
+    b = blanks[ix(depth)]
     while True:
-        k = it[depth]
-        if k == nmoves[b]:
+        k = it[ix(depth)]
+        if k == nmoves[ix(b)]:
             if depth == 0:
                 return -1, -1, 0
             undo(board, pos, blanks, depth)
             return depth - 1, -1, 0
-        it[depth] = k + 1
-        move = moves[b, k]
-        state = fsm[automaton[depth], move & 3]
+        it[ix(depth)] = k + 1
+        move = moves[ix(b), ix(k)]
+        state = fsm[ix(automaton[ix(depth)]), ix(move & 3)]
         if state >= 0:
             return depth, move >> 2, state
 
@@ -233,7 +233,7 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
             if shared != claimed:
                 continue  # another thread's
             claimed = atomic_add(claims, 0, 1)
-        b = blanks[depth]
+        b = blanks[ix(depth)]
         t = slide(board, pos, c, b)
         generated += 1
         g = g0 + depth + 1
@@ -242,11 +242,11 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
             slot = slot_of(c0, c1, mask)
             prefetch(extras.tt, slot)
         if on:
-            h = h_update(H, s, board, pos, hs[depth], hs[depth + 1], t, c, b,
+            h = h_update(H, s, board, pos, hs[ix(depth)], hs[ix(depth + 1)], t, c, b,
                          (bound - extras.gw * g) // extras.hw)
             f = extras.gw * g + extras.hw * h
         else:
-            h = h_update(H, s, board, pos, hs[depth], hs[depth + 1], t, c, b, bound - g)
+            h = h_update(H, s, board, pos, hs[ix(depth)], hs[ix(depth + 1)], t, c, b, bound - g)
             f = g + h
         if f > bound or (on and h > 0 and g >= extras.max_depth):
             n = record(events, n, iteration, g, h, c, PRUNED_NODE)
@@ -267,9 +267,9 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
             k0s[depth + 1], k1s[depth + 1] = c0, c1
         n = record(events, n, iteration, g, h, c, EXPANDED_NODE)
         depth += 1
-        blanks[depth] = c
-        automaton[depth] = next_state
-        it[depth] = 0
+        blanks[ix(depth)] = c
+        automaton[ix(depth)] = next_state
+        it[ix(depth)] = 0
         expanded += 1
         status, reported_g, reported_e = poll(counters, stop, budget, generated, expanded,
                                               reported_g, reported_e)
