@@ -93,7 +93,7 @@ def ix(i):
     numba indexes with a signed integer as Python does, so every access with one costs a
     wraparound (i < 0 selects i + length: three instructions and a reload of the length);
     with an unsigned one it costs nothing. The search's hot kernels index this way where an
-    index is non-negative by construction: 1.2-1.26x on 24/small (BENCHMARKS, "Levers for
-    the hour", fourth session). Only ever an index: numba computes uint64 mixed with
-    int64 in float64."""
+    index is non-negative by construction (a negative one would read far out of bounds, not
+    wrap): 1.2x on 24/small, on 1 and 2 threads (BENCHMARKS, "Levers for the hour", fourth
+    session). Only ever an index: numba computes uint64 mixed with int64 in float64."""
     return np.uint64(i)
