@@ -227,7 +227,7 @@ def moved_entry(H, l, e, before, dmd):
     entries its neighbours contradict (broken_derivation). Against a wrong entry deeper
     down, an entry never falls below 0 here (h stays at least the Manhattan distance)
     and h_update takes md = 0 as the goal, so the search still ends and the path check
-    judges its answer."""
+    (search_kernel.path_violation, which reads whole entries) judges its answer."""
     if H.zero_aware:
         k = parity_index(H, l, e)
         bit = (H.parity[ix(k >> 3)] >> (k & 7)) & 1

@@ -27,7 +27,7 @@ f is g + h; the bound is the iteration's. Beyond the cap the search goes on unre
 import numpy as np
 from numba import njit
 
-from .heuristic_kernels import h_update
+from .heuristic_kernels import h_init, h_update
 from .ida_tt_kernel import active, tt_seen
 from .intrinsics import atomic_add, ix, prefetch
 from .state_key_kernel import key_moved, key_of, slot_of
@@ -335,8 +335,10 @@ def ida(H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters,
 def path_violation(H, s, board, pos, rows, path, length, consistent):
     """Check a solution against the heuristic that found it: the first step i at which
     h(s_i) exceeds the moves left, or (``consistent``) differs from h(s_{i-1}) by more
-    than one; -1 if none. A violation proves the heuristic wrong (a damaged table). The
-    board is left at the goal."""
+    than one; -1 if none. A violation proves the heuristic wrong (a damaged table). Each
+    h is computed afresh (h_init), not derived from the step before as the search derives
+    it: a zero-aware search reads one bit of an entry after a move (moved_entry), so only
+    whole entries can contradict it. The board is left at the goal."""
     h_prev = rows[0, 0]
     if h_prev > length:
         return 0
@@ -348,7 +350,7 @@ def path_violation(H, s, board, pos, rows, path, length, consistent):
         board[c] = 0
         pos[t] = b
         pos[0] = c
-        h = h_update(H, s, board, pos, rows[i], rows[i + 1], t, c, b, INF)
+        h = h_init(H, s, board, pos, rows[i + 1])
         if h > length - i - 1 or (consistent and abs(h - h_prev) > 1):
             return i + 1
         h_prev = h

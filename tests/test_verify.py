@@ -77,6 +77,25 @@ def test_solver_refuses_a_table_its_search_proves_wrong(art_dir, tmp_path):
         solver.solve(board)
 
 
+def test_solver_refuses_an_answer_whose_path_the_table_contradicts(art_dir, tmp_path):
+    """Damage below the root that keeps the entry's lowest bit: the search, which reads
+    only that bit after a move, finds the path it finds on the intact table, and the
+    answer check, which reads whole entries along it, refuses the answer."""
+    board = (8, 6, 7, 2, 5, 4, 3, 0, 1)  # 31 moves to the blank-last goal
+    path = Solver(load_heuristic(art_dir / "8-full.h5")).solve(board).moves
+    step = 10  # far from the root, whose neighbours' entries the search checks
+    image = puzzle.rotate_relabel(puzzle.apply_tile_moves(board, path[:step]))
+    cells = [image.index(t) for t in range(1, 9)]
+
+    def boost(t):
+        e = table_entry(cells, image.index(0), 3)
+        t[e] = 14 - (t[e] & 1)  # at least 26 moves more than md, the same parity
+
+    rewrite(art_dir / "8-full.h5", tmp_path / "boosted.h5", boost)
+    with pytest.raises(ArtifactError, match="is wrong: it overestimates at step"):
+        Solver(load_heuristic(tmp_path / "boosted.h5")).solve(board)
+
+
 def test_stamp_is_void_after_an_edit_even_with_mtime_restored(art_dir, tmp_path):
     path = tmp_path / "8-full.h5"
     shutil.copy(art_dir / "8-full.h5", path)
