@@ -10,9 +10,9 @@ a digest of all of the package's numba sources (``kernels-<digest>``): any chang
 of them starts an empty cache, and the kernels compile afresh once.
 
 ``ensure_numba_cache`` runs before any kernel module is imported (from
-``pdbtool/__init__``) and points NUMBA_CACHE_DIR at that directory, under the first
-writable of: a NUMBA_CACHE_DIR the user set, the package's ``__pycache__``, the user's
-cache directory, a private directory under the system's temporary directory (an
+``pdbtool/__init__``) and points NUMBA_CACHE_DIR at that directory, under a
+NUMBA_CACHE_DIR the user set, else the first writable of: the package's ``__pycache__``,
+the user's cache directory, a private directory under the system's temporary directory (an
 unprivileged user, a read-only install, no home: numba would otherwise refuse to import
 a kernel at all). Directories of other digests unused for a day are removed.
 Loads no numba.
@@ -83,13 +83,12 @@ def ensure_numba_cache(package: Path = PACKAGE) -> str | None:
     given = os.environ.get("NUMBA_CACHE_DIR")
     if given and Path(given).name == name:
         return None
-    home_cache = user_cache()
     if given:
         base = Path(given)
     elif writable(package / "__pycache__"):
         base = package / "__pycache__"
-    elif home_cache is not None and writable(home_cache):
-        base = home_cache
+    elif (home := user_cache()) is not None and writable(home):
+        base = home
     else:
         base = private_temp_dir()
     chosen = str(base / name)

@@ -74,3 +74,33 @@ def test_the_tools_use_the_keyed_directory():
                        capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 0, p.stderr
     assert Path(p.stdout.strip()).name == "kernels-" + cache_dir.kernel_digest()
+
+
+def test_an_edit_of_an_inlined_kernel_takes_effect(tmp_path):
+    """The oracle is the edited source itself: b.run calls a.value, compiled into b's cached
+    code. numba alone keys that cache on b.py, so after an edit of a.py alone it kept
+    answering 1; keyed by the digest of both, the edit recompiles and run() answers 2."""
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("from pathlib import Path\n"
+                                      "from pdbtool.cache_dir import ensure_numba_cache\n"
+                                      "ensure_numba_cache(Path(__file__).parent)\n")
+    (fake / "a.py").write_text("from numba import njit\n@njit(cache=True)\n"
+                               "def value():\n    return 1\n")
+    (fake / "b.py").write_text("from numba import njit\nfrom .a import value\n"
+                               "@njit(cache=True)\ndef run():\n    return value()\n")
+    root = Path(cache_dir.__file__).parents[1]
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": f"{tmp_path}{os.pathsep}{root}"}
+
+    def run():
+        p = subprocess.run([sys.executable, "-c", "import fake.b; print(fake.b.run())"],
+                           capture_output=True, text=True, env=env, timeout=120)
+        assert p.returncode == 0, p.stderr
+        return int(p.stdout)
+
+    assert run() == 1
+    assert run() == 1  # from the cache
+    (fake / "a.py").write_text("from numba import njit\n@njit(cache=True)\n"
+                               "def value():\n    return 2\n")
+    assert run() == 2
