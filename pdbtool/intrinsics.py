@@ -1,4 +1,4 @@
-"""What numba does not expose: popcount, atomic OR and atomic add (machine instructions),
+"""What numba does not expose: popcount, atomic OR, add and max (machine instructions),
 a prefetch hint, a class attribute of an argument as a compile-time constant, and array
 indexing without the wraparound of negative indices."""
 
@@ -44,9 +44,17 @@ def atomic_add(typingctx, ary, idx, val):
     """ary[idx] += val as one atomic read-modify-write; returns the old value.
 
     The threads of one parallel IDA* iteration claim the subtrees at the split depth
-    from a shared counter (search_kernel.dfs_loop): each is searched exactly once.
+    from a shared counter (task_kernel.search_tasks): each is searched exactly once.
     """
     return ary.dtype(ary, idx, val), _read_modify_write("add")
+
+
+@intrinsic
+def atomic_max(typingctx, ary, idx, val):
+    """ary[idx] = max(ary[idx], val) (signed) as one atomic read-modify-write; returns the
+    old value. A thread that finds a node over the bound moves the threads' shared counter
+    past every task below it at once (task_kernel.search_tasks), and never back."""
+    return ary.dtype(ary, idx, val), _read_modify_write("max")
 
 
 def class_constant(obj, name: str):

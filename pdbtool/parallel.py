@@ -1,8 +1,9 @@
 """Parallel IDA* of one board.
 
-On threads (``search_parallel``), every thread searches each iteration from the root and
-the threads share out the nodes at the split depth (search_kernel.dfs claims them from a
-shared counter; the numba kernel releases the GIL). On a Ray cluster (pdbtool.cluster),
+On threads (``search_parallel``), an iteration's tasks are the subtrees below the nodes at
+a split depth; every thread claims them from a shared counter and searches them
+(task_kernel.search_tasks; the numba kernel releases the GIL), closest first: in the order
+of how near their search came to the goal in the iteration before. On a Ray cluster (pdbtool.cluster),
 the root is expanded to a frontier of subtrees (``frontier``) and a task is plain data,
 (board, blank, automaton state, g, bound) -> (status, next bound, nodes, path). Either
 way the first bound at which any thread or task reaches the goal is optimal, exactly as
@@ -25,8 +26,9 @@ import numpy as np
 from .errors import LimitReached
 from .result import SolveResult
 from .search import DfsOutcome, PreparedBoard, SearchControl, Solver, limit_reached
-from .search_kernel import (ALL_CLAIMED, BOUND, BUDGET, EXPANDED, FOUND, GENERATED, INF,
-                            MAX_DEPTH, NOT_FOUND, STOPPED)
+from .search_kernel import (BOUND, BUDGET, EXPANDED, FOUND, GENERATED, INF, MAX_DEPTH,
+                            NOT_FOUND, STOPPED)
+from .task_kernel import FAR
 
 FRONTIER_PER_THREAD = 128  # subtrees per cluster CPU: enough for load balance, few
 # enough that the per-task cost in Python (about 40 us) stays small against the search
@@ -34,6 +36,9 @@ SERIAL_BELOW = 1_000_000  # on a cluster, after an iteration this small the next
 # the driver: handing out subtrees would cost more than it saves
 SHARE_BELOW = 1_000  # on threads, the same (a shared iteration costs a hand-off a thread)
 SHARED_PER_THREAD = 512  # nodes at the split depth per thread: enough for load balance
+CLOSEST_FIRST_AFTER = 1_000_000  # nodes expanded: after an iteration this large the next
+# searches its tasks closest first; walking between tasks out of depth-first order then
+# costs nothing measurable
 POLLED_AFTER = 1_000_000  # nodes generated: the iterations are long enough for progress
 
 
@@ -185,23 +190,28 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, threads: int,
     """Solve a prepared board on ``threads`` threads (called by Solver.search).
 
     The small iterations run serially on this thread (search_bounds), up to the first
-    that generates ``serial_below`` nodes. The others run on every thread at once from the
-    root, each thread searching the nodes at depth ``split`` that it claims from a shared
-    counter (search_kernel.dfs: every node there is searched by exactly one thread, the
-    nodes above by all; default ``split_depth``). This thread searches too, so an
-    iteration costs one hand-off per other thread and iterations of a few milliseconds
-    gain; once the search has generated POLLED_AFTER nodes, this thread instead publishes
-    the threads' counters every 20 ms while they search (progress). The kernels poll the
-    caller's stop flag; the budget is shared out evenly between the threads."""
+    that generates ``serial_below`` nodes. The others are shared: their tasks are the
+    subtrees below the nodes at depth ``split`` (default ``split_depth``; never below the
+    bound, so the goal is never above it), which the threads claim from a shared counter
+    (task_kernel.search_tasks). After an iteration of CLOSEST_FIRST_AFTER expanded nodes
+    the next searches the tasks in the order of the smallest h their search expanded (ties
+    in depth-first order): the goal's subtree is nearly always among the first. This
+    thread searches too, so an iteration costs one hand-off per other thread and
+    iterations of a few milliseconds gain; once the search has generated POLLED_AFTER
+    nodes, this thread instead publishes the threads' counters every 20 ms while they
+    search (progress). The kernels poll the caller's stop flag; the budget is shared out
+    evenly between the threads."""
     bf = prepared.image
     stop, counters = control.stop, control.counters
     split = split_depth(solver.side, threads) if split is None else split
-    claims = np.zeros(1, np.int64)  # the number of the next node at the split depth
+    claims = np.zeros(1, np.int64)  # the number of the next task of the order
     serial = np.zeros_like(counters)  # the serial iterations' counters
     rows = [np.zeros_like(counters) for _ in range(threads)]  # each thread's counters
     roots = []  # each thread's board, changed in place (made at the first shared iteration)
     outs = [np.zeros(MAX_DEPTH + 1, np.int64) for _ in range(threads)]
-    root_node = FrontierNode(bf, bf.index(0), 0, ())
+    blank = bf.index(0)
+    root_node = FrontierNode(bf, blank, 0, ())
+    tasks = []  # [SplitNodes, order, closest], made at the first shared iteration
 
     def publish(bound):
         """The caller's counters: everything counted so far, and the current bound."""
@@ -210,15 +220,17 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, threads: int,
         counters[BOUND] = bound
 
     def share(k, bound, budget) -> IterationOutcome:
-        o = solver.dfs(roots[k], root_node.blank, 0, 0, bound, budget, stop, rows[k], outs[k],
-                       split, claims)
-        if o.status == FOUND:
-            claims[0] = ALL_CLAIMED  # the others stop at their next poll: this bound is optimal
+        nodes, order, closest = tasks
+        o = solver.search_tasks(roots[k], blank, nodes, order, bound, budget, stop, rows[k],
+                                outs[k], claims, closest)
         return subtree_outcome(root_node, o, outs[k])
 
     def parallel_iteration(bound, left) -> IterationOutcome:
         if not roots:
             roots.extend(solver.root(bf) for _ in range(threads))
+            nodes = solver.split_nodes(blank, min(split, bound))
+            n = len(nodes.states)
+            tasks.extend([nodes, np.arange(n), np.full(n, FAR, np.int64)])
         claims[0] = 0
         budget = left if left < 0 else left // threads
         polled = int(counters[GENERATED]) >= POLLED_AFTER
@@ -232,6 +244,10 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, threads: int,
         tally = Tally()
         for outcome in shares:
             tally.add(outcome, bool(stop[0]))
+        _, order, closest = tasks
+        depth_first = np.arange(len(order))
+        order[:] = (np.lexsort((depth_first, closest)) if tally.expanded >= CLOSEST_FIRST_AFTER
+                    else depth_first)
         return tally.outcome()
 
     pool = _pool(threads)  # on Ctrl-C, Solver.search halts the control: the threads stop

@@ -27,13 +27,12 @@ from .heuristics import Heuristic, board_arrays
 from .interrupts import MAIN_THREAD_SEARCHES
 from .move_pruning import pruning_fsm
 from .result import SolveResult
-from . import search_kernel
+from . import search_kernel, task_kernel
 from .ida_tt_kernel import no_extras
-from .search_kernel import (BOUND, COUNTERS, EXPANDED, FOUND, GENERATED, MAX_DEPTH, NO_SPLIT,
-                            no_events)
+from .search_kernel import BOUND, COUNTERS, EXPANDED, FOUND, GENERATED, MAX_DEPTH, no_events
 
 IDA = Algorithm("ida")
-_NO_CLAIMS = np.zeros(1, np.int64)  # never written: a search without a split
+_NO_CLAIMS = np.zeros(1, np.int64)  # never written: a search that shares its iteration with none
 
 
 class PreparedBoard(NamedTuple):
@@ -78,8 +77,17 @@ def limit_reached(status: int, generated: int, seconds: float, iterations: list,
                         f"{generated:,} nodes ({seconds:.3f} s, last bound {last})")
 
 
+class SplitNodes(NamedTuple):
+    """The nodes at one depth below a root, in the search's depth-first order: the roots of
+    an iteration's tasks (task_kernel.split_nodes)."""
+
+    cells: np.ndarray   # int64[n, depth]: the blank's cells after the root
+    ends: np.ndarray    # int64[n, depth]: [i, d] the last node below node i's at depth d + 1
+    states: np.ndarray  # int64[n]: the move-pruning automaton's state at the node
+
+
 class DfsOutcome(NamedTuple):
-    """What one bounded depth-first search of a subtree returns."""
+    """What one bounded depth-first search of a subtree (or a thread's tasks) returns."""
 
     status: int       # NOT_FOUND, FOUND, STOPPED or BUDGET
     next_bound: int   # the smallest f above the bound seen (NOT_FOUND)
@@ -225,14 +233,16 @@ class Solver:
         """Compile IDA*'s kernels for this heuristic (or load them from numba's cache) before
         a search's clock and timeout start: the first search on a machine would otherwise
         count tens of seconds of compilation as search time. Once per solver and kernel."""
-        needed = {"ida", "dfs"} if threads > 1 else {"ida"}
+        needed = {"ida", "tasks"} if threads > 1 else {"ida"}
         if needed <= self._compiled:
             return
         goal = self.root(list(range(self.side * self.side)))
         self.iterate(goal, 0, SearchControl(budget=1))  # a node or so: the call is the point
-        if threads > 1:
-            self.dfs(goal, 0, 0, 0, -1, 1, np.zeros(1, np.int64), np.zeros(COUNTERS, np.int64),
-                     np.zeros(MAX_DEPTH + 1, np.int64))  # bound -1: returns at the root
+        if threads > 1:  # bound -1: returns at the root
+            self.search_tasks(goal, 0, self.split_nodes(0, 1), np.zeros(1, np.int64), -1, 1,
+                              np.zeros(1, np.int64), np.zeros(COUNTERS, np.int64),
+                              np.zeros(MAX_DEPTH + 1, np.int64), np.zeros(1, np.int64),
+                              np.zeros(1, np.int64))
         self._compiled |= needed
 
     def _search_serial(self, prepared: PreparedBoard, control: SearchControl,
@@ -290,17 +300,35 @@ class Solver:
                              "the table is damaged, run pdbtool verify")
 
     def dfs(self, root: Root, blank: int, automaton_state: int, g0: int, bound: int,
-            budget: int, stop: np.ndarray, counters: np.ndarray, path: np.ndarray,
-            split: int = NO_SPLIT, claims: np.ndarray | None = None) -> DfsOutcome:
-        """One bounded depth-first search below ``root`` (a parallel search's task):
-        f = g0 + g + h <= bound; on FOUND, path[:length] holds the blank's cells. With a
-        ``split`` depth it searches the nodes there that it claims from ``claims`` and
-        every node above (search_kernel.dfs)."""
+            budget: int, stop: np.ndarray, counters: np.ndarray, path: np.ndarray) -> DfsOutcome:
+        """One bounded depth-first search below ``root`` (a cluster's task): f = g0 + g + h
+        <= bound; on FOUND, path[:length] holds the blank's cells (search_kernel.dfs)."""
         return DfsOutcome(*search_kernel.dfs(
             self.heuristic.H, self.side, root.board, root.pos,
             self.moves, self.nmoves, self.fsm, root.rows, blank, automaton_state, g0, bound,
-            budget, stop, counters, path, no_extras(), split,
-            _NO_CLAIMS if claims is None else claims))
+            budget, stop, counters, path, no_extras(), _NO_CLAIMS))
+
+    def split_nodes(self, blank: int, split: int) -> SplitNodes:
+        """The nodes at depth ``split`` below a root with the blank at ``blank``, in the
+        search's depth-first order (task_kernel.split_nodes)."""
+        args = (self.moves, self.nmoves, self.fsm, blank, split)
+        n = task_kernel.split_nodes(*args, np.zeros((0, split), np.int64), np.zeros(0, np.int64),
+                                    np.zeros((0, split), np.int64))
+        nodes = SplitNodes(np.zeros((n, split), np.int64), np.zeros((n, split), np.int64),
+                           np.zeros(n, np.int64))
+        task_kernel.split_nodes(*args, nodes.cells, nodes.states, nodes.ends)
+        return nodes
+
+    def search_tasks(self, root: Root, blank: int, tasks: SplitNodes, order: np.ndarray, bound: int,
+                     budget: int, stop: np.ndarray, counters: np.ndarray, path: np.ndarray,
+                     claims: np.ndarray, closest: np.ndarray) -> DfsOutcome:
+        """This thread's share of an iteration: the tasks of ``order`` it claims from
+        ``claims``, each searched under ``bound`` (task_kernel.search_tasks); on FOUND,
+        path[:length] holds the blank's cells from the root."""
+        return DfsOutcome(*task_kernel.search_tasks(
+            self.heuristic.H, self.side, root.board, root.pos, self.moves, self.nmoves,
+            self.fsm, root.rows, blank, tasks.cells, tasks.ends, tasks.states, order, bound,
+            budget, stop, counters, path, claims, closest, no_extras()))
 
     def _check_path(self, board_bf, blank_cells) -> tuple[int, list[int]]:
         """search_kernel.path_violation along the solution found (microseconds), and the

@@ -3,9 +3,9 @@
 Plain numba over arrays, no Python objects: the board and the tile positions are changed
 in place (make/undo), a move is generated only if the move-pruning automaton allows it
 (move_pruning.py: no move back to the parent, no duplicate move sequences), and the
-heuristic is updated from the parent's state row (heuristic_kernels.h_update). ``dfs`` searches one
-subtree under one bound (shared with other threads at a split depth, or whole), so the
-same kernel serves serial IDA* (``ida`` below), the threads and the cluster (parallel.py).
+heuristic is updated from the parent's state row (heuristic_kernels.h_update). ``dfs_loop``
+searches one subtree under one bound, so the same loop serves serial IDA* (``ida`` below),
+the threads (task_kernel.py) and the cluster (``dfs``, parallel.py).
 
 Control arrays, shared with the caller while the kernel runs (nogil):
   stop[0]     set non-zero by the caller to stop; polled every POLL expansions;
@@ -29,7 +29,7 @@ from numba import njit
 
 from .heuristic_kernels import h_init, h_update
 from .ida_tt_kernel import active, tt_seen
-from .intrinsics import atomic_add, ix, prefetch
+from .intrinsics import ix, prefetch
 from .state_key_kernel import key_moved, key_of, slot_of
 
 NOT_FOUND, FOUND, STOPPED, BUDGET = 0, 1, 2, 3  # outcomes of a search
@@ -42,7 +42,6 @@ EV_ITERATION, EV_G, EV_H, EV_CELL, EV_OUTCOME = 0, 1, 2, 3, 4
 EVENT_FIELDS = 5
 EXPANDED_NODE, PRUNED_NODE, GOAL_NODE = 0, 1, 2
 STACKS = 5  # rows of a search's stacks (dfs_loop)
-NO_SPLIT = -1  # dfs_loop searches every node (no depth is shared between threads)
 ALL_CLAIMED = 1 << 62  # claims[0] once a thread found the goal: the others stop at a poll
 SHARE_POLL = 256  # expansions between a sharing thread's looks at claims[0]
 
@@ -155,42 +154,39 @@ def path_to(path, blanks, depth, c):
 
 @njit(cache=True, nogil=True)
 def dfs(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound,
-        budget, stop, counters, path, extras, split, claims):
+        budget, stop, counters, path, extras, claims):
     """Search below the root (whose state row is hs[0]) with f = g0 + g + h <= bound.
 
     moves[c, i] for i < nmoves[c] is (cell << 2) | direction of the blank's moves from c
     (directions 0-3 are U, D, L, R); fsm[state, direction] is the automaton's next state,
-    or -1 if that move is pruned there. ``extras`` is ida_tt_kernel.no_extras() (the
-    parallel search's tasks are plain IDA*).
-
-    ``split`` shares the search with other threads running it on the same root and bound:
-    each node at depth ``split`` below the root (in the depth-first order all of them
-    follow) is searched by the thread that claims its number from ``claims[0]`` (int64[1],
-    zero at the start of the iteration), the nodes above by every thread; a thread that
-    finds the goal sets ``claims[0]`` to ALL_CLAIMED, and the others stop (STOPPED) within
-    SHARE_POLL expansions. NO_SPLIT: this thread searches everything (``claims`` is not
-    used).
+    or -1 if that move is pruned there. ``extras`` is ida_tt_kernel.no_extras() (a parallel
+    search's subtrees are plain IDA*). ``claims`` (int64[1]) is shared with the other
+    searches of the same iteration: once one of them finds the goal it sets ``claims[0]``
+    to ALL_CLAIMED, and this one stops (STOPPED) within SHARE_POLL expansions; a search
+    alone passes an array that stays zero.
 
     Returns (status, next bound, expanded, generated, length). On FOUND, path[:length]
     holds the cells the blank visits after the root; otherwise board and pos are restored.
     budget < 0 means no node limit.
     """
     stacks = np.empty((STACKS, MAX_DEPTH + 2), dtype=np.int64)
-    status, next_bound, expanded, generated, length, _, _ = dfs_loop(
+    status, next_bound, expanded, generated, length, _, _, _ = dfs_loop(
         H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound,
-        budget, stop, counters, path, stacks, no_events(), 0, 0, extras, split, claims)
+        budget, stop, counters, path, stacks, no_events(), 0, 0, extras, claims)
     return status, next_bound, expanded, generated, length
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound,
-             budget, stop, counters, path, stacks, events, n, iteration, extras, split, claims):
+             budget, stop, counters, path, stacks, events, n, iteration, extras, claims):
     """dfs over its stacks (int64[STACKS, depth limit + 2]: blank cells, child iterators,
     automaton states, the two words of each node's state key), recording events[n:] as
     IDA* iteration ``iteration``, with the extras of ida_tt_kernel if they are active (the
     weights and the depth limit, and a transposition table if it has slots; then g0 = 0
-    and root_state = 0). Returns dfs's tuple, the rows of events used and the nodes the
-    table cut. ``split`` and ``claims``: see dfs.
+    and root_state = 0). Returns dfs's tuple, the rows of events used, the nodes the
+    table cut and the smallest h of a node expanded (INF if none: how close the search
+    came to the goal, by which the threads order the next iteration's subtrees,
+    task_kernel.py). ``claims``: see dfs.
 
     Compiled without numba's reference counting: the arrays live as long as the caller's,
     and an inlined function that takes HeuristicArrays would otherwise incref and decref
@@ -204,11 +200,12 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
     h0 = hs[0, 0]
     f0 = extras.gw * g0 + extras.hw * h0 if on else g0 + h0
     if f0 > bound:
-        return NOT_FOUND, f0, 0, 0, 0, n, 0
+        return NOT_FOUND, f0, 0, 0, 0, n, 0, INF
     if h0 == 0:
-        return FOUND, bound, 0, 0, 0, n, 0
+        return FOUND, bound, 0, 0, 0, n, 0, 0
     next_bound = INF
     expanded, generated, cuts = 1, 0, 0
+    closest = h0
     reported_e, reported_g = 0, 0
     depth = 0
     blanks[0] = root_blank
@@ -219,8 +216,6 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
         tt_seen(extras.tt, slot_of(k0s[0], k1s[0], mask), k0s[0], k1s[0], 0, iteration + 1)
     status = NOT_FOUND
     length = 0
-    shared = -1  # the number of the last node seen at the split depth
-    claimed = atomic_add(claims, 0, 1) if split != NO_SPLIT else 0  # the next one it is ours
     while True:
         depth, c, next_state = next_child(board, pos, moves, nmoves, fsm, blanks, it, automaton,
                                           depth)
@@ -228,11 +223,6 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
             if depth < 0:
                 break
             continue
-        if depth + 1 == split:
-            shared += 1
-            if shared != claimed:
-                continue  # another thread's
-            claimed = atomic_add(claims, 0, 1)
         b = blanks[ix(depth)]
         t = slide(board, pos, c, b)
         generated += 1
@@ -271,16 +261,18 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
         automaton[ix(depth)] = next_state
         it[ix(depth)] = 0
         expanded += 1
+        if h < closest:
+            closest = h
         status, reported_g, reported_e = poll(counters, stop, budget, generated, expanded,
                                               reported_g, reported_e)
-        if split != NO_SPLIT and expanded & (SHARE_POLL - 1) == 0 and claims[0] >= ALL_CLAIMED:
-            status = STOPPED  # another thread found the goal at this bound
+        if expanded & (SHARE_POLL - 1) == 0 and claims[0] >= ALL_CLAIMED:
+            status = STOPPED  # another search of this iteration found the goal
         if status != NOT_FOUND:
             break
     if status == STOPPED or status == BUDGET:
         unwind(board, pos, blanks, depth)  # so the caller's board is intact
     publish(counters, generated, expanded, reported_g, reported_e)
-    return status, next_bound, expanded, generated, length, n, cuts
+    return status, next_bound, expanded, generated, length, n, cuts, closest
 
 
 @njit(cache=True, nogil=True)
@@ -299,7 +291,7 @@ def ida(H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters,
     on = active(extras)
     depth_limit = extras.max_depth if on else MAX_DEPTH
     stacks = np.empty((STACKS, depth_limit + 2), dtype=np.int64)
-    claims = np.zeros(1, np.int64)
+    claims = np.zeros(1, np.int64)  # never written: no other search shares this one's
     bound = extras.hw * hs[0, 0] if on else hs[0, 0]
     expanded, generated, n, cuts = 0, 0, 0, 0
     i = 0
@@ -311,10 +303,10 @@ def ida(H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters,
             if generated >= budget:
                 return BUDGET, 0, expanded, generated, i, n, cuts, bound
             left = budget - generated
-        status, nb, e, g, length, n, cut = dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs,
-                                                    blank, 0, 0, bound, left, stop, counters,
-                                                    path, stacks, events, n, i, extras,
-                                                    NO_SPLIT, claims)
+        status, nb, e, g, length, n, cut, _ = dfs_loop(H, s, board, pos, moves, nmoves, fsm,
+                                                       hs, blank, 0, 0, bound, left, stop,
+                                                       counters, path, stacks, events, n, i,
+                                                       extras, claims)
         expanded += e
         generated += g
         cuts += cut

@@ -14,7 +14,8 @@ from pdbtool.heuristics import TABLE_FREE, table_free
 from pdbtool.parallel import search_parallel
 from pdbtool.pdb_heuristic import load_heuristic
 from pdbtool.search import SearchControl, Solver
-from pdbtool.search_kernel import GENERATED, MAX_DEPTH, NO_SPLIT, NOT_FOUND
+from pdbtool.search_kernel import GENERATED, MAX_DEPTH, NOT_FOUND
+from pdbtool.task_kernel import FAR
 from reference import korf100, korf_shortest
 
 
@@ -140,30 +141,94 @@ def test_small_iterations_run_serially_up_to_the_hand_off(art_dir):
     assert easy.peak_memory_bytes == alone.peak_memory_bytes  # serial throughout
 
 
-def test_threads_share_the_nodes_at_the_split_depth():
-    """Each node at the split depth is searched by exactly one thread, the nodes above by
-    every thread: two threads generate the serial count plus one more walk above the split
-    (what a thread that claims nothing generates), with the serial next bound."""
+def test_threads_share_the_tasks_at_the_split_depth():
+    """Each task (a node at the split depth) is searched by exactly one thread, in
+    depth-first or closest-first order, with the serial next bound: two threads count what
+    one counts alone, whatever the order. With a split depth of 1 the tasks are the root's
+    children: they count every node of the serial search except the root's children (the
+    walks are not counted) and expand every node except the root."""
     solver = Solver(table_free("manhattan", 4))
     image = solver.prepare(korf100()[0][2], "blank-first").image
+    blank = image.index(0)
     bound = solver.root(image).h + 8  # Korf #1 needs h + 16: no goal at this bound
-
-    def run(split=NO_SPLIT, claims=None):
-        root = solver.root(image)
-        return solver.dfs(root, image.index(0), 0, 0, bound, -1, np.zeros(1, np.int64),
-                          np.zeros(3, np.int64), np.zeros(MAX_DEPTH + 1, np.int64), split, claims)
-
-    serial = run()
+    serial = solver.dfs(solver.root(image), blank, 0, 0, bound, -1, np.zeros(1, np.int64),
+                        np.zeros(3, np.int64), np.zeros(MAX_DEPTH + 1, np.int64))
     assert serial.status == NOT_FOUND and serial.generated > 100_000
-    for split in (3, 9):
-        assert run(split, np.zeros(1, np.int64)) == serial  # alone, it claims every node
-        above = run(split, np.full(1, 1 << 61, np.int64)).generated  # it claims none
-        claims = np.zeros(1, np.int64)
-        with cf.ThreadPoolExecutor(2) as pool:
-            shares = list(pool.map(lambda _: run(split, claims), range(2)))
-        assert sum(o.generated for o in shares) == serial.generated + above
-        assert min(o.next_bound for o in shares) == serial.next_bound
-        assert all(o.status == NOT_FOUND for o in shares)
+
+    def run(tasks, order, claims, closest, bound=bound):
+        return solver.search_tasks(solver.root(image), blank, tasks, order, bound, -1,
+                                   np.zeros(1, np.int64), np.zeros(3, np.int64),
+                                   np.zeros(MAX_DEPTH + 1, np.int64), claims, closest)
+
+    for split in (1, 3, 9):
+        tasks = solver.split_nodes(blank, split)
+        n = len(tasks.states)
+        depth_first = np.arange(n)
+        before = np.zeros(n, np.int64)
+        run(tasks, depth_first, np.zeros(1, np.int64), before, bound - 2)
+        closest_first = np.lexsort((depth_first, before))
+        closest = np.zeros(n, np.int64)
+        alone = run(tasks, depth_first, np.zeros(1, np.int64), closest)
+        assert alone.status == NOT_FOUND and alone.next_bound == serial.next_bound
+        if split == 1:
+            assert n == solver.nmoves[blank]
+            assert alone.generated == serial.generated - n
+            assert alone.expanded == serial.expanded - 1
+        assert run(tasks, closest_first, np.zeros(1, np.int64), np.zeros(n, np.int64)) == alone
+        for order in (depth_first, closest_first):
+            claims, mixed = np.zeros(1, np.int64), np.zeros(n, np.int64)
+            with cf.ThreadPoolExecutor(2) as pool:
+                shares = list(pool.map(lambda _: run(tasks, order, claims, mixed), range(2)))
+            assert sum(o.generated for o in shares) == alone.generated
+            assert sum(o.expanded for o in shares) == alone.expanded
+            assert min(o.next_bound for o in shares) == serial.next_bound
+            assert all(o.status == NOT_FOUND for o in shares)
+            assert (mixed == closest).all()  # each task's closest approach, whoever searched it
+
+
+def test_closest_is_the_smallest_h_a_task_expanded():
+    """closest[i] (by which the threads order the next iteration) against a plain
+    recursive search of each task: the smallest h of a node with f <= bound at or below the
+    task's node, FAR if the node or an ancestor is over the bound."""
+    solver = Solver(table_free("manhattan", 3), prune=False)  # only reversals pruned
+    h = solver.heuristic.value
+    board = tuple(puzzle.random_board(3, "blank-first", random.Random(8)))
+    blank, split = board.index(0), 4
+    bound = h(board) + 4
+
+    def moved(b, cell):
+        cells = list(b)
+        cells[b.index(0)], cells[cell] = cells[cell], 0
+        return tuple(cells)
+
+    def neighbours(b, parent):
+        z = b.index(0)
+        return [moved(b, int(m) >> 2) for m in solver.moves[z, :solver.nmoves[z]]
+                if int(m) >> 2 != parent]
+
+    def smallest(b, g, parent):  # of the subtree: f <= bound only (b's own f is)
+        near = h(b)
+        for c in neighbours(b, parent):
+            if g + 1 + h(c) <= bound:
+                near = min(near, smallest(c, g + 1, b.index(0)))
+        return near
+
+    tasks = solver.split_nodes(blank, split)
+    n = len(tasks.states)
+    closest = np.zeros(n, np.int64)
+    o = solver.search_tasks(solver.root(board), blank, tasks, np.arange(n), bound, -1,
+                            np.zeros(1, np.int64), np.zeros(3, np.int64),
+                            np.zeros(MAX_DEPTH + 1, np.int64), np.zeros(1, np.int64), closest)
+    assert o.status == NOT_FOUND
+    expected = []
+    for cells in tasks.cells:
+        b, parent, g, over = board, -1, 0, False
+        for cell in cells:
+            b, parent, g = moved(b, int(cell)), b.index(0), g + 1
+            over = over or g + h(b) > bound
+        expected.append(FAR if over else smallest(b, g, parent))
+    assert closest.tolist() == expected
+    assert FAR in expected and min(expected) < h(board)  # both cases occur
 
 
 def test_parallel_stop():
