@@ -3,13 +3,13 @@
 On threads (``search_parallel``), an iteration's tasks are the subtrees below the nodes at
 a split depth; every thread claims them from a shared counter and searches them
 (task_kernel.search_tasks; the numba kernel releases the GIL), closest first: in the order
-of how near their search came to the goal in the iteration before. On a Ray cluster (pdbtool.cluster),
-the root is expanded to a frontier of subtrees (``frontier``) and a task is plain data,
-(board, blank, automaton state, g, bound) -> (status, next bound, nodes, path). Either
-way the first bound at which any thread or task reaches the goal is optimal, exactly as
-in serial IDA*. Shared by both: the bound loop (``search_bounds``), the combination of
-outcomes (``Tally``) and, for the cluster, the search of a batch of subtrees
-(``search_subtrees``).
+of how near their search came to the goal in the iteration before. On a Ray cluster
+(pdbtool.cluster), the root is expanded to a frontier of subtrees (``frontier``) and a
+task is plain data, (board, blank, automaton state, g, bound) -> (status, next bound,
+nodes, path). Either way the first bound at which any thread or task reaches the goal is
+optimal, exactly as in serial IDA*. Shared by both: the bound loop (``search_bounds``),
+the combination of outcomes (``Tally``) and, for the cluster, the search of a batch of
+subtrees (``search_subtrees``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ import numpy as np
 
 from .errors import LimitReached
 from .result import SolveResult
-from .search import DfsOutcome, PreparedBoard, SearchControl, Solver, limit_reached
+from .search import (DfsOutcome, PreparedBoard, SearchControl, Solver, SplitNodes,
+                     limit_reached)
 from .search_kernel import (BOUND, BUDGET, EXPANDED, FOUND, GENERATED, INF, MAX_DEPTH,
                             NOT_FOUND, STOPPED)
 from .task_kernel import FAR
@@ -49,6 +50,28 @@ class FrontierNode(NamedTuple):
     blank: int
     automaton_state: int
     path: tuple[int, ...]    # the blank's cells from the search root
+
+
+class Tasks(NamedTuple):
+    """The tasks of a search (task_kernel.py): the nodes at the split depth, the
+    order the threads claim them in (positions into ``nodes``), and how close each came to
+    the goal in the last iteration (the smallest h expanded in it, or FAR)."""
+
+    nodes: SplitNodes
+    order: np.ndarray
+    closest: np.ndarray
+
+    @classmethod
+    def below(cls, solver: Solver, blank: int, split: int) -> Tasks:
+        nodes = solver.split_nodes(blank, split)
+        n = len(nodes.states)
+        return cls(nodes, np.arange(n), np.full(n, FAR, np.int64))
+
+    def reorder(self, closest_first: bool) -> None:
+        """The next iteration's order: closest first (ties in depth-first order), or
+        depth-first."""
+        depth_first = np.arange(len(self.order))
+        self.order[:] = np.lexsort((depth_first, self.closest)) if closest_first else depth_first
 
 
 class IterationOutcome(NamedTuple):
@@ -186,54 +209,59 @@ def search_bounds(solver: Solver, prepared: PreparedBoard, control: SearchContro
 
 def search_parallel(solver: Solver, prepared: PreparedBoard, threads: int,
                     control: SearchControl, split: int | None = None,
-                    serial_below: int = SHARE_BELOW) -> SolveResult:
-    """Solve a prepared board on ``threads`` threads (called by Solver.search).
+                    serial_below: int | None = None) -> SolveResult:
+    """Solve a prepared board on ``threads`` threads (called by Solver.search; also for
+    one thread, to search the large iterations closest first).
 
-    The small iterations run serially on this thread (search_bounds), up to the first
-    that generates ``serial_below`` nodes. The others are shared: their tasks are the
-    subtrees below the nodes at depth ``split`` (default ``split_depth``; never below the
-    bound, so the goal is never above it), which the threads claim from a shared counter
-    (task_kernel.search_tasks). After an iteration of CLOSEST_FIRST_AFTER expanded nodes
-    the next searches the tasks in the order of the smallest h their search expanded (ties
-    in depth-first order): the goal's subtree is nearly always among the first. This
-    thread searches too, so an iteration costs one hand-off per other thread and
-    iterations of a few milliseconds gain; once the search has generated POLLED_AFTER
-    nodes, this thread instead publishes the threads' counters every 20 ms while they
-    search (progress). The kernels poll the caller's stop flag; the budget is shared out
-    evenly between the threads."""
+    The small iterations run serially on this thread (search_bounds), up to the first that
+    generates ``serial_below`` nodes (default SHARE_BELOW, or for one thread
+    CLOSEST_FIRST_AFTER: until then it searches as fast in one kernel call). The others
+    are shared: their tasks are the subtrees below the nodes at depth ``split`` (default
+    ``split_depth``; never deeper than the bound, so the goal is never above it), which
+    the threads claim from a shared counter (task_kernel.search_tasks). After an iteration
+    of CLOSEST_FIRST_AFTER expanded nodes the next searches the tasks in the order of the
+    smallest h their search expanded (ties in depth-first order): the goal's subtree is
+    nearly always among the first. This thread searches too, so an iteration costs one
+    hand-off per other thread and iterations of a few milliseconds gain; once the search
+    has generated POLLED_AFTER nodes, this thread instead publishes the threads' counters
+    every 20 ms while they search (progress; one thread alone searches on this thread and
+    counts into the caller's counters as it goes). The kernels poll the caller's stop
+    flag; the budget is shared out evenly between the threads."""
     bf = prepared.image
     stop, counters = control.stop, control.counters
     split = split_depth(solver.side, threads) if split is None else split
+    if serial_below is None:
+        serial_below = SHARE_BELOW if threads > 1 else CLOSEST_FIRST_AFTER
     claims = np.zeros(1, np.int64)  # the number of the next task of the order
     serial = np.zeros_like(counters)  # the serial iterations' counters
-    rows = [np.zeros_like(counters) for _ in range(threads)]  # each thread's counters
+    live = threads == 1  # the one search runs on this thread and counts into ``counters``
+    rows = [counters] if live else [np.zeros_like(counters) for _ in range(threads)]
     roots = []  # each thread's board, changed in place (made at the first shared iteration)
     outs = [np.zeros(MAX_DEPTH + 1, np.int64) for _ in range(threads)]
     blank = bf.index(0)
     root_node = FrontierNode(bf, blank, 0, ())
-    tasks = []  # [SplitNodes, order, closest], made at the first shared iteration
+    tasks = None  # made at the first shared iteration
 
     def publish(bound):
         """The caller's counters: everything counted so far, and the current bound."""
-        counters[GENERATED] = serial[GENERATED] + sum(int(r[GENERATED]) for r in rows)
-        counters[EXPANDED] = serial[EXPANDED] + sum(int(r[EXPANDED]) for r in rows)
+        if not live:
+            counters[GENERATED] = serial[GENERATED] + sum(int(r[GENERATED]) for r in rows)
+            counters[EXPANDED] = serial[EXPANDED] + sum(int(r[EXPANDED]) for r in rows)
         counters[BOUND] = bound
 
     def share(k, bound, budget) -> IterationOutcome:
-        nodes, order, closest = tasks
-        o = solver.search_tasks(roots[k], blank, nodes, order, bound, budget, stop, rows[k],
-                                outs[k], claims, closest)
+        o = solver.search_tasks(roots[k], blank, tasks.nodes, tasks.order, bound, budget, stop,
+                                rows[k], outs[k], claims, tasks.closest)
         return subtree_outcome(root_node, o, outs[k])
 
     def parallel_iteration(bound, left) -> IterationOutcome:
+        nonlocal tasks
         if not roots:
             roots.extend(solver.root(bf) for _ in range(threads))
-            nodes = solver.split_nodes(blank, min(split, bound))
-            n = len(nodes.states)
-            tasks.extend([nodes, np.arange(n), np.full(n, FAR, np.int64)])
+            tasks = Tasks.below(solver, blank, min(split, bound))
         claims[0] = 0
         budget = left if left < 0 else left // threads
-        polled = int(counters[GENERATED]) >= POLLED_AFTER
+        polled = not live and int(counters[GENERATED]) >= POLLED_AFTER
         futures = [pool.submit(share, k, bound, budget) for k in range(0 if polled else 1, threads)]
         shares = [] if polled else [share(0, bound, budget)]
         if polled:
@@ -244,13 +272,11 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, threads: int,
         tally = Tally()
         for outcome in shares:
             tally.add(outcome, bool(stop[0]))
-        _, order, closest = tasks
-        depth_first = np.arange(len(order))
-        order[:] = (np.lexsort((depth_first, closest)) if tally.expanded >= CLOSEST_FIRST_AFTER
-                    else depth_first)
+        tasks.reorder(closest_first=tally.expanded >= CLOSEST_FIRST_AFTER)
         return tally.outcome()
 
-    pool = _pool(threads)  # on Ctrl-C, Solver.search halts the control: the threads stop
+    pool = _pool(threads) if threads > 1 else None  # on Ctrl-C, Solver.search halts the
+    # control: the threads stop
     return search_bounds(solver, prepared, control, threads, serial, parallel_iteration,
                          publish, serial_below)
 

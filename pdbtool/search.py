@@ -32,7 +32,7 @@ from .ida_tt_kernel import no_extras
 from .search_kernel import BOUND, COUNTERS, EXPANDED, FOUND, GENERATED, MAX_DEPTH, no_events
 
 IDA = Algorithm("ida")
-_NO_CLAIMS = np.zeros(1, np.int64)  # never written: a search that shares its iteration with none
+_NO_CLAIMS = np.zeros(1, np.int64)  # never written: a search that shares its iteration
 
 
 class PreparedBoard(NamedTuple):
@@ -165,7 +165,7 @@ class Solver:
         self.moves, self.nmoves = blank_moves(self.side)
         self.prune = prune
         self.fsm = pruning_fsm(prune)
-        self._compiled: set[str] = set()
+        self._compiled = False
 
     def prepare(self, board, goal: str = "blank-last") -> PreparedBoard:
         """Validate and map into the image; raise BadInput / Unsolvable with a clear message."""
@@ -196,8 +196,10 @@ class Solver:
         algorithms.Algorithm, or its name; default IDA*). Raises LimitReached when the
         control's budget, timeout or stop flag (or A*'s memory) ends the search first.
 
-        ``events`` (int32[cap, search_kernel.EVENT_FIELDS], IDA* on one thread only): the
-        kernel records the first ``cap`` nodes it generates into it.
+        IDA* runs parallel.search_parallel, on one thread too (its large iterations search
+        their subtrees closest first). ``events`` (int32[cap, search_kernel.EVENT_FIELDS],
+        IDA* on one thread only): the serial kernel records the first ``cap`` nodes it
+        generates into it, every iteration in depth-first order.
 
         A table file that changed (or is opened for writing during the search: its lease,
         trust.Pinned) raises trust.TableChanged instead of an answer."""
@@ -209,7 +211,7 @@ class Solver:
         if events is not None and algorithm.name != "ida":
             raise BadInput(f"a traced search runs IDA*, not {algorithm.name}")
         if algorithm.name == "ida":
-            self.compile_kernels(threads)
+            self.compile_kernels()
         source = self.heuristic.source  # the table file: checked around the search
         timer = control.timer()
         try:
@@ -217,10 +219,10 @@ class Solver:
                   MAIN_THREAD_SEARCHES.halting(control)):
                 if algorithm.name != "ida":
                     return search_with(self, prepared, algorithm, threads, control)
-                if threads > 1:
-                    from .parallel import search_parallel
-                    return search_parallel(self, prepared, threads, control)
-                return self._search_serial(prepared, control, events)
+                if events is not None:
+                    return self._search_serial(prepared, control, events)
+                from .parallel import search_parallel
+                return search_parallel(self, prepared, threads, control)
         except BaseException as e:
             if not isinstance(e, Exception):  # Ctrl-C, SIGTERM (console.Terminated), exit
                 control.halt("cancelled")  # every kernel returns within about a millisecond
@@ -229,21 +231,19 @@ class Solver:
             if timer:
                 timer.cancel()
 
-    def compile_kernels(self, threads: int = 1) -> None:
+    def compile_kernels(self) -> None:
         """Compile IDA*'s kernels for this heuristic (or load them from numba's cache) before
         a search's clock and timeout start: the first search on a machine would otherwise
-        count tens of seconds of compilation as search time. Once per solver and kernel."""
-        needed = {"ida", "tasks"} if threads > 1 else {"ida"}
-        if needed <= self._compiled:
+        count tens of seconds of compilation as search time. Once per solver."""
+        if self._compiled:
             return
         goal = self.root(list(range(self.side * self.side)))
         self.iterate(goal, 0, SearchControl(budget=1))  # a node or so: the call is the point
-        if threads > 1:  # bound -1: returns at the root
-            self.search_tasks(goal, 0, self.split_nodes(0, 1), np.zeros(1, np.int64), -1, 1,
-                              np.zeros(1, np.int64), np.zeros(COUNTERS, np.int64),
-                              np.zeros(MAX_DEPTH + 1, np.int64), np.zeros(1, np.int64),
-                              np.zeros(1, np.int64))
-        self._compiled |= needed
+        self.search_tasks(goal, 0, self.split_nodes(0, 1), np.zeros(1, np.int64), -1, 1,
+                          np.zeros(1, np.int64), np.zeros(COUNTERS, np.int64),
+                          np.zeros(MAX_DEPTH + 1, np.int64), np.zeros(1, np.int64),
+                          np.zeros(1, np.int64))  # bound -1: returns at the root
+        self._compiled = True
 
     def _search_serial(self, prepared: PreparedBoard, control: SearchControl,
                        events: np.ndarray | None) -> SolveResult:
