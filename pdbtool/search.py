@@ -166,6 +166,7 @@ class Solver:
         self.prune = prune
         self.fsm = pruning_fsm(prune)
         self._compiled = False
+        self._split_nodes: dict[tuple[int, int], SplitNodes] = {}  # the kernels only read them
 
     def prepare(self, board, goal: str = "blank-last") -> PreparedBoard:
         """Validate and map into the image; raise BadInput / Unsolvable with a clear message."""
@@ -310,7 +311,14 @@ class Solver:
 
     def split_nodes(self, blank: int, split: int) -> SplitNodes:
         """The nodes at depth ``split`` below a root with the blank at ``blank``, in the
-        search's depth-first order (task_kernel.split_nodes)."""
+        search's depth-first order (task_kernel.split_nodes); made once per solver (a
+        short search would otherwise spend a tenth of its time listing them)."""
+        nodes = self._split_nodes.get((blank, split))
+        if nodes is None:
+            nodes = self._split_nodes[blank, split] = self._list_split_nodes(blank, split)
+        return nodes
+
+    def _list_split_nodes(self, blank: int, split: int) -> SplitNodes:
         args = (self.moves, self.nmoves, self.fsm, blank, split)
         n = task_kernel.split_nodes(*args, np.zeros((0, split), np.int64), np.zeros(0, np.int64),
                                     np.zeros((0, split), np.int64))
