@@ -320,11 +320,11 @@ class Solver:
 
     def _list_split_nodes(self, blank: int, split: int) -> SplitNodes:
         args = (self.moves, self.nmoves, self.fsm, blank, split)
-        n = task_kernel.split_nodes(*args, np.zeros((0, split), np.int64), np.zeros(0, np.int64),
-                                    np.zeros((0, split), np.int64))
+        n = task_kernel.split_nodes(*args, np.zeros((0, split), np.int64),
+                                    np.zeros((0, split), np.int64), np.zeros(0, np.int64))
         nodes = SplitNodes(np.zeros((n, split), np.int64), np.zeros((n, split), np.int64),
                            np.zeros(n, np.int64))
-        task_kernel.split_nodes(*args, nodes.cells, nodes.states, nodes.ends)
+        task_kernel.split_nodes(*args, *nodes)
         return nodes
 
     def search_tasks(self, root: Root, blank: int, tasks: SplitNodes, order: np.ndarray, bound: int,

@@ -25,17 +25,17 @@ from numba import njit
 from .heuristic_kernels import h_update
 from .intrinsics import atomic_add, atomic_max, ix
 from .search_kernel import (ALL_CLAIMED, FOUND, INF, MAX_DEPTH, NOT_FOUND, STACKS, STOPPED,
-                            dfs_loop, halted, no_events, slide)
+                            dfs_loop, halted, no_events, slide, undo, unwind)
 
 FAR = INF  # closest[i] of a task not expanded at the bound (its root or an ancestor over it)
 
 
 @njit(cache=True, nogil=True)
-def split_nodes(moves, nmoves, fsm, root_blank, split, cells, states, ends):
+def split_nodes(moves, nmoves, fsm, root_blank, split, cells, ends, states):
     """The nodes at depth ``split`` below a root whose blank is at ``root_blank``, in the
     search's depth-first order: cells[i, :split] the blank's cells after the root,
-    states[i] the automaton's state there, ends[i, d] the last node below the same node at
-    depth d + 1 as node i (those from i to it share cells[i, :d + 1]). Returns their number;
+    ends[i, d] the last node below the same node at depth d + 1 as node i (those from i to
+    it share cells[i, :d + 1]), states[i] the automaton's state there. Returns their number;
     once the arrays are full it only counts (call it again with arrays of that size). The
     blank's moves and the automaton do not depend on the tiles, so neither does this."""
     path = np.empty(split + 1, np.int64)
@@ -114,8 +114,10 @@ def tasks_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, ends
     status, next_bound, expanded, generated, length = NOT_FOUND, INF, 0, 0, 0
     while status == NOT_FOUND:
         status = halted(stop, budget, generated)
+        if status != NOT_FOUND:
+            break
         j = atomic_add(claims, 0, 1)
-        if status != NOT_FOUND or j >= order.shape[0]:
+        if j >= order.shape[0]:
             break  # every task claimed, or another thread found the goal (ALL_CLAIMED)
         i = order[j]
         closest[i] = FAR
@@ -123,7 +125,7 @@ def tasks_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, ends
         while common < at and cells[i, common] == blanks[common + 1]:
             common += 1
         while at > common:  # back to the common prefix
-            slide(board, pos, blanks[at - 1], blanks[at])
+            undo(board, pos, blanks, at)
             at -= 1
         while at < split:  # forward to the task, as the search would go
             c, b = cells[i, at], blanks[at]
@@ -168,7 +170,5 @@ def tasks_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, ends
     else:
         if status == NOT_FOUND and claims[0] >= ALL_CLAIMED:
             status = STOPPED  # another thread found the goal
-        while at > 0:
-            slide(board, pos, blanks[at - 1], blanks[at])
-            at -= 1
+        unwind(board, pos, blanks, at)
     return status, next_bound, expanded, generated, length

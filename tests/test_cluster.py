@@ -169,8 +169,10 @@ def test_a_killed_worker_is_survived(cluster):
 
 
 def test_cancellation_stops_the_tasks(cluster):
+    """Korf's #88, the hardest of the 100 for Manhattan distance (billions of nodes: a
+    minute or more here), so the search is still running when it is cancelled."""
     solver = Solver(table_free("manhattan", 4))
-    board = korf100()[0][2]
+    board = korf100()[87][2]
     control = SearchControl()
     t, box = in_thread(on_cluster, cluster, solver, board, "blank-first", control)
     assert busy_soon(cluster)
