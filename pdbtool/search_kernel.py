@@ -170,9 +170,10 @@ def dfs(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bo
     budget < 0 means no node limit.
     """
     stacks = np.empty((STACKS, MAX_DEPTH + 2), dtype=np.int64)
+    zero = np.int64(0)  # not the literal 0: see dfs_loop
     status, next_bound, expanded, generated, length, _, _, _ = dfs_loop(
         H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound,
-        budget, stop, counters, path, stacks, no_events(), 0, 0, extras, claims)
+        budget, stop, counters, path, stacks, no_events(), zero, zero, extras, claims)
     return status, next_bound, expanded, generated, length
 
 
@@ -191,7 +192,12 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
     Compiled without numba's reference counting: the arrays live as long as the caller's,
     and an inlined function that takes HeuristicArrays would otherwise incref and decref
     each of its arrays at every call (atomic operations that took over 40% of the time of
-    a 24-puzzle search)."""
+    a 24-puzzle search).
+
+    Callers pass its integers as int64 variables (``np.int64(0)``), never a literal 0:
+    numba compiles a callee for every signature it meets while it infers the caller's
+    types, literal ones included, and each of this loop's specialisations costs half a
+    minute of compiling (three callers passing literals made 26 of them where 10 serve)."""
     on = active(extras)
     use_tt = on and extras.tt.shape[0] > 0
     mask = extras.tt.shape[0] - 1
@@ -293,8 +299,8 @@ def ida(H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters,
     stacks = np.empty((STACKS, depth_limit + 2), dtype=np.int64)
     claims = np.zeros(1, np.int64)  # never written: no other search shares this one's
     bound = extras.hw * hs[0, 0] if on else hs[0, 0]
-    expanded, generated, n, cuts = 0, 0, 0, 0
-    i = 0
+    expanded, generated, cuts = 0, 0, 0
+    zero = n = i = np.int64(0)  # not literals: see dfs_loop
     while True:
         if not on and bound > MAX_DEPTH:  # the stacks are sized for MAX_DEPTH moves
             return BUDGET, 0, expanded, generated, i, n, cuts, bound
@@ -304,7 +310,7 @@ def ida(H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters,
                 return BUDGET, 0, expanded, generated, i, n, cuts, bound
             left = budget - generated
         status, nb, e, g, length, n, cut, _ = dfs_loop(H, s, board, pos, moves, nmoves, fsm,
-                                                       hs, blank, 0, 0, bound, left, stop,
+                                                       hs, blank, zero, zero, bound, left, stop,
                                                        counters, path, stacks, events, n, i,
                                                        extras, claims)
         expanded += e

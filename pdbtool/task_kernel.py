@@ -109,6 +109,7 @@ def tasks_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, ends
     reference counting, as dfs_loop is: the walks call h_update, which would otherwise
     count references to each of the heuristic's arrays at every call."""
     split = cells.shape[1]
+    zero = np.int64(0)  # not the literal 0: see search_kernel.dfs_loop
     blanks[0] = root_blank
     at = 0  # the board's depth: the node at blanks[at]
     status, next_bound, expanded, generated, length = NOT_FOUND, INF, 0, 0, 0
@@ -153,8 +154,8 @@ def tasks_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, ends
         left = -1 if budget < 0 else max(0, budget - generated)
         st, nb, e, g, below, _, _, near = dfs_loop(
             H, s, board, pos, moves, nmoves, fsm, hs[split:], blanks[split], states[i],
-            split, bound, left, stop, counters, path[split:], stacks, events, 0, 0, extras,
-            claims)
+            split, bound, left, stop, counters, path[split:], stacks, events, zero, zero,
+            extras, claims)
         expanded += e
         generated += g
         next_bound = min(next_bound, nb)
