@@ -32,7 +32,7 @@ from .ida_tt_kernel import no_extras
 from .search_kernel import BOUND, COUNTERS, EXPANDED, FOUND, GENERATED, MAX_DEPTH, no_events
 
 IDA = Algorithm("ida")
-_NO_CLAIMS = np.zeros(1, np.int64)  # never written: a search that shares its iteration
+_NO_CLAIMS = np.zeros(1, np.int64)  # never written: a search that shares its iteration with none
 
 
 class PreparedBoard(NamedTuple):
