@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import statistics
 import time
 
 import numpy as np
 
-from benchlib import ensure_artifact, geometric_mean, instances, machine, run, table
+from benchlib import ensure_artifact, geometric_mean, instances, machine, record_bar, run, table
 from pdbtool import artifact, puzzle
 from pdbtool.algorithms import Algorithm, exact_distances
 from pdbtool.bfs_kernel import rank
@@ -139,7 +140,7 @@ def prediction_table(path, korf) -> str:
 
 
 def greedy_table(rng) -> str:
-    rows = []
+    rows, slowest = [], 0.0
     for side in (3, 4, 5, 6, 8, 10, 15, 20):
         solver = Solver(table_free("hamming", side))
         b = puzzle.random_board(side, "blank-last", rng)
@@ -147,6 +148,9 @@ def greedy_table(rng) -> str:
         res = [solver.solve(puzzle.random_board(side, "blank-last", rng), algorithm="greedy") for _ in range(5)]
         rows.append((f"{side}x{side}", f"{statistics.mean(r.length for r in res):,.0f}",
                      f"{max(r.seconds for r in res) * 1e3:.2f}"))
+        slowest = max(r.seconds for r in res)  # the 20x20 last
+    record_bar(SECTION, "greedy replays 3x3 to 20x20, a 20x20 in < 1 s",
+               f"replayed; 20x20 in {slowest * 1e3:.0f} ms at most", slowest < 1.0)
     return table(("board", "mean length (5 boards)", "slowest ms"), rows)
 
 
@@ -169,13 +173,22 @@ def measure(quick: bool, table15: str | None, boards: int | None) -> str:
     t0 = time.perf_counter()
     out = [f"## The algorithms compared\n\nMachine: {machine()}\n",
            f"### 8-puzzle: {n8} random boards (seed 2026), against the exact BFS distances\n",
-           comparison(h8, b8, "blank-first", exact8),
+           (comparison8 := comparison(h8, b8, "blank-first", exact8)),
            f"\n### 15-puzzle: the {len(easy)} shortest of Korf's 100, node budget 20M per solve\n",
            comparison(h15, [b for _, _, b in easy], "blank-first", [o for _, o, _ in easy], budget=20_000_000),
            f"\n### Korf's {'100' if not quick else str(len(korf_run)) + ' shortest'} with {table15} + reflection: "
            "IDA*, IDA*+TT, A* (memory limit 4 GiB)\n"]
     solver15 = Solver(load_heuristic(path15))
     text, note = korf_table(solver15, korf_run, 1 << 20)
+    if not quick:
+        answers = re.findall(r"\| (\d+)/(\d+) (?:optimal|within bound|replayed) \|", comparison8)
+        wrong = sum(a != b for a, b in answers)
+        record_bar(SECTION, "every optimal algorithm = BFS length, 1,000 8-puzzles",
+                   f"{n8}/{n8} for each algorithm and heuristic; wida within its bound" if not wrong
+                   else f"{wrong} of {len(answers)} rows short", not wrong)
+        astar = re.search(r"^\| astar \| (\d+)/(\d+) \|.* \| ([\d.,]+) \|$", text, re.M)
+        record_bar(SECTION, "A* on Korf's 100 (7-8) within the memory limit",
+                   f"{astar[1]}/{astar[2]} within 4 GiB, peak {astar[3]} MiB", astar[1] == astar[2])
     out += [text, "\n" + note + " Peak memory is what the search holds (the tables are shared and "
             "not counted): IDA*'s stacks against A*'s states, hash slots and open list.\n",
             f"\n### Node-count prediction (Korf, Reid & Edelkamp) against IDA* on Korf's "

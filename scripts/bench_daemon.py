@@ -29,7 +29,7 @@ from typing import NamedTuple
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from benchlib import PY, ensure_artifact, free_port, instances, machine, rss_kib, run, table
+from benchlib import PY, ensure_artifact, free_port, instances, machine, record_bar, rss_kib, run, table
 from pdbd.client import SolverClient
 from pdbd.v1 import solver_pb2 as pb, solver_pb2_grpc as pb_grpc
 from pdbtool import artifact, trust
@@ -149,6 +149,19 @@ def measure() -> str:
     soak = soak_test()
     soak_s = time.perf_counter() - t
     extra = [r - l for r, l in zip(remote_t, local_t)]
+    answered = sum(v for k, v in outcomes.items() if k.startswith("answered"))
+    for bar, figure, met in (
+            ("`pdbd` start-up to SERVING, 7-8 + 6-6-6-6: <= 2 s", f"{startup:.2f} s", startup <= 2),
+            ("per-query overhead over in-process: <= 1 ms", f"{statistics.median(extra) * 1e3:.2f} ms (median)",
+             statistics.median(extra) <= 0.001),
+            ("2 clients against 1: >= 1.6x", f"{two / one:.2f}x", two / one >= 1.6),
+            ("burst of 500: answered or RESOURCE_EXHAUSTED, memory flat",
+             f"{answered} answered, {outcomes['RESOURCE_EXHAUSTED']} RESOURCE_EXHAUSTED; RSS "
+             f"{rss_before / 1024:.0f} -> {rss_after / 1024:.0f} MiB",
+             answered + outcomes["RESOURCE_EXHAUSTED"] == 500 and not outcomes["answered, WRONG"]
+             and rss_after - rss_before < 20 * 1024),
+            ("soak (tests/test_soak.py)", f"{soak} in {soak_s:.0f} s", soak == "passed")):
+        record_bar(SECTION, bar, figure, met)
     return "\n".join([f"## The gRPC daemon\n\nMachine: {machine()}\n", table(("figure", "this machine", "bar"), [
         (f"start-up to SERVING, 15/7-8 + 24/6-6-6-6 ({mapped / 1e6:,.0f} MB mapped)", f"**{startup:.2f} s**", "<= 2 s"),
         ("server RSS after start-up", f"{rss_start / 1024:.0f} MiB", "tables mapped, not read"),
@@ -199,6 +212,20 @@ def bar_rows() -> list[tuple]:
             code = proc.wait(30)
     change = table_change()
     lat = hold.latencies
+    grown = (fl.after - fl.before) / 1024
+    for bar, figure, met in (
+            ("60 s of undecodable requests: RSS grows < 20 MB",
+             f"{grown:+.1f} MiB ({fl.sent:,} requests, {fl.codes.get('INVALID_ARGUMENT', 0):,} INVALID_ARGUMENT)",
+             grown < 19 and fl.codes.get("INVALID_ARGUMENT", 0) == fl.sent),
+            ("50 never-sending calls: health SERVING within 100 ms",
+             f"median {statistics.median(lat) * 1e3:.1f} ms, max {max(lat) * 1e3:.1f} ms",
+             max(lat) <= 0.1 and set(hold.statuses) == {"SERVING"}),
+            ("two no-deadline 80-move boards: every easy query answered",
+             f"{st.answered}/{st.sent} (the first waited up to {max(st.latencies):.0f} s)", st.answered == st.sent),
+            ("served table changed mid-search: daemon alive, clear error",
+             f"alive {change.alive}/{len(change.waits)}, UNAVAILABLE {change.refused}/{len(change.waits)}",
+             change.alive == change.refused == len(change.waits))):
+        record_bar(SECTION, bar, figure, met)
     return [
         (f"{FLOOD_SECONDS} s of undecodable requests, 2 clients, 16 in flight each", f"{fl.sent:,} sent, "
          f"{fl.sent / fl.seconds:,.0f}/s; " + ", ".join(f"{v:,} {k}" for k, v in sorted(fl.codes.items())),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 
-from benchlib import WARM_24, ensure_artifact, instances, korf24, machine, run, table
+from benchlib import WARM_24, ensure_artifact, instances, korf24, machine, record_bar, run, table
 from pdbtool.pdb_heuristic import load_heuristic
 from pdbtool.search import Solver
 
@@ -34,12 +34,14 @@ def korf100() -> list[str]:
     korf = instances("korf100.txt")
     tables = {"zero-aware": ensure_artifact("15/7-8"),
               "min over blank": ensure_artifact("15/7-8", zero_aware=False)}
-    rows = []
+    rows, zero_aware = [], {}
     for name, path in tables.items():
         solver = Solver(load_heuristic(path))
         for threads in (1, 2):
             res, total = korf100_runs(solver, threads)
             ok = sum(r.length == opt for (_, opt, _), r in zip(korf, res))
+            if name == "zero-aware":
+                zero_aware[threads] = (ok, total, statistics.median(r.seconds for r in res))
             nodes = [r.nodes_generated for r in res]
             rows.append((name, threads, f"{ok}/100", f"{statistics.mean(nodes):,.0f}",
                          f"{statistics.mean(r.nodes_expanded for r in res):,.0f}",
@@ -50,6 +52,10 @@ def korf100() -> list[str]:
             plain, plain_total = korf100_runs(Solver(solver.heuristic, prune=False), 1, runs=1)
             rows.append((name + ", parent pruning only", 1, "", f"{statistics.mean(r.nodes_generated for r in plain):,.0f}",
                          "", "", f"{plain_total:.3f}", "", ""))
+    ok, total, median = zero_aware[1]
+    record_bar(SECTION, "Korf's 100, 7-8 + reflection: all optimal, <= 0.5 s, median <= 3 ms",
+               f"{ok}/100, {total:.3f} s, median {median * 1e3:.2f} ms (1 thread); "
+               f"{zero_aware[2][1]:.3f} s on 2", ok == 100 and total <= 0.5 and median <= 0.003)
     return ["Korf's 100 (blank-first), 15/7-8 + reflection; medians of 3 runs after a warm one:\n",
             table(("tables", "threads", "optimal", "mean generated", "mean expanded", "mean h0",
                    "total s", "median ms", "M nodes/s"), rows),
@@ -62,7 +68,7 @@ def korf100() -> list[str]:
 def hardest15() -> list[str]:
     """The ten longest of Korf's 100, zero-aware 7-8, 1 thread against 2 (medians of 3)."""
     solver = Solver(load_heuristic(ensure_artifact("15/7-8")))
-    rows = []
+    rows, ups = [], []
     for k, opt, b in sorted(instances("korf100.txt"), key=lambda r: -r[1])[:10]:
         t = {}
         for threads in (1, 2):
@@ -70,6 +76,9 @@ def hardest15() -> list[str]:
             t[threads] = statistics.median(solver.solve(b, "blank-first", threads=threads).seconds
                                            for _ in range(3))
         rows.append((f"#{k}", opt, f"{t[1] * 1e3:.1f}", f"{t[2] * 1e3:.1f}", f"{t[1] / t[2]:.2f}x"))
+        ups.append(t[1] / t[2])
+    record_bar(SECTION, "Korf's 100, ten longest: 2 threads never lose to 1, near 1.8x",
+               f"{min(ups):.2f}x-{max(ups):.2f}x", min(ups) >= 1.0)
     return ["\n### The ten longest of Korf's 100: 1 thread against 2 (zero-aware 7-8, medians of 3)\n",
             table(("instance", "optimal", "1 thread ms", "2 threads ms", "speed-up"), rows),
             "\nBar: two threads never lose to one, and approach 1.8x where a search takes more than a "
@@ -79,7 +88,7 @@ def hardest15() -> list[str]:
 def parallel_24() -> list[str]:
     """The easiest of Korf & Felner's 50, serial and on 2 threads (medians of 3 runs)."""
     k24, published = korf24()
-    rows = []
+    rows, ups, ones_s = [], {}, {}
     for catalogue, k in (("24/6-6-6-6", 40), ("24/6-6-6-6", 25), ("24/small", 40), ("24/small", 25)):
         s24 = Solver(load_heuristic(ensure_artifact(catalogue)))
         s24.solve(WARM_24, "blank-first")  # compile both paths before timing them
@@ -90,9 +99,18 @@ def parallel_24() -> list[str]:
         t1 = statistics.median(r.seconds for r in ones)
         t2 = statistics.median(r.seconds for r in twos)
         r1 = ones[0]
+        ups.setdefault(catalogue, []).append(t1 / t2)
+        ones_s.setdefault(catalogue, []).append(t1)
         rows.append((catalogue, f"#{k}", opt, r1.length, "/".join(str(r.length) for r in twos), f"{r1.nodes_generated:,}",
                      f"{published[k]:,}", f"{t1:.2f}", f"{t2:.2f}", f"**{t1 / t2:.2f}x**",
                      f"{r1.nodes_generated / t1 / 1e6:.1f}"))
+    speed_ups = [x for v in ups.values() for x in v]
+    record_bar(SECTION, "24-puzzle #40 / #25, 2 threads against 1: >= 1.6x",
+               "; ".join(f"{c} {a:.2f}x / {b:.2f}x" for c, (a, b) in ups.items()),
+               True if min(speed_ups) >= 1.6 else "partly" if max(speed_ups) >= 1.6 else False)
+    record_bar(SECTION, "24-puzzle #40 / #25, 1 thread: the Rust peer's 4.9 s / 18.4 s",
+               "; ".join(f"{c} {a:.2f} s / {b:.2f} s" for c, (a, b) in ones_s.items()),
+               all(a <= 4.9 and b <= 18.4 for a, b in ones_s.values()))
     return ["\n### 24-puzzle, zero-aware tables + reflection: 1 thread against 2 (medians of 3 runs each)\n",
             table(("tables", "instance", "optimal", "length 1T", "length 2T", "nodes 1T", "K&F nodes",
                    "1T s", "2T s", "speed-up", "M nodes/s 1T"), rows),

@@ -2,7 +2,9 @@
 files, Markdown tables, BENCHMARKS.md sections, artifacts, ports and memory.
 
 Each program measures one subject and rewrites its own block of BENCHMARKS.md, between
-``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->``; scripts/bench NAME runs it.
+``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->``; scripts/bench NAME runs it. It records
+the figure of each bar it measures with ``record_bar``; the table of current results that
+opens BENCHMARKS.md is then rendered from them (scripts/benchresults.py).
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 from reference import data_rows, free_port, instances  # noqa: E402
 from serving import rss_kib  # noqa: E402
 
+import benchresults  # noqa: E402
+
 __all__ = ["ROOT", "ART", "PY", "WARM_24", "data_rows", "free_port", "instances", "korf24", "machine",
-           "table", "write_section", "ensure_artifact", "geometric_mean", "rss_kib", "run"]
+           "table", "write_section", "ensure_artifact", "geometric_mean", "record_bar", "rss_kib", "run"]
 
 
 def machine() -> str:
@@ -63,13 +67,19 @@ def write_section(name: str, body: str) -> None:
     path = ROOT / "BENCHMARKS.md"
     text = path.read_text() if path.exists() else "# Benchmarks\n"
     start, end = f"<!-- bench:{name} -->", f"<!-- /bench:{name} -->"
-    block = f"{start}\n{body.strip()}\n{end}"
+    block = f"{start}\n{benchresults.wrap_long(body.strip())}\n{end}"
     if start in text:
         text = text[:text.index(start)] + block + text[text.index(end) + len(end):]
     else:
         text = text.rstrip() + "\n\n" + block + "\n"
     path.write_text(text)
     print(body)
+
+
+def record_bar(section: str, bar: str, figure: str, met) -> None:
+    """Record ``bar``'s latest figure (with this machine, commit and date) for the table of
+    current results; ``met``: True, False or a word ('partly', 'recorded')."""
+    benchresults.record(section, bar, figure, met)
 
 
 def ensure_artifact(catalogue: str, zero_aware: bool = True) -> Path:
@@ -98,3 +108,4 @@ def run(section: str, measure, doc: str, options=None, argv=None) -> None:
     if options:
         options(p)
     write_section(section, measure(**vars(p.parse_args(argv))))
+    benchresults.write()

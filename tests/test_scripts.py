@@ -44,3 +44,32 @@ def test_demo_ends_by_writing_the_animation_page():
     assert '/pdbtool" animate' in tail and "-o solve.html" in tail and "file://$PWD/solve.html" in tail
     p = subprocess.run(["bash", "-n", str(SCRIPTS / "demo")], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
+
+
+def test_bench_table_renders_the_recorded_bars(tmp_path):
+    """The current-results table that opens BENCHMARKS.md is what scripts/bench-results.json
+    renders; a recorded bar replaces its row in place, a new one goes last; no line of
+    BENCHMARKS.md is over 400 characters."""
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        import benchresults
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    markdown = (ROOT / "BENCHMARKS.md").read_text()
+    assert markdown.index(benchresults.START) < markdown.index("<!-- bench:foundation -->")
+    block = markdown[markdown.index(benchresults.START) + len(benchresults.START):markdown.index(benchresults.END)]
+    assert block.strip() == benchresults.render(benchresults.load())
+    assert max(map(len, markdown.splitlines())) <= 400
+
+    results, page = tmp_path / "results.json", tmp_path / "BENCHMARKS.md"
+    page.write_text(f"# B\n\n{benchresults.START}\nold\n{benchresults.END}\n\n<!-- bench:x -->\n")
+    benchresults.record("x", "speed: >= 2x", "1.5x", False, path=results)
+    benchresults.record("x", "a | b", "ok", "recorded", path=results)
+    benchresults.record("x", "speed: >= 2x", "2.5x", True, path=results)
+    table = benchresults.write(page, results)
+    lines = table.splitlines()
+    assert lines[0] == "| bar | figure | met | machine | commit | date |"
+    assert lines[2].startswith("| speed: >= 2x | 2.5x | yes | ") and lines[3].startswith("| a \\| b | ok | recorded | ")
+    assert page.read_text() == f"# B\n\n{benchresults.START}\n{table}\n{benchresults.END}\n\n<!-- bench:x -->\n"
+    p = subprocess.run([str(SCRIPTS / "bench"), "table", "search"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2
