@@ -198,6 +198,7 @@ def test_solvability_between_any_two_arrangements():
 
 # -- the daemon ----------------------------------------------------------------------------
 
+@pytest.mark.process
 def test_daemon_honours_the_algorithm(stub, oracle8):
     from pdbd.convert import result_from_message, solve_request
     from pdbd.v1 import solver_pb2 as pb
@@ -228,6 +229,7 @@ def test_an_algorithms_bad_option_is_named(options, words):
         Algorithm(**options)
 
 
+@pytest.mark.process
 def test_cli_algorithms_say_what_they_guarantee(art_dir):
     import json
 
@@ -249,6 +251,7 @@ def test_cli_algorithms_say_what_they_guarantee(art_dir):
     assert p.returncode == 0 and "fell back to manhattan" in p.stdout
 
 
+@pytest.mark.process
 def test_cli_solvable_and_predict(art_dir):
     import json
 

@@ -16,6 +16,8 @@ from pdbtool.search import Solver
 from reference import korf100
 from serving import running_web
 
+pytestmark = pytest.mark.browser
+
 TWENTY = (1, 6, 2, 3, 7, 4, 5, 8, 0)  # an 8-puzzle 20 moves from the blank-last goal (5 iterations)
 
 
@@ -75,6 +77,7 @@ def test_larger_boards_in_the_page(side, chromium, tmp_path):
     screenshot(chromium, page_url(page, step=n // 2), tmp_path / f"solve-{side}.png")
 
 
+@pytest.mark.process
 def test_live_page_solves_korf_1_through_pdbd(chromium, served, tmp_path):
     _, optimum, board = korf100()[0]
     with running_web(served.address) as url:

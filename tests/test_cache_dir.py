@@ -67,6 +67,7 @@ def test_caches_of_other_digests_unused_for_a_day_are_removed(package):
     assert not old.exists() and recent.is_dir() and keep.is_dir()
 
 
+@pytest.mark.process
 def test_the_tools_use_the_keyed_directory():
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
     p = subprocess.run([sys.executable, "-c", "import os, pdbtool; "
@@ -76,6 +77,7 @@ def test_the_tools_use_the_keyed_directory():
     assert Path(p.stdout.strip()).name == "kernels-" + cache_dir.kernel_digest()
 
 
+@pytest.mark.process
 def test_an_edit_of_an_inlined_kernel_takes_effect(tmp_path):
     """The oracle is the edited source itself: b.run calls a.value, compiled into b's cached
     code. numba alone keys that cache on b.py, so after an edit of a.py alone it kept

@@ -23,7 +23,7 @@ from pdbtool.pdb_heuristic import load_heuristic
 from pdbtool.search import SearchControl, Solver
 from reference import korf100, korf_shortest
 
-pytestmark = pytest.mark.usefixtures("ray_local")
+pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("ray_local")]
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from pdbtool.selection import TableSet
 from reference import korf_shortest
 from serving import HARD, info, running_daemon, wait_for
 
-pytestmark = pytest.mark.usefixtures("ray_local")
+pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("ray_local")]
 
 
 def pdbtool_cli(capsys, *argv):
@@ -94,6 +94,7 @@ def delegating(tmp_path):
     daemon.stop(grace=1)  # closes the cluster: its actors free the CPUs
 
 
+@pytest.mark.process
 def test_daemon_delegates_big_searches_and_info_shows_the_cluster(delegating):
     from pdbd.client import SolverClient
 
@@ -109,6 +110,7 @@ def test_daemon_delegates_big_searches_and_info_shows_the_cluster(delegating):
     assert cl["delegated"] == 1 and cl["nodes"] == 1 and cl["cpus"] == 2 and cl["above"] == 20_000
 
 
+@pytest.mark.process
 def test_daemon_deadline_stops_the_cluster_tasks(delegating):
     from pdbd.client import SolverClient
 
@@ -119,6 +121,7 @@ def test_daemon_deadline_stops_the_cluster_tasks(delegating):
     assert wait_for(lambda: info(delegating)["counters"]["running"] == 0, 15)
 
 
+@pytest.mark.process
 def test_pdbd_info_without_a_cluster_has_none(served):
     assert info(served)["cluster"] is None
 

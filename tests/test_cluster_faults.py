@@ -24,6 +24,8 @@ import pytest
 
 from serving import HARD
 
+pytestmark = [pytest.mark.cluster, pytest.mark.process]
+
 pytest.importorskip("ray", reason="the cluster extra is not installed: pip install -e '.[cluster]' in the checkout")
 
 HERE = Path(__file__).resolve().parent

@@ -12,6 +12,7 @@ from reference import free_port, korf_shortest
 from serving import EASY8, HARD, run_cli, running_daemon
 
 
+@pytest.mark.process
 def test_query_exit_codes_and_json(served, slow, capsys):
     server = ["--server", served.address]
     code, out, _ = run_cli(capsys, "query", *server, "--json", *map(str, EASY8))
@@ -34,6 +35,7 @@ def test_query_exit_codes_and_json(served, slow, capsys):
     assert code == 1 and "cannot reach pdbd" in err and "Traceback" not in err
 
 
+@pytest.mark.process
 def test_a_refusal_by_the_server_is_not_unreachable(capsys):
     """UNAVAILABLE sent by pdbd itself (shutting down, a table changed on disk) is its
     answer: the server was reached."""
@@ -47,6 +49,7 @@ def test_a_refusal_by_the_server_is_not_unreachable(capsys):
     assert err == f"pdbd: pdbd at {daemon.address} refused: the server is shutting down\n"
 
 
+@pytest.mark.process
 def test_query_stream_and_info(served, capsys):
     _, optimum, board = korf_shortest(1)[0]
     code, out, err = run_cli(capsys, "query", "--server", served.address, "--stream", "--json",
@@ -58,6 +61,7 @@ def test_query_stream_and_info(served, capsys):
     assert code == 0 and "serves 4x4" in out and "sha256" in out
 
 
+@pytest.mark.process
 def test_health_and_waiting_for_serving(served, capsys):
     code, out, _ = run_cli(capsys, "health", "--server", served.address)
     assert code == 0 and out.strip() == "SERVING"

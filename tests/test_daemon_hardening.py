@@ -59,6 +59,7 @@ def health_status(address, service=""):
 
 # -- 1. undecodable requests ----------------------------------------------------------------
 
+@pytest.mark.process
 @pytest.mark.parametrize("path", sorted(METHODS))
 def test_undecodable_bytes_are_invalid_argument_on_every_method(served, path):
     before = info(served)["counters"]
@@ -71,6 +72,7 @@ def test_undecodable_bytes_are_invalid_argument_on_every_method(served, path):
     assert after["undecodable"] - before["undecodable"] == len(UNDECODABLE)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("budget", [1 << 63, (1 << 64) - 1])
 def test_out_of_range_node_budget_is_invalid_argument(stub, budget):
     with pytest.raises(grpc.RpcError) as e:
@@ -88,6 +90,7 @@ def send_undecodable(channel, n: int, batch: int = 32) -> None:
             assert f.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
+@pytest.mark.process
 def test_undecodable_requests_leave_no_memory_behind(art_dir):
     """gRPC's own deserializer failure path keeps ~20 KB per message: 10,000 of them would
     grow the server by ~200 MB. Parsed by pdbd, they cost nothing that stays."""
@@ -116,6 +119,7 @@ def test_undecodable_requests_leave_no_memory_behind(art_dir):
 
 # -- 2. no lockout --------------------------------------------------------------------------
 
+@pytest.mark.process
 def test_health_answers_while_calls_never_send_their_request():
     daemon = manhattan(threads=2, max_queue=8,
                        connections=Connections(request_timeout=1.5))
@@ -150,6 +154,7 @@ def test_health_answers_while_calls_never_send_their_request():
         daemon.stop(grace=1)
 
 
+@pytest.mark.process
 def test_idle_connections_are_closed():
     daemon = manhattan(threads=1, connections=Connections(idle=0.3))
     try:
@@ -163,6 +168,7 @@ def test_idle_connections_are_closed():
         daemon.stop(grace=1)
 
 
+@pytest.mark.process
 def test_reflection_can_be_switched_off():
     daemon = manhattan(threads=1, reflection_on=False)
     try:
@@ -179,6 +185,7 @@ def test_reflection_can_be_switched_off():
 
 # -- 3. no starvation -----------------------------------------------------------------------
 
+@pytest.mark.process
 def test_no_deadline_searches_cannot_starve_easy_queries():
     """Two hard boards without a deadline on both threads; the server's time limit stops
     them and every easy query is answered."""
@@ -201,6 +208,7 @@ def test_no_deadline_searches_cannot_starve_easy_queries():
         daemon.stop(grace=1)
 
 
+@pytest.mark.process
 def test_server_limits_apply_as_default_and_as_ceiling():
     daemon = manhattan(threads=1, limits=Limits(max_search_seconds=0.5, max_nodes=200_000))
     try:
@@ -228,6 +236,7 @@ def test_server_limits_apply_as_default_and_as_ceiling():
         daemon.stop(grace=1)
 
 
+@pytest.mark.process
 def test_server_memory_limit_caps_what_a_request_may_allocate():
     """A client cannot make one search allocate more than --max-search-memory: A*'s
     max_memory (and its 1 GiB default) is lowered to it, the ida-tt table likewise."""
@@ -254,6 +263,7 @@ def test_server_memory_limit_caps_what_a_request_may_allocate():
         daemon.stop(grace=1)
 
 
+@pytest.mark.process
 def test_one_client_cannot_take_every_search_slot():
     daemon = manhattan(threads=2, max_queue=4, limits=Limits(per_client=2))
     try:
@@ -273,6 +283,7 @@ def test_one_client_cannot_take_every_search_slot():
         daemon.stop(grace=1)
 
 
+@pytest.mark.process
 def test_health_reports_overload():
     daemon = manhattan(threads=1, max_queue=1)
     try:

@@ -21,6 +21,8 @@ from pdbtool.selection import TableSet
 from reference import flip_byte, free_port
 from serving import EASY8, HARD, channel_stub, info, pdbd_process, running_daemon, wait_for
 
+pytestmark = pytest.mark.process
+
 
 def test_corrupted_artifact_stops_start_up(art_dir, tmp_path):
     src = art_dir / "8-full.h5"

@@ -18,6 +18,8 @@ from pdbtool.errors import LimitReached
 from reference import korf_shortest
 from serving import HARD, LOYD, info, wait_for, worker_free_within
 
+pytestmark = pytest.mark.process
+
 
 def test_deadline_stops_the_search(slow, slow_stub):
     before = info(slow)["counters"]

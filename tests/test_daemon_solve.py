@@ -21,6 +21,8 @@ from pdbtool.search import Solver
 from reference import assert_replays, free_port, korf_shortest
 from serving import EASY8, LOYD, info
 
+pytestmark = pytest.mark.process
+
 
 @pytest.mark.parametrize("goal", puzzle.GOALS)
 def test_8_puzzle_answers_are_optimal_and_replay(served, oracle, goal):

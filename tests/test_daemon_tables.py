@@ -17,7 +17,7 @@ from pdbtool import artifact, residency, trust
 from pdbtool.errors import BadInput
 from pdbtool.selection import load_directory
 from reference import free_port
-from serving import (EASY8, EASY15, HARD, change_under, channel_stub, pdbd_process, running_daemon,
+from serving import (EASY8, EASY15, KORF60, change_under, channel_stub, pdbd_process, running_daemon,
                      wait_for)
 
 
@@ -54,6 +54,7 @@ def stop(proc, client) -> str:
 
 # -- 4. a served table cannot change under the server --------------------------------------
 
+@pytest.mark.process
 def test_a_changed_table_is_refused_and_sighup_reloads(art_dir, tmp_path):
     d = serving_copy(art_dir, tmp_path, "8-full.h5")
     served = d / "8-full.h5"
@@ -95,6 +96,7 @@ def _answers(client, board=EASY8) -> bool:
         return False
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("how", ["truncate", "copy over"])
 def test_a_table_changed_during_a_search_ends_the_search_not_the_daemon(art_dir, tmp_path, how):
     """Truncating a mapped file faulted the next table read with SIGBUS: pdbd died. With a
@@ -104,7 +106,7 @@ def test_a_table_changed_during_a_search_ends_the_search_not_the_daemon(art_dir,
     proc, client = start(d, "--no-prefault")
     try:
         with channel_stub(client.address) as stub:
-            search = stub.Solve.future(pb.SolveRequest(tiles=HARD, goal="blank-first"))
+            search = stub.Solve.future(pb.SolveRequest(tiles=KORF60, goal="blank-first"))
             assert wait_for(lambda: client.info()["counters"]["running"] == 1, 30)
             time.sleep(0.3)  # well into the search
             change_under(served, how, art_dir / "8-full.h5")
@@ -127,6 +129,7 @@ def test_a_table_changed_during_a_search_ends_the_search_not_the_daemon(art_dir,
     assert "Fatal Python error" not in err and "Traceback" not in err and proc.returncode == 0
 
 
+@pytest.mark.process
 def test_reload_lets_running_searches_finish_on_the_old_tables(art_dir, tmp_path):
     from pdbtool.search import SearchControl
 
@@ -161,6 +164,7 @@ def test_prefault_brings_evicted_pages_back(art_dir, tmp_path):
     residency.lock(data)  # root or a large enough memlock limit in the test environment
 
 
+@pytest.mark.process
 def test_info_reports_residency(art_dir):
     daemon = running_daemon(load_directory(art_dir), threads=1, mlock=True)
     try:
@@ -196,6 +200,7 @@ def pki(tmp_path_factory):
     return d
 
 
+@pytest.mark.process
 def test_tls_and_mutual_tls(art_dir, pki):
     tables = load_directory(art_dir)
     daemon = running_daemon(tables, threads=1, tls=Tls(pki / "server.pem", pki / "server.key"))
@@ -220,6 +225,7 @@ def test_tls_and_mutual_tls(art_dir, pki):
         daemon.stop(grace=1)
 
 
+@pytest.mark.process
 def test_query_command_speaks_tls(art_dir, pki, capsys):
     from pdbd import cli
 

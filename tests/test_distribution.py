@@ -9,6 +9,8 @@ import pytest
 
 from reference import ROOT
 
+pytestmark = [pytest.mark.network, pytest.mark.process]
+
 PIP = ["-m", "pip", "install", "-q", "--disable-pip-version-check", "--timeout", "20",
        "--retries", "1"]
 

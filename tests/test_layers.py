@@ -33,6 +33,7 @@ def run_fresh(code: str, *args: str) -> subprocess.CompletedProcess:
     return p
 
 
+@pytest.mark.process
 def test_every_pdbtool_module_imports_without_grpc_or_pdbd():
     assert len(MODULES) > 20 and "pdbtool.search" in MODULES
     run_fresh("""
@@ -46,6 +47,7 @@ def test_every_pdbtool_module_imports_without_grpc_or_pdbd():
     """, *MODULES)
 
 
+@pytest.mark.process
 def test_python_m_pdbtool_loads_no_grpc():
     p = run_fresh("""
         import runpy
@@ -77,6 +79,7 @@ def test_pdbtool_source_never_imports_the_server_side():
     assert found == []
 
 
+@pytest.mark.process
 def test_pdbd_client_loads_no_numba():
     run_fresh("""
         import pdbd.client
@@ -96,6 +99,7 @@ PDBD_CLIENT_COMMANDS = {  # argv -> exit code; UNREACHABLE becomes --server=<a c
 }
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("command", sorted(PDBD_CLIENT_COMMANDS))
 def test_pdbd_client_commands_load_no_numba(command):
     argv, code = PDBD_CLIENT_COMMANDS[command]
@@ -114,6 +118,7 @@ def test_pdbd_client_commands_load_no_numba(command):
     assert ("cannot reach pdbd" in p.stderr) == (code == 1)
 
 
+@pytest.mark.process
 def test_build_kernels_load_no_h5py():
     run_fresh("""
         import pdbtool.build_kernel
@@ -124,6 +129,7 @@ def test_build_kernels_load_no_h5py():
     """)
 
 
+@pytest.mark.process
 def test_public_api_resolves_lazily():
     run_fresh("""
         import pdbtool
@@ -136,6 +142,7 @@ def test_public_api_resolves_lazily():
     """)
 
 
+@pytest.mark.process
 def test_public_api_does_not_depend_on_import_order():
     run_fresh("""
         import pdbtool.builder, pdbtool.packing, pdbtool.verification  # what install() imports
@@ -146,6 +153,7 @@ def test_public_api_does_not_depend_on_import_order():
     """)
 
 
+@pytest.mark.process
 def test_pdbtool_and_its_command_line_load_no_ray():
     """Ray is imported only when a cluster is used (pdbtool.cluster.Cluster)."""
     run_fresh("""
@@ -163,6 +171,7 @@ def test_pdbtool_and_its_command_line_load_no_ray():
     """)
 
 
+@pytest.mark.process
 def test_cluster_without_ray_says_how_to_install_it():
     p = run_fresh("""
         sys.modules["ray"] = None  # as if the cluster extra were not installed

@@ -6,6 +6,8 @@ import runpy
 import subprocess
 import sys
 
+import pytest
+
 from pdbtool import puzzle
 from pdbtool.heuristics import table_free
 from pdbtool.move_pruning import (MAX_LENGTH, MOVES, REVERSE, WORDS_FILE, allowed, automaton,
@@ -46,6 +48,7 @@ def inside(inner, outer):
     return inner[0] >= outer[0] and inner[1] <= outer[1] and inner[2] >= outer[2] and inner[3] <= outer[3]
 
 
+@pytest.mark.process
 def test_shipped_file_is_what_the_generator_writes(tmp_path):
     """The shipped file is scripts/gen-forbidden-words' output for MAX_LENGTH.
 

@@ -237,6 +237,7 @@ def test_never_replaces_a_non_regular_file(tmp_path, packed):
         build("8/full", tmp_path, progress=False)
 
 
+@pytest.mark.process
 def test_stale_partial_files_are_removed(tmp_path, packed):
     import subprocess
     import sys

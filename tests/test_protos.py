@@ -3,11 +3,14 @@
 import subprocess
 import sys
 
+import pytest
+
 from reference import ROOT
 
 GENERATED = ("solver_pb2.py", "solver_pb2.pyi", "solver_pb2_grpc.py")
 
 
+@pytest.mark.process
 def test_stubs_are_current(tmp_path):
     subprocess.run([str(ROOT / "scripts" / "gen-protos"), str(tmp_path)], check=True,
                    env={"PYTHON": sys.executable, "PATH": "/usr/bin:/bin"})

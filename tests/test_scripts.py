@@ -5,7 +5,11 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from reference import ROOT
+
+pytestmark = pytest.mark.process
 
 SCRIPTS = ROOT / "scripts"
 PROGRAMS = sorted(SCRIPTS.glob("bench_*.py"))

@@ -21,7 +21,7 @@ from pdbd.v1 import solver_pb2 as pb, solver_pb2_grpc
 from reference import free_port, korf100, korf_shortest
 from serving import UNDECODABLE, Drained, pdbd_process, rss_kib
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.process]
 
 SECONDS = 60
 

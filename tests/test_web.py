@@ -18,6 +18,8 @@ from pdbtool.search import Solver
 from reference import ROOT, free_port, instances, korf_shortest
 from serving import EASY8, HARD, info, pdbd_process, run_cli, running_daemon, running_web, wait_for
 
+pytestmark = pytest.mark.process
+
 KORF24_1 = instances("korf24_50.txt")[0][2]  # 95 moves: Manhattan IDA* would run for ages
 
 
