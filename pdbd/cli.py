@@ -18,7 +18,7 @@ import threading
 from types import SimpleNamespace
 
 from pdbtool.console import (arg_budget, arg_seconds, arg_size, emit, read_stdin, result_text, run,
-                             search_line)
+                             search_line, version_text)
 from pdbtool.errors import BadInput, PdbError
 
 from .client import EMPTY_BOARD, ClientTls, SolverClient
@@ -36,6 +36,8 @@ def main(argv=None) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pdbd", description="gRPC daemon for optimal sliding-tile solving")
+    p.add_argument("--version", action="version",
+                   version=version_text("pdbd", "grpcio", "protobuf", "numba"))
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("serve", help="load verified artifacts and answer solve queries")

@@ -70,6 +70,7 @@ def astar(H, s, board, pos, moves, nmoves, rows, bits, per, keys, parent, gs, he
     expanded, generated, states held, largest open list).
     """
     n = s * s
+    no_limit = np.int64(INF)  # not a literal: see heuristic_kernels.h_update
     cap = keys.shape[0]
     hcap = heap.shape[0]
     mask = table.shape[0] - 1
@@ -110,7 +111,7 @@ def astar(H, s, board, pos, moves, nmoves, rows, bits, per, keys, parent, gs, he
         for k in range(nmoves[b]):
             c = moves[b, k] >> 2
             t = slide(board, pos, c, b)
-            h = h_update(H, s, board, pos, rows[0], rows[1], t, c, b, INF)
+            h = h_update(H, s, board, pos, rows[0], rows[1], t, c, b, no_limit)
             slide(board, pos, b, c)
             generated += 1
             c0, c1 = key_moved(k0, k1, t, c, b, n, bits, per)

@@ -15,10 +15,10 @@ import sys
 from contextlib import closing, nullcontext
 from pathlib import Path
 
-from . import __version__, artifact, catalogue, puzzle, trust
+from . import artifact, catalogue, puzzle, trust
 from .algorithms import ALGORITHMS, Algorithm
 from .console import (SearchReporter, arg_budget, arg_seconds, arg_size, batch_exit_code,
-                      emit, input_lines, plural, report_error, result_text, run)
+                      emit, input_lines, plural, report_error, result_text, run, version_text)
 from .errors import EXIT_UNSOLVABLE, BadInput, PdbError, not_a_directory
 from .heuristics import TABLE_FREE
 from .selection import DEFAULT_ARTIFACTS
@@ -49,8 +49,20 @@ def solve_traced(args, text, solvers, algorithm, cap: int):
     board = puzzle.parse_board(text)
     solver = solvers.for_goal(puzzle.side_of(board), args.goal, algorithm)
     control = SearchControl(budget=args.budget, timeout=args.timeout)
+    if not args.quiet and algorithm.name == "ida":
+        announce_compile(solver, args.threads)
     with SearchReporter(control, enabled=not args.quiet):
         return record(solver, board, args.goal, args.threads, control, cap, algorithm)
+
+
+def announce_compile(solver, threads: int) -> None:
+    """Say so before a search waits for its kernels to compile (the first on a machine)."""
+    from . import warm
+
+    seconds = warm.pending(solver.heuristic.H.KIND, solver.kernel_parts(threads))
+    if seconds:
+        print(f"{PROG}: compiling the search kernels for this machine, once: about "
+              f"{seconds:.0f} s ('pdbtool warm' does it ahead of time)", file=sys.stderr, flush=True)
 
 
 def solve_one(args, text, solvers, algorithm) -> int:
@@ -428,7 +440,8 @@ def shipping_command(sub, name, func, help, output_help):
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pdbtool", description=(
         "Optimal sliding-tile puzzle solving: build, verify, ship pattern databases, and solve."))
-    p.add_argument("--version", action="version", version=f"pdbtool {__version__}")
+    p.add_argument("--version", action="version",
+                   version=version_text("pdbtool", "numba", "numpy", "h5py"))
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     s = sub.add_parser("solve", help="solve boards (optimally by default)", description=(

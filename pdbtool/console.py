@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import faulthandler
 import json
+import os
 import signal
 import sys
 import threading
@@ -20,6 +21,7 @@ from . import limits
 from .errors import EXIT_INTERRUPTED, BadInput, PdbError
 
 EXIT_TERMINATED = 143  # 128 + SIGTERM
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what `cmd | head` gives for any tool that head cut off
 
 PROGRESS_EVERY = 1.0  # seconds between progress lines on a terminal
 LOG_EVERY = 10.0  # ... and in a log, where every line stays
@@ -44,6 +46,9 @@ def run(prog: str, args) -> int:
             faulthandler.enable(sys.__stderr__)
     try:
         return args.func(args)
+    except BrokenPipeError:  # stdout's reader went away (`... | head`): quiet, as cat is
+        silence_stdout()
+        return EXIT_BROKEN_PIPE
     except Terminated:
         report_error(prog, args, "terminated", EXIT_TERMINATED)
         return EXIT_TERMINATED
@@ -57,6 +62,31 @@ def run(prog: str, args) -> int:
     except KeyboardInterrupt:
         report_error(prog, args, "interrupted", EXIT_INTERRUPTED)
         return EXIT_INTERRUPTED
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's flush at exit finds no closed
+    pipe (it would print a second traceback)."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+def version_text(prog: str, *packages: str) -> str:
+    """``--version``: the program's version and those of the packages it runs on, read
+    from the installed metadata (nothing is imported)."""
+    from importlib import metadata
+
+    from . import __version__
+
+    def installed(name: str) -> str:
+        try:
+            return f"{name} {metadata.version(name)}"
+        except metadata.PackageNotFoundError:
+            return f"{name} missing"
+
+    platform = f"Python {sys.version.split()[0]}"
+    return f"{prog} {__version__} ({', '.join([*map(installed, packages), platform])})"
 
 
 def report_error(prog: str, args, message: str, code: int, where: str = "") -> None:

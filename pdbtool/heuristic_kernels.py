@@ -426,12 +426,13 @@ def broken_derivation(H, s, board, pos, row, moves, nmoves):
     _, rank_col, _ = columns(H)
     derived = np.empty_like(row)
     fresh = np.empty_like(row)
+    no_limit = np.int64(1 << 30)  # not a literal: h_update is compiled once (see h_update)
     b = pos[0]
     for k in range(nmoves[b]):
         c = moves[b, k] >> 2
         t = board[c]
         board[b], board[c], pos[t], pos[0] = t, 0, b, c
-        h = h_update(H, s, board, pos, row, derived, t, c, b, 1 << 30)
+        h = h_update(H, s, board, pos, row, derived, t, c, b, no_limit)
         broken = h_init(H, s, board, pos, fresh) != h
         if derived[PDB_MD] != 0:  # h_update stops at the goal, its entries unread
             for col in range(PDB_SUMS, rank_col):
@@ -500,13 +501,19 @@ def start_reads(H, board, pos, prev, row, tile, src, dst, read):
     return started & ~read
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
 def h_update(H, s, board, pos, prev, row, tile, src, dst, limit):
     """After ``tile`` moved from cell src to cell dst (board and pos already updated; the
     blank is now at src), derive the state row from the previous one; return the new h.
     A kind may stop early and return a lower bound on h once that exceeds ``limit`` (the
     row is then incomplete: the caller prunes the node). The kind is a compile-time
-    constant (kind_of), so each kind gets a kernel without the others' branches."""
+    constant (kind_of), so each kind gets a kernel without the others' branches.
+
+    Inlined by LLVM (``forceinline``), not by numba (``inline="always"``): numba compiles
+    it once per kind and signature, and each caller gets a copy of the machine code. numba's
+    own inlining typed and lowered it again at every call site, half a minute of compiling
+    for a first solve (BENCHMARKS.md, first run); the search runs as fast either way.
+    Callers pass ``limit`` as an int64 variable, never a literal (see search_kernel.dfs_loop)."""
     kind = kind_of(H)
     if kind == PER_TILE:
         h = prev[ROW_H] + H.tile_tab[tile, dst] - H.tile_tab[tile, src]

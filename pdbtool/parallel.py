@@ -257,6 +257,7 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, threads: int,
     def parallel_iteration(bound, left) -> IterationOutcome:
         nonlocal tasks
         if not roots:
+            solver.compile_kernels(shared=True)  # if the search did not ask for them first
             roots.extend(solver.root(bf) for _ in range(threads))
             tasks = Tasks.below(solver, blank, min(split, bound))
         claims[0] = 0

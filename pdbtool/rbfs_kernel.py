@@ -38,6 +38,7 @@ def rbfs_loop(H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budget, st
     bound B, current child), per_child int64[3, D, 4] (child cell, state, stored F)."""
     blank, state, nch, B, cur = per_node[0], per_node[1], per_node[2], per_node[3], per_node[4]
     ccell, cstate, F = per_child[0], per_child[1], per_child[2]
+    no_limit = np.int64(INF)  # not a literal: see heuristic_kernels.h_update
     expanded, generated = 0, 0
     reported_e, reported_g = 0, 0
     if rows[0, 0] == 0:
@@ -59,7 +60,7 @@ def rbfs_loop(H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budget, st
                 continue
             c = move >> 2
             t = slide(board, pos, c, b)
-            h = h_update(H, s, board, pos, rows[depth], rows[depth + 1], t, c, b, INF)
+            h = h_update(H, s, board, pos, rows[depth], rows[depth + 1], t, c, b, no_limit)
             slide(board, pos, b, c)
             generated += 1
             fc = depth + 1 + h
@@ -97,7 +98,7 @@ def rbfs_loop(H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budget, st
             c = ccell[depth, best]
             b = blank[depth]
             t = slide(board, pos, c, b)
-            h = h_update(H, s, board, pos, rows[depth], rows[depth + 1], t, c, b, INF)
+            h = h_update(H, s, board, pos, rows[depth], rows[depth + 1], t, c, b, no_limit)
             cur[depth] = best
             B[depth + 1] = min(B[depth], second)
             counters[BOUND] = fb

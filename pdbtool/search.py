@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import alarms, limits, puzzle
+from . import alarms, limits, puzzle, warm
 from .algorithms import LIMIT_REASONS, Algorithm, search_with
 from .errors import ArtifactError, BadInput, LimitReached, PdbError
 from .geometry import blank_moves
@@ -165,7 +165,7 @@ class Solver:
         self.moves, self.nmoves = blank_moves(self.side)
         self.prune = prune
         self.fsm = pruning_fsm(prune)
-        self._compiled = False
+        self._compiled: set[str] = set()  # compile_kernels' parts done: serial, shared
         self._split_nodes: dict[tuple[int, int], SplitNodes] = {}  # the kernels only read them
 
     def prepare(self, board, goal: str = "blank-last") -> PreparedBoard:
@@ -212,7 +212,7 @@ class Solver:
         if events is not None and algorithm.name != "ida":
             raise BadInput(f"a traced search runs IDA*, not {algorithm.name}")
         if algorithm.name == "ida":
-            self.compile_kernels()
+            self.compile_kernels(shared="shared" in self.kernel_parts(threads))
         source = self.heuristic.source  # the table file: checked around the search
         timer = control.timer()
         try:
@@ -232,19 +232,40 @@ class Solver:
             if timer:
                 timer.cancel()
 
-    def compile_kernels(self) -> None:
+    def kernel_parts(self, threads: int) -> tuple[str, ...]:
+        """What an IDA* search on ``threads`` threads compiles before it starts (warm.PARTS):
+        an 8-puzzle on one thread never shares an iteration (search_parallel: not below a
+        million nodes), so its first solve does not wait for those kernels."""
+        return ("serial", "shared") if threads > 1 or self.side > 3 else ("serial",)
+
+    def compile_kernels(self, shared: bool = True) -> None:
         """Compile IDA*'s kernels for this heuristic (or load them from numba's cache) before
         a search's clock and timeout start: the first search on a machine would otherwise
-        count tens of seconds of compilation as search time. Once per solver."""
-        if self._compiled:
+        count seconds of compilation as search time. ``shared``: also those of the
+        iterations the threads share (task_kernel), which search_parallel compiles itself
+        if a search that did not ask for them gets there. Once per solver and part."""
+        if "serial" in self._compiled and ("shared" in self._compiled or not shared):
             return
-        goal = self.root(list(range(self.side * self.side)))
-        self.iterate(goal, 0, SearchControl(budget=1))  # a node or so: the call is the point
-        self.search_tasks(goal, 0, self.split_nodes(0, 1), np.zeros(1, np.int64), -1, 1,
-                          np.zeros(1, np.int64), np.zeros(COUNTERS, np.int64),
-                          np.zeros(MAX_DEPTH + 1, np.int64), np.zeros(1, np.int64),
-                          np.zeros(1, np.int64))  # bound -1: returns at the root
-        self._compiled = True
+        kind = self.heuristic.H.KIND
+        if "serial" not in self._compiled:
+            child = warm.aside(kind)  # IDA*'s loop compiles beside, on the other core ...
+            tiles = list(range(self.side * self.side))
+            try:
+                goal = self.root(tiles)  # ... the heuristic and the root's check here,
+                self._check_path(tiles, [])  # and the answer's check
+            finally:
+                warm.wait(child)
+            self.iterate(goal, 0, SearchControl(budget=1))  # a node or so: the call is the point
+            self._compiled.add("serial")
+            warm.mark_ready(kind, "serial")
+        if shared and "shared" not in self._compiled:
+            goal = self.root(list(range(self.side * self.side)))
+            self.search_tasks(goal, 0, self.split_nodes(0, 1), np.zeros(1, np.int64), -1, 1,
+                              np.zeros(1, np.int64), np.zeros(COUNTERS, np.int64),
+                              np.zeros(MAX_DEPTH + 1, np.int64), np.zeros(1, np.int64),
+                              np.zeros(1, np.int64))  # bound -1: returns at the root
+            self._compiled.add("shared")
+            warm.mark_ready(kind, "shared")
 
     def _search_serial(self, prepared: PreparedBoard, control: SearchControl,
                        events: np.ndarray | None) -> SolveResult:

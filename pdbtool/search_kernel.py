@@ -237,13 +237,11 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
             c0, c1 = key_moved(k0s[depth], k1s[depth], t, c, b, s * s, extras.bits, extras.per)
             slot = slot_of(c0, c1, mask)
             prefetch(extras.tt, slot)
-        if on:
-            h = h_update(H, s, board, pos, hs[ix(depth)], hs[ix(depth + 1)], t, c, b,
-                         (bound - extras.gw * g) // extras.hw)
-            f = extras.gw * g + extras.hw * h
-        else:
-            h = h_update(H, s, board, pos, hs[ix(depth)], hs[ix(depth + 1)], t, c, b, bound - g)
-            f = g + h
+        # One call of the inlined h_update, not one per branch: each inlined copy costs
+        # seconds of compiling (the first solve on a machine waits for them).
+        limit = (bound - extras.gw * g) // extras.hw if on else bound - g
+        h = h_update(H, s, board, pos, hs[ix(depth)], hs[ix(depth + 1)], t, c, b, limit)
+        f = extras.gw * g + extras.hw * h if on else g + h
         if f > bound or (on and h > 0 and g >= extras.max_depth):
             n = record(events, n, iteration, g, h, c, PRUNED_NODE)
             if bound < f < next_bound:

@@ -1,8 +1,7 @@
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable, Mapping as _Mapping
-from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -78,7 +77,7 @@ class SolveResult(_message.Message):
     optimal: bool
     bound: float
     peak_memory_bytes: int
-    def __init__(self, board: _Optional[_Iterable[int]] = ..., size: _Optional[int] = ..., goal: _Optional[str] = ..., length: _Optional[int] = ..., moves: _Optional[_Iterable[int]] = ..., blank_moves: _Optional[str] = ..., nodes_expanded: _Optional[int] = ..., nodes_generated: _Optional[int] = ..., seconds: _Optional[float] = ..., initial_h: _Optional[int] = ..., heuristic: _Optional[str] = ..., artifact_version: _Optional[str] = ..., iterations: _Optional[_Iterable[_Union[Iteration, _Mapping]]] = ..., threads: _Optional[int] = ..., note: _Optional[str] = ..., queue_seconds: _Optional[float] = ..., path_h: _Optional[_Iterable[int]] = ..., algorithm: _Optional[str] = ..., optimal: _Optional[bool] = ..., bound: _Optional[float] = ..., peak_memory_bytes: _Optional[int] = ...) -> None: ...
+    def __init__(self, board: _Optional[_Iterable[int]] = ..., size: _Optional[int] = ..., goal: _Optional[str] = ..., length: _Optional[int] = ..., moves: _Optional[_Iterable[int]] = ..., blank_moves: _Optional[str] = ..., nodes_expanded: _Optional[int] = ..., nodes_generated: _Optional[int] = ..., seconds: _Optional[float] = ..., initial_h: _Optional[int] = ..., heuristic: _Optional[str] = ..., artifact_version: _Optional[str] = ..., iterations: _Optional[_Iterable[_Union[Iteration, _Mapping]]] = ..., threads: _Optional[int] = ..., note: _Optional[str] = ..., queue_seconds: _Optional[float] = ..., path_h: _Optional[_Iterable[int]] = ..., algorithm: _Optional[str] = ..., optimal: bool = ..., bound: _Optional[float] = ..., peak_memory_bytes: _Optional[int] = ...) -> None: ...
 
 class Progress(_message.Message):
     __slots__ = ("bound", "nodes_generated", "nodes_expanded", "nodes_per_second", "elapsed_seconds", "queued")
@@ -94,7 +93,7 @@ class Progress(_message.Message):
     nodes_per_second: float
     elapsed_seconds: float
     queued: bool
-    def __init__(self, bound: _Optional[int] = ..., nodes_generated: _Optional[int] = ..., nodes_expanded: _Optional[int] = ..., nodes_per_second: _Optional[float] = ..., elapsed_seconds: _Optional[float] = ..., queued: _Optional[bool] = ...) -> None: ...
+    def __init__(self, bound: _Optional[int] = ..., nodes_generated: _Optional[int] = ..., nodes_expanded: _Optional[int] = ..., nodes_per_second: _Optional[float] = ..., elapsed_seconds: _Optional[float] = ..., queued: bool = ...) -> None: ...
 
 class SolveEvent(_message.Message):
     __slots__ = ("progress", "result")
@@ -136,7 +135,7 @@ class Artifact(_message.Message):
     bytes: int
     resident_bytes: int
     locked: bool
-    def __init__(self, path: _Optional[str] = ..., partition: _Optional[str] = ..., size: _Optional[int] = ..., version: _Optional[str] = ..., tables: _Optional[_Iterable[_Union[Table, _Mapping]]] = ..., bytes: _Optional[int] = ..., resident_bytes: _Optional[int] = ..., locked: _Optional[bool] = ...) -> None: ...
+    def __init__(self, path: _Optional[str] = ..., partition: _Optional[str] = ..., size: _Optional[int] = ..., version: _Optional[str] = ..., tables: _Optional[_Iterable[_Union[Table, _Mapping]]] = ..., bytes: _Optional[int] = ..., resident_bytes: _Optional[int] = ..., locked: bool = ...) -> None: ...
 
 class SizeServed(_message.Message):
     __slots__ = ("size", "heuristic", "artifact_version")
@@ -198,7 +197,7 @@ class InfoReply(_message.Message):
     overloaded: bool
     max_search_memory: int
     cluster: ClusterInfo
-    def __init__(self, version: _Optional[str] = ..., artifacts: _Optional[_Iterable[_Union[Artifact, _Mapping]]] = ..., sizes: _Optional[_Iterable[_Union[SizeServed, _Mapping]]] = ..., counters: _Optional[_Union[Counters, _Mapping]] = ..., threads: _Optional[int] = ..., max_queue: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., max_search_seconds: _Optional[float] = ..., max_nodes: _Optional[int] = ..., per_client: _Optional[int] = ..., overloaded: _Optional[bool] = ..., max_search_memory: _Optional[int] = ..., cluster: _Optional[_Union[ClusterInfo, _Mapping]] = ...) -> None: ...
+    def __init__(self, version: _Optional[str] = ..., artifacts: _Optional[_Iterable[_Union[Artifact, _Mapping]]] = ..., sizes: _Optional[_Iterable[_Union[SizeServed, _Mapping]]] = ..., counters: _Optional[_Union[Counters, _Mapping]] = ..., threads: _Optional[int] = ..., max_queue: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., max_search_seconds: _Optional[float] = ..., max_nodes: _Optional[int] = ..., per_client: _Optional[int] = ..., overloaded: bool = ..., max_search_memory: _Optional[int] = ..., cluster: _Optional[_Union[ClusterInfo, _Mapping]] = ...) -> None: ...
 
 class ClusterInfo(_message.Message):
     __slots__ = ("address", "nodes", "cpus", "busy", "above", "delegated", "error")

@@ -5,7 +5,7 @@ import warnings
 
 from pdbd.v1 import solver_pb2 as pdbd_dot_v1_dot_solver__pb2
 
-GRPC_GENERATED_VERSION = '1.85.1'
+GRPC_GENERATED_VERSION = '1.66.2'
 GRPC_VERSION = grpc.__version__
 _version_not_supported = False
 
@@ -18,14 +18,14 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in pdbd/v1/solver_pb2_grpc.py depends on'
+        + f' but the generated code in pdbd/v1/solver_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
     )
 
 
-class SolverStub:
+class SolverStub(object):
     """Missing associated documentation comment in .proto file."""
 
     def __init__(self, channel):
@@ -51,7 +51,7 @@ class SolverStub:
                 _registered_method=True)
 
 
-class SolverServicer:
+class SolverServicer(object):
     """Missing associated documentation comment in .proto file."""
 
     def Solve(self, request, context):
@@ -102,7 +102,7 @@ def add_SolverServicer_to_server(servicer, server):
 
 
  # This class is part of an EXPERIMENTAL API.
-class Solver:
+class Solver(object):
     """Missing associated documentation comment in .proto file."""
 
     @staticmethod
