@@ -1,6 +1,6 @@
 """The `pdbd` command: serve, query, info, health, web.
 
-Exit codes follow pdbtool (both go through pdbtool.console): 0 ok, 1 server unreachable or
+Exit codes follow pdbtool (both go through pdbtool.cli.console): 0 ok, 1 server unreachable or
 failed (or an artifact refused at start-up), 2 bad input, 3 unsolvable, 4 deadline, node
 budget, cancellation or a full queue, 130 interrupted. Errors are one clear line on
 stderr, never a traceback. Parsing and printing only: the decisions are in server.py,
@@ -17,8 +17,8 @@ import sys
 import threading
 from types import SimpleNamespace
 
-from pdbtool.console import (arg_budget, arg_seconds, arg_size, emit, read_stdin, result_text, run,
-                             search_line, version_text)
+from pdbtool.cli.console import (arg_budget, arg_seconds, arg_size, emit, read_stdin, result_text,
+                                 run, search_line, version_text)
 from pdbtool.errors import BadInput, PdbError
 
 from .client import EMPTY_BOARD, ClientTls, SolverClient
@@ -85,8 +85,7 @@ def parser() -> argparse.ArgumentParser:
                    help="seconds to let RPCs finish on shutdown (default 5; 0: none)")
     s.add_argument("--cluster", metavar="ADDRESS",
                    help="send big IDA* searches to this Ray cluster ('local': start Ray on this "
-                        "machine); needs the cluster extra: pip install -e '.[cluster]' in "
-                        "the checkout")
+                        "machine); needs the cluster extra: pip install 'pdbtool[cluster]'")
     s.add_argument("--cluster-above", type=positive, default=DEFAULT_CLUSTER_ABOVE, metavar="N",
                    help="with --cluster: a search that generates more than N nodes here goes to "
                         f"the cluster (default {DEFAULT_CLUSTER_ABOVE:,})")
@@ -233,7 +232,7 @@ def serve(args) -> int:
     log_tables(log, loaded)
     delegation = None
     if args.cluster:
-        from pdbtool.cluster import Cluster
+        from pdbtool.cluster.driver import Cluster
 
         cluster = Cluster(args.cluster, cache_dir=args.cluster_cache, shared=args.cluster_shared,
                           notify=log.warning)
@@ -393,7 +392,7 @@ def web(args) -> int:
         from .web import WebServer
     except ImportError as e:
         raise BadInput(f"pdbd web needs the web extra ({e.name} is missing): "
-                       "pip install -e '.[web]' in the checkout") from None
+                       "pip install 'pdbtool[web]'") from None
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s pdbd %(message)s")
     log = logging.getLogger("pdbd")

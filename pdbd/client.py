@@ -162,7 +162,7 @@ class SolverClient:
               budget: int | None = None, algorithm=None) -> SolveResult:
         """Solve, as Solver.solve does locally. ``deadline`` is in seconds from now;
         ``budget`` caps the nodes generated; ``algorithm`` is a name or has the fields of
-        pdbtool.algorithms.Algorithm (name, weight, tt_size, max_memory); None is IDA*."""
+        pdbtool.search.algorithms.Algorithm (name, weight, tt_size, max_memory); None is IDA*."""
         deadline, budget = checked_limits(deadline, budget)
         request = convert.solve_request(board_tiles(board), goal, budget,
                                         algorithm=checked_algorithm(algorithm))

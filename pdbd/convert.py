@@ -18,7 +18,7 @@ DEFAULT_GOAL = "blank-last"
 
 def solve_request(tiles, goal: str | None = None, budget: int | None = None,
                   progress_ms: int | None = None, algorithm=None) -> pb.SolveRequest:
-    """``algorithm``: a name, a pdbtool.algorithms.Algorithm (or anything with its fields),
+    """``algorithm``: a name, a pdbtool.search.algorithms.Algorithm (or anything with its fields),
     or None (IDA*). The options must fit their fields (client.checked_algorithm)."""
     a = algorithm
     name = a if isinstance(a, str) else getattr(a, "name", "")
@@ -76,9 +76,9 @@ def progress_dict(m: pb.Progress) -> dict:
 
 
 def artifact_message(loaded, locked: bool = False) -> pb.Artifact:
-    """A loaded artifact (pdbtool.trust.Trusted) as listed by Info: the file's name, never
+    """A loaded artifact (pdbtool.tables.trust.Trusted) as listed by Info: the file's name, never
     the server's directories; how much of it is in memory."""
-    from pdbtool.residency import resident_bytes
+    from pdbtool.tables.residency import resident_bytes
 
     meta, data = loaded.meta, loaded.data
     return pb.Artifact(

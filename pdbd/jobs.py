@@ -12,9 +12,10 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from pdbtool.cluster.frontier import SERIAL_BELOW
 from pdbtool.errors import LimitReached
-from pdbtool.parallel import SERIAL_BELOW
-from pdbtool.search import PreparedBoard, SearchControl, Solver
+from pdbtool.search.control import PreparedBoard, SearchControl
+from pdbtool.search.solver import Solver
 
 
 class QueueFull(Exception):
@@ -22,7 +23,7 @@ class QueueFull(Exception):
 
 
 class Delegation:
-    """Big searches go to a Ray cluster (a pdbtool.cluster.Cluster): an IDA* search that
+    """Big searches go to a Ray cluster (a pdbtool.cluster.driver.Cluster): an IDA* search that
     generates more than ``above`` nodes here is stopped and searched again over the
     cluster, with what is left of its budget and time (the cluster counts its nodes from
     zero). The job's stop flag reaches the cluster's tasks: deadlines and cancellation
@@ -58,7 +59,7 @@ class Delegation:
 
 
 class Job:
-    """A search to run with ``algorithm`` (pdbtool.algorithms.Algorithm; None: IDA*).
+    """A search to run with ``algorithm`` (pdbtool.search.algorithms.Algorithm; None: IDA*).
     ``timeout`` is the server's time limit (from the search's start; it halts with reason
     "time-limit"). The solver checks its table file around the search (TableChanged)."""
 

@@ -28,7 +28,7 @@ import grpc
 from google.protobuf import message_factory
 from google.protobuf.message import DecodeError
 
-from pdbtool import alarms
+from pdbtool.search import alarms
 
 log = logging.getLogger("pdbd")
 

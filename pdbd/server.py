@@ -20,9 +20,10 @@ import grpc
 from grpc_health.v1 import health, health_pb2
 from grpc_reflection.v1alpha import reflection, reflection_pb2
 
-from pdbtool import puzzle, residency
+from pdbtool import puzzle
 from pdbtool.errors import PdbError
 from pdbtool.selection import TableSet
+from pdbtool.tables import residency
 
 from .address import parse_address
 from .defaults import (DEFAULT_CONNECTION_AGE, DEFAULT_IDLE_SECONDS, DEFAULT_LISTEN,

@@ -24,12 +24,12 @@ import grpc
 
 import pdbtool
 from pdbtool import limits, puzzle
-from pdbtool.algorithms import Algorithm
-from pdbtool.cluster import ClusterError
+from pdbtool.cluster.messages import ClusterError
 from pdbtool.errors import ArtifactError, BadInput, LimitReached, PdbError, Unsolvable
-from pdbtool.search import Solver
+from pdbtool.search.algorithms import Algorithm
+from pdbtool.search.solver import Solver
 from pdbtool.selection import Solvers, TableSet
-from pdbtool.trust import TableChanged
+from pdbtool.tables.trust import TableChanged
 
 from . import convert
 from .defaults import DEFAULT_MAX_NODES, DEFAULT_MAX_SEARCH_MEMORY, DEFAULT_MAX_SEARCH_SECONDS

@@ -35,7 +35,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, StreamingResponse
 from starlette.routing import Route
 
-from pdbtool import animate
+from pdbtool.cli import animate
 from pdbtool.errors import BadInput, PdbError
 
 from .client import SolverClient

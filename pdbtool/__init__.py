@@ -4,23 +4,26 @@ The public API, loaded on first use so that ``import pdbtool`` stays light (a gR
 imports it without numba)::
 
     from pdbtool import Solver, SearchControl, Solvers, Algorithm, build, verify, pack, unpack, install
+
+Importing it changes nothing in the process (numba's cache directory is set in numba's own
+configuration when the kernels are first imported: kernels/cache.py).
+
+The folders are the layers, each importing only those below it (tests/test_layers.py):
+errors, limits, puzzle, geometry, result (the vocabulary) < kernels < tables < heuristics
+< search < verification < loading < selection < cluster < cli; docs/architecture.md.
 """
 
 from importlib import import_module
 
-from .cache_dir import ensure_numba_cache
-
 __version__ = "0.1.0"
 
-ensure_numba_cache()  # before any kernel module imports numba (see cache_dir)
-
 _API = {
-    "Solver": "search", "SearchControl": "search", "PreparedBoard": "search",
-    "Algorithm": "algorithms",
+    "Solver": "search.solver", "SearchControl": "search.control",
+    "PreparedBoard": "search.control", "Algorithm": "search.algorithms",
     "SolveResult": "result", "Solvers": "selection", "load_directory": "selection",
-    "load_heuristic": "pdb_heuristic", "table_free": "heuristics",
-    "build": "builder", "verify": "verification", "pack": "packing", "unpack": "packing",
-    "install": "packing", "parse_board": "puzzle", "random_board": "puzzle",
+    "load_heuristic": "loading", "table_free": "heuristics.table_free",
+    "build": "tables.builder", "verify": "verification", "pack": "tables.packing",
+    "unpack": "loading", "install": "loading", "parse_board": "puzzle", "random_board": "puzzle",
 }
 __all__ = sorted(_API)
 

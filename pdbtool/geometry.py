@@ -82,3 +82,22 @@ def blank_region(side: int, occupied, start: int = 0) -> frozenset[int]:
                 seen.add(nb)
                 stack.append(nb)
     return frozenset(seen)
+
+
+def goal_cells(side: int, goal_blank: int = 0) -> np.ndarray:
+    """Each tile's goal cell in the image goal: t, but with the blank at goal_blank the
+    tile labelled goal_blank goes to cell 0 (puzzle.Frame)."""
+    cells = np.arange(side * side, dtype=np.int64)
+    if goal_blank:
+        cells[0], cells[goal_blank] = goal_blank, 0
+    return cells
+
+
+def manhattan_table(side: int, goal_blank: int = 0) -> np.ndarray:
+    """md[t, c]: grid distance from cell c to tile t's goal cell (0 for the blank)."""
+    n = side * side
+    c = np.arange(n)
+    t = goal_cells(side, goal_blank)[:, None]
+    md = np.abs(c // side - t // side) + np.abs(c % side - t % side)
+    md[0, :] = 0
+    return md.astype(np.int32)

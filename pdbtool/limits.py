@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 
-from .errors import BadInput
+from pdbtool.errors import BadInput
 
 MAX_BUDGET = (1 << 63) - 1  # the kernels count nodes in int64
 MAX_SECONDS = 1e7           # about 115 days: beyond what a timer takes (and any real need)

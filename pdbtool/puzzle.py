@@ -23,8 +23,8 @@ from functools import lru_cache
 
 from typing import NamedTuple
 
-from .errors import BadInput, Unsolvable
-from .geometry import BLANK_STEP, neighbours, symmetries
+from pdbtool.errors import BadInput, Unsolvable
+from pdbtool.geometry import BLANK_STEP, neighbours, symmetries
 
 GOALS = ("blank-last", "blank-first")
 MIN_SIDE, MAX_SIDE = 2, 20  # the constructive solver goes to 20x20

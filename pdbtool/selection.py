@@ -14,12 +14,14 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import artifact, catalogue, puzzle
-from .errors import ArtifactError, BadInput, not_a_directory
-from .heuristics import Heuristic, table_free
-from .pdb_heuristic import heuristic_from, load_heuristic
-from .search import Solver
-from .trust import Trusted, open_trusted
+from pdbtool import puzzle
+from pdbtool.errors import ArtifactError, BadInput, not_a_directory
+from pdbtool.heuristics.pattern_db import heuristic_from
+from pdbtool.heuristics.table_free import Heuristic, table_free
+from pdbtool.loading import load_heuristic
+from pdbtool.loading import Trusted, open_trusted
+from pdbtool.search.solver import Solver
+from pdbtool.tables import artifact, catalogue
 
 DEFAULT_ARTIFACTS = "artifacts"
 FALLBACK = {4: "walking-distance"}  # per side; linear conflict otherwise

@@ -15,13 +15,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import artifact, geometry, heuristic_kernels as hk, puzzle, trust
-from .errors import PdbError
-from .heuristics import Heuristic, table_free
-from .pdb_heuristic import check_layout, heuristic_from
-from .ranking import (binomials, entry_of, lex_weights, order_weights, reachable_entries, regions,
-                      round_trip_errors, table_size, unrank_of)
-from .search import Solver
+from pdbtool import geometry, puzzle
+from pdbtool.errors import PdbError
+from pdbtool.heuristics.pattern_db import check_layout, heuristic_from
+from pdbtool.heuristics.table_free import Heuristic, table_free
+from pdbtool.kernels import heuristic as hk
+from pdbtool.kernels.ranking import (binomials, entry_of, lex_weights, order_weights,
+                                     reachable_entries, regions, round_trip_errors, table_size,
+                                     unrank_of)
+from pdbtool.search.solver import Solver
+from pdbtool.tables import artifact, trust
 
 
 @dataclass

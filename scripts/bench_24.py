@@ -16,8 +16,9 @@ import time
 from benchlib import (WARM_24, data_rows, ensure_artifact, geometric_mean, korf24, machine, record_bar, run,
                       table, write_section)
 from pdbtool.errors import LimitReached
-from pdbtool.pdb_heuristic import load_heuristic
-from pdbtool.search import SearchControl, Solver
+from pdbtool.loading import load_heuristic
+from pdbtool.search.control import SearchControl
+from pdbtool.search.solver import Solver
 
 SECTION = "24"
 

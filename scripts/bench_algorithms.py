@@ -20,14 +20,16 @@ import time
 import numpy as np
 
 from benchlib import ensure_artifact, geometric_mean, instances, machine, record_bar, run, table
-from pdbtool import artifact, puzzle
-from pdbtool.algorithms import Algorithm, exact_distances
-from pdbtool.bfs_kernel import rank
+from pdbtool import puzzle
 from pdbtool.errors import LimitReached
-from pdbtool.heuristics import TABLE_FREE, table_free
-from pdbtool.pdb_heuristic import load_heuristic
-from pdbtool.prediction import predict
-from pdbtool.search import SearchControl, Solver
+from pdbtool.heuristics.prediction import predict
+from pdbtool.heuristics.table_free import TABLE_FREE, table_free
+from pdbtool.kernels.bfs import rank
+from pdbtool.loading import load_heuristic
+from pdbtool.search.algorithms import Algorithm, exact_distances
+from pdbtool.search.control import SearchControl
+from pdbtool.search.solver import Solver
+from pdbtool.tables import artifact
 
 SECTION = "algorithms"
 ALGOS = (("ida", {}), ("ida-tt", {}), ("astar", {}), ("rbfs", {}), ("wida", {"weight": 1.5}),

@@ -7,7 +7,7 @@ and a simulation of larger clusters from the subtree times it records.
 * Task sizes: nodes per subtree, per bound, from those runs.
 * Simulation: `--record` instances searched over the cluster with the frontier a cluster
   of 256 workers would use; each subtree's CPU time as its node recorded it; then
-  pdbtool.schedule replays them on 16, 64 and 256 workers, and predicts Korf & Felner's 50
+  scripts/cluster_model.py replays them on 16, 64 and 256 workers, and predicts Korf & Felner's 50
   from their published node counts (the assumptions are printed with the figures).
 * Korf's 100 (15/7-8) as a batch: `Cluster.solve_many` against one board after another on
   2 threads (what `pdbtool solve --file --threads 2` does).
@@ -121,7 +121,7 @@ def record_runs(c, solver, boards, ids, target) -> list[Recording]:
 def shape(rec: Recording, rate: float, groups=None):
     """The recording as schedule.SearchTasks (coarsened to ``groups`` if given): the
     iterations the driver ran itself at ``rate``, then each parallel one's subtree times."""
-    from pdbtool.schedule import IterationTasks, SearchTasks, merge
+    from cluster_model import IterationTasks, SearchTasks, merge
 
     by_bound = {}
     for x in rec.subtrees:
@@ -142,7 +142,7 @@ def shape(rec: Recording, rate: float, groups=None):
 def groups_for(solver, rec: Recording, board, workers: int) -> list[int]:
     """For each recorded subtree, the subtree of a ``workers``-CPU cluster's frontier it
     lies in (the same breadth-first expansion, stopped at an earlier level)."""
-    from pdbtool.parallel import FRONTIER_PER_THREAD, frontier
+    from pdbtool.cluster.frontier import FRONTIER_PER_THREAD, frontier
 
     coarse, _ = frontier(solver, solver.prepare(board, "blank-first").image, FRONTIER_PER_THREAD * workers)
     depth = len(coarse[0].path)
@@ -152,7 +152,7 @@ def groups_for(solver, rec: Recording, board, workers: int) -> list[int]:
 
 def simulate(solver, boards, kf_nodes, recordings: list[Recording], raced: list[Recording],
              ratio: float) -> str:
-    from pdbtool.schedule import iteration_seconds, search_seconds
+    from cluster_model import iteration_seconds, search_seconds
 
     nodes = sum(x.nodes for r in recordings for x in r.subtrees)
     cpu = sum(x.seconds for r in recordings for x in r.subtrees)
@@ -204,7 +204,7 @@ def simulate(solver, boards, kf_nodes, recordings: list[Recording], raced: list[
         "\nPredicted wall time of Korf & Felner's 50, one after another, each on the whole "
         "cluster (hours; the median over the recorded shapes, and their range):\n",
         table(["workers", "work (worker-hours)", "wall h", "range", "efficiency", "longest"], rows),
-        "\nAssumptions (pdbtool.schedule): identical workers take the subtrees in frontier order, "
+        "\nAssumptions (scripts/cluster_model.py): identical workers take the subtrees in frontier order, "
         "each the next one when it is free (the driver's batches go to the least loaded node, "
         "whose threads take them in frontier order); a subtree takes the CPU time it took here "
         f"(a worker never waits for memory or the network); each iteration costs {LATENCY} s "
@@ -227,11 +227,11 @@ def simulate(solver, boards, kf_nodes, recordings: list[Recording], raced: list[
 
 def measure(artifact_24=None, artifact_15=None, ids="40,25", repeat=3, record="40,25,38,44",
             ratio=RATIO) -> str:
-    from pdbtool.cluster import Cluster
-    from pdbtool.packing import pack
-    from pdbtool.parallel import FRONTIER_PER_THREAD
-    from pdbtool.pdb_heuristic import load_heuristic
-    from pdbtool.search import Solver
+    from pdbtool.cluster.driver import Cluster
+    from pdbtool.tables.packing import pack
+    from pdbtool.cluster.frontier import FRONTIER_PER_THREAD
+    from pdbtool.loading import load_heuristic
+    from pdbtool.search.solver import Solver
 
     a24 = artifact_24 or ensure_artifact("24/small")
     a15 = artifact_15 or ensure_artifact("15/7-8")

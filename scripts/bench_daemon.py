@@ -32,9 +32,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from benchlib import PY, ensure_artifact, free_port, instances, machine, record_bar, rss_kib, run, table
 from pdbd.client import SolverClient
 from pdbd.v1 import solver_pb2 as pb, solver_pb2_grpc as pb_grpc
-from pdbtool import artifact, trust
-from pdbtool.pdb_heuristic import load_heuristic
-from pdbtool.search import Solver
+from pdbtool.loading import load_heuristic
+from pdbtool.search.solver import Solver
+from pdbtool.tables import artifact, trust
 from reference import korf_shortest
 from serving import UNDECODABLE, never_sending, wait_for
 

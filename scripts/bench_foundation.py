@@ -13,8 +13,8 @@ import time
 
 from benchlib import PY, data_rows, instances, machine, record_bar, run, table
 from pdbtool import puzzle
-from pdbtool.heuristics import TABLE_FREE, table_free
-from pdbtool.search import Solver
+from pdbtool.heuristics.table_free import TABLE_FREE, table_free
+from pdbtool.search.solver import Solver
 
 SECTION = "foundation"
 

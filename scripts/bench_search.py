@@ -12,8 +12,8 @@ from __future__ import annotations
 import statistics
 
 from benchlib import WARM_24, ensure_artifact, instances, korf24, machine, record_bar, run, table
-from pdbtool.pdb_heuristic import load_heuristic
-from pdbtool.search import Solver
+from pdbtool.loading import load_heuristic
+from pdbtool.search.solver import Solver
 
 SECTION = "search"
 

@@ -18,10 +18,11 @@ from pathlib import Path
 import numba
 
 from benchlib import ART, PY, ensure_artifact, instances, machine, record_bar, run, table
-from pdbtool import artifact, puzzle
-from pdbtool.builder import distance_table
-from pdbtool.packing import pack, unpack
-from pdbtool.pdb_heuristic import load_heuristic
+from pdbtool import puzzle
+from pdbtool.loading import load_heuristic
+from pdbtool.tables import artifact
+from pdbtool.tables.builder import distance_table
+from pdbtool.tables.packing import pack, unpack
 
 SECTION = "tables"
 

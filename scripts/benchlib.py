@@ -84,7 +84,7 @@ def record_bar(section: str, bar: str, figure: str, met) -> None:
 
 def ensure_artifact(catalogue: str, zero_aware: bool = True) -> Path:
     """The artifact in artifacts/, built (timed by the builder itself) if missing."""
-    from pdbtool.artifact import artifact_filename
+    from pdbtool.tables.artifact import artifact_filename
 
     path = ART / artifact_filename(catalogue + ("" if zero_aware else "-min"))
     if not path.exists():

@@ -23,9 +23,9 @@ from ray.cluster_utils import Cluster as RayCluster
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from reference import korf100  # noqa: E402
 
-from pdbtool.cluster import Cluster  # noqa: E402
-from pdbtool.heuristics import table_free  # noqa: E402
-from pdbtool.search import Solver  # noqa: E402
+from pdbtool.cluster.driver import Cluster
+from pdbtool.heuristics.table_free import table_free
+from pdbtool.search.solver import Solver
 
 FAST_HEALTH = {"health_check_initial_delay_ms": 0, "health_check_period_ms": 500,
                "health_check_failure_threshold": 3}  # a dead raylet noticed in 1.5 s

@@ -47,7 +47,7 @@ def chromium():
 @pytest.fixture(scope="session")
 def art_dir(tmp_path_factory):
     """8/full and 15/5-5-5 artifacts (a second or two to build)."""
-    from pdbtool.builder import build
+    from pdbtool.tables.builder import build
 
     d = tmp_path_factory.mktemp("artifacts")
     build("8/full", d, progress=False)
@@ -83,7 +83,7 @@ def served(art_dir):
 def slow():
     """pdbd serving the 15-puzzle with Manhattan distance on one thread, queue 1: a hard
     board searches for minutes unless stopping works."""
-    from pdbtool.heuristics import table_free
+    from pdbtool.heuristics.table_free import table_free
     from pdbtool.selection import TableSet
 
     daemon = running_daemon(TableSet({4: table_free("manhattan", 4)}), threads=1, max_queue=1)

@@ -73,7 +73,7 @@ def table_entry(cells, blank: int, side: int, zero_aware: bool = True) -> int:
     offsets come from the project (ranking.regions)."""
     from math import comb, factorial
 
-    from pdbtool.ranking import regions
+    from pdbtool.kernels.ranking import regions
 
     n, m = side * side, len(cells)
     reg = regions(side, m, zero_aware)
@@ -97,7 +97,7 @@ def reference_table(tiles, side: int, zero_aware: bool = True) -> np.ndarray:
     """A pattern database from abstract_distances: per (placement, region of the blank),
     or the minimum over the blank's cells; 255 where unreached. Only the indexing uses
     the project's ranking (what the table is indexed by)."""
-    from pdbtool.ranking import regions
+    from pdbtool.kernels.ranking import regions
 
     table = np.full(regions(side, len(tiles), zero_aware).entries, 255, np.uint8)
     for (cells, blank), d in abstract_distances(tiles, side).items():

@@ -4,7 +4,7 @@ failing alarm does not stop the others."""
 import threading
 import time
 
-from pdbtool.alarms import Alarms
+from pdbtool.search.alarms import Alarms
 
 
 def test_alarms_ring_in_time_order_and_cancelled_ones_do_not():

@@ -11,14 +11,15 @@ import numpy as np
 import pytest
 
 from pdbtool import puzzle
-from pdbtool.algorithms import Algorithm, exact_distances
-from pdbtool.limits import size as parse_size
-from pdbtool.bfs_kernel import rank
 from pdbtool.errors import BadInput, LimitReached
-from pdbtool.heuristics import table_free
-from pdbtool.ida_tt_kernel import TT_ENTRY_BYTES, transposition_table
-from pdbtool.pdb_heuristic import load_heuristic
-from pdbtool.search import SearchControl, Solver
+from pdbtool.heuristics.table_free import table_free
+from pdbtool.kernels.bfs import rank
+from pdbtool.kernels.ida_tt import TT_ENTRY_BYTES, transposition_table
+from pdbtool.limits import size as parse_size
+from pdbtool.loading import load_heuristic
+from pdbtool.search.algorithms import Algorithm, exact_distances
+from pdbtool.search.control import SearchControl
+from pdbtool.search.solver import Solver
 from reference import assert_replays, korf100, korf_shortest
 
 OPTIMAL = ("ida-tt", "astar", "rbfs")

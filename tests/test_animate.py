@@ -4,9 +4,10 @@ that write traces and pages: `pdbtool solve --trace`, `pdbtool animate`."""
 import json
 import re
 
-from pdbtool import animate, cli, trace
-from pdbtool.heuristics import table_free
-from pdbtool.search import Solver
+from pdbtool.cli import animate, main as cli
+from pdbtool.heuristics.table_free import table_free
+from pdbtool.search import trace
+from pdbtool.search.solver import Solver
 
 BOARD = "8 6 7 2 5 4 3 0 1"
 

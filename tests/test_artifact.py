@@ -7,21 +7,13 @@ import h5py
 import numpy as np
 import pytest
 
-from pdbtool import artifact
-from pdbtool.artifact import (
-    FORMAT_VERSION,
-    GroupInfo,
-    TableData,
-    artifact_filename,
-    atomic_output,
-    find_artifacts,
-    open_tables,
-    read_meta,
-    table_checksums_ok,
-    write_artifact,
-)
 from pdbtool.errors import ArtifactError
-from pdbtool.ranking import UNSET
+from pdbtool.kernels.ranking import UNSET
+from pdbtool.tables import artifact
+from pdbtool.tables.artifact import (FORMAT_VERSION, GroupInfo, TableData, artifact_filename,
+                                     find_artifacts, open_tables, read_meta, table_checksums_ok,
+                                     write_artifact)
+from pdbtool.tables.files import atomic_output
 from reference import flip_byte
 
 

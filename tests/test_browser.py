@@ -10,9 +10,11 @@ import pytest
 
 from browser import dump_dom, screenshot
 from pdbd.client import SolverClient
-from pdbtool import animate, puzzle, trace
-from pdbtool.heuristics import table_free
-from pdbtool.search import Solver
+from pdbtool import puzzle
+from pdbtool.cli import animate
+from pdbtool.heuristics.table_free import table_free
+from pdbtool.search import trace
+from pdbtool.search.solver import Solver
 from reference import korf100
 from serving import running_web
 

@@ -4,12 +4,12 @@ entry for entry, exact 8-puzzle distances, and the 4-bit form against the distan
 import numpy as np
 import pytest
 
-from pdbtool.artifact import open_tables
-from pdbtool.builder import build, compact_table, distance_table
-from pdbtool.catalogue import get, plan_tables
 from pdbtool.geometry import blank_region
-from pdbtool.pdb_heuristic import load_heuristic
-from pdbtool.ranking import NO_REGION, regions
+from pdbtool.kernels.ranking import NO_REGION, regions
+from pdbtool.loading import load_heuristic
+from pdbtool.tables.artifact import open_tables
+from pdbtool.tables.builder import build, compact_table, distance_table
+from pdbtool.tables.catalogue import get, plan_tables
 from reference import abstract_distances, reference_table, table_entry
 
 CASES = [((1, 2), 3), ((1, 5, 6), 3), ((4, 8), 3), ((1, 3, 5, 7), 3), ((1, 2, 3), 4),

@@ -11,7 +11,7 @@ from pathlib import Path
 import numba
 import pytest
 
-from pdbtool import cache_dir
+from pdbtool.kernels import cache as cache_dir
 
 
 @pytest.fixture
@@ -85,7 +85,7 @@ def test_an_edit_of_an_inlined_kernel_takes_effect(tmp_path):
     fake = tmp_path / "fake"
     fake.mkdir()
     (fake / "__init__.py").write_text("from pathlib import Path\n"
-                                      "from pdbtool.cache_dir import ensure_numba_cache\n"
+                                      "from pdbtool.kernels.cache import ensure_numba_cache\n"
                                       "ensure_numba_cache(Path(__file__).parent)\n")
     (fake / "a.py").write_text("from numba import njit\n@njit(cache=True)\n"
                                "def value():\n    return 1\n")

@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
-from pdbtool import artifact, catalogue
-from pdbtool.builder import build
 from pdbtool.errors import BadInput
 from pdbtool.geometry import blank_region, symmetries, transpose
-from pdbtool.pdb_heuristic import load_heuristic
-from pdbtool.search import Solver
+from pdbtool.loading import load_heuristic
+from pdbtool.search.solver import Solver
+from pdbtool.tables import artifact, catalogue
+from pdbtool.tables.builder import build
 
 
 def test_every_partition_splits_the_tiles():

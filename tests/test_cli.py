@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from pdbtool.cli import main
+from pdbtool.cli.main import main
 
 
 def run(*args, stdin=None):
-    p = subprocess.run([sys.executable, "-m", "pdbtool.cli", *args], capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-m", "pdbtool.cli.main", *args], capture_output=True, text=True,
                        input=stdin, timeout=300)
     assert "Traceback" not in p.stderr, p.stderr
     return p
@@ -65,7 +65,7 @@ def test_a_first_run_compiles_before_the_clock_starts(tmp_path):
     stop at the deadline, and a first run reported 35 s for 2,449 nodes)."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-m", "pdbtool.cli", "solve", "--json", "--heuristic",
+    p = subprocess.run([sys.executable, "-m", "pdbtool.cli.main", "solve", "--json", "--heuristic",
                         "manhattan", "--timeout", "1", "8 6 7 2 5 4 3 0 1"],
                        capture_output=True, text=True, env=env, timeout=600)
     wall = time.perf_counter() - t0
@@ -148,9 +148,9 @@ def test_help_explains():
 
 
 def test_progress_reports_bound_nodes_rate(capsys, monkeypatch):
-    from pdbtool import console
-    from pdbtool.search import SearchControl
-    from pdbtool.search_kernel import BOUND, EXPANDED, GENERATED
+    from pdbtool.cli import console
+    from pdbtool.search.control import SearchControl
+    from pdbtool.kernels.ida import BOUND, EXPANDED, GENERATED
 
     monkeypatch.setattr(console, "PROGRESS_EVERY", 0.01)
     monkeypatch.setattr(console, "LOG_EVERY", 0.01)
@@ -166,7 +166,7 @@ def test_progress_reports_bound_nodes_rate(capsys, monkeypatch):
 
 
 def test_interrupt_exits_130_with_one_line(capsys):
-    from pdbtool.console import run
+    from pdbtool.cli.console import run
     from pdbtool.errors import EXIT_INTERRUPTED
 
     def interrupted(args):
@@ -195,7 +195,7 @@ def test_file_batch_reports_bad_lines_and_goes_on(tmp_path):
 
 @pytest.mark.process
 def test_batch_exit_code_never_hides_a_failure(tmp_path):
-    from pdbtool.console import batch_exit_code
+    from pdbtool.cli.console import batch_exit_code
 
     assert batch_exit_code([0, 2, 1, 4]) == 1 and batch_exit_code([2, 4, 3]) == 4
     assert batch_exit_code([]) == 0
@@ -241,7 +241,7 @@ def test_limits_are_validated_alike_in_both_tools(option, value):
 def test_limits_in_the_library_are_checked():
     from pdbd.client import SolverClient
     from pdbtool.errors import BadInput
-    from pdbtool.search import SearchControl
+    from pdbtool.search.control import SearchControl
 
     with pytest.raises(BadInput, match="2\\^63"):
         SearchControl(budget=2**64)
@@ -257,8 +257,8 @@ def test_ctrl_c_leaves_another_wakeup_fd_alone():
     import signal
     import socket
 
-    from pdbtool.interrupts import MainThreadSearches
-    from pdbtool.search import SearchControl
+    from pdbtool.search.interrupts import MainThreadSearches
+    from pdbtool.search.control import SearchControl
 
     reader, writer = socket.socketpair()
     writer.setblocking(False)
@@ -280,8 +280,8 @@ def test_a_lost_ctrl_c_is_raised_again_when_the_search_ends():
     import threading
 
     from pdbtool.errors import LimitReached
-    from pdbtool.interrupts import MAIN_THREAD_SEARCHES
-    from pdbtool.search import SearchControl
+    from pdbtool.search.interrupts import MAIN_THREAD_SEARCHES
+    from pdbtool.search.control import SearchControl
 
     control = SearchControl()
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -311,8 +311,9 @@ def test_ctrl_c_stops_a_solve_on_the_main_thread(threads, after):
     import signal
     import threading
 
-    from pdbtool.heuristics import table_free
-    from pdbtool.search import SearchControl, Solver
+    from pdbtool.heuristics.table_free import table_free
+    from pdbtool.search.control import SearchControl
+    from pdbtool.search.solver import Solver
     from serving import HARD as hard
 
     solver = Solver(table_free("manhattan", 4))
@@ -336,12 +337,12 @@ def test_a_table_changed_during_a_solve_is_an_error_not_a_crash(art_dir, tmp_pat
     """Truncating the mapped table under a search killed pdbtool with SIGBUS."""
     from serving import KORF60, change_under, wait_for
 
-    from pdbtool import artifact, trust
+    from pdbtool.tables import artifact, trust
 
     table = tmp_path / "15-5-5-5.h5"
     shutil.copy(art_dir / "15-5-5-5.h5", table)
     trust.record(artifact.read_meta(table))  # stamped: loaded at once, then searched
-    p = subprocess.Popen([sys.executable, "-m", "pdbtool.cli", "solve", "--artifact", str(table),
+    p = subprocess.Popen([sys.executable, "-m", "pdbtool.cli.main", "solve", "--artifact", str(table),
                           "--goal", "blank-first", "--timeout", "120", " ".join(map(str, KORF60))],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -365,7 +366,7 @@ def test_a_fatal_signal_leaves_a_trace(art_dir):
     from serving import KORF60, wait_for
 
     table = art_dir / "15-5-5-5.h5"
-    p = subprocess.Popen([sys.executable, "-m", "pdbtool.cli", "solve", "--artifact", str(table),
+    p = subprocess.Popen([sys.executable, "-m", "pdbtool.cli.main", "solve", "--artifact", str(table),
                           "--goal", "blank-first", "--timeout", "120", " ".join(map(str, KORF60))],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:  # the command is running once its table is mapped
@@ -386,8 +387,8 @@ def test_runs_as_a_user_without_writable_package_or_home(tmp_path):
     fall back to a private cache directory instead of failing at import."""
     root = Path(__file__).resolve().parents[1]
     env = {"PATH": os.environ["PATH"], "HOME": "/nonexistent", "PYTHONPATH": str(root)}
-    code = ("import os, pdbtool.search_kernel, pdbtool.build_kernel, pdbtool.heuristic_kernels, "
-            "pdbtool.ranking; print(os.environ['NUMBA_CACHE_DIR'])")
+    code = ("import os, pdbtool.kernels.ida, pdbtool.kernels.build, pdbtool.kernels.heuristic, "
+            "pdbtool.kernels.ranking; print(os.environ['NUMBA_CACHE_DIR'])")
     p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                         sys.executable, "-c", code], env=env, capture_output=True, text=True,
                        timeout=300, cwd="/")
@@ -399,13 +400,13 @@ def test_sigterm_during_a_write_leaves_no_partial_file(tmp_path, capsys):
     import os as _os
     import signal
 
-    from pdbtool import artifact
-    from pdbtool.console import EXIT_TERMINATED, run as run_command
+    from pdbtool.tables import files
+    from pdbtool.cli.console import EXIT_TERMINATED, run as run_command
 
     target = tmp_path / "out.h5"
 
     def writing(args):
-        with artifact.atomic_output(target) as tmp:
+        with files.atomic_output(target) as tmp:
             tmp.write_bytes(b"half")
             _os.kill(_os.getpid(), signal.SIGTERM)
             time.sleep(5)  # the handler interrupts this

@@ -15,12 +15,13 @@ import time
 import pytest
 
 from pdbtool import puzzle
-from pdbtool.builder import build
 from pdbtool.errors import ArtifactError, LimitReached
-from pdbtool.heuristics import table_free
-from pdbtool.packing import pack
-from pdbtool.pdb_heuristic import load_heuristic
-from pdbtool.search import SearchControl, Solver
+from pdbtool.heuristics.table_free import table_free
+from pdbtool.loading import load_heuristic
+from pdbtool.search.control import SearchControl
+from pdbtool.search.solver import Solver
+from pdbtool.tables.builder import build
+from pdbtool.tables.packing import pack
 from reference import korf100, korf_shortest
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("ray_local")]
@@ -30,7 +31,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("ray_local")]
 def cluster(ray_local, tmp_path_factory):
     """The driver's side, over the session's Ray; its actors hold the 2 CPUs until the
     module ends."""
-    from pdbtool.cluster import Cluster
+    from pdbtool.cluster.driver import Cluster
 
     with Cluster("local", cache_dir=tmp_path_factory.mktemp("node-cache")) as c:
         yield c
@@ -88,14 +89,15 @@ def test_24_puzzle_equals_local(cluster):
 
 def test_tables_are_not_shipped_again(cluster, art_dir):
     """Loaded once per heuristic; a new Cluster (a second job) finds the node's cached copy."""
-    from pdbtool.cluster import HeuristicSpec
+    from pdbtool.cluster.messages import HeuristicSpec
 
     solver = Solver(load_heuristic(art_dir / "15-5-5-5.h5"))
     cluster.workers(solver)
     assert HeuristicSpec.of(solver) in cluster._loaded
     cached = cluster.cache_dir / "tables" / f"{solver.heuristic.artifact}.h5"
     assert cached.exists()
-    from pdbtool.cluster import TableSource, receive_tables
+    from pdbtool.cluster.messages import TableSource
+    from pdbtool.cluster.node import receive_tables
 
     path, shipped = receive_tables(solver.heuristic.artifact, TableSource("x"), "t", cluster.cache_dir, "here")
     assert path == cached and not shipped
@@ -215,7 +217,7 @@ def test_a_lost_node_is_reported_not_waited_on(cluster):
     """The node's actor dies for good mid-search (as when its node disappears): the loss
     is reported, its batches go back to the queue and, with no node left, the search
     fails at once instead of waiting. (Last here: the module's cluster has no node after.)"""
-    from pdbtool.cluster import ClusterError
+    from pdbtool.cluster.messages import ClusterError
 
     heard = []
     cluster.notify = heard.append

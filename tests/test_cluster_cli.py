@@ -7,11 +7,13 @@ import json
 
 import pytest
 
-from pdbtool import artifact, cli, puzzle
+from pdbtool import puzzle
+from pdbtool.cli import main as cli
 from pdbtool.errors import LimitReached
-from pdbtool.heuristics import table_free
-from pdbtool.search import Solver
+from pdbtool.heuristics.table_free import table_free
+from pdbtool.search.solver import Solver
 from pdbtool.selection import TableSet
+from pdbtool.tables import artifact
 from reference import korf_shortest
 from serving import HARD, info, running_daemon, wait_for
 
@@ -85,7 +87,7 @@ def delegating(tmp_path):
     """pdbd with Manhattan for the 15-puzzle, sending searches above 20,000 nodes to the
     session's Ray."""
     from pdbd.jobs import Delegation
-    from pdbtool.cluster import Cluster
+    from pdbtool.cluster.driver import Cluster
 
     cluster = Cluster("local", cache_dir=tmp_path)
     daemon = running_daemon(TableSet({4: table_free("manhattan", 4)}), threads=2, max_queue=2,
@@ -148,8 +150,8 @@ def test_a_build_survives_a_killed_worker(ray_local, art_dir, tmp_path):
     import signal
     import threading
 
-    from pdbtool.builder import build
-    from pdbtool.cluster import Cluster
+    from pdbtool.tables.builder import build
+    from pdbtool.cluster.driver import Cluster
 
     killed = []
 

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from pdbd import cli
-from pdbtool.heuristics import table_free
+from pdbtool.heuristics.table_free import table_free
 from pdbtool.selection import TableSet
 from reference import free_port, korf_shortest
 from serving import EASY8, HARD, run_cli, running_daemon
@@ -99,4 +99,4 @@ def test_web_without_its_extra_says_how_to_install_it(capsys, monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)
     code, _, err = run_cli(capsys, "web", "--server", f"127.0.0.1:{free_port()}")
     assert code == 2 and "needs the web extra (starlette" in err
-    assert "pip install -e '.[web]'" in err
+    assert "pip install 'pdbtool[web]'" in err

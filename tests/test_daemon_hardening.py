@@ -17,7 +17,7 @@ from pdbd.server import Connections
 from pdbd.servicer import Limits
 from pdbd.v1 import solver_pb2 as pb
 from pdbtool import puzzle
-from pdbtool.heuristics import table_free
+from pdbtool.heuristics.table_free import table_free
 from pdbtool.selection import TableSet
 from reference import free_port
 from serving import (EASY8, EASY15, HARD, UNDECODABLE, channel_stub, info, never_sending,

@@ -15,9 +15,9 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from pdbd.client import SolverClient
 from pdbd.v1 import solver_pb2 as pb
-from pdbtool import artifact
-from pdbtool.heuristics import table_free
+from pdbtool.heuristics.table_free import table_free
 from pdbtool.selection import TableSet
+from pdbtool.tables import artifact
 from reference import flip_byte, free_port
 from serving import EASY8, HARD, channel_stub, info, pdbd_process, running_daemon, wait_for
 

@@ -15,9 +15,9 @@ from pdbd.client import ServerUnavailable, SolverClient
 from pdbd.v1 import solver_pb2 as pb
 from pdbtool import puzzle
 from pdbtool.errors import BadInput, Unsolvable
-from pdbtool.heuristics import table_free
+from pdbtool.heuristics.table_free import table_free
 from pdbtool.result import SolveResult
-from pdbtool.search import Solver
+from pdbtool.search.solver import Solver
 from reference import assert_replays, free_port, korf_shortest
 from serving import EASY8, LOYD, info
 

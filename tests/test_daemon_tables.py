@@ -13,9 +13,9 @@ import pytest
 from pdbd.client import ClientTls, ServerUnavailable, SolverClient
 from pdbd.server import Daemon, ListenError, Tls, check_exposure
 from pdbd.v1 import solver_pb2 as pb
-from pdbtool import artifact, residency, trust
 from pdbtool.errors import BadInput
 from pdbtool.selection import load_directory
+from pdbtool.tables import artifact, residency, trust
 from reference import free_port
 from serving import (EASY8, EASY15, KORF60, change_under, channel_stub, pdbd_process, running_daemon,
                      wait_for)
@@ -131,7 +131,7 @@ def test_a_table_changed_during_a_search_ends_the_search_not_the_daemon(art_dir,
 
 @pytest.mark.process
 def test_reload_lets_running_searches_finish_on_the_old_tables(art_dir, tmp_path):
-    from pdbtool.search import SearchControl
+    from pdbtool.search.control import SearchControl
 
     d = serving_copy(art_dir, tmp_path, "8-full.h5")
     daemon = running_daemon(load_directory(d), threads=1)

@@ -6,13 +6,15 @@ import random
 import numpy as np
 import pytest
 
-from pdbtool import artifact, geometry, puzzle
-from pdbtool import heuristic_kernels as hk
+from pdbtool import geometry, puzzle
 from pdbtool.errors import ArtifactError
-from pdbtool.heuristics import TABLE_FREE, board_arrays, table_free
-from pdbtool.pdb_heuristic import check_layout, load_heuristic, parity_of
-from pdbtool.ranking import (NO_REGION, TWO_REGIONS, lex_rank_of, lex_weights, outside_cells,
-                             regions)
+from pdbtool.heuristics.pattern_db import check_layout, parity_of
+from pdbtool.heuristics.table_free import TABLE_FREE, board_arrays, table_free
+from pdbtool.kernels import heuristic as hk
+from pdbtool.kernels.ranking import (NO_REGION, TWO_REGIONS, lex_rank_of, lex_weights,
+                                     outside_cells, regions)
+from pdbtool.loading import load_heuristic
+from pdbtool.tables import artifact
 
 
 @pytest.mark.parametrize("name", TABLE_FREE)

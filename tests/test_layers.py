@@ -1,23 +1,76 @@
-"""Import layering: what each entry point loads, checked in fresh interpreters.
-
-pdbtool never imports pdbd or grpc; pdbd's client side (pdbd.client, `pdbd query`) loads no
-numba, so a query starts fast; the build kernels load no h5py. Each check runs
-``sys.executable -c`` so that nothing imported by the tests themselves is counted.
+"""The house's rules: the folders are layers and imports point down only (the import-linter
+contract in pyproject.toml), no import cycle, every numba kernel in kernels/, small modules;
+and what each entry point loads, checked in fresh interpreters: pdbtool never imports pdbd
+or grpc; pdbd's client side (pdbd.client, `pdbd query`) loads no numba, so a query starts
+fast; the build kernels load no h5py; nothing loads Ray without --cluster. Each runtime
+check runs ``sys.executable -c`` so that nothing imported by the tests themselves counts.
 """
 
 import ast
+import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from reference import ROOT, free_port
 
 PDBTOOL = ROOT / "pdbtool"
-MODULES = sorted(f"pdbtool.{p.stem}" for p in PDBTOOL.glob("*.py")
-                 if p.stem not in ("__init__", "__main__"))
+SOURCES = sorted(p for p in PDBTOOL.rglob("*.py") if "__pycache__" not in p.parts)
+MODULES = sorted(".".join(p.relative_to(ROOT).with_suffix("").parts) for p in SOURCES
+                 if p.stem != "__main__")
+MODULES = [m.removesuffix(".__init__") for m in MODULES]
 SERVER_SIDE = ("pdbd", "grpc", "grpc_health", "grpc_reflection")
+MAX_LINES = 600  # a hand-written module longer than this has more than one job
+
+
+def test_the_import_contract_holds():
+    """import-linter's layers contract (pyproject.toml): no upward import, lazy ones included."""
+    lint = Path(sys.executable).with_name("lint-imports")
+    p = subprocess.run([str(lint)], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.returncode == 0 and "0 broken" in p.stdout, p.stdout[-3000:] + p.stderr[-2000:]
+
+
+def test_no_import_cycle():
+    """No module reaches itself through imports (lazy imports inside functions included;
+    an import for type annotations only, under TYPE_CHECKING, runs never)."""
+    import grimp
+
+    graph = grimp.build_graph("pdbtool", "pdbd", exclude_type_checking_imports=True)
+    cycles = [f"{a} -> {b} -> ... -> {a}" for a in sorted(graph.modules)
+              for b in sorted(graph.find_modules_directly_imported_by(a))
+              if graph.chain_exists(importer=b, imported=a)]
+    assert cycles == []
+
+
+def test_the_folders_are_the_layers():
+    top = [p for p in PDBTOOL.glob("*.py")]
+    packages = [p for p in PDBTOOL.iterdir() if (p / "__init__.py").is_file()]
+    assert len(top) <= 12 and len(packages) >= 5, (sorted(p.name for p in top), packages)
+    long = [f"{p.relative_to(ROOT)}: {n}" for p in [*SOURCES, *(ROOT / "pdbd").glob("*.py")]
+            if (n := len(p.read_text().splitlines())) > MAX_LINES]
+    assert long == []
+
+
+def test_every_kernel_is_in_kernels():
+    """numba's decorators appear only under pdbtool/kernels/ (the kernels apart from
+    orchestration and I/O), and the kernels import nothing else of pdbtool."""
+    outside, upward = [], []
+    for path in SOURCES:
+        tree = ast.parse(path.read_text(), str(path))
+        inside = path.parent.name == "kernels"
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                if node.module.split(".")[0] == "numba" and not inside and any(
+                        a.name in ("njit", "jit", "intrinsic", "overload") for a in node.names):
+                    outside.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+                if inside and node.module.startswith("pdbtool.") and not node.module.startswith(
+                        "pdbtool.kernels"):
+                    upward.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.module}")
+    assert outside == [] and upward == []
 
 
 def run_fresh(code: str, *args: str) -> subprocess.CompletedProcess:
@@ -35,14 +88,14 @@ def run_fresh(code: str, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.process
 def test_every_pdbtool_module_imports_without_grpc_or_pdbd():
-    assert len(MODULES) > 20 and "pdbtool.search" in MODULES
+    assert len(MODULES) > 40 and "pdbtool.search.solver" in MODULES
     run_fresh("""
         import importlib
         for name in sys.argv[1:]:
             importlib.import_module(name)
             if loaded("grpc", "pdbd"):
                 sys.exit(f"importing {name} loaded {loaded('grpc', 'pdbd')}")
-        if "pdbtool.search" not in sys.modules:
+        if "pdbtool.search.solver" not in sys.modules:
             sys.exit("the modules were not imported")
     """, *MODULES)
 
@@ -66,7 +119,7 @@ def test_python_m_pdbtool_loads_no_grpc():
 def test_pdbtool_source_never_imports_the_server_side():
     """Also lazy imports inside functions, which an import-time check cannot see."""
     found = []
-    for path in sorted(PDBTOOL.glob("*.py")):
+    for path in SOURCES:
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
@@ -121,11 +174,11 @@ def test_pdbd_client_commands_load_no_numba(command):
 @pytest.mark.process
 def test_build_kernels_load_no_h5py():
     run_fresh("""
-        import pdbtool.build_kernel
+        import pdbtool.kernels.build
         if loaded("h5py"):
-            sys.exit(f"pdbtool.build_kernel loaded {loaded('h5py')}")
+            sys.exit(f"pdbtool.kernels.build loaded {loaded('h5py')}")
         if "numba" not in sys.modules:
-            sys.exit("pdbtool.build_kernel was not imported")
+            sys.exit("pdbtool.kernels.build was not imported")
     """)
 
 
@@ -145,7 +198,7 @@ def test_public_api_resolves_lazily():
 @pytest.mark.process
 def test_public_api_does_not_depend_on_import_order():
     run_fresh("""
-        import pdbtool.builder, pdbtool.packing, pdbtool.verification  # what install() imports
+        import pdbtool.tables.builder, pdbtool.tables.packing, pdbtool.verification  # what install() imports
         from pdbtool import build, verify
         bad = [f.__name__ for f in (build, verify) if not callable(f)]
         if bad:
@@ -155,15 +208,15 @@ def test_public_api_does_not_depend_on_import_order():
 
 @pytest.mark.process
 def test_pdbtool_and_its_command_line_load_no_ray():
-    """Ray is imported only when a cluster is used (pdbtool.cluster.Cluster)."""
+    """Ray is imported only when a cluster is used (pdbtool.cluster.driver.Cluster)."""
     run_fresh("""
-        import pdbtool, pdbtool.cli, pdbtool.cluster, pdbd.cli, pdbd.servicer
+        import pdbtool, pdbtool.cli.main, pdbtool.cluster.driver, pdbd.cli, pdbd.servicer
         for argv in (["--help"], ["solve", "--help"], ["build", "--help"]):
             try:
-                pdbtool.cli.main(argv)
+                pdbtool.cli.main.main(argv)
             except SystemExit:
                 pass
-        code = pdbtool.cli.main(["solve", "1 2 3 4 5 6 0 7 8"])
+        code = pdbtool.cli.main.main(["solve", "1 2 3 4 5 6 0 7 8"])
         if code != 0:
             sys.exit(f"pdbtool solve exited {code}")
         if loaded("ray"):
@@ -175,9 +228,9 @@ def test_pdbtool_and_its_command_line_load_no_ray():
 def test_cluster_without_ray_says_how_to_install_it():
     p = run_fresh("""
         sys.modules["ray"] = None  # as if the cluster extra were not installed
-        import pdbtool.cli
-        print("exit", pdbtool.cli.main(["solve", "--cluster", "local", "1 2 3 4 5 6 0 7 8"]))
-        print("exit", pdbtool.cli.main(["build", "8/full", "--cluster", "local", "--out", "/nonexistent/x"]))
+        import pdbtool.cli.main
+        print("exit", pdbtool.cli.main.main(["solve", "--cluster", "local", "1 2 3 4 5 6 0 7 8"]))
+        print("exit", pdbtool.cli.main.main(["build", "8/full", "--cluster", "local", "--out", "/nonexistent/x"]))
     """)
     assert p.stdout.split() == ["exit", "1", "exit", "1"]
-    assert p.stderr.count("pip install -e '.[cluster]' in the checkout") == 2 and "Traceback" not in p.stderr
+    assert p.stderr.count("pip install 'pdbtool[cluster]'") == 2 and "Traceback" not in p.stderr

@@ -9,10 +9,10 @@ import sys
 import pytest
 
 from pdbtool import puzzle
-from pdbtool.heuristics import table_free
-from pdbtool.move_pruning import (MAX_LENGTH, MOVES, REVERSE, WORDS_FILE, allowed, automaton,
-                                  pruning_fsm, shipped_words)
-from pdbtool.search import Solver
+from pdbtool.heuristics.move_pruning import (MAX_LENGTH, MOVES, REVERSE, WORDS_FILE, allowed,
+                                             automaton, pruning_fsm, shipped_words)
+from pdbtool.heuristics.table_free import table_free
+from pdbtool.search.solver import Solver
 from reference import ROOT
 
 GENERATOR = ROOT / "scripts" / "gen-forbidden-words"

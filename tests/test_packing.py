@@ -7,19 +7,12 @@ import h5py
 import numpy as np
 import pytest
 
-from pdbtool import trust
-from pdbtool.artifact import (
-    FORMAT_VERSION,
-    ZSTD_FILTER,
-    GroupInfo,
-    TableData,
-    open_tables,
-    read_meta,
-    read_packed_meta,
-    write_artifact,
-)
 from pdbtool.errors import ArtifactError, BadInput
-from pdbtool.packing import install, pack, unpack
+from pdbtool.loading import install
+from pdbtool.tables import trust
+from pdbtool.tables.artifact import (FORMAT_VERSION, ZSTD_FILTER, GroupInfo, TableData, open_tables,
+                                     read_meta, read_packed_meta, write_artifact)
+from pdbtool.tables.packing import pack, unpack
 from reference import flip_byte
 
 CHUNK = 8192  # small, so the tables span many chunks; the total is not a multiple
@@ -231,7 +224,7 @@ def test_never_replaces_a_non_regular_file(tmp_path, packed):
             with pytest.raises(BadInput, match="refusing to replace"):
                 fn(a, target, force=True)
             assert os.lstat(target).st_mode == mode
-    from pdbtool.builder import build
+    from pdbtool.tables.builder import build
     with pytest.raises(BadInput, match="refusing to replace"):
         os.mkfifo(tmp_path / "8-full.h5")
         build("8/full", tmp_path, progress=False)

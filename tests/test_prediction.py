@@ -4,10 +4,10 @@ formula (with h = 0 everywhere it is the whole tree, which IDA* then searches)."
 import numpy as np
 import pytest
 
-from pdbtool import artifact
 from pdbtool.errors import BadInput
-from pdbtool.prediction import iteration_counts, predict, tree_sizes, value_distribution
-from pdbtool.search_kernel import MAX_DEPTH
+from pdbtool.heuristics.prediction import iteration_counts, predict, tree_sizes, value_distribution
+from pdbtool.kernels.ida import MAX_DEPTH
+from pdbtool.tables import artifact
 
 
 def test_tree_sizes_with_parent_pruning():

@@ -4,9 +4,9 @@ from math import factorial
 
 import numpy as np
 
-from pdbtool.ranking import (binomials, lex_next, lex_rank_of, lex_weights, order_next,
-                             order_table, order_weights, placement, rank_of, round_trip_errors,
-                             table_size, unrank_of)
+from pdbtool.kernels.ranking import (binomials, lex_next, lex_rank_of, lex_weights, order_next,
+                                     order_table, order_weights, placement, rank_of,
+                                     round_trip_errors, table_size, unrank_of)
 
 
 def errors(n, m, start, stop, step):
@@ -83,7 +83,7 @@ def test_sizes():
 def test_split_map_rank_equals_the_colex_rank():
     """The two-table map rank of the lookups agrees with map_rank on every set of at most
     m cells (3x3, 4x4) and on sampled sets of the 5x5 board."""
-    from pdbtool.ranking import colex_tables, map_rank, map_rank_split
+    from pdbtool.kernels.ranking import colex_tables, map_rank, map_rank_split
     for n, m in ((9, 8), (16, 8)):
         binom = binomials(n, m)
         lo, hi = colex_tables(n, m)

@@ -10,12 +10,13 @@ import pytest
 
 from pdbtool import puzzle
 from pdbtool.errors import BadInput, LimitReached, Unsolvable
-from pdbtool.heuristics import TABLE_FREE, table_free
-from pdbtool.parallel import search_parallel
-from pdbtool.pdb_heuristic import load_heuristic
-from pdbtool.search import SearchControl, Solver
-from pdbtool.search_kernel import GENERATED, MAX_DEPTH, NOT_FOUND
-from pdbtool.task_kernel import FAR
+from pdbtool.heuristics.table_free import TABLE_FREE, table_free
+from pdbtool.kernels.ida import GENERATED, MAX_DEPTH, NOT_FOUND
+from pdbtool.kernels.tasks import FAR
+from pdbtool.loading import load_heuristic
+from pdbtool.search.control import SearchControl
+from pdbtool.search.solver import Solver
+from pdbtool.search.threads import search_parallel
 from reference import korf100, korf_shortest
 
 

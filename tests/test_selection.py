@@ -7,9 +7,9 @@ from pathlib import Path
 import h5py
 import pytest
 
-from pdbtool import artifact
 from pdbtool.errors import ArtifactError, BadInput
 from pdbtool.selection import Solvers, load_directory
+from pdbtool.tables import artifact
 from reference import flip_byte
 
 
@@ -80,10 +80,10 @@ def test_entries_that_are_not_files_are_refused_and_listed(art_dir, tmp_path, ca
     import json
     import os
 
-    from pdbtool import cli
+    from pdbtool.cli import main as cli
 
     shutil.copy(art_dir / "8-full.h5", tmp_path)
-    from pdbtool import trust
+    from pdbtool.tables import trust
     trust.record(artifact.read_meta(tmp_path / "8-full.h5"))
     (tmp_path / "dangling.h5").symlink_to(tmp_path / "gone.h5")
     (tmp_path / "dir.h5").mkdir()

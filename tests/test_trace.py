@@ -8,12 +8,14 @@ import random
 import numpy as np
 import pytest
 
-from pdbtool import puzzle, trace
+from pdbtool import puzzle
 from pdbtool.errors import BadInput, LimitReached
-from pdbtool.heuristics import TABLE_FREE, table_free
-from pdbtool.pdb_heuristic import load_heuristic
-from pdbtool.search import SearchControl, Solver
-from pdbtool.search_kernel import EXPANDED_NODE, GOAL_NODE, PRUNED_NODE
+from pdbtool.heuristics.table_free import TABLE_FREE, table_free
+from pdbtool.kernels.ida import EXPANDED_NODE, GOAL_NODE, PRUNED_NODE
+from pdbtool.loading import load_heuristic
+from pdbtool.search import trace
+from pdbtool.search.control import SearchControl
+from pdbtool.search.solver import Solver
 from reference import EXPANDED, GOAL, PRUNED, ida_nodes, korf100, korf_shortest, manhattan
 
 NAMES = {EXPANDED: EXPANDED_NODE, PRUNED: PRUNED_NODE, GOAL: GOAL_NODE}

@@ -9,12 +9,13 @@ import h5py
 import numpy as np
 import pytest
 
-from pdbtool import artifact, puzzle, trust
-from pdbtool.builder import build
+from pdbtool import puzzle
 from pdbtool.errors import ArtifactError
-from pdbtool.pdb_heuristic import load_heuristic
-from pdbtool.search import Solver
+from pdbtool.loading import load_heuristic
+from pdbtool.search.solver import Solver
 from pdbtool.selection import load_directory
+from pdbtool.tables import artifact, trust
+from pdbtool.tables.builder import build
 from pdbtool.verification import verify
 from reference import flip_byte, table_entry
 

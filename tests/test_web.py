@@ -11,10 +11,10 @@ import time
 import httpx
 import pytest
 
-from pdbtool import cli as pdbtool_cli
-from pdbtool.heuristics import table_free
-from pdbtool.pdb_heuristic import load_heuristic
-from pdbtool.search import Solver
+from pdbtool.cli import main as pdbtool_cli
+from pdbtool.heuristics.table_free import table_free
+from pdbtool.loading import load_heuristic
+from pdbtool.search.solver import Solver
 from reference import ROOT, free_port, instances, korf_shortest
 from serving import EASY8, HARD, info, pdbd_process, run_cli, running_daemon, running_web, wait_for
 

@@ -1,0 +1,242 @@
+"""What both command lines share: running a command, reporting errors, printing results,
+progress. ``pdbtool`` and ``pdbd`` go through here, so their exit codes, error lines and
+JSON shapes cannot drift apart.
+
+Loads neither numba nor grpc: ``pdbd query`` starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import faulthandler
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+from pdbtool import limits
+from pdbtool.errors import EXIT_INTERRUPTED, BadInput, PdbError
+from pdbtool.progress import LOG_EVERY, fmt_seconds
+
+EXIT_TERMINATED = 143  # 128 + SIGTERM
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what `cmd | head` gives for any tool that head cut off
+
+PROGRESS_EVERY = 1.0  # seconds between progress lines on a terminal
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised like Ctrl-C so that cleanups (half-written files) run."""
+
+
+def _terminate(signum, frame):
+    raise Terminated
+
+
+def run(prog: str, args) -> int:
+    """Run ``args.func(args)``; turn every expected failure into one line and an exit code:
+    PdbError -> its code, OSError -> 1, Ctrl-C -> 130, SIGTERM -> 143 (after the same
+    cleanups as Ctrl-C). Never a traceback. A command may install its own handlers."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
+    if not faulthandler.is_enabled():  # a fatal signal (SIGBUS) still leaves a trace
+        with contextlib.suppress(AttributeError, OSError, ValueError):  # stderr without an fd
+            faulthandler.enable(sys.__stderr__)
+    try:
+        return args.func(args)
+    except BrokenPipeError:  # stdout's reader went away (`... | head`): quiet, as cat is
+        silence_stdout()
+        return EXIT_BROKEN_PIPE
+    except Terminated:
+        report_error(prog, args, "terminated", EXIT_TERMINATED)
+        return EXIT_TERMINATED
+    except PdbError as e:
+        report_error(prog, args, str(e), e.exit_code)
+        return e.exit_code
+    except OSError as e:  # a path that cannot be read or written: say which
+        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        report_error(prog, args, f"{where}{e.strerror or e}", 1)
+        return 1
+    except KeyboardInterrupt:
+        report_error(prog, args, "interrupted", EXIT_INTERRUPTED)
+        return EXIT_INTERRUPTED
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's flush at exit finds no closed
+    pipe (it would print a second traceback)."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+def version_text(prog: str, *packages: str) -> str:
+    """``--version``: the program's version and those of the packages it runs on, read
+    from the installed metadata (nothing is imported)."""
+    from importlib import metadata
+
+    from pdbtool import __version__
+
+    def installed(name: str) -> str:
+        try:
+            return f"{name} {metadata.version(name)}"
+        except metadata.PackageNotFoundError:
+            return f"{name} missing"
+
+    platform = f"Python {sys.version.split()[0]}"
+    return f"{prog} {__version__} ({', '.join([*map(installed, packages), platform])})"
+
+
+def report_error(prog: str, args, message: str, code: int, where: str = "") -> None:
+    """One line on stderr; with --json also an error object on stdout."""
+    if getattr(args, "json", False):
+        print(json.dumps({"error": message, "exit_code": code, "where": where}), flush=True)
+    prefix = f"{where}: " if where else ""
+    print(f"{prog}: {prefix}{message}", file=sys.stderr, flush=True)
+
+
+def batch_exit_code(codes) -> int:
+    """One exit code for a batch: 1 (a failure not caused by the input) wins over the
+    input's own outcomes, which rank 4 (limit) > 3 (unsolvable) > 2 (bad input) > 0."""
+    codes = set(codes)
+    if 1 in codes:
+        return 1
+    return max(codes, default=0)
+
+
+def arg_budget(text: str) -> int:
+    """argparse type: a node budget, checked as every tool checks it."""
+    try:
+        return limits.budget(text)
+    except BadInput as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def arg_seconds(text: str) -> float:
+    """argparse type: seconds (a deadline or timeout), checked as every tool checks them."""
+    try:
+        return limits.seconds(text)
+    except BadInput as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def arg_size(text: str) -> int:
+    """argparse type: a memory size in bytes ('512M', '2G'), checked as every tool checks it."""
+    try:
+        return limits.size(text)
+    except BadInput as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def read_stdin() -> str:
+    """All of stdin as text; BadInput if stdin is closed or not UTF-8."""
+    stream = _stdin_bytes()
+    try:
+        return stream.read().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BadInput(f"stdin is not UTF-8 text ({e.reason} at byte {e.start})") from None
+
+
+def input_lines(path: str):
+    """(line number, text) for each line of a file ('-': stdin), read as bytes; a line
+    that is not UTF-8 comes as (line number, BadInput) so the caller reports it and goes on."""
+    if path == "-":
+        stream = _stdin_bytes()
+    else:
+        try:
+            stream = open(path, "rb")
+        except OSError as e:
+            raise BadInput(f"cannot read {path}: {e.strerror}") from None
+    with stream:
+        for lineno, raw in enumerate(stream, 1):
+            try:
+                yield lineno, raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                yield lineno, BadInput(f"not UTF-8 text ({e.reason} at byte {e.start})")
+
+
+def _stdin_bytes():
+    stream = getattr(sys.stdin, "buffer", sys.stdin)
+    if stream is None or getattr(stream, "closed", False):
+        raise BadInput("stdin is closed: give the board as arguments")
+    return stream
+
+
+def emit(args, obj: dict, text: str) -> None:
+    """The result of a command: JSON with --json, else the text."""
+    print(json.dumps(obj) if getattr(args, "json", False) else text, flush=True)
+
+
+def plural(n: int, noun: str) -> str:
+    """'1 iteration', '2 iterations'."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def result_text(r: dict) -> str:
+    """A solve result (the dict of `--json`) as the text both tools print."""
+    lines = [f"length {r['length']}  moves {' '.join(map(str, r['moves'])) or '-'}",
+             f"blank  {r['blank_moves'] or '-'}",
+             ("no heuristic: " if r["heuristic"] == "none" else f"{r['heuristic']}: h0 {r['initial_h']}, ")
+             + f"{r['nodes_generated']:,} nodes generated, {r['seconds']:.3f} s"]
+    lines.append(f"algorithm {r.get('algorithm', 'ida')}: {optimality(r)}, peak memory "
+                 f"{r.get('peak_memory_bytes', 0) / 2**20:,.2f} MiB")
+    if r.get("note"):
+        lines.append(f"note: {r['note']}")
+    return "\n".join(lines)
+
+
+def optimality(r: dict) -> str:
+    """What a result's length guarantees, in words."""
+    if r.get("optimal", True):
+        return "optimal"
+    if r.get("bound"):
+        return f"bounded-suboptimal: at most {r['bound']:g} x the optimal length"
+    return "NOT optimal (a constructive solution)"
+
+
+def search_line(bound: int, nodes: int, elapsed: float) -> str:
+    rate = nodes / elapsed if elapsed > 0 else 0.0
+    return (f"searching: bound {bound}, {nodes:,} nodes, {rate / 1e6:.1f}M nodes/s, "
+            f"{fmt_seconds(elapsed)} elapsed")
+
+
+class SearchReporter:
+    """A thread that reports a long search on stderr from the counters the kernel
+    publishes (see search.SearchControl): nothing for the first ``after`` seconds.
+    ``detail()``, if given, is appended to each line (e.g. the cluster's busy workers)."""
+
+    def __init__(self, control, enabled: bool = True, after: float = 1.0, detail=None):
+        self.control, self.after, self.detail = control, after, detail
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True) if enabled else None
+
+    def __enter__(self):
+        if self._thread:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._done.set()
+        if self._thread:
+            self._thread.join()
+
+    def _run(self) -> None:
+        start = time.perf_counter()
+        if self._done.wait(self.after):
+            return
+        tty = sys.stderr.isatty()
+        while not self._done.wait(PROGRESS_EVERY if tty else LOG_EVERY):
+            elapsed = time.perf_counter() - start
+            c = self.control
+            if c.bound == 0:  # the kernel has not published yet: loading or compiling
+                line = f"preparing (kernels compile on first use), {fmt_seconds(elapsed)} elapsed"
+            else:
+                line = search_line(c.bound, c.generated, elapsed)
+            if self.detail is not None:
+                line += self.detail()
+            sys.stderr.write(("\r\x1b[K" + line) if tty else line + "\n")
+            sys.stderr.flush()
+        if tty:
+            sys.stderr.write("\r\x1b[K")

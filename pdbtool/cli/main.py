@@ -1,0 +1,560 @@
+"""The pdbtool command line: solve, animate, solvable, predict, build, verify, info, list,
+pack, unpack, partitions.
+
+Parsing and printing only: the decisions live in the library (selection, build, trust,
+packing, verify). Exit codes: 0 ok; 2 bad input; 3 unsolvable; 4 budget, deadline or
+cancellation; 1 anything else that failed (e.g. a damaged artifact); 130 interrupted.
+Errors are one line on stderr (console.run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from contextlib import closing, nullcontext
+from pathlib import Path
+
+from pdbtool import puzzle
+from pdbtool.cli.console import (SearchReporter, arg_budget, arg_seconds, arg_size, batch_exit_code,
+                                 emit, input_lines, plural, report_error, result_text, run,
+                                 version_text)
+from pdbtool.errors import EXIT_UNSOLVABLE, BadInput, PdbError, not_a_directory
+from pdbtool.heuristics.table_free import TABLE_FREE
+from pdbtool.search.algorithms import ALGORITHMS, Algorithm
+from pdbtool.search.trace import DEFAULT_CAP
+from pdbtool.selection import DEFAULT_ARTIFACTS
+from pdbtool.tables import artifact, catalogue, trust
+
+PROG = "pdbtool"
+
+
+# --- solve --------------------------------------------------------------------------------
+
+def solvers_from(args):
+    """The Solvers the options choose, and the Algorithm; canonicalises ``args.goal``."""
+    from pdbtool.selection import Solvers
+
+    args.goal = puzzle.check_goal(args.goal)
+    algorithm = Algorithm(args.algorithm, weight=args.weight, tt_size=args.tt_size,
+                          max_memory=args.max_memory)
+    return Solvers(heuristic=args.heuristic, artifact_path=args.artifact,
+                   directory=args.artifacts, reflect=not args.no_reflect,
+                   prune=not args.no_prune), algorithm
+
+
+def solve_traced(args, text, solvers, algorithm, cap: int):
+    """Solve one board as the options say; the nodes recorded up to ``cap`` (trace.record)."""
+    from pdbtool.search.control import SearchControl
+    from pdbtool.search.trace import record
+
+    board = puzzle.parse_board(text)
+    solver = solvers.for_goal(puzzle.side_of(board), args.goal, algorithm)
+    control = SearchControl(budget=args.budget, timeout=args.timeout)
+    if not args.quiet and algorithm.name == "ida":
+        announce_compile(solver, args.threads)
+    with SearchReporter(control, enabled=not args.quiet):
+        return record(solver, board, args.goal, args.threads, control, cap, algorithm)
+
+
+def announce_compile(solver, threads: int) -> None:
+    """Say so before a search waits for its kernels to compile (the first on a machine)."""
+    from pdbtool.search import warm
+
+    seconds = warm.pending(solver.heuristic.H.KIND, solver.kernel_parts(threads))
+    if seconds:
+        print(f"{PROG}: compiling the search kernels for this machine, once: about "
+              f"{seconds:.0f} s ('pdbtool warm' does it ahead of time)", file=sys.stderr, flush=True)
+
+
+def solve_one(args, text, solvers, algorithm) -> int:
+    trace = solve_traced(args, text, solvers, algorithm, args.trace_cap if args.trace else 0)
+    if args.trace:
+        trace.save(args.trace)
+        if not args.quiet:
+            print(f"{PROG}: wrote {args.trace}: {trace.summary}", file=sys.stderr)
+    emit(args, trace.result, result_text(trace.result))
+    return 0
+
+
+def cmd_solve(args) -> int:
+    solvers, algorithm = solvers_from(args)
+    if args.cluster:
+        return solve_on_cluster(args, solvers, algorithm)
+    if args.cluster_shared or args.cluster_cache:
+        raise BadInput("--cluster-shared and --cluster-cache go with --cluster")
+    if args.file is None:
+        if not args.board:
+            raise BadInput("no board: give the tiles (e.g. pdbtool solve 1 2 3 4 5 6 7 0 8) or --file FILE")
+        return solve_one(args, " ".join(args.board), solvers, algorithm)
+    if args.board:
+        raise BadInput("give either a BOARD or --file, not both")
+    if args.trace:
+        raise BadInput("--trace records one board: give a BOARD, not --file")
+    codes = []
+    for lineno, line in input_lines(args.file):
+        try:
+            if isinstance(line, PdbError):
+                raise line
+            line = line.split("#")[0].strip()
+            if not line:
+                continue
+            code = solve_one(args, line, solvers, algorithm)
+        except PdbError as e:
+            code = e.exit_code
+            report_error(PROG, args, str(e), code, f"line {lineno}")
+        codes.append(code)
+    return batch_exit_code(codes)
+
+
+# --- solve --cluster ----------------------------------------------------------------------
+
+def open_cluster(args):
+    """The Ray cluster the options name (pdbtool.cluster.driver; Ray is imported only now)."""
+    from pdbtool.cluster.driver import Cluster
+
+    return Cluster(args.cluster, cache_dir=getattr(args, "cluster_cache", None),
+                   shared=getattr(args, "cluster_shared", None),
+                   notify=lambda text: print(f"{PROG}: {text}", file=sys.stderr, flush=True))
+
+
+def prepare_line(text: str, args, solvers, algorithm):
+    """(solver, prepared board) of one board's text, validated for the goal."""
+    board = puzzle.parse_board(text)
+    solver = solvers.for_goal(puzzle.side_of(board), args.goal, algorithm)
+    return solver, solver.prepare(board, args.goal)
+
+
+def solve_on_cluster(args, solvers, algorithm) -> int:
+    """One board searched over the cluster, or a batch (--file) spread over it, one board
+    per task. Every board is checked before the cluster is contacted."""
+    if args.trace:
+        raise BadInput("--trace records a search on this machine: drop --cluster or --trace")
+    if args.threads != 1:
+        raise BadInput("give --threads or --cluster, not both (the cluster uses its nodes' cores)")
+    if args.file is None:
+        if not args.board:
+            raise BadInput("no board: give the tiles (e.g. pdbtool solve 1 2 3 4 5 6 7 0 8) or --file FILE")
+        if algorithm.name != "ida":
+            raise BadInput(f"--cluster searches one board with IDA*, not {algorithm.name} "
+                           "(other algorithms run over the cluster one board per task: --file)")
+        return solve_one_on_cluster(args, prepare_line(" ".join(args.board), args, solvers, algorithm))
+    if args.board:
+        raise BadInput("give either a BOARD or --file, not both")
+    entries = []  # in input order: (line number, (solver, prepared) or the error)
+    for lineno, line in input_lines(args.file):
+        try:
+            if isinstance(line, PdbError):
+                raise line
+            line = line.split("#")[0].strip()
+            if line:
+                entries.append((lineno, prepare_line(line, args, solvers, algorithm)))
+        except PdbError as e:
+            entries.append((lineno, e))
+    codes = []
+    with open_cluster(args) as cluster, closing(cluster.solve_many(
+            [e for _, e in entries if not isinstance(e, PdbError)], algorithm=algorithm,
+            budget=args.budget, timeout=args.timeout)) as answers:
+        for lineno, entry in entries:
+            if isinstance(entry, PdbError):
+                code, message = entry.exit_code, str(entry)
+            else:
+                answer = next(answers)
+                code, message = answer.exit_code, answer.error
+                if answer.result is not None:
+                    r = answer.result.to_dict()
+                    emit(args, r, result_text(r))
+            if code:
+                report_error(PROG, args, message, code, f"line {lineno}")
+            codes.append(code)
+    return batch_exit_code(codes)
+
+
+def solve_one_on_cluster(args, prepared_board) -> int:
+    from pdbtool.search.control import SearchControl
+
+    solver, prepared = prepared_board
+    control = SearchControl(budget=args.budget, timeout=args.timeout)
+    with open_cluster(args) as cluster:
+        def busy() -> str:
+            run = cluster.running
+            return f", {run.busy}/{run.cpus} workers busy" if run else ""
+
+        with SearchReporter(control, enabled=not args.quiet, detail=busy):
+            r = cluster.search(solver, prepared, control).to_dict()
+    emit(args, r, result_text(r))
+    return 0
+
+
+def cmd_animate(args) -> int:
+    from pdbtool.cli import animate
+    from pdbtool.search import trace
+
+    if args.trace:
+        if args.board:
+            raise BadInput("give either a BOARD or --trace FILE, not both")
+        t = trace.load(args.trace)
+    elif args.board:
+        t = solve_traced(args, " ".join(args.board), *solvers_from(args), args.trace_cap)
+    else:
+        raise BadInput("no board: give the tiles (e.g. pdbtool animate 1 2 3 4 5 6 7 0 8) "
+                       "or --trace FILE")
+    path = animate.write(t, args.output)
+    r = t.result
+    emit(args, {"path": str(path), "length": r["length"], "iterations": len(r["iterations"]),
+                "nodes_generated": r["nodes_generated"], "events_recorded": t.recorded,
+                "note": t.note},
+         f"wrote {path}: {r['length']} moves, {plural(len(r['iterations']), 'iteration')}, {t.summary}; "
+         f"open file://{path.resolve()}")
+    return 0
+
+
+def cmd_solvable(args) -> int:
+    board = puzzle.parse_board(" ".join(args.board))
+    goal = puzzle.check_goal(args.to)
+    puzzle.goal_board(puzzle.side_of(board), goal)  # the sizes must agree
+    ok, why = puzzle.solvability(board, goal)
+    emit(args, {"board": list(board), "goal": goal, "solvable": ok, "explanation": why}, why)
+    return 0 if ok else EXIT_UNSOLVABLE
+
+
+def cmd_predict(args) -> int:
+    from pdbtool.heuristics.prediction import predict
+
+    meta = artifact.read_any_meta(args.path)
+    if not 0 <= args.blank < meta.size ** 2:
+        raise BadInput(f"--blank {args.blank}: cells of a {meta.size}x{meta.size} board are 0..{meta.size ** 2 - 1}")
+    rows = predict(meta, args.depth, args.blank, prune=not args.no_prune)
+    text = "\n".join([f"{meta.partition}: IDA* nodes per iteration predicted from the value distribution "
+                      "(Korf, Reid & Edelkamp; partition 0, no reflection)",
+                      f"{'bound':>5}  {'expanded':>14}  {'generated':>14}"]
+                     + [f"{r['bound']:5d}  {r['expanded']:14,.0f}  {r['generated']:14,.0f}" for r in rows])
+    emit(args, {"path": str(args.path), "partition": meta.partition, "blank": args.blank,
+                "prune": not args.no_prune, "iterations": rows}, text)
+    return 0
+
+
+# --- tables -------------------------------------------------------------------------------
+
+def cmd_build(args) -> int:
+    from pdbtool.tables.builder import build
+    from pdbtool.tables.catalogue import get
+
+    get(args.partition)  # an unknown name is bad input before the cluster is contacted
+    with open_cluster(args) if args.cluster else nullcontext() as cluster:
+        meta = build(args.partition, args.out, zero_aware=not args.min_over_blank,
+                     workers=args.workers, processes=args.processes, progress=not args.quiet,
+                     cluster=cluster)
+    emit(args, meta.to_dict(), f"wrote {meta.path}  version {meta.version}  {meta.total_entries:,} entries  "
+                               f"{meta.build.get('seconds', 0):.1f} s  peak memory "
+                               f"{meta.build.get('peak_memory_bytes', 0) / 2**30:.2f} GiB")
+    return 0
+
+
+def cmd_verify(args) -> int:
+    from pdbtool.verification import verify
+
+    report = verify(args.path, full=args.full)
+    lines = [f"{'ok ' if c.ok else 'FAIL'} {c.name:13s} {c.detail} ({c.seconds:.2f} s)" for c in report.checks]
+    lines.append(f"{args.path}: {'verified' if report.ok else 'FAILED'}")
+    emit(args, {"path": str(args.path), "ok": report.ok, "checks": [c.to_dict() for c in report.checks]},
+         "\n".join(lines))
+    if not report.ok:
+        failed = report.failed
+        print(f"{PROG}: {args.path}: check {failed.name} failed: {failed.detail}", file=sys.stderr)
+    return 0 if report.ok else 1
+
+
+def checksum_state(meta: artifact.ArtifactMeta) -> str:
+    """Whether an artifact's checksums were checked: 'verified' (a stamp of this very file
+    from `pdbtool verify`, build or unpack), 'unverified' or 'packed'."""
+    if meta.form != "installed":
+        return "packed"
+    return "verified" if trust.is_recorded(meta) else "unverified"
+
+
+def cmd_info(args) -> int:
+    meta = artifact.read_any_meta(args.path)
+    state = checksum_state(meta)
+    checks = {"verified": "checksums verified (stamp of this file)",
+              "unverified": f"checksums not verified since written: pdbtool verify {meta.path}",
+              "packed": "packed: pdbtool unpack verifies its checksums"}[state]
+    lines = [f"{meta.path}: {meta.partition} ({meta.form}), {meta.size}x{meta.size}, goal {meta.goal}",
+             checks,
+             f"version {meta.version}, format {meta.format_version}, builder {meta.builder_version}, "
+             f"rank {meta.rank_scheme} v{meta.rank_version}",
+             f"build {meta.build}"]
+    for t in meta.tables:
+        mean = sum(v * c for v, c in enumerate(t.histogram)) / max(1, sum(t.histogram))
+        lines.append(f"  table {t.name}: tiles {list(t.tiles)}, {t.entries:,} entries, mean {mean:.2f}, "
+                     f"max {len(t.histogram) - 1}, unset {t.unset:,}, sha256 {t.sha256[:16]}...")
+    for g in meta.groups:
+        lines.append(f"  group {list(g.tiles)} -> table {g.table}")
+    emit(args, {**meta.to_dict(), "state": state}, "\n".join(lines))
+    return 0
+
+
+def cmd_list(args) -> int:
+    directory = Path(args.dir)
+    if not directory.is_dir():
+        raise BadInput(not_a_directory(directory))
+    rows = []
+    for path, problem in artifact.scan_artifacts(directory, ("*.h5", "*.pdbpack")):
+        row = {"path": str(path), "partition": None, "version": None,
+               "bytes": None if problem else path.stat().st_size}
+        if problem:
+            row["state"] = f"not an artifact: {problem}"
+            rows.append(row)
+            continue
+        try:
+            meta = artifact.read_any_meta(path)
+            row.update(partition=meta.partition, version=meta.version, state=checksum_state(meta))
+        except PdbError as e:
+            row["state"] = f"damaged: {e}"
+        rows.append(row)
+    text = "\n".join(f"{r['path']:40s} {r['partition'] or '-':12s} {r['version'] or '-':14s} "
+                     f"{size_text(r['bytes'])}  {r['state']}" for r in rows) or f"no artifacts in {directory}"
+    emit(args, {"artifacts": rows}, text)
+    return 0
+
+
+def size_text(n: int | None) -> str:
+    return f"{'-':>13s}" if n is None else f"{n / 2**20:9.1f} MiB"
+
+
+def cmd_pack(args) -> int:
+    from pdbtool.tables.packing import pack
+
+    stats = pack(args.path, args.output, threads=args.threads, level=args.level, force=args.force)
+    emit(args, {"path": str(args.output), **stats},
+         f"packed {args.path} -> {args.output}: {stats['raw_bytes']:,} -> {stats['packed_bytes']:,} bytes "
+         f"in {stats['seconds']:.1f} s")
+    return 0
+
+
+def cmd_unpack(args) -> int:
+    from pdbtool.loading import install
+
+    report = install(args.path, args.output, threads=args.threads, force=args.force)
+    meta = report.meta
+    emit(args, meta.to_dict(), f"unpacked {args.path} -> {meta.path}: {meta.partition} version {meta.version}, "
+                               f"checksums and all {len(report.checks)} verify checks passed")
+    return 0
+
+
+def cmd_partitions(args) -> int:
+    rows = []
+    for c in catalogue.catalogues().values():
+        plan = catalogue.plan_tables(c)
+        rows.append({"name": c.name, "side": c.side, "strength": c.strength, "note": c.note,
+                     "partitions": [[list(g) for g in p] for p in c.partitions],
+                     "tables_built": len(plan.tables), "table_bytes": c.table_bytes(),
+                     "table_bytes_min_over_blank": c.table_bytes(zero_aware=False),
+                     "served_bytes": c.served_bytes(),
+                     "build_bytes": c.build_bytes()})
+    text = "\n".join(
+        f"{r['name']:11s} {len(r['partitions'])} partition(s), groups {r['partitions'][0]}"
+        + (" ..." if len(r["partitions"]) > 1 else "")
+        + f"\n            {r['tables_built']} table(s) to build, {r['table_bytes'] / 2**20:,.0f} MiB "
+          f"zero-aware, {r['served_bytes'] / 2**20:,.0f} MiB in memory with its parity bits "
+          f"({r['table_bytes_min_over_blank'] / 2**20:,.0f} MiB min over blank), "
+          f"about {r['build_bytes'] / 2**30:.1f} GiB to build: {r['note']}" for r in rows)
+    emit(args, {"catalogues": rows}, text)
+    return 0
+
+
+# --- parser -------------------------------------------------------------------------------
+
+def whole_number(text: str, least: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"{value} must be at least {least}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    return whole_number(text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    return whole_number(text, 0)
+
+
+def zstd_level(text: str) -> int:
+    value = positive_int(text)
+    if value > 22:
+        raise argparse.ArgumentTypeError(f"zstd levels go from 1 to 22, not {value}")
+    return value
+
+
+def add_solve_options(p) -> None:
+    """What chooses the goal, the algorithm and the heuristic and limits a search: shared by
+    solve and animate."""
+    p.add_argument("--goal", default="blank-last",
+                   help="blank-last (1..N then 0, default), blank-first (0,1..N), or a goal board's tiles")
+    p.add_argument("--algorithm", default="ida", choices=ALGORITHMS,
+                   help="ida (default), ida-tt, astar, rbfs, bfs (3x3 at most): optimal; wida: at most "
+                        "--weight x optimal; greedy: constructive, not optimal, up to 20x20")
+    p.add_argument("--weight", type=float, help="wida: f = g + W*h, 1 <= W <= 100 (default 1.5)")
+    p.add_argument("--tt-size", type=positive_int, help="ida-tt: transposition table entries (default 1M)")
+    p.add_argument("--max-memory", type=arg_size, metavar="SIZE",
+                   help="astar: memory for the states it holds, e.g. 512M, 4G (default 1G); exit 4 beyond")
+    p.add_argument("--heuristic", choices=TABLE_FREE,
+                   help="use a table-free heuristic instead of pattern databases")
+    p.add_argument("--artifact", metavar="PATH", help="use this pattern-database artifact")
+    p.add_argument("--artifacts", metavar="DIR", help=f"pick the strongest artifact for the size (default ./{DEFAULT_ARTIFACTS} if present)")
+    p.add_argument("--no-reflect", action="store_true", help="do not max with the reflected board's value")
+    p.add_argument("--no-prune", action="store_true",
+                   help="prune only the move back, not duplicate move sequences (for comparison)")
+    p.add_argument("--threads", type=positive_int, default=1,
+                   help="search one board on N threads (default 1; a trace records nodes only on 1)")
+    p.add_argument("--budget", type=arg_budget,
+                   help="give up after about this many nodes generated (exit 4); checked between "
+                        "iterations and every few thousand nodes, so a search may end a little past it")
+    p.add_argument("--timeout", type=arg_seconds, help="give up after this many seconds (exit 4)")
+    p.add_argument("--trace-cap", type=non_negative_int, default=DEFAULT_CAP, metavar="N",
+                   help=f"nodes a trace records at most (default {DEFAULT_CAP:,}: the 8-puzzle and "
+                        "easy 15-puzzles fit); the search goes on beyond, unrecorded")
+    p.add_argument("--quiet", action="store_true", help="no progress line for long searches")
+
+
+def add_cluster_option(p, help: str) -> None:
+    p.add_argument("--cluster", metavar="ADDRESS", help=f"{help} (needs the cluster extra: "
+                   "pip install 'pdbtool[cluster]')")
+
+
+def shipping_command(sub, name, func, help, output_help):
+    """pack and unpack: a file in, a file out, compressed on all cores."""
+    p = sub.add_parser(name, help=help)
+    p.add_argument("path")
+    p.add_argument("-o", "--output", required=True, help=output_help)
+    p.add_argument("--threads", type=positive_int, default=os.cpu_count(),
+                   help="threads (default: all cores)")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing output file (never the input, never a non-regular file)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=func)
+    return p
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pdbtool", description=(
+        "Optimal sliding-tile puzzle solving: build, verify, ship pattern databases, and solve."))
+    p.add_argument("--version", action="version",
+                   version=version_text("pdbtool", "numba", "numpy", "h5py"))
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    s = sub.add_parser("solve", help="solve boards (optimally by default)", description=(
+        "Solve a board, optimally with IDA* unless --algorithm says otherwise. BOARD is the "
+        "tiles row by row (0 = blank), as one argument or several, separated by spaces and/or "
+        "commas; the size comes from the count."))
+    s.add_argument("board", nargs="*", metavar="BOARD")
+    s.add_argument("--file", metavar="FILE", help=(
+        "solve one board per line of FILE ('-' = stdin); a bad line is reported and the "
+        "rest go on. Exit code of a batch: 1 if any board failed for a reason other than "
+        "its input (e.g. a damaged artifact), else the highest of 4 (limit), 3 (unsolvable) "
+        "and 2 (bad input) met, else 0"))
+    add_solve_options(s)
+    s.add_argument("--trace", metavar="FILE.json",
+                   help="also write a trace of the search: iterations, h along the path and, on one "
+                        "thread with IDA*, every node generated (up to --trace-cap)")
+    add_cluster_option(s, "search one board over a Ray cluster (the driver iterates the bounds, "
+                          "the nodes search the subtrees), or with --file spread the boards over "
+                          "it, one board per task; 'local' starts Ray on this machine")
+    s.add_argument("--cluster-shared", metavar="DIR",
+                   help="with --cluster: ship the tables through DIR, a directory every node sees, "
+                        "instead of Ray's object store")
+    s.add_argument("--cluster-cache", metavar="DIR",
+                   help="with --cluster: where each node keeps the tables it received, by version "
+                        "(default $PDBTOOL_CLUSTER_CACHE or <tmp>/pdbtool-cluster-<uid>)")
+    s.add_argument("--json", action="store_true", help="one JSON object per board")
+    s.set_defaults(func=cmd_solve)
+
+    a = sub.add_parser("animate", help="write a self-contained HTML page that animates a solve",
+                       description=(
+        "Solve BOARD (as `solve` does, recording the search's nodes) or read a trace written by "
+        "`pdbtool solve --trace`, and write one HTML file that replays it: the board along the "
+        "solution, g/h/f per move, nodes per iteration, h along the path, the search node by node. "
+        "No network is needed to view it."))
+    a.add_argument("board", nargs="*", metavar="BOARD")
+    a.add_argument("--trace", metavar="FILE.json", help="animate this trace instead of solving")
+    a.add_argument("-o", "--output", default="solve.html", help="page to write (default solve.html)")
+    add_solve_options(a)
+    a.add_argument("--json", action="store_true")
+    a.set_defaults(func=cmd_animate)
+
+    sv = sub.add_parser("solvable", help="can one arrangement reach another? (parity)", description=(
+        "Decide by parity whether START can reach the goal, and explain why. Exit 0 if it can, 3 if not."))
+    sv.add_argument("board", nargs="+", metavar="START")
+    sv.add_argument("--to", default="blank-last", metavar="GOAL",
+                    help="blank-last (default), blank-first, or the goal board's tiles")
+    sv.add_argument("--json", action="store_true")
+    sv.set_defaults(func=cmd_solvable)
+
+    pr = sub.add_parser("predict", help="predict IDA* nodes per iteration from a table's values",
+                        description="Korf, Reid & Edelkamp's prediction from the artifact's value histograms.")
+    pr.add_argument("path", metavar="ARTIFACT")
+    pr.add_argument("--depth", type=positive_int, required=True, help="predict bounds 0..DEPTH")
+    pr.add_argument("--blank", type=int, default=0, help="the start's blank cell (default 0)")
+    pr.add_argument("--no-prune", action="store_true", help="count the tree with parent pruning only")
+    pr.add_argument("--json", action="store_true")
+    pr.set_defaults(func=cmd_predict)
+
+    b = sub.add_parser("build", help="build a partition's pattern databases", description=(
+        "Build the tables of a catalogue (see `pdbtool partitions`) and write one artifact."))
+    b.add_argument("partition", metavar="CATALOGUE",
+                   help="e.g. 8/full, 15/5-5-5, 15/6-6-3, 15/7-8, 24/6-6-6-6, 24/small")
+    b.add_argument("--min-over-blank", action="store_true",
+                   help="keep one entry per placement (the minimum over the blank's regions), "
+                        "as Korf & Felner's tables; default: one per region (zero-aware)")
+    b.add_argument("--workers", type=positive_int, default=os.cpu_count(),
+                   help="cores to use, processes x threads (default: all cores)")
+    b.add_argument("--processes", type=positive_int,
+                   help="worker processes, one table each (default: one per table up to --workers, "
+                        "or one when a single table is most of the work)")
+    add_cluster_option(b, "build the tables as tasks on the nodes of a Ray cluster ('local': "
+                          "on this machine); the artifact is written here")
+    b.add_argument("--out", default=DEFAULT_ARTIFACTS, help=f"output directory (default {DEFAULT_ARTIFACTS})")
+    b.add_argument("--quiet", action="store_true", help="no progress bar")
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(func=cmd_build)
+
+    v = sub.add_parser("verify", help="check an artifact thoroughly", description=(
+        "Checksums, rank/unrank round trip, completeness, consistency across moves and "
+        "admissibility against exact solves. Exit 1 names the failed check."))
+    v.add_argument("path")
+    v.add_argument("--full", action="store_true", help="exhaustive round trip and more samples")
+    v.add_argument("--json", action="store_true")
+    v.set_defaults(func=cmd_verify)
+
+    i = sub.add_parser("info", help="show an artifact's metadata")
+    i.add_argument("path")
+    i.add_argument("--json", action="store_true")
+    i.set_defaults(func=cmd_info)
+
+    ls = sub.add_parser("list", help="list the artifacts in a directory")
+    ls.add_argument("dir", nargs="?", default=DEFAULT_ARTIFACTS)
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(func=cmd_list)
+
+    pk = shipping_command(sub, "pack", cmd_pack, "compress an artifact for shipping (zstd, all cores)",
+                          "packed file to write (e.g. x.pdbpack)")
+    pk.add_argument("--level", type=zstd_level, default=10, help="zstd level (default 10)")
+    shipping_command(sub, "unpack", cmd_unpack, "expand a packed artifact and verify every checksum",
+                     "installed artifact to write (.h5)")
+
+    pt = sub.add_parser("partitions", help="list the catalogues of partitions")
+    pt.add_argument("--json", action="store_true")
+    pt.set_defaults(func=cmd_partitions)
+    return p
+
+
+def main(argv=None) -> int:
+    return run(PROG, parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

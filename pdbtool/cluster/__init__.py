@@ -1,0 +1,4 @@
+"""Searches, batches and builds on a Ray cluster (the optional ``cluster`` extra): what
+travels (messages), the node's actor (node), a job's run (run), the root's frontier of
+subtrees (frontier), and the driver the command lines use (driver.Cluster). Ray is
+imported only when a cluster is used."""

@@ -1,0 +1,362 @@
+"""Searches, batches and builds on a Ray cluster (the optional ``cluster`` extra).
+
+The driver (this process) keeps what it already does on one machine: it chooses the
+heuristic, iterates the IDA* bounds (parallel.search_bounds), expands the root to a
+frontier (parallel.frontier), combines the outcomes (parallel.Tally) and replays the
+answer (Solver.result). What it hands out are the same subtree tasks the threads run,
+(frontier nodes, bound, budget) -> IterationOutcome, in batches of consecutive frontier
+nodes (``Batch``); each subtree's size and CPU time come back with the outcome
+(``SubtreeRecord``: the task sizes that scripts/cluster_model.py simulates larger clusters from).
+
+* **One actor per node** (``NodeWorker``) holds the node's CPUs, maps the tables once and
+  searches with a pool of that many threads (the numba kernel releases the GIL), one
+  subtree at a time and a job's subtrees in frontier order, whichever batch they came in:
+  the node's threads share its batches as one machine's threads share the subtrees. The
+  first subtree that reaches the goal halts the job on its node at once. Its control calls
+  (load, progress, halt) run in their own concurrency group, so they are answered while
+  every search thread is busy.
+* **Tables travel packed and are verified on arrival.** The driver asks each node for the
+  tables' content version; only the nodes whose cache lacks it are sent the artifact,
+  packed once per version on the driver (packing.pack), through Ray's object store or a
+  shared directory every node sees. Such a node unpacks it and runs every verify check
+  (packing.install: sha256 of each table, then the checks of ``pdbtool verify``); a copy
+  that fails is refused with a message naming the node and the table, and never replaced
+  by a weaker heuristic. The installed copy stays in the node's cache under its version,
+  so a later job does not ship it again.
+* **Faults.** Actors restart (``max_restarts``) and their tasks are retried
+  (``max_task_retries``): a killed worker costs its batches' time, not the answer. A node
+  that disappears makes its actor die; its batches go to the other nodes and the loss is
+  reported; with no node left the search fails with a message instead of waiting.
+* **Stopping.** The first bound that finds the goal, the caller's stop flag (Ctrl-C,
+  deadline, cancel) or the node budget halts the job on every actor (the kernels poll
+  the flag every few thousand nodes) and cancels the batches not yet started
+  (``ray.cancel``).
+
+A Ray started here (``--cluster local``) is a new instance, even if another runs on this
+machine, and runs its workers at nice 0 (LOCAL_NICENESS), as the threads of --threads run.
+Batches of boards (``solve_many``) send one board per task to the same actors (searched on
+the same pool); a catalogue's independent tables build as Ray tasks (``build_tables``),
+retried if their worker dies; builder.build writes the artifact as it does locally.
+
+Ray is imported only here and only when a cluster is used: ``import pdbtool`` (and the
+command line without --cluster) never loads it, and without Ray installed ``--cluster``
+says how to install it (``RAY_MISSING``).
+"""
+
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import uuid
+from pathlib import Path
+from typing import Callable, Iterable
+
+from pdbtool.cluster.frontier import SERIAL_BELOW
+from pdbtool.cluster.messages import (BUILD_RETRIES, IN_FLIGHT_PER_CPU, LOCAL, LOCAL_NICENESS,
+                                      MAX_RESTARTS, MAX_TASK_RETRIES, START_SECONDS, BoardAnswer,
+                                      ClusterError, ClusterInfo, HeuristicSpec, TableSource,
+                                      default_cache_dir, log, ray_module)
+from pdbtool.cluster.node import NodeWorker, build_on_node
+from pdbtool.cluster.run import Dispatch, Node, SearchRun, Worker, first_line, replays
+from pdbtool.errors import EXIT_LIMIT, ArtifactError, BadInput, PdbError, not_a_directory
+from pdbtool.result import SolveResult
+from pdbtool.search.control import PreparedBoard, SearchControl
+from pdbtool.search.interrupts import MAIN_THREAD_SEARCHES
+from pdbtool.search.solver import Solver
+from pdbtool.search.threads import search_bounds
+
+
+class Cluster:
+    """A connection to a Ray cluster (``address``, or ``"local"`` to start Ray on this
+    machine; an already initialised Ray is used as it is), and the actors made for the
+    heuristics it has served. ``notify(text)`` hears about lost nodes. Close it (or use
+    it as a context manager) to free the nodes' CPUs."""
+
+    def __init__(self, address: str = LOCAL, *, cache_dir=None, shared=None,
+                 notify: Callable[[str], None] | None = None, num_cpus: int | None = None):
+        if address == LOCAL:
+            # A local Ray listens on loopback only: with clusters "disabled" Ray binds
+            # 127.0.0.1, otherwise every interface. Ray reads it on import; the user's
+            # setting wins.
+            os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        self.ray = ray = ray_module()
+        self.address = address
+        self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
+        self.shared = Path(shared) if shared else None
+        if self.shared is not None and not self.shared.is_dir():
+            raise BadInput(f"--cluster-shared {not_a_directory(self.shared)}")
+        self.notify = notify or (lambda text: log.warning("%s", text))
+        self._owns_ray = not ray.is_initialized()
+        if self._owns_ray:
+            if address == LOCAL:  # read by the raylet it starts; the user's setting wins
+                os.environ.setdefault("RAY_worker_niceness", LOCAL_NICENESS)
+            try:
+                ray.init(address=address,  # "local": a new instance, even if one runs here
+                         num_cpus=num_cpus if address == LOCAL else None,
+                         include_dashboard=False, log_to_driver=False,
+                         logging_level=logging.ERROR, configure_logging=False)
+            except (ConnectionError, RuntimeError, ValueError) as e:
+                raise ClusterError(f"cannot reach the Ray cluster at {address}: {e} (start one "
+                                   "with `ray start --head`, or use --cluster local)") from None
+        self._workers: list[Worker] | None = None  # one per node, made on first use
+        self._loaded: set[HeuristicSpec] = set()    # heuristics every worker has loaded
+        self._lock = threading.Lock()
+        self.running: SearchRun | None = None  # the last search started (its busy count)
+        self._actor_class = ray.remote(concurrency_groups={"control": 2})(NodeWorker)
+        self._build_task = ray.remote(build_on_node)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- nodes and actors --------------------------------------------------------------
+
+    def nodes(self) -> list[Node]:
+        """The cluster's live nodes that have CPUs."""
+        out = []
+        for n in self.ray.nodes():
+            cpus = int(n.get("Resources", {}).get("CPU", 0))
+            if n.get("Alive") and cpus > 0:
+                out.append(Node(n["NodeID"], f"{n.get('NodeManagerHostname', '?')} "
+                                             f"({n.get('NodeManagerAddress', '?')})", cpus))
+        if not out:
+            raise ClusterError(f"the Ray cluster at {self.address} has no live node with CPUs")
+        return out
+
+    def workers(self, solver: Solver) -> list[Worker]:
+        """The nodes' actors (made on first use, one per node), with ``solver``'s
+        heuristic loaded on each: the tables shipped to the nodes whose cache lacks them
+        and verified there. ArtifactError if a node refuses them, naming the node and
+        the table; ClusterError if no node is left."""
+        spec = HeuristicSpec.of(solver)
+        with self._lock:
+            if self._workers is None:
+                self._workers = self._start()
+            workers = [w for w in self._workers if w.lost is None]
+            if not workers:
+                raise ClusterError(f"every node of the Ray cluster at {self.address} was lost")
+            if spec in self._loaded:
+                return workers
+            problems = self._ask(workers, "load", spec)
+            missing = [w for w in workers if w.report is not None and w.report.missing]
+            if missing and not problems:  # ship the tables to the nodes that lack them
+                problems = self._ask(missing, "load", spec, self._source(solver))
+            if problems:
+                refused = any("refused" in p for p in problems)
+                raise (ArtifactError if refused else ClusterError)("; ".join(problems))
+            for w in workers:
+                r = w.report
+                log.info("node %s: %s, %d CPUs, tables %s in %.2f s", r.node, spec.name, r.cpus,
+                         "received and verified" if r.shipped else "ready", r.seconds)
+            self._loaded.add(spec)
+            return workers
+
+    def _start(self) -> list[Worker]:
+        """One actor per live node, holding the node's CPUs; ClusterError naming the
+        nodes whose actor did not start within START_SECONDS."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        nodes = self.nodes()
+        actors = [self._actor_class.options(
+            num_cpus=n.cpus, max_concurrency=IN_FLIGHT_PER_CPU * n.cpus,  # the pool searches
+            max_restarts=MAX_RESTARTS, max_task_retries=MAX_TASK_RETRIES,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(n.node_id, soft=False),
+        ).remote(str(self.cache_dir), n.cpus) for n in nodes]
+        workers = [Worker(a, n) for a, n in zip(actors, nodes)]
+        refs = {w.actor.__ray_ready__.remote(): w for w in workers}
+        ready, late = self.ray.wait(list(refs), num_returns=len(refs), timeout=START_SECONDS)
+        problems = [f"node {refs[r].node.name}: its worker did not start within "
+                    f"{START_SECONDS:g} s (are its CPUs held by another job?)" for r in late]
+        for r in ready:
+            try:
+                self.ray.get(r)
+            except self.ray.exceptions.RayError as e:
+                problems.append(f"node {refs[r].node.name}: its worker failed to start: "
+                                f"{first_line(e)}")
+        if problems:
+            for a in actors:
+                self.ray.kill(a, no_restart=True)
+            raise ClusterError("; ".join(problems))
+        return workers
+
+    def _ask(self, workers: list[Worker], method: str, *args) -> list[str]:
+        """Call ``method`` on each worker's actor and keep its NodeReport; the problems."""
+        refs = [w.control(method, *args) for w in workers]
+        problems = []
+        for w, ref in zip(workers, refs):
+            try:
+                w.report = self.ray.get(ref)
+            except self.ray.exceptions.RayError as e:
+                problems.append(f"node {w.node.name}: its worker failed: {first_line(e)}")
+                continue
+            if w.report.error:
+                problems.append(w.report.error)
+        return problems
+
+    def _source(self, solver: Solver) -> TableSource:
+        """The packed artifact of the solver's tables, packed once per version: in the
+        shared directory, else put in the object store (fetched only by nodes without it)."""
+        from pdbtool.tables.packing import pack
+
+        h = solver.heuristic
+        name = f"{h.artifact}.pdbpack"
+        target = self.shared / name if self.shared else self.cache_dir / "packed" / name
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            pack(h.artifact_path, target, force=True)
+        if self.shared:
+            return TableSource(h.artifact, (), str(target))
+        return TableSource(h.artifact, (self.ray.put(target.read_bytes()),), None)
+
+    def info(self) -> ClusterInfo:
+        """Nodes, CPUs, and the search threads busy now (over every pool's actors)."""
+        nodes = self.nodes()
+        busy = 0
+        with self._lock:
+            live = [w for w in self._workers or () if w.lost is None]
+        refs = [w.control("progress", "") for w in live]
+        ready, _ = self.ray.wait(refs, num_returns=len(refs), timeout=2.0) if refs else ([], [])
+        for ref in ready:
+            try:
+                busy += self.ray.get(ref).busy
+            except self.ray.exceptions.RayError:
+                pass
+        return ClusterInfo(self.address, len(nodes), sum(n.cpus for n in nodes), busy)
+
+    def close(self) -> None:
+        with self._lock:
+            workers, self._workers = self._workers or [], None
+            self._loaded.clear()
+        for w in workers:
+            try:
+                self.ray.kill(w.actor, no_restart=True)
+            except Exception:  # already gone
+                pass
+        if self._owns_ray and self.ray.is_initialized():
+            self.ray.shutdown()
+
+    # -- one board ---------------------------------------------------------------------
+
+    def search(self, solver: Solver, prepared: PreparedBoard, control: SearchControl | None = None,
+               *, serial_below: int = SERIAL_BELOW, target: int | None = None) -> SolveResult:
+        """Solve a prepared board with IDA* over the cluster: optimal, replayed on the
+        driver. Iterations that generate fewer than ``serial_below`` nodes run on this
+        process (an easy board never pays for the cluster); the rest are split into
+        about ``FRONTIER_PER_THREAD`` subtrees per CPU of the cluster (or ``target``).
+        Raises LimitReached when the control's budget, timeout or stop flag ends it."""
+        control = control or SearchControl()
+        run = self.running = SearchRun(self, solver, prepared, control, target)
+        timer = control.timer()
+        source = solver.heuristic.source  # the driver's table file: frontier and replay read it
+        try:
+            with (source.guarding(control) if source else contextlib.nullcontext(),
+                  MAIN_THREAD_SEARCHES.halting(control)):  # Ctrl-C halts the job, even if lost
+                return search_bounds(solver, prepared, control, run.cpus, run.serial,
+                                     run.iteration, run.publish, serial_below)
+        except BaseException as e:
+            if not isinstance(e, PdbError):  # Ctrl-C, SIGTERM
+                control.halt("cancelled")
+            raise
+        finally:
+            if timer:
+                timer.cancel()
+            run.finish()
+
+    # -- many boards -------------------------------------------------------------------
+
+    def solve_many(self, items: Iterable[tuple[Solver, PreparedBoard]], *, algorithm=None,
+                   budget: int | None = None, timeout: float | None = None):
+        """Solve boards over the cluster, one board per task; yields a BoardAnswer per
+        item in the order given, each as soon as it and those before it are done. Each
+        answer has been replayed here."""
+        items = list(items)
+        job = uuid.uuid4().hex
+        specs = [HeuristicSpec.of(solver) for solver, _ in items]
+        workers = []
+        for solver, _ in {spec: item for spec, item in zip(specs, items)}.values():
+            workers = self.workers(solver)
+        answers: dict[int, BoardAnswer] = {}
+        tasks = Dispatch(self, workers, range(len(items)), "its boards go to the other nodes",
+                         cancelled=BoardAnswer(None, "cancelled", EXIT_LIMIT))
+        nxt = 0
+        try:
+            while tasks.pending:
+                tasks.feed(lambda w, i: w.actor.solve.remote(
+                    job, specs[i], i, items[i][1].board, items[i][1].goal, algorithm, budget, timeout))
+                for i, answer in tasks.finished():
+                    if answer.result is not None and not replays(items[i][1], answer.result):
+                        answer = BoardAnswer(None, "internal error: the node's solution does not "
+                                             "replay to the goal", 1)
+                    answers[i] = answer
+                while nxt in answers:
+                    yield answers.pop(nxt)
+                    nxt += 1
+        finally:
+            if tasks.refs:
+                self._halt_job(job, workers, list(tasks.refs))
+
+    # -- a catalogue's tables ----------------------------------------------------------
+
+    def build_threads(self, tables: int) -> int:
+        """Threads per table build: the cluster's CPUs shared out, at most a node's."""
+        nodes = self.nodes()
+        return max(1, min(max(n.cpus for n in nodes), sum(n.cpus for n in nodes) // max(1, tables)))
+
+    def build_tables(self, jobs: list, labels: dict, progress: bool = True) -> list:
+        """Every job's table (builder.TableJob -> artifact.TableData), in job order, each
+        built as a Ray task on ``job.threads`` CPUs of some node (retried if its worker
+        dies)."""
+        import sys
+
+        refs = [self._build_task.options(num_cpus=j.threads, max_retries=BUILD_RETRIES).remote(j)
+                for j in jobs]
+        index = {ref: k for k, ref in enumerate(refs)}
+        out: list = [None] * len(jobs)
+        pending = list(refs)
+        try:
+            while pending:
+                ready, pending = self.ray.wait(pending, num_returns=1)
+                for ref in ready:
+                    k = index[ref]
+                    try:
+                        table, node, seconds = self.ray.get(ref)
+                    except self.ray.exceptions.RayError as e:
+                        raise ClusterError(f"{labels[jobs[k].index]}: the build failed on the "
+                                           f"cluster: {first_line(e)}") from None
+                    out[k] = table
+                    if progress:
+                        print(f"{labels[jobs[k].index]}: {table.entries:,} entries on node {node} "
+                              f"in {seconds:.1f} s", file=sys.stderr, flush=True)
+        finally:
+            for ref in pending:
+                self.ray.cancel(ref, force=True)
+        return out
+
+    # -- shared by the above -----------------------------------------------------------
+
+    def _lose(self, w: Worker, e: BaseException, what: str) -> None:
+        if w.lost is None:
+            w.lost = first_line(e)
+            self.notify(f"node {w.node.name} lost ({w.lost}); {what}")
+
+    def _halt_job(self, job: str, workers: list[Worker], refs: list) -> None:
+        """Halt a job everywhere: the running kernels stop within a poll, the queued
+        tasks are cancelled."""
+        for w in workers:
+            if w.lost is None:
+                try:
+                    w.control("halt", job)
+                except Exception:  # a dead actor: nothing runs there
+                    pass
+        for ref in refs:
+            try:
+                self.ray.cancel(ref)
+            except Exception:  # finished meanwhile
+                pass
+        for w in workers:
+            w.in_flight.clear()

@@ -1,0 +1,163 @@
+"""What the cluster's driver and nodes exchange: the constants, the errors, and the named
+types that travel through Ray (specs, batches, reports, progress, answers)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import tempfile
+from pathlib import Path
+from typing import NamedTuple
+
+
+from pdbtool import __version__
+from pdbtool.errors import PdbError
+from pdbtool.result import SolveResult
+from pdbtool.search.control import IterationOutcome
+from pdbtool.search.solver import Solver
+
+
+log = logging.getLogger("pdbtool")
+
+RAY_MISSING = ("--cluster needs Ray, the optional cluster extra: pip install 'pdbtool[cluster]' "
+               "(or, in a checkout, pip install -e '.[cluster]')")
+LOCAL = "local"          # --cluster local: start a Ray instance on this machine
+BATCHES_PER_CPU = 8      # an iteration's subtrees in about this many batches per CPU
+IN_FLIGHT_PER_CPU = 4    # batches queued at a node per CPU: none idles between two batches
+# (a call to an actor costs milliseconds: tens on a busy machine)
+POLL_SECONDS = 0.05      # the driver's wait between looks at the stop flag
+PROGRESS_SECONDS = 0.5   # between polls of the nodes' live counters
+MAX_RESTARTS = 3         # of an actor whose process died (Ray restarts it on its node)
+MAX_TASK_RETRIES = 3     # of a task whose actor died while it ran
+BUILD_RETRIES = 3        # of a table build whose worker died
+JOBS_KEPT = 256          # per actor: halt flags of recent jobs
+START_SECONDS = 120.0    # for a node's actor to start (it waits for the node's CPUs)
+LOCAL_NICENESS = "0"     # of the workers of a Ray started here (Ray's default is 15): a
+# search on this machine should share it as --threads does, not only take the CPU time
+# that every other process leaves (at 15 a single busy process halved the cluster's speed)
+
+
+class ClusterError(PdbError):
+    """The cluster cannot be reached, or lost every node, or refused the work."""
+
+    exit_code = 1
+
+
+def ray_module():
+    """Ray, imported on first use; ClusterError saying how to install it if it is not."""
+    try:
+        import ray
+    except ImportError:
+        raise ClusterError(RAY_MISSING) from None
+    return ray
+
+
+def default_cache_dir() -> Path:
+    """Where a node keeps the tables it received (and the driver its packed copies):
+    $PDBTOOL_CLUSTER_CACHE, else <tmp>/pdbtool-cluster-<uid>."""
+    env = os.environ.get("PDBTOOL_CLUSTER_CACHE")
+    return Path(env) if env else Path(tempfile.gettempdir()) / f"pdbtool-cluster-{os.getuid()}"
+
+
+# --- what travels ------------------------------------------------------------------------
+
+class HeuristicSpec(NamedTuple):
+    """What a node needs to make the driver's heuristic: a table-free one by name, or an
+    artifact's tables by content version. Equal specs share the same actors."""
+
+    name: str                 # the heuristic's name (for a table-free one, which)
+    side: int
+    goal_blank: int
+    note: str
+    version: str | None       # the artifact's content version; None: table-free
+    table: str | None         # the artifact's file name (for messages)
+    reflect: bool
+    prune: bool
+    pdbtool: str = __version__
+
+    @classmethod
+    def of(cls, solver: Solver) -> HeuristicSpec:
+        h = solver.heuristic
+        if h.artifact and not h.artifact_path:
+            raise ClusterError(f"heuristic {h.name}: its artifact file is not known, so it "
+                               "cannot be shipped to the cluster")
+        return cls(h.name, h.side, h.goal_blank, h.note, h.artifact,
+                   Path(h.artifact_path).name if h.artifact_path else None,
+                   h.reflected, solver.prune)
+
+
+class TableSource(NamedTuple):
+    """Where a node gets the packed artifact when its cache lacks the version: the
+    object store (``packed`` holds one ObjectRef, in a tuple so that Ray hands it over
+    unresolved and the node fetches it itself) or a shared path."""
+
+    version: str
+    packed: tuple = ()
+    shared: str | None = None
+
+
+class NodeReport(NamedTuple):
+    """A node's actor, ready (or not): where it runs and how it got the tables."""
+
+    node: str                # "host (ip)"
+    pid: int
+    cpus: int
+    shipped: bool            # the tables arrived now (False: from the node's cache)
+    seconds: float           # to receive, unpack, verify and map them
+    error: str | None        # why the node refuses the work
+    missing: bool = False    # the node's cache lacks the tables: ship them (receive)
+
+
+class Batch(NamedTuple):
+    """Consecutive frontier nodes of one iteration, handed to a node as one task."""
+
+    first: int               # the frontier index of nodes[0]
+    nodes: list
+
+
+class SubtreeRecord(NamedTuple):
+    """One subtree's search under one bound, as a node timed it: the task sizes that
+    scripts/bench_cluster.py records and scripts/cluster_model.py simulates from."""
+
+    bound: int
+    index: int               # in the frontier
+    nodes: int               # generated
+    seconds: float           # CPU time of its thread: what it takes on a core of its own
+    found: bool
+
+
+class BatchResult(NamedTuple):
+    outcome: IterationOutcome
+    subtrees: list           # SubtreeRecord per node of the batch
+
+
+class NodeProgress(NamedTuple):
+    generated: int           # of a job on this node, so far (restarts count again)
+    expanded: int
+    busy: int                # search threads running now
+
+
+class BoardAnswer(NamedTuple):
+    """A board of a batch, as a node answers it: a result, or an error and its exit code."""
+
+    result: SolveResult | None
+    error: str = ""
+    exit_code: int = 0
+
+
+class ClusterInfo(NamedTuple):
+    address: str
+    nodes: int
+    cpus: int
+    busy: int
+
+
+# --- on a node ---------------------------------------------------------------------------
+
+def node_name() -> str:
+    try:
+        ip = ray_module().util.get_node_ip_address()
+    except Exception:  # not in a Ray worker: the name alone
+        ip = "?"
+    return f"{socket.gethostname()} ({ip})"

@@ -1,0 +1,217 @@
+"""Running a job on the actors: the workers the driver holds (``Worker``), batches fed as
+capacity frees (``Dispatch``), and one board's search iteration by iteration
+(``SearchRun``); the answer replayed before it is returned."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import deque
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from pdbtool.cluster.frontier import FRONTIER_PER_THREAD, frontier
+from pdbtool.cluster.messages import (BATCHES_PER_CPU, IN_FLIGHT_PER_CPU, POLL_SECONDS,
+                                      PROGRESS_SECONDS, Batch, BatchResult, ClusterError,
+                                      HeuristicSpec, NodeProgress, NodeReport, SubtreeRecord)
+from pdbtool.kernels.ida import BOUND, BUDGET, EXPANDED, GENERATED, INF, NOT_FOUND, STOPPED
+from pdbtool.result import SolveResult
+from pdbtool.search.control import IterationOutcome, PreparedBoard, SearchControl, Tally
+from pdbtool.search.solver import Solver
+
+if TYPE_CHECKING:
+    from pdbtool.cluster.driver import Cluster
+
+
+class Node(NamedTuple):
+    node_id: str
+    name: str
+    cpus: int
+
+
+class Worker:
+    """The driver's handle of one node's actor, and the batches it has in flight."""
+
+    def __init__(self, actor, node: Node):
+        self.actor, self.node = actor, node
+        self.report: NodeReport | None = None  # of the last load
+        self.in_flight: dict = {}  # ObjectRef -> what it searches
+        self.lost: str | None = None
+
+    @property
+    def capacity(self) -> int:
+        return IN_FLIGHT_PER_CPU * self.node.cpus
+
+    def control(self, method: str, *args):
+        """A call in the actor's control group (answered while every search thread is
+        busy), not retried: the driver asks again if it needs to."""
+        return getattr(self.actor, method).options(concurrency_group="control",
+                                                   max_task_retries=0).remote(*args)
+
+
+def replays(prepared: PreparedBoard, result: SolveResult) -> bool:
+    """Whether a result's moves take the board to its goal (checked on the driver)."""
+    from pdbtool import puzzle
+
+    return puzzle.apply_tile_moves(prepared.board, result.moves) == prepared.frame.target
+
+
+def wait_any(ray, refs: list) -> list:
+    """The refs done now, once at least one is or POLL_SECONDS have passed."""
+    ready, rest = ray.wait(refs, num_returns=1, timeout=POLL_SECONDS)
+    if ready and rest:
+        ready += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
+    return ready
+
+
+def first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[0] if text else type(e).__name__
+
+
+class Dispatch:
+    """Tasks on the nodes' actors: each item handed to the least loaded live worker with
+    room (``submit(worker, item)`` -> ObjectRef), collected as they finish. An item whose
+    actor died for good goes back to the queue (the loss is reported: ``what`` happens to
+    its work); with no worker left, ClusterError."""
+
+    def __init__(self, cluster: Cluster, workers: list[Worker], items, what: str, cancelled=None):
+        self.cluster, self.ray, self.workers = cluster, cluster.ray, workers
+        self.todo = deque(items)
+        self.refs: dict = {}  # ObjectRef -> (worker, item)
+        self.what, self.cancelled = what, cancelled
+
+    @property
+    def pending(self) -> bool:
+        return bool(self.todo or self.refs)
+
+    def feed(self, submit) -> None:
+        while self.todo:
+            free = [w for w in self.workers if w.lost is None and len(w.in_flight) < w.capacity]
+            if not free:
+                return
+            w = min(free, key=lambda w: len(w.in_flight) / w.node.cpus)
+            item = self.todo.popleft()
+            ref = submit(w, item)
+            w.in_flight[ref] = item
+            self.refs[ref] = (w, item)
+
+    def finished(self) -> list[tuple]:
+        """(item, value) of the tasks done now (waiting at most POLL_SECONDS for one); a
+        task cancelled before it ran gives ``cancelled``."""
+        if not self.refs:
+            raise ClusterError("every node of the cluster was lost; the work cannot go on")
+        out = []
+        for ref in wait_any(self.ray, list(self.refs)):
+            w, item = self.refs.pop(ref)
+            w.in_flight.pop(ref, None)
+            try:
+                out.append((item, self.ray.get(ref)))
+            except self.ray.exceptions.TaskCancelledError:
+                out.append((item, self.cancelled))
+            except (self.ray.exceptions.RayActorError,
+                    self.ray.exceptions.ActorUnschedulableError) as e:
+                # dead for good, or to be restarted on a node that is gone (its node
+                # affinity is hard): the node is lost either way
+                self.cluster._lose(w, e, self.what)
+                self.todo.appendleft(item)
+        return out
+
+
+class SearchRun:
+    """One board's search on the cluster: the frontier, the iterations' batches on the
+    nodes' actors, the live counters."""
+
+    def __init__(self, cluster: Cluster, solver: Solver, prepared: PreparedBoard,
+                 control: SearchControl, target: int | None):
+        self.cluster, self.ray = cluster, cluster.ray
+        self.solver, self.prepared, self.control = solver, prepared, control
+        self.workers = cluster.workers(solver)
+        self.spec = HeuristicSpec.of(solver)
+        self.cpus = sum(w.node.cpus for w in self.workers if w.lost is None)
+        self.target = target or FRONTIER_PER_THREAD * self.cpus
+        self.job = uuid.uuid4().hex
+        self.serial = np.zeros_like(control.counters)
+        self.nodes: list | None = None
+        self.subtrees: list[SubtreeRecord] = []  # each subtree searched, as its node timed it
+        self.live: dict[int, NodeProgress] = {}  # per worker: the last poll
+        self.busy = 0
+        self._polls: dict = {}
+        self._last_poll = 0.0
+
+    def publish(self, bound: int) -> None:
+        c = self.control.counters
+        c[GENERATED] = self.serial[GENERATED] + sum(p.generated for p in self.live.values())
+        c[EXPANDED] = self.serial[EXPANDED] + sum(p.expanded for p in self.live.values())
+        c[BOUND] = bound
+
+    def iteration(self, bound: int, left: int) -> IterationOutcome:
+        """Every subtree under ``bound``, in batches over the nodes."""
+        if self.nodes is None:
+            nodes, goal_path = frontier(self.solver, self.prepared.image, self.target)
+            if goal_path is not None:
+                return IterationOutcome(list(goal_path), INF, 0, 0, NOT_FOUND)
+            self.nodes = nodes
+        per = max(1, len(self.nodes) // (BATCHES_PER_CPU * self.cpus))
+        batches = deque(Batch(i, self.nodes[i:i + per]) for i in range(0, len(self.nodes), per))
+        tally = Tally()
+        tasks = Dispatch(self.cluster, self.workers, batches, "its subtrees go to the other nodes",
+                         cancelled=BatchResult(IterationOutcome(None, INF, 0, 0, STOPPED), []))
+        halted = False
+        stop, budget = self.control.stop, self.control.budget
+        try:
+            while tasks.pending:
+                if not halted:
+                    tasks.feed(lambda w, batch: w.actor.search.remote(self.job, self.spec, bound,
+                                                                      left, batch))
+                for _, done in tasks.finished():
+                    tally.add(done.outcome, bool(stop[0]))
+                    self.subtrees.extend(done.subtrees)
+                self._poll(bound)
+                if tally.found is not None or stop[0]:
+                    if not halted:
+                        halted = True
+                        tasks.todo.clear()
+                        self.cluster._halt_job(self.job, [], list(tasks.refs))
+                        self._halt_actors()
+                if (budget is not None and tally.found is None and not halted
+                        and self.control.counters[GENERATED] > budget):
+                    tally.status, halted = BUDGET, True
+                    tasks.todo.clear()
+                    self._halt_actors()
+            if stop[0] and tally.found is None:
+                tally.status = STOPPED
+            return tally.outcome()
+        except BaseException:
+            self.cluster._halt_job(self.job, self.workers, list(tasks.refs))
+            raise
+
+    def _poll(self, bound: int) -> None:
+        """Collect the nodes' live counters (asked for without waiting), publish them."""
+        now = time.monotonic()
+        if self._polls:
+            ready, _ = self.ray.wait(list(self._polls), num_returns=len(self._polls), timeout=0)
+            for ref in ready:
+                k = self._polls.pop(ref)
+                try:
+                    self.live[k] = self.ray.get(ref)
+                except self.ray.exceptions.RayError:
+                    pass
+            self.busy = sum(p.busy for p in self.live.values())
+        if not self._polls and now - self._last_poll >= PROGRESS_SECONDS:
+            self._last_poll = now
+            self._polls = {w.control("progress", self.job): k
+                           for k, w in enumerate(self.workers) if w.lost is None}
+        self.publish(bound)
+
+    def _halt_actors(self) -> None:
+        for w in self.workers:
+            if w.lost is None:
+                w.control("halt", self.job)
+
+    def finish(self) -> None:
+        """The job is over: whatever still runs stops."""
+        self._halt_actors()
+        for w in self.workers:
+            w.in_flight.clear()

@@ -1,0 +1,186 @@
+"""Pattern databases as a heuristic: lookups over memory-mapped 4-bit tables.
+
+A lookup reads one table: the cells of its tiles and the blank's cell, each mapped through
+its cell map, ranked as ranking.py lays a table out (lexicographic placement rank, or
+(map, blank's region, order) for a blank outside region 0). Each additive partition
+of the catalogue gives one sum of lookups; with reflection, the same groups on the board
+reflected about the main diagonal give another. Reflecting the board maps tile t at cell c
+to tile T(t) at cell T(c) (T = transpose; the blank-first goal is symmetric under it), so
+the reflected lookup of a group reads tiles T(g_i) through the cell map sigma(T(c)); the
+blank, tile 0 = T(0), reads through the same map.
+
+A group's table value is its Manhattan distance plus twice the 4-bit entry, and the groups
+of a sum hold every tile once, so every sum is md + 2 * (sum of its entries) and
+h = md + 2 * max over the sums (heuristic_kernels.h_init / h_update).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import NamedTuple
+
+import numpy as np
+
+from pdbtool.errors import ArtifactError
+from pdbtool.geometry import transpose
+from pdbtool.geometry import manhattan_table
+from pdbtool.heuristics.table_free import Heuristic
+from pdbtool.kernels import heuristic as hk
+from pdbtool.kernels.ranking import (MAX_OUTSIDE_CELLS, RANK_SCHEME, RANK_VERSION, colex_tables,
+                                     lex_weights, order_weights, outside_cells, regions)
+from pdbtool.tables import artifact
+
+
+class Lookup(NamedTuple):
+    tiles: tuple[int, ...]      # the tiles read, in the table's order
+    cell_map: tuple[int, ...]   # board cell -> cell in the table's frame
+    offset: int                 # byte offset of the table inside the flat table data
+    sum: int                    # which sum it adds to: 2 * partition + reflected
+
+
+def lookups(meta: artifact.ArtifactMeta, reflect: bool = True) -> list[Lookup]:
+    """Every lookup of the artifact's groups, direct and (with ``reflect``) reflected."""
+    side = meta.size
+    T = transpose(side)
+    per = 2 if reflect else 1
+    out = []
+    for g in meta.groups:
+        offset = meta.tables[g.table].offset
+        out.append(Lookup(g.tiles, g.cell_map, offset, per * g.partition))
+        if reflect:
+            out.append(Lookup(tuple(T[t] for t in g.tiles),
+                              tuple(g.cell_map[T[c]] for c in range(side * side)), offset,
+                              per * g.partition + 1))
+    return out
+
+
+def check_layout(meta: artifact.ArtifactMeta) -> None:
+    """Refuse an artifact this solver cannot read correctly (never guess)."""
+    where = meta.path
+    if meta.rank_scheme != RANK_SCHEME or meta.rank_version != RANK_VERSION:
+        raise ArtifactError(f"{where}: rank scheme {meta.rank_scheme} v{meta.rank_version}, "
+                            f"this pdbtool ranks with {RANK_SCHEME} v{RANK_VERSION}")
+    if meta.encoding != artifact.ENCODING:
+        raise ArtifactError(f"{where}: entries encoded as {meta.encoding!r}, expected "
+                            f"{artifact.ENCODING!r}")
+    if meta.goal != "blank-first":
+        raise ArtifactError(f"{where}: tables for goal {meta.goal!r}, expected 'blank-first'")
+    n = meta.size * meta.size
+    if meta.zero_aware and n > MAX_OUTSIDE_CELLS:  # a lookup keeps a map's cells in a word
+        raise ArtifactError(f"{where}: zero-aware tables of a {meta.size}x{meta.size} board; "
+                            f"this pdbtool reads them for at most {MAX_OUTSIDE_CELLS} cells")
+    for p in range(meta.partitions):
+        tiles = sorted(t for g in meta.groups if g.partition == p for t in g.tiles)
+        if tiles != list(range(1, n)):
+            raise ArtifactError(f"{where}: the groups of partition {p} do not partition "
+                                f"tiles 1..{n - 1} (got {tiles})")
+    for t in meta.tables:
+        expected = regions(meta.size, len(t.tiles), meta.zero_aware).entries
+        if t.cells != n or t.entries != expected:
+            raise ArtifactError(f"{where}: table {t.name!r} has {t.entries:,} entries, "
+                                f"{len(t.tiles)} tiles on {n} cells need {expected:,}")
+        if t.entries >= 2**31:  # h_update keeps entry indices in the int32 state row
+            raise ArtifactError(f"{where}: table {t.name!r} has {t.entries:,} entries; "
+                                "this pdbtool reads tables of fewer than 2^31")
+    for g in meta.groups:
+        if len(meta.tables[g.table].tiles) != len(g.tiles):
+            raise ArtifactError(f"{where}: group {list(g.tiles)} does not fit its table")
+
+
+def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool = True,
+                   source=None) -> Heuristic:
+    """The max-of-additive heuristic of an artifact's catalogue over its table data;
+    ``source`` is the open file it was mapped from (trust.Pinned), guarded at each search."""
+    check_layout(meta)
+    side = meta.size
+    n = side * side
+    every = lookups(meta, reflect)
+    sums = 1 + max(x.sum for x in every)
+    if sums > 64:  # h_update keeps a bit per lookup of a tile, at most one per sum
+        raise ArtifactError(f"{meta.path}: {sums} sums of lookups; this pdbtool reads at most 64")
+    # Sums that hold the same tiles in a group read the same value: one lookup serves them.
+    # (Catalogues share groups between partitions, and a group's reflection may be another
+    # group: 24/small's 56 lookups are 28 tile sets.)
+    first = {}
+    for x in every:
+        first.setdefault(frozenset(x.tiles), x)
+    lk = list(first.values())
+    number = {frozenset(x.tiles): l for l, x in enumerate(lk)}
+    mmax = max(len(x.tiles) for x in lk)
+    # Region arrays per tile count, concatenated; each lookup points at its count's.
+    index_parts, offset_parts, outside_parts, rbase, obase, mbase = [], [], [], {}, {}, {}
+    for m in sorted({len(x.tiles) for x in lk}):
+        reg = regions(side, m, meta.zero_aware)
+        rbase[m] = sum(a.size for a in index_parts)
+        obase[m] = sum(a.size for a in offset_parts)
+        mbase[m] = sum(a.size for a in outside_parts)
+        index_parts.append(reg.index.ravel())
+        offset_parts.append(reg.secondary)
+        outside_parts.append(outside_cells(reg.index, reg.count))
+    colex_lo, colex_hi = colex_tables(n, mmax)
+    tiles = np.zeros((len(lk), mmax), np.int64)
+    pw = np.zeros((len(lk), mmax), np.int64)
+    lw = np.zeros((len(lk), mmax), np.int64)
+    tile_lk = np.full((n, sums), -1, np.int64)
+    for l, x in enumerate(lk):
+        m = len(x.tiles)
+        tiles[l, :m] = x.tiles
+        pw[l, :m] = order_weights(m)
+        lw[l, :m] = lex_weights(n, m)
+    for x in every:
+        tile_lk[list(x.tiles), x.sum] = number[frozenset(x.tiles)]
+    # Each tile's distinct lookups, numbered per tile (the bits of h_update's ``read``).
+    tile_lk_slot = np.zeros((n, sums), np.int64)
+    for t in range(1, n):
+        slots = {l: k for k, l in enumerate(dict.fromkeys(tile_lk[t].tolist()))}
+        tile_lk_slot[t] = [slots[l] for l in tile_lk[t]]
+    digit = np.full((len(lk), n), -1, np.int64)
+    for l, x in enumerate(lk):
+        digit[l, list(x.tiles)] = range(len(x.tiles))
+    cell = np.argsort(np.array([x.cell_map for x in lk], np.int64), axis=1)
+    H = hk.heuristic_arrays(
+        hk.PDB,
+        tile_tab=manhattan_table(side),
+        lk_tiles=tiles, lk_pw=pw, lk_lw=lw,
+        lk_m=np.array([len(x.tiles) for x in lk], np.int64),
+        lk_cmap=np.array([x.cell_map for x in lk], np.int64),
+        lk_off=np.array([x.offset for x in lk], np.int64),
+        lk_rbase=np.array([rbase[len(x.tiles)] for x in lk], np.int64),
+        lk_obase=np.array([obase[len(x.tiles)] for x in lk], np.int64),
+        tile_lk=tile_lk, tile_lk_slot=tile_lk_slot,
+        table=hk.read_only(np.asarray(data)),
+        colex_lo=colex_lo.copy(), colex_hi=colex_hi.copy(),
+        reg_index=np.concatenate(index_parts),
+        reg_secondary=np.concatenate(offset_parts),
+        zero_aware=np.int64(meta.zero_aware),
+        reg_outside=np.concatenate(outside_parts),
+        lk_mbase=np.array([mbase[len(x.tiles)] for x in lk], np.int64),
+        lk_digit=digit, lk_cell=cell,
+        parity=hk.read_only(parity_of(data) if meta.zero_aware else np.zeros(1, np.uint8)),
+    )
+    name = f"pdb {meta.partition}" + ("" if meta.zero_aware else " (min over blank)") + \
+        (" + reflection" if reflect else "")
+    # Zero-aware entries are exact abstract distances: each group's value, so each sum and
+    # their max, changes by at most 1 per move.
+    return Heuristic(name, side, H, hk.state_width(hk.PDB, side, len(lk), sums),
+                     artifact=meta.version, consistent=meta.zero_aware, source=source,
+                     artifact_path=str(meta.path), reflected=reflect)
+
+
+_PARALLEL_KERNEL = threading.Lock()  # numba's default threading layer runs one at a time
+
+
+def parity_of(data: np.ndarray) -> np.ndarray:
+    """The lowest bit of every 4-bit entry of the table data, eight a byte: what a search
+    reads after a move (heuristic_kernels.moved_entry), a quarter of the tables. Derived
+    at load, on every core: about 0.1 s for 24/small's 995 MB once its pages are cached."""
+    data = np.asarray(data)
+    whole = data.shape[0] // 4 * 4
+    out = np.zeros((data.shape[0] + 3) // 4, np.uint8)
+    with _PARALLEL_KERNEL:
+        hk.parity_bits(data[:whole], out[:whole // 4])
+    if whole < data.shape[0]:
+        tail = np.zeros(4, np.uint8)
+        tail[:data.shape[0] - whole] = data[whole:]
+        hk.parity_bits(tail, out[-1:])
+    return out

@@ -1,0 +1,20 @@
+"""The numba kernels: plain functions over numpy arrays, no Python objects, no I/O.
+
+Every ``@njit`` of the product is in this folder, and nothing here imports from the rest of
+pdbtool. ``cache.use_kernel_cache`` runs first, before any kernel is decorated: numba keeps
+the compiled kernels in a cache directory named for these sources (cache.py).
+
+  intrinsics  LLVM intrinsics and compile-time constants (prefetch, atomics, unsigned ix)
+  ranking     placements <-> ranks, regions of the blank
+  build       the pattern database builder's BFS layers
+  heuristic   the heuristics' lookups: h from scratch, h after a move
+  ida         IDA*'s depth-first loop (serial, below each task, on a cluster node)
+  tasks       the shared iterations: tasks claimed by the threads, closest first
+  ida_tt      IDA* with a transposition table, weighted IDA*
+  state_key   a board packed into two words, and hash slots
+  astar, rbfs, bfs, greedy   the other algorithms
+"""
+
+from pdbtool.kernels.cache import use_kernel_cache
+
+CACHE_DIR = use_kernel_cache()

@@ -1,0 +1,158 @@
+"""The A* kernel: best-first search with an open list (binary heap) and a hash-based
+closed set, in a memory budget fixed by the caller (seed 001 section 7; seed 004 section 6).
+
+Every state reached is held once: its key (state_key_kernel), its parent's index and g.
+A hash table of int32 indices (open addressing, at most half full) finds a state again; a
+binary heap of int64 entries ``f << 40 | (MAX_G - g) << 32 | index`` orders the open list
+by f, then by the larger g. A state reached again by a shorter path gets the new g and is
+pushed again (an entry whose g is stale is skipped when popped), so the answer is optimal
+for any admissible heuristic, consistent or not. When the arrays are full the search stops
+with MEMORY, and the caller reports how many states it held.
+
+The heuristic is evaluated as the IDA* kernel does: each expanded state's row from scratch
+(h_init), each child's by one h_update with no limit (exact).
+"""
+
+import numpy as np
+from numba import njit
+
+from pdbtool.kernels.heuristic import h_init, h_update
+from pdbtool.kernels.ida import BOUND, FOUND, INF, NOT_FOUND, poll, publish, slide
+from pdbtool.kernels.state_key import board_of, key_moved, key_of, slot_of
+
+MEMORY = 4  # outcome: the memory budget is exhausted
+MAX_G = 255
+BYTES_PER_STATE = 16 + 4 + 1 + 8 + 12  # key, parent, g, two hash slots, 1.5 heap entries
+
+
+@njit(cache=True, nogil=True, inline="always")
+def heap_push(heap, size, item):
+    i = size
+    heap[i] = item
+    while i > 0:
+        p = (i - 1) >> 1
+        if heap[p] <= item:
+            break
+        heap[i] = heap[p]
+        heap[p] = item
+        i = p
+    return size + 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def heap_pop(heap, size):
+    top = heap[0]
+    size -= 1
+    item = heap[size]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            break
+        if c + 1 < size and heap[c + 1] < heap[c]:
+            c += 1
+        if heap[c] >= item:
+            break
+        heap[i] = heap[c]
+        i = c
+    if size > 0:
+        heap[i] = item
+    return top, size
+
+
+@njit(cache=True, nogil=True, _nrt=False)  # no reference counting: docs/architecture.md
+def astar(H, s, board, pos, moves, nmoves, rows, bits, per, keys, parent, gs, heap, table,
+          budget, stop, counters):
+    """A* from the board (rows[0] its state row; rows has >= 2 rows) to h = 0.
+
+    keys int64[cap, 2], parent int32[cap], gs uint8[cap]: the states held; heap int64[hcap];
+    table int32[2^k >= 2 cap], zeros (slot = index + 1). Returns (status, goal index,
+    expanded, generated, states held, largest open list).
+    """
+    n = s * s
+    no_limit = np.int64(INF)  # not a literal: see heuristic_kernels.h_update
+    cap = keys.shape[0]
+    hcap = heap.shape[0]
+    mask = table.shape[0] - 1
+    k0, k1 = key_of(board, n, bits, per)
+    keys[0, 0] = k0
+    keys[0, 1] = k1
+    parent[0] = -1
+    gs[0] = 0
+    table[slot_of(k0, k1, mask)] = 1
+    held = 1
+    size = heap_push(heap, 0, (np.int64(rows[0, 0]) << 40) | (np.int64(MAX_G) << 32))
+    peak = 1
+    expanded, generated = 0, 0
+    reported_e, reported_g = 0, 0
+    while size > 0:
+        item, size = heap_pop(heap, size)
+        idx = item & 0xFFFFFFFF
+        g = MAX_G - ((item >> 32) & 0xFF)
+        f = item >> 40
+        if gs[idx] != g:
+            continue  # reached again by a shorter path since this entry was pushed
+        if f == g:  # h = 0: the goal, expanded first at the optimal cost
+            publish(counters, generated, expanded, reported_g, reported_e)
+            return FOUND, idx, expanded, generated, held, peak
+        if g >= MAX_G:
+            continue
+        k0 = keys[idx, 0]
+        k1 = keys[idx, 1]
+        board_of(k0, k1, n, bits, per, board, pos)
+        h_init(H, s, board, pos, rows[0])
+        expanded += 1
+        counters[BOUND] = f
+        status, reported_g, reported_e = poll(counters, stop, budget, generated, expanded,
+                                              reported_g, reported_e)
+        if status != NOT_FOUND:
+            return status, -1, expanded, generated, held, peak
+        b = pos[0]
+        for k in range(nmoves[b]):
+            c = moves[b, k] >> 2
+            t = slide(board, pos, c, b)
+            h = h_update(H, s, board, pos, rows[0], rows[1], t, c, b, no_limit)
+            slide(board, pos, b, c)
+            generated += 1
+            c0, c1 = key_moved(k0, k1, t, c, b, n, bits, per)
+            g2 = g + 1
+            slot = slot_of(c0, c1, mask)
+            while True:
+                j = table[slot] - 1
+                if j < 0 or (keys[j, 0] == c0 and keys[j, 1] == c1):
+                    break
+                slot = (slot + 1) & mask
+            if j >= 0:
+                if gs[j] <= g2:
+                    continue
+            else:
+                if held == cap:
+                    return MEMORY, -1, expanded, generated, held, peak
+                j = held
+                held += 1
+                keys[j, 0] = c0
+                keys[j, 1] = c1
+                table[slot] = j + 1
+            gs[j] = g2
+            parent[j] = idx
+            if size == hcap:
+                return MEMORY, -1, expanded, generated, held, peak
+            size = heap_push(heap, size, (np.int64(g2 + h) << 40)
+                             | (np.int64(MAX_G - g2) << 32) | j)
+            if size > peak:
+                peak = size
+    return NOT_FOUND, -1, expanded, generated, held, peak
+
+
+@njit(cache=True, nogil=True)
+def trace(keys, parent, goal, n, bits, per, board, pos, out):
+    """The blank's cells from the root to state ``goal``: out[:length]; returns length."""
+    length = 0
+    j = goal
+    while parent[j] >= 0:
+        board_of(keys[j, 0], keys[j, 1], n, bits, per, board, pos)
+        out[length] = pos[0]
+        length += 1
+        j = parent[j]
+    out[:length] = out[:length][::-1].copy()
+    return length

@@ -1,0 +1,101 @@
+"""Exact breadth-first search over whole boards, for boards small enough to enumerate
+(up to 3x3: 9! = 362,880 permutations, half of them reachable).
+
+A board is ranked by its Lehmer code (a perfect hash onto 0..n!-1). ``dist`` (int8, -1
+unseen) and ``parent`` (int32 rank) are indexed by rank; the queue holds ranks. With a
+target rank the search stops when it is reached; with -1 it runs to exhaustion, which is
+how the exact 8-puzzle table of distances (the oracle) is built.
+"""
+
+import numpy as np
+from numba import njit
+
+from pdbtool.kernels.ida import FOUND, NOT_FOUND, POLL, STOPPED
+
+BFS_MAX_CELLS = 9
+
+
+@njit(cache=True, nogil=True)
+def rank(board, n, fact):
+    r = 0
+    for i in range(n):
+        smaller = 0
+        for j in range(i + 1, n):
+            if board[j] < board[i]:
+                smaller += 1
+        r += smaller * fact[n - 1 - i]
+    return r
+
+
+@njit(cache=True, nogil=True)
+def unrank(r, n, fact, board):
+    used = 0
+    for i in range(n):
+        d = r // fact[n - 1 - i]
+        r -= d * fact[n - 1 - i]
+        v = 0
+        while True:  # the d-th unused value
+            if not (used >> v) & 1:
+                if d == 0:
+                    break
+                d -= 1
+            v += 1
+        used |= 1 << v
+        board[i] = v
+
+
+@njit(cache=True, nogil=True)
+def bfs(board, target, n, nbr, nnbr, fact, dist, parent, queue, stop):
+    """Breadth-first from ``board`` until rank ``target`` is dequeued (-1: every state).
+    Returns (status, expanded, generated, states reached)."""
+    start = rank(board, n, fact)
+    dist[start] = 0
+    parent[start] = -1
+    head, tail = 0, 1
+    queue[0] = start
+    expanded, generated = 0, 0
+    cells = np.empty(n, np.int64)
+    while head < tail:
+        r = queue[head]
+        head += 1
+        if r == target:
+            return FOUND, expanded, generated, tail
+        unrank(r, n, fact, cells)
+        expanded += 1
+        if expanded & (POLL - 1) == 0 and stop[0] != 0:
+            return STOPPED, expanded, generated, tail
+        b = 0
+        while cells[b] != 0:
+            b += 1
+        for k in range(nnbr[b]):
+            c = nbr[b, k]
+            cells[b] = cells[c]
+            cells[c] = 0
+            q = rank(cells, n, fact)
+            cells[c] = cells[b]
+            cells[b] = 0
+            generated += 1
+            if dist[q] < 0:
+                dist[q] = dist[r] + 1
+                parent[q] = r
+                queue[tail] = q
+                tail += 1
+    return NOT_FOUND, expanded, generated, tail
+
+
+@njit(cache=True, nogil=True)
+def trace(target, parent, n, fact, out):
+    """The blank's cells from the start to rank ``target``: out[:length]; returns length."""
+    cells = np.empty(n, np.int64)
+    length = 0
+    r = target
+    while parent[r] >= 0:
+        unrank(r, n, fact, cells)
+        b = 0
+        while cells[b] != 0:
+            b += 1
+        out[length] = b
+        length += 1
+        r = parent[r]
+    out[:length] = out[:length][::-1].copy()
+    return length

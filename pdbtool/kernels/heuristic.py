@@ -1,0 +1,600 @@
+"""Numba kernels of the heuristics, shared by the search and by the verifiers.
+
+numba cannot cache a kernel that takes another jitted function as an argument, so the
+search stays generic another way: a heuristic is a fixed tuple of arrays ``H``, a
+HeuristicArrays whose class names its kind (built in heuristics.py / pdb_heuristic.py),
+and two functions here dispatch on the kind:
+
+* ``h_init``   computes h of a board from scratch and fills the heuristic's state row;
+* ``h_update`` derives the next state row from the previous one after one tile moved.
+
+The state row (int32) holds h in column 0 and what the kind needs to update it cheaply.
+Boards are always in the blank-first convention: tile t's goal cell is t.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit, prange
+
+from pdbtool.kernels.intrinsics import class_constant, ix, popcount, prefetch
+from pdbtool.kernels.ranking import TWO_REGIONS, lowest_bit, map_rank_split
+
+PER_TILE = 0        # sum of a per-tile table: Hamming or Manhattan  [h]
+LINEAR_CONFLICT = 1  # Manhattan + 2 * per-line conflicts            [h, md, line values...]
+WALKING = 2         # walking distance, rows + columns               [h, row state, col state]
+PDB = 3             # additive PDBs, max over sums  [h, md, best sum, sums..., nibbles...]
+GASCHNIG = 4        # swaps with a blank that jumps: misplaced + cycles without the blank  [h]
+KINDS = (PER_TILE, LINEAR_CONFLICT, WALKING, PDB, GASCHNIG)
+
+# Named columns of the state row.
+ROW_H = 0          # every kind: h itself
+LC_MD = 1          # linear conflict: Manhattan part; line values follow
+LC_LINES = 2
+WD_ROWS, WD_COLS = 1, 2  # walking distance: row and column state
+PDB_MD = 1         # PDB: the board's Manhattan distance
+PDB_BEST = 2       # PDB: which sum was the largest (evaluated first at the children)
+PDB_SUMS = 3       # PDB: sum s of the lookups' 4-bit entries at PDB_SUMS + s; then the
+                   # entry of each lookup l at PDB_SUMS + sums + l, its placement's
+                   # lexicographic rank at PDB_SUMS + sums + lookups + l and the bit mask of
+                   # its tiles' cells (in the table's frame) at PDB_SUMS + sums + 2 * lookups + l
+
+
+class HeuristicArrays(NamedTuple):
+    """Everything a kernel needs to evaluate a heuristic; slots a kind does not use hold
+    small placeholders of the same type. A heuristic's arrays are an instance of its kind's
+    subclass below (``heuristic_arrays``)."""
+
+    tile_tab: np.ndarray     # int32[tile, cell]: per-tile value (Hamming, Manhattan)
+    wd_trans: np.ndarray     # int32[state, up/down, goal line]: walking-distance moves
+    wd_dist: np.ndarray      # int32[state]: walking distance of a state
+    wd_codes: np.ndarray     # int64[state]: sorted codes of the walking-distance states
+    lk_tiles: np.ndarray     # int64[lookup, i]: the tiles a lookup reads, in table order
+    lk_m: np.ndarray         # int64[lookup]: how many tiles
+    lk_cmap: np.ndarray      # int64[lookup, cell]: cell map into the table's frame
+    lk_pw: np.ndarray        # int64[lookup, i]: place values of the order digits
+    lk_lw: np.ndarray        # int64[lookup, i]: place values of the lexicographic digits
+    lk_off: np.ndarray       # int64[lookup]: byte offset of the lookup's table in ``table``
+    lk_rbase: np.ndarray     # int64[lookup]: where its maps' region index starts in reg_index
+    lk_obase: np.ndarray     # int64[lookup]: where its maps' offsets start in reg_secondary
+    tile_lk: np.ndarray      # int64[tile, sum]: the lookup of that sum holding a tile (sums
+                             # that share a group share its lookup)
+    tile_lk_slot: np.ndarray  # int64[tile, sum]: which of the tile's distinct lookups that is
+    table: np.ndarray        # uint8[]: all tables, 4-bit entries, concatenated
+    colex_lo: np.ndarray     # int32[low cells]: map ranks, low half (ranking.colex_tables)
+    colex_hi: np.ndarray     # int32[high cells, tiles below]: map ranks, high half
+    reg_index: np.ndarray    # uint8[]: region of each (map, cell), per tile count
+    reg_secondary: np.ndarray  # int64[]: entry of (map, region 1, order 0), per tile count
+    zero_aware: np.int64     # 1: an entry per region of the blank; 0: per placement
+    reg_outside: np.ndarray  # uint32[]: per map, its free cells outside region 0 and whether
+                             # it has two regions (ranking.outside_cells), per tile count
+    lk_mbase: np.ndarray     # int64[lookup]: where its maps start in reg_outside
+    line_tab: np.ndarray     # int32[line code]: linear-conflict value of a line
+    goal_cell: np.ndarray    # int64[tile]: the tile's goal cell (Gaschnig)
+    lk_digit: np.ndarray     # int64[lookup, tile]: the tile's digit in the lookup's rank, -1
+                             # if the lookup does not read it
+    lk_cell: np.ndarray      # int64[lookup, cell]: board cell of a cell of the table's frame
+                             # (lk_cmap inverted)
+    parity: np.ndarray       # uint8[]: zero-aware tables, the lowest bit of each 4-bit entry
+                             # of ``table``, eight a byte (parity_bits); what a move reads
+
+
+# The kind is the class of the arrays. numba types a NamedTuple by its class, so every
+# kernel is compiled (and cached) once per kind, and ``kind_of(H)`` is a constant in it:
+# each kind's kernels are free of the other kinds' branches, and Python calls the kernels
+# directly, whatever the kind.
+
+def _arrays_class(kind: int, name: str) -> type:
+    """HeuristicArrays' subclass for one kind, a module attribute of its own name (numba's
+    cache refers to the class by name)."""
+    cls = type(name, (HeuristicArrays,), {"__slots__": (), "KIND": kind, "__module__": __name__})
+    globals()[name] = cls
+    return cls
+
+
+ARRAYS_OF_KIND = {kind: _arrays_class(kind, name) for kind, name in (
+    (PER_TILE, "PerTileArrays"), (LINEAR_CONFLICT, "LinearConflictArrays"),
+    (WALKING, "WalkingArrays"), (PDB, "PdbArrays"), (GASCHNIG, "GaschnigArrays"))}
+
+
+@njit(cache=True, nogil=True, inline="always")
+def kind_of(H):
+    """The heuristic's kind code, a compile-time constant in a kernel."""
+    return class_constant(H, "KIND")
+
+
+def heuristic_arrays(kind: int, **arrays) -> HeuristicArrays:
+    """The arrays of a heuristic of ``kind``: those given, placeholders in the other slots."""
+    return ARRAYS_OF_KIND[kind](**{**placeholder_arrays(), **arrays})
+
+
+def read_only(a: np.ndarray) -> np.ndarray:
+    """A read-only view of ``a`` (for the ``table`` slot). A memory-mapped artifact's table is read-only, and
+    numba types read-only and writable arrays apart: giving every heuristic a read-only
+    table keeps one compiled kernel per kind, whether it reads tables or not (each kernel
+    is compiled once, not twice: minutes of a cold start)."""
+    view = a.view()
+    view.flags.writeable = False
+    return view
+
+
+def placeholder_arrays() -> dict:
+    """Typed empty slots of HeuristicArrays, to be overridden by what a kind uses."""
+    return dict(
+        tile_tab=np.zeros((1, 1), np.int32),
+        wd_trans=np.zeros((1, 2, 1), np.int32),
+        wd_dist=np.zeros(1, np.int32),
+        wd_codes=np.zeros(1, np.int64),
+        lk_tiles=np.zeros((1, 1), np.int64),
+        lk_m=np.zeros(0, np.int64),
+        lk_cmap=np.zeros((1, 1), np.int64),
+        lk_pw=np.zeros((1, 1), np.int64),
+        lk_lw=np.zeros((1, 1), np.int64),
+        lk_off=np.zeros(1, np.int64),
+        lk_rbase=np.zeros(1, np.int64),
+        lk_obase=np.zeros(1, np.int64),
+        tile_lk=np.full((1, 2), -1, np.int64),
+        tile_lk_slot=np.zeros((1, 2), np.int64),
+        table=read_only(np.zeros(1, np.uint8)),
+        colex_lo=np.zeros(1, np.int32),
+        colex_hi=np.zeros((1, 1), np.int32),
+        reg_index=np.zeros(1, np.uint8),
+        reg_secondary=np.zeros(1, np.int64),
+        zero_aware=np.int64(0),
+        reg_outside=np.zeros(1, np.uint32),
+        lk_mbase=np.zeros(1, np.int64),
+        line_tab=np.zeros(1, np.int32),
+        goal_cell=np.zeros(1, np.int64),
+        lk_digit=np.zeros((1, 1), np.int64),
+        lk_cell=np.zeros((1, 1), np.int64),
+        parity=read_only(np.zeros(1, np.uint8)),
+    )
+
+
+def state_width(kind: int, side: int, lookups: int = 0, sums: int = 0) -> int:
+    """Columns of the heuristic state row for a kind."""
+    return {PER_TILE: 1, LINEAR_CONFLICT: LC_LINES + 2 * side, WALKING: 3,
+            PDB: PDB_SUMS + sums + 3 * lookups, GASCHNIG: 1}[kind]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def gaschnig(H, board, n):
+    """Gaschnig's relaxation (seed 003): a tile may swap with the blank from anywhere. The
+    fewest swaps sort the permutation cell -> goal cell of its content: a cycle through the
+    blank costs one swap per tile in it, any other cycle one more than its tiles. So
+    h = misplaced tiles + cycles (of two or more cells) without the blank. O(n) per call."""
+    seen = np.int64(0)
+    h = 0
+    for c in range(n):
+        if (seen >> c) & 1:
+            continue
+        j = c
+        length = 0
+        blank = False
+        while not (seen >> j) & 1:
+            seen |= np.int64(1) << j
+            t = board[j]
+            if t == 0:
+                blank = True
+            elif H.goal_cell[t] != j:
+                h += 1
+            j = H.goal_cell[t]
+            length += 1
+        if length > 1 and not blank:
+            h += 1
+    return h
+
+
+@njit(cache=True, nogil=True, inline="always")
+def line_conflict(H, board, s, line, is_col):
+    """2 x the tiles that must leave a line so the rest keep their goal order.
+
+    The line's content is coded in base s+1, one digit per cell: a tile's goal position
+    within this line, or s for a blank or a tile of another line. A table built once
+    (heuristics.line_table) holds 2 * (tiles of the line - longest increasing run).
+    """
+    code = 0
+    for i in range(s):
+        t = board[i * s + line] if is_col else board[line * s + i]
+        digit = s
+        if t != 0:
+            if is_col and t % s == line:
+                digit = t // s
+            elif not is_col and t // s == line:
+                digit = t % s
+        code = code * (s + 1) + digit
+    return H.line_tab[code]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def read_entry(H, l, e):
+    """The 4-bit entry e (a nibble index) of lookup l's table."""
+    return np.int32((H.table[H.lk_off[l] + (e >> 1)] >> ((e & 1) << 2)) & 15)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def moved_entry(H, l, e, before, dmd):
+    """Lookup l's entry e after a move of one of its tiles, whose Manhattan distance
+    changed by ``dmd``; ``before`` is the entry before the move.
+
+    A zero-aware group's value (its Manhattan distance plus twice the entry) is a
+    distance in the group's own state space with one cost a move of its tiles, so a move
+    of one of them changes it by exactly one: the entry stays or moves by -dmd, and its
+    lowest bit (``parity``) says which. Min-over-blank values can change by more: their
+    entries are read whole.
+
+    A wrong ``before`` follows every move below it: Solver.root refuses a root whose
+    entries its neighbours contradict (broken_derivation). Against a wrong entry deeper
+    down, an entry never falls below 0 here (h stays at least the Manhattan distance)
+    and h_update takes md = 0 as the goal, so the search still ends and the path check
+    (search_kernel.path_violation, which reads whole entries) judges its answer."""
+    if H.zero_aware:
+        k = parity_index(H, l, e)
+        bit = (H.parity[ix(k >> 3)] >> (k & 7)) & 1
+        return max(before - dmd * ((bit ^ before) & 1), 0)
+    return read_entry(H, l, e)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def parity_index(H, l, e):
+    """The bit of lookup l's entry e in ``H.parity``: byte k >> 3, bit k & 7."""
+    return 2 * H.lk_off[ix(l)] + e
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def parity_bits(table, out):
+    """out[j] bit i = the lowest bit of 4-bit entry 8 j + i of ``table`` (its parity): one
+    32-bit word of entries (8 nibbles) a byte. ``table`` is a multiple of 4 bytes long."""
+    words = table.view(np.uint32)
+    for j in prange(words.shape[0]):
+        x = np.uint64(words[j]) & np.uint64(0x11111111)  # bit 4 q of each nibble q
+        x = (x | (x >> np.uint64(3))) & np.uint64(0x03030303)
+        x = (x | (x >> np.uint64(6))) & np.uint64(0x000F000F)
+        out[j] = (x | (x >> np.uint64(12))) & np.uint64(0xFF)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def placement_rank(H, pos, l):
+    """Lookup l's placement: its tiles' cells mapped into the table's frame by its cell map,
+    as (lexicographic rank, bit mask of the cells). h_init ranks every lookup this way;
+    after a move, moved_rank derives both from the parent's."""
+    tiles = H.lk_tiles
+    cmap = H.lk_cmap
+    occupied = np.int64(0)
+    e = 0
+    for i in range(H.lk_m[l]):
+        c = cmap[l, pos[tiles[l, i]]]
+        bit = np.int64(1) << c
+        e += (c - popcount(occupied & (bit - 1))) * H.lk_lw[l, i]
+        occupied |= bit
+    return e, occupied
+
+
+@njit(cache=True, nogil=True, inline="always")
+def moved_rank(H, board, lex, occupied, l, tile, src, dst):
+    """(rank, mask) of lookup l's placement after its ``tile`` moved from cell src to dst
+    (board already updated), from the parent's (lex, occupied).
+
+    Digit i of the lexicographic rank is c_i minus the earlier tiles' cells below c_i. When
+    tile k moves from frame cell a to b, its own digit changes by b - a, less the earlier
+    tiles strictly between a and b; each later tile strictly between a and b gains or
+    loses one. A sideways move has no cell between (the frame is the board turned or
+    mirrored, so a and b are neighbours there too), an up or down move side - 1 cells."""
+    cmap, digit, lw = H.lk_cmap[ix(l)], H.lk_digit[ix(l)], H.lk_lw[ix(l)]
+    a = cmap[ix(src)]
+    b = cmap[ix(dst)]
+    k = digit[ix(tile)]
+    lex += (b - a) * lw[ix(k)]
+    step = 1 if b > a else -1
+    lo = min(a, b)
+    hits = occupied & ((np.int64(1) << max(a, b)) - (np.int64(2) << lo))
+    while hits:
+        j = digit[ix(board[ix(H.lk_cell[ix(l), ix(lowest_bit(hits))])])]
+        if j < k:
+            lex -= step * lw[ix(k)]
+        else:
+            lex += step * lw[ix(j)]
+        hits &= hits - 1
+    return lex, occupied ^ (np.int64(1) << a) ^ (np.int64(1) << b)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def entry_index(H, pos, l, blank, lex, occupied):
+    """Where lookup l's entry is in its table, a nibble index, from its placement (rank and
+    mask, placement_rank) and the blank's cell. The group's table value is its Manhattan
+    distance plus twice the entry.
+
+    Region 0 (the region of the lowest free cell) is a placement table in lexicographic
+    order, so the entries of a parent and its child often share a cache line or a page
+    (a move of a late tile changes only low digits). Whether the blank is elsewhere
+    depends on the map: a word per map (reg_outside, mostly in cache) holds its free
+    cells outside region 0, and whether it has exactly two regions; only a blank in a
+    third region reads the region index. A blank outside region 0 reads the map's
+    secondary entries (map x order)."""
+    e = lex
+    if H.zero_aware:
+        tiles, cmap, pw = H.lk_tiles[ix(l)], H.lk_cmap[ix(l)], H.lk_pw[ix(l)]
+        m = H.lk_m[ix(l)]
+        map_r = map_rank_split(occupied, H.colex_lo, H.colex_hi)
+        outside = np.int64(H.reg_outside[ix(H.lk_mbase[ix(l)] + map_r)])
+        cb = cmap[ix(blank)]
+        if (outside >> cb) & 1:  # the blank is outside region 0
+            k = 1
+            if not outside & TWO_REGIONS:
+                k = H.reg_index[ix(H.lk_rbase[ix(l)] + map_r * cmap.shape[0] + cb)]
+            # Order digit i counts the cells of the later tiles below tile i's cell.
+            later = occupied
+            order_r = 0
+            for i in range(m):
+                bit = np.int64(1) << cmap[ix(pos[ix(tiles[ix(i)])])]
+                later &= ~bit
+                order_r += popcount(later & (bit - 1)) * pw[ix(i)]
+            e = H.reg_secondary[ix(H.lk_obase[ix(l)] + map_r)] + (k - 1) * pw[0] * m \
+                + order_r
+    return e
+
+
+@njit(cache=True, nogil=True, inline="always")
+def columns(H):
+    """Where the row's per-lookup columns start: entries, ranks, masks."""
+    first = PDB_SUMS + H.tile_lk.shape[1]
+    lookups = H.lk_m.shape[0]
+    return first, first + lookups, first + 2 * lookups
+
+
+@njit(cache=True, nogil=True, inline="always")
+def moved_entry_index(H, board, pos, prev, row, l, tile, src, dst):
+    """The entry index of lookup l after its ``tile`` moved from src to dst; keeps the
+    placement's new rank and mask in the row (moved_rank)."""
+    _, rank_col, mask_col = columns(H)
+    lex, occupied = moved_rank(H, board, prev[ix(rank_col + l)], prev[ix(mask_col + l)], l,
+                               tile, src, dst)
+    row[ix(rank_col + l)] = lex
+    row[ix(mask_col + l)] = occupied
+    return entry_index(H, pos, l, src, lex, occupied)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def h_init(H, s, board, pos, row):
+    """h of the board from scratch; fills the state row and returns h."""
+    kind = kind_of(H)
+    n = s * s
+    if kind == PER_TILE:
+        h = 0
+        for c in range(n):
+            if board[c] != 0:
+                h += H.tile_tab[board[c], c]
+        row[ROW_H] = h
+    elif kind == LINEAR_CONFLICT:
+        md = 0
+        for c in range(n):
+            if board[c] != 0:
+                md += H.tile_tab[board[c], c]
+        h = md
+        for line in range(s):
+            row[LC_LINES + line] = line_conflict(H, board, s, line, False)
+            row[LC_LINES + s + line] = line_conflict(H, board, s, line, True)
+            h += row[LC_LINES + line] + row[LC_LINES + s + line]
+        row[ROW_H] = h
+        row[LC_MD] = md
+    elif kind == WALKING:
+        # Rows and columns are two states of the same table (the goal is transpose-symmetric).
+        row[WD_ROWS] = wd_index(board, s, H, False)
+        row[WD_COLS] = wd_index(board, s, H, True)
+        row[ROW_H] = H.wd_dist[row[WD_ROWS]] + H.wd_dist[row[WD_COLS]]
+    elif kind == GASCHNIG:
+        row[ROW_H] = gaschnig(H, board, n)
+    else:
+        md = 0
+        for c in range(n):
+            if board[c] != 0:
+                md += H.tile_tab[board[c], c]
+        nsums = H.tile_lk.shape[1]
+        for j in range(nsums):
+            row[PDB_SUMS + j] = 0
+        _, rank_col, mask_col = columns(H)
+        for l in range(H.lk_m.shape[0]):
+            lex, occupied = placement_rank(H, pos, l)
+            row[rank_col + l] = lex
+            row[mask_col + l] = occupied
+            row[PDB_SUMS + nsums + l] = read_entry(H, l, entry_index(H, pos, l, pos[0], lex,
+                                                                    occupied))
+        for t in range(1, n):  # each lookup of a sum counted once, at its first tile
+            for j in range(nsums):
+                l = H.tile_lk[t, j]
+                if H.lk_tiles[l, 0] == t:
+                    row[PDB_SUMS + j] += row[PDB_SUMS + nsums + l]
+        best = 0
+        for j in range(nsums):
+            if row[PDB_SUMS + j] > row[PDB_SUMS + best]:
+                best = j
+        row[PDB_MD] = md
+        row[PDB_BEST] = best
+        row[ROW_H] = md + 2 * row[PDB_SUMS + best]
+    return row[ROW_H]
+
+
+@njit(cache=True, nogil=True)
+def broken_derivation(H, s, board, pos, row, moves, nmoves):
+    """The first cell the blank can move to from this board (row: its h_init) where the
+    entries that a move derives from the board's (h_update, moved_entry) differ from the
+    child's own (h_init), or -1 if none: a zero-aware table damaged behind valid checksums
+    at a search's root, which every node below would inherit. -1 for other heuristics.
+    ``moves``, ``nmoves``: the blank's moves (search.blank_moves); the board is restored."""
+    if not H.zero_aware:
+        return -1
+    _, rank_col, _ = columns(H)
+    derived = np.empty_like(row)
+    fresh = np.empty_like(row)
+    no_limit = np.int64(1 << 30)  # not a literal: h_update is compiled once (see h_update)
+    b = pos[0]
+    for k in range(nmoves[b]):
+        c = moves[b, k] >> 2
+        t = board[c]
+        board[b], board[c], pos[t], pos[0] = t, 0, b, c
+        h = h_update(H, s, board, pos, row, derived, t, c, b, no_limit)
+        broken = h_init(H, s, board, pos, fresh) != h
+        if derived[PDB_MD] != 0:  # h_update stops at the goal, its entries unread
+            for col in range(PDB_SUMS, rank_col):
+                broken |= derived[col] != fresh[col]
+        board[b], board[c], pos[t], pos[0] = 0, t, c, b
+        if broken:
+            return c
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def wd_index(board, s, H, is_col):
+    """Walking-distance state of the board's rows (is_col: of its columns).
+
+    The state is the count matrix M[line][goal line] of tiles; its code is the mixed-radix
+    number of the counts, and the table keeps the codes sorted, so a binary search finds
+    the state's index. Only h_init needs this; moves follow the transition table.
+    """
+    codes = H.wd_codes
+    code = 0
+    # Mixed radix s+1 over the s*s counts, row-major (counts are 0..s).
+    for line in range(s):
+        for goal_line in range(s):
+            cnt = 0
+            for i in range(s):
+                c = i * s + line if is_col else line * s + i
+                t = board[c]
+                if t != 0:
+                    g = t % s if is_col else t // s
+                    if g == goal_line:
+                        cnt += 1
+            code = code * (s + 1) + cnt
+    lo, hi = 0, codes.shape[0] - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if codes[mid] < code:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, nogil=True, inline="always")
+def start_reads(H, board, pos, prev, row, tile, src, dst, read):
+    """Start the table reads of every lookup of ``tile`` not in ``read`` (a bit per slot
+    of the tile's lookups; the tile moved from src to dst) at once, so that they wait for
+    memory together instead of one after the other, and keep each one's entry index in its
+    column of the row (where its value goes once read). Returns the bits of the lookups
+    started. (On 24/small this made the search 4% faster on one thread and 6-15% on two:
+    BENCHMARKS, "Levers for the hour".)"""
+    nsums = H.tile_lk.shape[1]
+    started = read
+    slots, lookups = H.tile_lk_slot[ix(tile)], H.tile_lk[ix(tile)]
+    for j in range(nsums):
+        bit = np.int64(1) << slots[ix(j)]
+        if started & bit:
+            continue
+        l = lookups[ix(j)]
+        e = moved_entry_index(H, board, pos, prev, row, l, tile, src, dst)
+        row[ix(PDB_SUMS + nsums + l)] = e  # an int32 (heuristic_from: tables < 2^31 entries)
+        started |= bit
+        if H.zero_aware:
+            prefetch(H.parity, parity_index(H, l, e) >> 3)
+        else:
+            prefetch(H.table, H.lk_off[ix(l)] + (e >> 1))
+    return started & ~read
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def h_update(H, s, board, pos, prev, row, tile, src, dst, limit):
+    """After ``tile`` moved from cell src to cell dst (board and pos already updated; the
+    blank is now at src), derive the state row from the previous one; return the new h.
+    A kind may stop early and return a lower bound on h once that exceeds ``limit`` (the
+    row is then incomplete: the caller prunes the node). The kind is a compile-time
+    constant (kind_of), so each kind gets a kernel without the others' branches. LLVM
+    inlines it (``forceinline``): numba's own inlining typed it again at every call site,
+    half a minute of a first solve; the search is as fast. Callers pass ``limit`` as an
+    int64 variable, never a literal, which numba would compile a copy for (ida.dfs_loop)."""
+    kind = kind_of(H)
+    if kind == PER_TILE:
+        h = prev[ROW_H] + H.tile_tab[tile, dst] - H.tile_tab[tile, src]
+        row[ROW_H] = h
+        return h
+    if kind == LINEAR_CONFLICT:
+        for i in range(row.shape[0]):
+            row[i] = prev[i]
+        md = prev[LC_MD] + H.tile_tab[tile, dst] - H.tile_tab[tile, src]
+        row[LC_MD] = md
+        # A vertical move changes the contents of two rows, a horizontal one of two columns.
+        if src // s != dst // s:
+            row[LC_LINES + src // s] = line_conflict(H, board, s, src // s, False)
+            row[LC_LINES + dst // s] = line_conflict(H, board, s, dst // s, False)
+        else:
+            row[LC_LINES + s + src % s] = line_conflict(H, board, s, src % s, True)
+            row[LC_LINES + s + dst % s] = line_conflict(H, board, s, dst % s, True)
+        h = md
+        for i in range(LC_LINES, LC_LINES + 2 * s):
+            h += row[i]
+        row[ROW_H] = h
+        return h
+    if kind == WALKING:
+        trans = H.wd_trans
+        row[WD_ROWS] = prev[WD_ROWS]
+        row[WD_COLS] = prev[WD_COLS]
+        # The tile moves up (dst above src: the blank went down) or down, or sideways.
+        d = 0 if dst < src else 1
+        if src // s != dst // s:
+            row[WD_ROWS] = trans[prev[WD_ROWS], d, tile // s]
+        else:
+            row[WD_COLS] = trans[prev[WD_COLS], d, tile % s]
+        h = H.wd_dist[row[WD_ROWS]] + H.wd_dist[row[WD_COLS]]
+        row[ROW_H] = h
+        return h
+    if kind == GASCHNIG:
+        h = gaschnig(H, board, s * s)
+        row[ROW_H] = h
+        return h
+    # PDB: h = md + 2 * max over the sums of their lookups' entries. Only the lookup of each
+    # sum that holds the moved tile changes, and a lookup that several sums share is read
+    # once (``read``: a bit per lookup of the tile). The parent's best sum goes first, and
+    # the first sum that lifts h over the limit ends the evaluation (lazy); if the best
+    # does not, the reads of the others start together (start_reads).
+    dmd = H.tile_tab[ix(tile), ix(dst)] - H.tile_tab[ix(tile), ix(src)]
+    md = prev[PDB_MD] + dmd
+    nsums = H.tile_lk.shape[1]
+    for i in range(row.shape[0]):
+        row[ix(i)] = prev[ix(i)]
+    row[PDB_MD] = md
+    if md == 0:  # the goal: its h is 0 whatever the entries say (see moved_entry)
+        row[ROW_H] = 0
+        return 0
+    best = prev[PDB_BEST]
+    top = -1
+    read = np.int64(0)
+    indexed = np.int64(0)
+    slots, lookups = H.tile_lk_slot[ix(tile)], H.tile_lk[ix(tile)]
+    for k in range(nsums):
+        j = best + k
+        if j >= nsums:
+            j -= nsums
+        l = lookups[ix(j)]
+        bit = np.int64(1) << slots[ix(j)]
+        col = ix(PDB_SUMS + nsums + l)  # the lookup's entry
+        if read & bit:
+            v = row[col]
+        elif indexed & bit:  # its index is in the row (start_reads)
+            v = moved_entry(H, l, row[col], prev[col], dmd)
+            read |= bit
+        else:
+            v = moved_entry(H, l, moved_entry_index(H, board, pos, prev, row, l, tile, src, dst),
+                            prev[col], dmd)
+            read |= bit
+        total = prev[ix(PDB_SUMS + j)] + v - prev[col]
+        row[ix(PDB_SUMS + j)] = total
+        row[col] = v
+        if total > top:
+            top = total
+            row[PDB_BEST] = j
+        if md + 2 * total > limit:
+            return md + 2 * total
+        if k == 0:  # the best sum did not prune: the others are read until one does
+            indexed = start_reads(H, board, pos, prev, row, tile, src, dst, read)
+    h = md + 2 * top
+    row[ROW_H] = h
+    return h

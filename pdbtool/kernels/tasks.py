@@ -1,0 +1,175 @@
+"""The threads' shares of an IDA* iteration: the subtrees at a split depth, in an order.
+
+The nodes at depth ``split`` below the root that the move-pruning automaton allows are
+the roots of an iteration's subtrees, its tasks (``split_nodes`` lists them once a
+search, in the depth-first order of the search: the blank's cells from the root and the
+automaton's state there). Every thread runs ``search_tasks`` on its own copy of the root:
+it claims the next task of ``order`` from a counter the threads share, walks to it from
+the task it searched last (moves back to the two paths' common prefix, then forward,
+each node tested against the bound exactly as the search tests it: a node above the
+split depth with f over the bound cuts every task below it) and searches the subtree
+with search_kernel.dfs_loop. So each task is searched by exactly one thread, and the
+first bound at which any thread reaches the goal is optimal, as in serial IDA*.
+
+For each task the kernel writes down how close it came to the goal: the smallest h of a
+node expanded in it (``closest``). The goal's subtree at the last bound is nearly always
+among those that came closest at the bound before (on 16 of Korf & Felner's 24-puzzles at
+most 42 of 1,800-4,400 subtrees came closer, in 12 of them at most 3), so the parallel
+search (parallel.py) searches the next iteration's tasks in that order; the iterations
+before the last are complete, and only the last one ends sooner.
+"""
+
+import numpy as np
+from numba import njit
+
+from pdbtool.kernels.heuristic import h_update
+from pdbtool.kernels.ida import (ALL_CLAIMED, FOUND, INF, MAX_DEPTH, NOT_FOUND, STACKS, STOPPED,
+                                 dfs_loop, halted, no_events, slide, undo, unwind)
+from pdbtool.kernels.intrinsics import atomic_add, atomic_max, ix
+
+FAR = INF  # closest[i] of a task not expanded at the bound (its root or an ancestor over it)
+
+
+@njit(cache=True, nogil=True)
+def split_nodes(moves, nmoves, fsm, root_blank, split, cells, ends, states):
+    """The nodes at depth ``split`` below a root whose blank is at ``root_blank``, in the
+    search's depth-first order: cells[i, :split] the blank's cells after the root,
+    ends[i, d] the last node below the same node at depth d + 1 as node i (those from i to
+    it share cells[i, :d + 1]), states[i] the automaton's state there. Returns their number;
+    once the arrays are full it only counts (call it again with arrays of that size). The
+    blank's moves and the automaton do not depend on the tiles, so neither does this."""
+    path = np.empty(split + 1, np.int64)
+    state = np.empty(split + 1, np.int64)
+    it = np.zeros(split + 1, np.int64)
+    path[0], state[0] = root_blank, 0
+    depth, n = 0, 0
+    while depth >= 0:
+        b, k = path[depth], it[depth]
+        if depth == split or k == nmoves[b]:
+            if depth == split:
+                if n < cells.shape[0]:
+                    cells[n, :] = path[1:]
+                    states[n] = state[depth]
+                n += 1
+            depth -= 1
+            continue
+        it[depth] = k + 1
+        move = moves[b, k]
+        nstate = fsm[state[depth], move & 3]
+        if nstate >= 0:
+            depth += 1
+            path[depth], state[depth], it[depth] = move >> 2, nstate, 0
+    if n <= cells.shape[0]:
+        for i in range(n - 1, -1, -1):
+            common = 0  # the depth of the deepest node above both i and i + 1
+            while i + 1 < n and common < split and cells[i, common] == cells[i + 1, common]:
+                common += 1
+            for d in range(split):
+                ends[i, d] = ends[i + 1, d] if d < common else i
+    return n
+
+
+@njit(cache=True, nogil=True)
+def search_tasks(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, ends, states,
+                 order, bound, budget, stop, counters, path, claims, closest, extras):
+    """Search the tasks of ``order`` (indices into cells, ends and states, see split_nodes)
+    that this thread claims from ``claims[0]`` (int64[1], zero at the start of the
+    iteration, shared by the threads), each under ``bound``, from the root whose state row
+    is hs[0] (hs has a row for every depth). Writes closest[i] for every task i it walks to
+    and FAR for the tasks it skips. ``extras`` is ida_tt_kernel.no_extras() (the tasks are
+    plain IDA*).
+
+    ``order`` is the depth-first order, or closest-first as parallel.py makes it from the
+    iteration before (ties and the FAR tasks in depth-first order). In either, the tasks
+    below a node over the bound are consecutive (a node over this bound was over the one
+    before, so its tasks were all FAR), and a thread that finds one skips them all: the
+    early iterations of a search have thousands of tasks and few nodes, and most of the
+    tasks lie below nodes over the bound.
+
+    Stops when every task is claimed, at the goal (FOUND: it sets claims[0] to ALL_CLAIMED,
+    and the other threads stop within search_kernel.SHARE_POLL expansions), at the stop
+    flag or at the node budget (budget < 0: none). Returns (status, next bound, expanded,
+    generated, length); on FOUND path[:length] holds the blank's cells after the root,
+    otherwise board and pos are back at the root. The walks between tasks are not
+    counted: their nodes are the search's nodes above the split depth, which IDA* counts
+    once an iteration and the threads would count once a task."""
+    stacks = np.empty((STACKS, MAX_DEPTH + 2), np.int64)
+    blanks = np.empty(cells.shape[1] + 1, np.int64)
+    return tasks_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, ends, states,
+                      order, bound, budget, stop, counters, path, claims, closest, extras,
+                      stacks, blanks, no_events())
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def tasks_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, ends, states,
+               order, bound, budget, stop, counters, path, claims, closest, extras, stacks,
+               blanks, events):
+    """search_tasks over its arrays: the stacks of dfs_loop, ``blanks`` (int64[split + 1],
+    the blank's cells down to the board's depth) and no events. Compiled without numba's
+    reference counting, as dfs_loop is: the walks call h_update, which would otherwise
+    count references to each of the heuristic's arrays at every call."""
+    split = cells.shape[1]
+    zero = np.int64(0)  # not the literal 0: see search_kernel.dfs_loop
+    blanks[0] = root_blank
+    at = 0  # the board's depth: the node at blanks[at]
+    status, next_bound, expanded, generated, length = NOT_FOUND, INF, 0, 0, 0
+    while status == NOT_FOUND:
+        status = halted(stop, budget, generated)
+        if status != NOT_FOUND:
+            break
+        j = atomic_add(claims, 0, 1)
+        if j >= order.shape[0]:
+            break  # every task claimed, or another thread found the goal (ALL_CLAIMED)
+        i = order[j]
+        closest[i] = FAR
+        common = 0
+        while common < at and cells[i, common] == blanks[common + 1]:
+            common += 1
+        while at > common:  # back to the common prefix
+            undo(board, pos, blanks, at)
+            at -= 1
+        while at < split:  # forward to the task, as the search would go
+            c, b = cells[i, at], blanks[at]
+            t = slide(board, pos, c, b)
+            h = h_update(H, s, board, pos, hs[ix(at)], hs[ix(at + 1)], t, c, b,
+                         bound - at - 1)
+            if at + 1 + h > bound:
+                next_bound = min(next_bound, at + 1 + h)
+                slide(board, pos, b, c)
+                if at < split - 1:  # every task below this node: past them at once
+                    for k in range(i + 1, ends[i, at] + 1):
+                        closest[k] = FAR
+                    atomic_max(claims, 0, j + 1 + ends[i, at] - i)
+                break
+            at += 1
+            blanks[at] = c
+            if h == 0:  # the goal, above the split depth or at it
+                status = FOUND
+                break
+        if status == FOUND:
+            length = at
+            break
+        if at < split:
+            continue  # the task's node or an ancestor is over the bound
+        left = -1 if budget < 0 else max(0, budget - generated)
+        st, nb, e, g, below, _, _, near = dfs_loop(
+            H, s, board, pos, moves, nmoves, fsm, hs[split:], blanks[split], states[i],
+            split, bound, left, stop, counters, path[split:], stacks, events, zero, zero,
+            extras, claims)
+        expanded += e
+        generated += g
+        next_bound = min(next_bound, nb)
+        closest[i] = near
+        if st == FOUND:
+            status, length = FOUND, split + below
+        elif st != NOT_FOUND:
+            status = st
+    if status == FOUND:
+        claims[0] = ALL_CLAIMED
+        for d in range(at):  # the path down to the task (the rest is below it)
+            path[d] = blanks[d + 1]
+    else:
+        if status == NOT_FOUND and claims[0] >= ALL_CLAIMED:
+            status = STOPPED  # another thread found the goal
+        unwind(board, pos, blanks, at)
+    return status, next_bound, expanded, generated, length

@@ -1,0 +1,103 @@
+"""Trust on load: the verbs that open a table for use, or install one, and decide when the
+verifier runs (a valid stamp makes it unneeded). They stand above both the table types
+(tables/) and the verifier (verification.py), which never call each other.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from pdbtool.errors import ArtifactError
+from pdbtool.heuristics.pattern_db import heuristic_from
+from pdbtool.heuristics.table_free import Heuristic
+from pdbtool.tables import artifact, trust
+from pdbtool.tables.files import check_output, remove_stale_partials
+from pdbtool.tables.packing import unpack
+from pdbtool.verification import verify
+
+log = logging.getLogger("pdbtool")
+
+
+class Trusted(NamedTuple):
+    """An installed artifact opened for use: its metadata, its mapped tables, the file
+    held open, and the checks that ran ("stamp" when a valid stamp made them unneeded)."""
+
+    meta: artifact.ArtifactMeta
+    data: np.ndarray
+    pin: trust.Pinned
+    checks: tuple[str, ...]
+
+
+def open_trusted(path) -> Trusted:
+    """Map an installed artifact's tables. With a valid stamp for this very file nothing
+    is re-checked; without one, every verify check runs. Raises ArtifactError naming the
+    file and the problem."""
+    pin = trust.Pinned(path)
+    meta = artifact.read_meta(path)
+    data = artifact.map_tables(meta)
+    pin.protect(data)
+    if trust.is_recorded(meta):
+        checks = ("stamp",)
+    else:
+        try:
+            checks = run_checks(path, pin)
+        except ArtifactError:
+            pin.check()  # opened for writing during the checks: say that instead
+            raise
+    if pin.replaced():
+        raise ArtifactError(f"{path}: changed while it was being loaded; try again")
+    pin.check()
+    return Trusted(meta, data, pin, checks)
+
+
+def run_checks(path, pin: trust.Pinned | None = None) -> tuple[str, ...]:
+    """Every verify check on a file without a valid stamp (held open as ``pin``);
+    ArtifactError on a failure."""
+    start = time.perf_counter()
+    report = verify(path, stamp=False, pin=pin)
+    if not report.ok:
+        failed = report.failed
+        raise ArtifactError(f"{path}: check {failed.name} failed: {failed.detail} "
+                            "(no valid verification stamp, so every check ran)")
+    names = tuple(c.name for c in report.checks)
+    log.info("%s: no valid verification stamp; ran %s in %.1f s (`pdbtool verify %s` "
+             "stamps it)", path, ", ".join(names), time.perf_counter() - start, path)
+    return names
+
+
+def load_heuristic(path, *, reflect: bool = True) -> Heuristic:
+    """Memory-map an artifact as a heuristic, checked as open_trusted checks it."""
+    opened = open_trusted(path)
+    return heuristic_from(opened.meta, opened.data, reflect, opened.pin)
+
+
+def install(src, dst, *, threads=None, force=False):
+    """Unpack ``src`` beside ``dst`` (checksums checked on the way), run every verify
+    check, and only then take the name ``dst`` (an atomic rename: a daemon serving the
+    old file keeps its mapping) and stamp it; a failed check leaves nothing behind. An
+    existing ``dst`` is replaced only with ``force``. Returns the verify report."""
+    dst = Path(dst)
+    if dst.is_dir():
+        raise ArtifactError(f"{dst} is a directory: give the artifact's file name, e.g. {dst}/name.h5")
+    check_output(dst, inputs=(src,), force=force)
+    remove_stale_partials(dst)
+    staging = dst.with_name(f"{dst.name}.{os.getpid()}.unverified")
+    try:
+        unpack(src, staging, threads=threads, force=True)
+        report = verify(staging, stamp=False)
+        if not report.ok:
+            raise ArtifactError(f"{src}: unpacked tables fail check {report.failed.name}: "
+                                f"{report.failed.detail}")
+        check_output(dst, inputs=(src,), force=force)  # again: time has passed
+        os.replace(staging, dst)
+    finally:
+        staging.unlink(missing_ok=True)
+    meta = artifact.read_meta(dst)
+    trust.record(meta)
+    return report._replace(meta=meta)

@@ -1,0 +1,54 @@
+"""Progress of long work on stderr (a table build, a pack): a tqdm bar on a terminal, a
+plain line now and then in a log. Below everything that reports progress, library and
+command lines alike."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+LOG_EVERY = 10.0  # seconds between progress lines in a log, where every line stays
+
+
+def fmt_seconds(s: float) -> str:
+    s = int(s)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+class Progress:
+    """Progress of long work on stderr: a tqdm bar on a terminal, a plain line per step
+    (at most every LOG_EVERY seconds) in a log. Disabled, it prints nothing."""
+
+    def __init__(self, label: str, total: int, enabled: bool = True, unit: str = "it"):
+        self.label, self.total = label, total
+        self.enabled = enabled
+        self.start = time.perf_counter()
+        self._last = float("-inf")
+        self._bar = None
+        if enabled and sys.stderr.isatty():
+            from tqdm import tqdm
+            self._bar = tqdm(total=total, desc=label, unit=unit, unit_scale=True,
+                             file=sys.stderr, leave=True, dynamic_ncols=True)
+
+    def update(self, done: int, text: str = "") -> None:
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            self._bar.n = done
+            self._bar.set_postfix_str(text, refresh=False)
+            self._bar.refresh()
+            return
+        now = time.perf_counter()
+        if now - self._last < LOG_EVERY and done < self.total:
+            return
+        self._last = now
+        elapsed = now - self.start
+        pct = 100 * done / self.total if self.total else 100.0
+        print(f"{self.label}: {pct:5.1f}% {done:,}/{self.total:,} {text} "
+              f"elapsed {fmt_seconds(elapsed)}", file=sys.stderr, flush=True)
+
+    def close(self, text: str = "") -> None:
+        if self._bar is not None:
+            self._bar.close()
+        if self.enabled and text:
+            print(text, file=sys.stderr, flush=True)

@@ -1,0 +1,309 @@
+"""The algorithms besides IDA*: choosing one, checking what it can serve, running its
+kernel, and turning its outcome into a SolveResult (replayed and checked by Solver.result).
+
+| name     | kernel              | answer                          | memory                      |
+|----------|---------------------|---------------------------------|-----------------------------|
+| ida      | search_kernel       | optimal                         | O(depth)                    |
+| ida-tt   | search_kernel + TT  | optimal                         | O(depth) + the table        |
+| astar    | astar_kernel        | optimal                         | every state reached         |
+| rbfs     | rbfs_kernel         | optimal                         | O(depth)                    |
+| bfs      | bfs_kernel          | optimal (boards up to 3x3)      | every state (n! entries)    |
+| wida     | search_kernel + W   | at most W x optimal             | O(depth)                    |
+| greedy   | greedy_kernel       | some solution (up to 20x20)     | the solution                |
+
+(+ TT, + W: the IDA* kernel with ida_tt_kernel's extras.) Each search reuses the Solver's heuristic (tables included) through h_init / h_update, and
+its result goes through Solver.result like IDA*'s.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from pdbtool import puzzle
+from pdbtool.errors import BadInput, LimitReached
+from pdbtool.geometry import neighbour_arrays
+from pdbtool.kernels.ida import BUDGET, FOUND, MAX_DEPTH, STOPPED
+
+ALGORITHMS = ("ida", "ida-tt", "astar", "rbfs", "wida", "bfs", "greedy")
+OPTIMAL = ("ida", "ida-tt", "astar", "rbfs", "bfs")
+DEFAULT_MAX_MEMORY = 1 << 30  # A*: 1 GiB of states
+MIN_MAX_MEMORY = 1 << 16
+DEFAULT_TT_SIZE = 1 << 20     # IDA*+TT: entries (32 MiB)
+DEFAULT_WEIGHT = 1.5
+BFS_MAX_SIDE = 3
+KEYED_MAX_SIDE = 5  # A* and IDA*+TT key a state in two words (state_key_kernel)
+LIMIT_REASONS = {STOPPED: "search stopped (cancelled or deadline)", BUDGET: "node budget exhausted"}
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """An algorithm and its options: ``weight`` (wida), ``tt_size`` (ida-tt, entries),
+    ``max_memory`` (astar, bytes). Unset options take the defaults above."""
+
+    name: str = "ida"
+    weight: float | None = None
+    tt_size: int | None = None
+    max_memory: int | None = None
+
+    def __post_init__(self):
+        if self.name not in ALGORITHMS:
+            raise BadInput(f"unknown algorithm {self.name!r}: choose one of {', '.join(ALGORITHMS)}")
+        if self.weight is not None and self.name != "wida":
+            raise BadInput("--weight applies to --algorithm wida only")
+        if self.weight is not None and not (1 <= self.weight <= 100):
+            raise BadInput(f"weight {self.weight} out of range: wida takes 1 <= W <= 100")
+        if self.tt_size is not None and self.name != "ida-tt":
+            raise BadInput("--tt-size applies to --algorithm ida-tt only")
+        if self.tt_size is not None and self.tt_size < 1:
+            raise BadInput(f"--tt-size {self.tt_size}: the table needs at least 1 entry")
+        if self.max_memory is not None and self.name != "astar":
+            raise BadInput("--max-memory applies to --algorithm astar only")
+        if self.max_memory is not None and self.max_memory < MIN_MAX_MEMORY:
+            raise BadInput(f"--max-memory {self.max_memory:,} bytes is too small: at least 64K")
+
+    @property
+    def optimal(self) -> bool:
+        return self.name in OPTIMAL
+
+    @property
+    def w(self) -> Fraction:
+        return Fraction(self.weight or DEFAULT_WEIGHT).limit_denominator(1000)
+
+    def within(self, memory: int | None) -> tuple[Algorithm, bool]:
+        """This algorithm with its memory lowered to at most ``memory`` bytes (None: no
+        limit): A*'s states (max_memory), the ida-tt table (tt_size); and whether that
+        lowered anything. A server's limit per search (pdbd serve --max-search-memory)."""
+        if memory and self.name == "astar" and (self.max_memory or DEFAULT_MAX_MEMORY) > memory:
+            return dataclasses.replace(self, max_memory=max(memory, MIN_MAX_MEMORY)), True
+        if memory and self.name == "ida-tt":
+            from pdbtool.kernels.ida_tt import TT_ENTRY_BYTES
+            if (self.tt_size or DEFAULT_TT_SIZE) * TT_ENTRY_BYTES > memory:
+                return dataclasses.replace(self, tt_size=max(1, memory // TT_ENTRY_BYTES)), True
+        return self, False
+
+    def check_side(self, side: int) -> None:
+        """Refuse, with the reason, a board size this algorithm cannot serve."""
+        limit = {"bfs": BFS_MAX_SIDE, "astar": KEYED_MAX_SIDE, "ida-tt": KEYED_MAX_SIDE,
+                 "greedy": puzzle.MAX_SIDE}.get(self.name, puzzle.SEARCH_MAX_SIDE)
+        if side <= limit:
+            return
+        if self.name == "bfs":
+            states = math.factorial(side * side) // 2
+            raise BadInput(f"bfs enumerates every reachable state: {states:,} for a {side}x{side} "
+                           f"board; it serves boards up to {BFS_MAX_SIDE}x{BFS_MAX_SIDE} "
+                           "(181,440 states). Use astar, ida or ida-tt")
+        raise BadInput(f"{self.name} serves boards up to {limit}x{limit}, not {side}x{side}"
+                       + ("" if self.name == "greedy" else "; --algorithm greedy goes to 20x20"))
+
+
+def search_with(solver, prepared, algorithm: Algorithm, threads: int, control):
+    """Run ``algorithm`` on a prepared board (called by Solver.search, which checked the
+    board's size against it)."""
+    if threads > 1:
+        raise BadInput(f"--threads applies to ida only; {algorithm.name} runs on one thread")
+    run = {"ida-tt": _ida_tt, "wida": _ida_tt, "astar": _astar, "rbfs": _rbfs, "bfs": _bfs,
+           "greedy": _greedy}[algorithm.name]
+    try:
+        return run(solver, prepared, algorithm, control)
+    except MemoryError:  # the arrays asked for (--tt-size, --max-memory) cannot be had
+        e = LimitReached(f"{algorithm.name}: not enough memory for the arrays it asked for; "
+                         "lower --tt-size or --max-memory")
+        e.limit = "memory"
+        raise e from None
+
+
+def _limit(status, name, generated, seconds):
+    raise LimitReached(f"{name}: {LIMIT_REASONS.get(status, 'search limit reached')} after "
+                       f"{generated:,} nodes ({seconds:.3f} s)")
+
+
+def _ida_tt(solver, prepared, algorithm, control):
+    from pdbtool.kernels.ida_tt import MAX_DEPTH_W, TT_ENTRY_BYTES, Extras, transposition_table
+    from pdbtool.kernels.ida import ida, no_events
+    from pdbtool.kernels.state_key import layout
+
+    weighted = algorithm.name == "wida"
+    side = solver.side
+    depth = MAX_DEPTH_W if weighted else MAX_DEPTH
+    root = solver.root(prepared.image, depth)
+    if weighted:
+        gw, hw = algorithm.w.denominator, algorithm.w.numerator
+        size, bits, per = 0, 1, 1
+    else:
+        gw = hw = 1
+        size = 1 << ((algorithm.tt_size or DEFAULT_TT_SIZE).bit_length() - 1)
+        bits, per = layout(side)
+    tt = transposition_table(size)
+    path = np.zeros(depth + 1, np.int64)
+    bounds = np.zeros(depth + 1, np.int64)
+    nodes = np.zeros(depth + 1, np.int64)
+    t0 = time.perf_counter()
+    status, length, expanded, generated, iters, _, cuts, _ = ida(
+        solver.heuristic.H, side, root.board, root.pos, solver.moves, solver.nmoves, solver.fsm,
+        root.rows, prepared.image.index(0), control.kernel_budget, control.stop, control.counters,
+        path, bounds, nodes, no_events(), Extras(gw, hw, depth, tt, bits, per), -1)
+    seconds = time.perf_counter() - t0
+    if status != FOUND:
+        _limit(status, algorithm.name, generated, seconds)
+    iterations = [{"bound": int(bounds[i]), "nodes": int(nodes[i])} for i in range(min(iters, len(bounds)))]
+    memory = root.rows.nbytes + 6 * path.nbytes + size * TT_ENTRY_BYTES
+    r = solver.result(prepared, path[:length], expanded, generated, seconds, root.h, iterations,
+                      algorithm=algorithm.name, optimal=not weighted,
+                      bound=float(algorithm.w) if weighted else None, peak_memory=memory)
+    if weighted:
+        r.note = _join(r.note, f"bounded-suboptimal: at most {float(algorithm.w):g} x the optimal "
+                               f"length (so the optimum is at least {math.ceil(r.length / algorithm.w)})")
+    else:
+        r.note = _join(r.note, f"transposition table: {size:,} entries, {int(cuts):,} cuts")
+    return r
+
+
+def _join(a: str, b: str) -> str:
+    return f"{a}; {b}" if a else b
+
+
+def _astar(solver, prepared, algorithm, control):
+    from pdbtool.kernels.astar import BYTES_PER_STATE, MEMORY, astar, trace
+    from pdbtool.kernels.state_key import layout
+
+    side = solver.side
+    bits, per = layout(side)
+    budget_bytes = algorithm.max_memory or DEFAULT_MAX_MEMORY
+    # Never more slots than reachable states (the 8-puzzle's 181,440): the hash table is
+    # touched at random, so an oversized one costs a page fault per state.
+    reachable = math.factorial(side * side) // 2
+    cap = max(16, min(budget_bytes // BYTES_PER_STATE, reachable, (1 << 31) - 2))
+    root = solver.root(prepared.image, 1)
+    keys = np.zeros((cap, 2), np.int64)
+    parent = np.zeros(cap, np.int32)
+    gs = np.zeros(cap, np.uint8)
+    heap = np.zeros(cap + cap // 2, np.int64)
+    table = np.zeros(1 << (2 * cap - 1).bit_length(), np.int32)
+    t0 = time.perf_counter()
+    status, goal, expanded, generated, held, peak = astar(
+        solver.heuristic.H, side, root.board, root.pos, solver.moves,
+        solver.nmoves, root.rows, bits, per, keys, parent, gs, heap, table, control.kernel_budget,
+        control.stop, control.counters)
+    seconds = time.perf_counter() - t0
+    memory = int(held) * (16 + 4 + 1) + int(peak) * 8 + min(table.nbytes, 2 * int(held) * 4)
+    if status == MEMORY:
+        e = LimitReached(f"astar: memory limit of {budget_bytes / 2**20:,.4g} MiB reached holding "
+                         f"{int(held):,} states ({int(peak):,} open at most) after {int(expanded):,} "
+                         f"expansions, {seconds:.3f} s; raise --max-memory or use ida")
+        e.limit = "memory"
+        raise e
+    if status != FOUND:
+        _limit(status, "astar", generated, seconds)
+    out = np.zeros(MAX_DEPTH + 1, np.int64)
+    length = trace(keys, parent, goal, side * side, bits, per, root.board.copy(), root.pos.copy(), out)
+    r = solver.result(prepared, out[:length], expanded, generated, seconds, root.h, [],
+                      algorithm="astar", peak_memory=memory)
+    r.note = _join(r.note, f"held {int(held):,} states, {int(peak):,} open at most")
+    return r
+
+
+def _rbfs(solver, prepared, algorithm, control):
+    from pdbtool.kernels.rbfs import rbfs
+
+    root = solver.root(prepared.image, MAX_DEPTH + 1)
+    path = np.zeros(MAX_DEPTH + 1, np.int64)
+    t0 = time.perf_counter()
+    status, length, expanded, generated = rbfs(
+        solver.heuristic.H, solver.side, root.board, root.pos,
+        solver.moves, solver.nmoves, solver.fsm, root.rows, prepared.image.index(0),
+        control.kernel_budget, control.stop, control.counters, path)
+    seconds = time.perf_counter() - t0
+    if status != FOUND:
+        _limit(status, "rbfs", generated, seconds)
+    memory = root.rows.nbytes + (MAX_DEPTH + 2) * 8 * 18
+    return solver.result(prepared, path[:length], expanded, generated, seconds, root.h, [],
+                         algorithm="rbfs", peak_memory=memory)
+
+
+def _bfs(solver, prepared, algorithm, control):
+    from pdbtool.kernels.bfs import bfs, rank, trace
+
+    image = prepared.image
+    n = len(image)
+    fact = np.array([math.factorial(i) for i in range(n + 1)], np.int64)
+    nbr, nnbr = neighbour_arrays(solver.side)
+    dist = np.full(math.factorial(n), -1, np.int8)
+    parent = np.zeros(math.factorial(n), np.int32)
+    queue = np.zeros(math.factorial(n) // 2 + 1, np.int32)
+    target = rank(np.asarray(prepared.frame.image_goal, np.int64), n, fact)
+    t0 = time.perf_counter()
+    status, expanded, generated, reached = bfs(np.asarray(image, np.int64), target, n, nbr, nnbr, fact,
+                                               dist, parent, queue, control.stop)
+    seconds = time.perf_counter() - t0
+    if status != FOUND:
+        _limit(status, "bfs", generated, seconds)
+    out = np.zeros(int(dist[target]) + 1, np.int64)
+    length = trace(target, parent, n, fact, out)
+    memory = dist.nbytes + parent.nbytes + queue.nbytes
+    r = solver.result(prepared, out[:length], expanded, generated, seconds, 0, [], algorithm="bfs",
+                      peak_memory=memory, heuristic="none")
+    r.note = _join(r.note, f"reached {int(reached):,} states")
+    return r
+
+
+def exact_distances(side: int = 3) -> np.ndarray:
+    """Every state's distance to the blank-first goal by exhaustive BFS (the 8-puzzle
+    oracle as a product feature), indexed by the Lehmer rank of the board; -1 where
+    unreachable (the other parity half)."""
+    from pdbtool.kernels.bfs import bfs
+
+    Algorithm("bfs").check_side(side)
+    n = side * side
+    fact = np.array([math.factorial(i) for i in range(n + 1)], np.int64)
+    nbr, nnbr = neighbour_arrays(side)
+    dist = np.full(math.factorial(n), -1, np.int8)
+    bfs(np.arange(n, dtype=np.int64), -1, n, nbr, nnbr, fact, dist,
+        np.zeros(math.factorial(n), np.int32), np.zeros(math.factorial(n) // 2 + 1, np.int32),
+        np.zeros(1, np.int64))
+    return dist
+
+
+def _greedy(solver, prepared, algorithm, control):
+    """Walk the goal's blank to the bottom-right corner along a fixed path, relabel so
+    that arrangement is the blank-last goal, solve to it constructively, then walk the
+    blank back: the answer reaches the goal itself."""
+    from pdbtool.kernels.greedy import OK, greedy
+
+    side, n = solver.side, solver.side ** 2
+    target = prepared.frame.target
+    gb = target.index(0)
+    walk = [gb // side * side + c for c in range(gb % side + 1, side)] + \
+        [r * side + side - 1 for r in range(gb // side + 1, side)]
+    corner = puzzle.apply_blank_moves(target, _letters(side, gb, walk))
+    label = {t: c + 1 for c, t in enumerate(corner) if t}
+    label[0] = 0
+    board = np.array([label[t] for t in prepared.board], np.int64)
+    pos = np.empty(n, np.int64)
+    pos[board] = np.arange(n)
+    nbr, nnbr = neighbour_arrays(side)
+    out = np.zeros(64 * side ** 3 + 64, np.int64)
+    t0 = time.perf_counter()
+    status, length = greedy(board, pos, side, nbr, nnbr, out)
+    seconds = time.perf_counter() - t0
+    if status != OK:
+        raise BadInput("greedy: no solution constructed (the board is unsolvable for this goal)")
+    cells = out[:length].tolist() + (list(reversed([gb] + walk[:-1])) if walk else [])
+    image_cells = [prepared.frame.cells[c] for c in cells]
+    r = solver.result(prepared, image_cells, 0, len(cells), seconds, 0,
+                      [], algorithm="greedy", optimal=False, peak_memory=out.nbytes, heuristic="none")
+    r.note = _join(r.note, "constructive (rows, then columns, then the last 2x2): not optimal")
+    return r
+
+
+def _letters(side, start, cells):
+    out, b = [], start
+    for c in cells:
+        out.append(puzzle.step_letter(side, b, c))
+        b = c
+    return "".join(out)

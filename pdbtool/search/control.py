@@ -1,0 +1,189 @@
+"""The search's data types: what a caller shares with a running search (SearchControl),
+a validated board (PreparedBoard), a root's kernel arrays (Root), and what the searches
+return (Iterations, DfsOutcome, IterationOutcome, Tally). The solver, the threads, the
+other algorithms and the cluster all speak these; none of them imports another for them.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from pdbtool import limits, puzzle
+from pdbtool.errors import LimitReached
+from pdbtool.kernels.heuristic import ROW_H
+from pdbtool.kernels.ida import (BOUND, BUDGET, COUNTERS, EXPANDED, FOUND, GENERATED, INF,
+                                 NOT_FOUND, STOPPED)
+from pdbtool.search import alarms
+from pdbtool.search.algorithms import LIMIT_REASONS
+
+
+class PreparedBoard(NamedTuple):
+    """A validated, solvable board, and its image (puzzle.Frame): what the kernels search,
+    towards blank-first (any corner goal) or the goal's image."""
+
+    board: tuple[int, ...]  # as the user gave it
+    goal: str               # a goal name, or the goal board's tiles joined by commas
+    image: tuple[int, ...]  # what the kernels search
+    frame: puzzle.Frame
+
+
+class Root(NamedTuple):
+    """Kernel arrays of a search root: cells -> tiles, tiles -> cells, heuristic rows."""
+
+    board: np.ndarray
+    pos: np.ndarray
+    rows: np.ndarray  # one heuristic state row per depth; row 0 is the root's
+
+    @property
+    def h(self) -> int:
+        return int(self.rows[0, ROW_H])
+
+
+class Iterations(NamedTuple):
+    """What IDA*'s iterations from a root did in one kernel call (Solver.iterate)."""
+
+    status: int         # FOUND, or NOT_FOUND (handed off, or no solution), STOPPED, BUDGET
+    path: np.ndarray    # the blank's cells after the root (FOUND)
+    expanded: int
+    generated: int
+    iterations: list    # {"bound", "nodes"} of each iteration
+    next_bound: int     # the bound to go on at (NOT_FOUND; INF: no solution)
+
+
+def limit_reached(status: int, generated: int, seconds: float, iterations: list,
+                  h0: int) -> LimitReached:
+    """The error of a search that ended without an answer (status STOPPED or BUDGET):
+    why, the nodes, the time and the last bound searched."""
+    last = iterations[-1]["bound"] if iterations else h0
+    return LimitReached(f"{LIMIT_REASONS.get(status, 'search limit reached')} after "
+                        f"{generated:,} nodes ({seconds:.3f} s, last bound {last})")
+
+
+class SplitNodes(NamedTuple):
+    """The nodes at one depth below a root, in the search's depth-first order: the roots of
+    an iteration's tasks (task_kernel.split_nodes)."""
+
+    cells: np.ndarray   # int64[n, depth]: the blank's cells after the root
+    ends: np.ndarray    # int64[n, depth]: [i, d] the last node below node i's at depth d + 1
+    states: np.ndarray  # int64[n]: the move-pruning automaton's state at the node
+
+
+class DfsOutcome(NamedTuple):
+    """What one bounded depth-first search of a subtree (or a thread's tasks) returns."""
+
+    status: int       # NOT_FOUND, FOUND, STOPPED or BUDGET
+    next_bound: int   # the smallest f above the bound seen (NOT_FOUND)
+    expanded: int
+    generated: int
+    length: int       # moves of the path below the root (FOUND)
+
+
+@dataclass
+class SearchControl:
+    """What a caller shares with a running search.
+
+    ``stop`` (int64[1]) is polled by the kernel every few thousand nodes: ``halt`` sets it.
+    ``counters`` (int64[COUNTERS]: generated, expanded, bound) are published while it runs.
+    ``budget`` caps the nodes generated; ``timeout`` (seconds) halts it with reason
+    ``timeout_reason`` (default "deadline"). The first reason given to ``halt`` is kept.
+    Both limits are checked as every tool checks them (pdbtool.limits).
+    """
+
+    budget: int | None = None
+    timeout: float | None = None
+    stop: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    counters: np.ndarray = field(default_factory=lambda: np.zeros(COUNTERS, np.int64))
+    reason: str | None = None
+    timeout_reason: str = "deadline"
+
+    def __post_init__(self):
+        self._lock = threading.Lock()
+        if self.budget is not None:
+            self.budget = limits.budget(self.budget)
+        if self.timeout is not None:
+            self.timeout = limits.seconds(self.timeout)
+
+    def halt(self, reason: str = "cancelled") -> None:
+        with self._lock:
+            if self.reason is None:
+                self.reason = reason
+        self.stop[0] = 1
+
+    @property
+    def halted(self) -> bool:
+        return bool(self.stop[0])
+
+    @property
+    def generated(self) -> int:
+        return int(self.counters[GENERATED])
+
+    @property
+    def expanded(self) -> int:
+        return int(self.counters[EXPANDED])
+
+    @property
+    def bound(self) -> int:
+        return int(self.counters[BOUND])
+
+    @property
+    def kernel_budget(self) -> int:
+        """The budget as the kernels take it: -1 for none."""
+        return -1 if self.budget is None else int(self.budget)
+
+    def timer(self) -> alarms.Alarm | None:
+        """A set alarm that halts the search after ``timeout`` seconds, or None."""
+        if self.timeout is None:
+            return None
+        return alarms.after(self.timeout, self.halt, self.timeout_reason)
+
+
+class FrontierNode(NamedTuple):
+    """A node of the root's breadth-first expansion: the root of one subtree."""
+
+    board: tuple[int, ...]   # blank-first
+    blank: int
+    automaton_state: int
+    path: tuple[int, ...]    # the blank's cells from the search root
+
+
+class IterationOutcome(NamedTuple):
+    found: list | None  # the blank's cells from the root, if the goal was reached
+    next_bound: int
+    expanded: int
+    generated: int
+    status: int         # NOT_FOUND, STOPPED or BUDGET when nothing was found
+
+
+def subtree_outcome(node: FrontierNode, o: DfsOutcome, out: np.ndarray) -> IterationOutcome:
+    """One subtree's search as an iteration's share: the path from the root if it found
+    the goal (``out[:length]`` holds the part below the node)."""
+    found = list(node.path) + out[:o.length].tolist() if o.status == FOUND else None
+    status = o.status if o.status in (STOPPED, BUDGET) else NOT_FOUND
+    return IterationOutcome(found, o.next_bound, o.expanded, o.generated, status)
+
+
+class Tally:
+    """Shares of one iteration (subtrees, or batches of them) combined as they arrive:
+    the first goal found (any is optimal at this bound), the smallest overshoot, the nodes,
+    and why the iteration stopped short (``stopped``: the caller's stop flag was set)."""
+
+    def __init__(self):
+        self.found, self.next_bound, self.expanded, self.generated = None, INF, 0, 0
+        self.status = NOT_FOUND
+
+    def add(self, share: IterationOutcome, stopped: bool = False) -> None:
+        self.expanded += share.expanded
+        self.generated += share.generated
+        if share.found is not None and self.found is None:
+            self.found = share.found
+        elif share.status in (STOPPED, BUDGET) and self.found is None:
+            self.status = STOPPED if stopped else share.status
+        self.next_bound = min(self.next_bound, share.next_bound)
+
+    def outcome(self) -> IterationOutcome:
+        return IterationOutcome(self.found, self.next_bound, self.expanded, self.generated,
+                                self.status)

@@ -1,0 +1,272 @@
+"""Solving a board: validation, the goal's frame, the IDA* kernel (the other algorithms
+are in algorithms.py), replay, statistics.
+
+``Solver`` wraps one heuristic. ``solve(board, goal)`` validates once and returns a
+``SolveResult`` whose moves have been replayed to the goal; callers that validated already
+(the daemon validates before it queues) keep the ``PreparedBoard`` and call ``search``.
+A ``SearchControl`` is what the caller shares with a running search: the stop flag, the
+live counters, the node budget and the timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+import numpy as np
+
+from pdbtool import puzzle
+from pdbtool.errors import ArtifactError, BadInput, PdbError
+from pdbtool.geometry import blank_moves
+from pdbtool.heuristics.move_pruning import pruning_fsm
+from pdbtool.heuristics.table_free import Heuristic, board_arrays
+from pdbtool.kernels import ida as search_kernel, tasks as task_kernel
+from pdbtool.kernels.heuristic import ROW_H, broken_derivation, h_init
+from pdbtool.kernels.ida import COUNTERS, FOUND, MAX_DEPTH, no_events
+from pdbtool.kernels.ida_tt import no_extras
+from pdbtool.result import SolveResult
+from pdbtool.search import warm
+from pdbtool.search.algorithms import Algorithm, search_with
+from pdbtool.search.control import (DfsOutcome, Iterations, PreparedBoard, Root, SearchControl,
+                                    SplitNodes, limit_reached)
+from pdbtool.search.interrupts import MAIN_THREAD_SEARCHES
+from pdbtool.search.threads import search_parallel
+
+IDA = Algorithm("ida")
+_NO_CLAIMS = np.zeros(1, np.int64)  # never written: a search that shares its iteration with none
+
+
+class Solver:
+    """Solver for one board size with one heuristic (IDA* by default, optimal); safe to share
+    across threads."""
+
+    def __init__(self, heuristic: Heuristic, prune: bool = True):
+        self.heuristic = heuristic
+        self.side = heuristic.side
+        self.moves, self.nmoves = blank_moves(self.side)
+        self.prune = prune
+        self.fsm = pruning_fsm(prune)
+        self._compiled: set[str] = set()  # compile_kernels' parts done: serial, shared
+        self._split_nodes: dict[tuple[int, int], SplitNodes] = {}  # the kernels only read them
+
+    def prepare(self, board, goal: str = "blank-last") -> PreparedBoard:
+        """Validate and map into the image; raise BadInput / Unsolvable with a clear message."""
+        board = puzzle.validate(board)
+        goal = puzzle.check_goal(goal)
+        side = puzzle.side_of(board)
+        if side != self.side:
+            raise BadInput(
+                f"board is {side}x{side} ({len(board)} tiles) but the heuristic "
+                f"{self.heuristic.name!r} serves {self.side}x{self.side} boards")
+        frame = puzzle.frame(side, goal)
+        if frame.goal_blank != self.heuristic.goal_blank:
+            raise BadInput(f"the heuristic {self.heuristic.name!r} measures towards a goal with the "
+                           "blank in a corner; this goal's blank is not in a corner "
+                           "(Solvers picks one that fits)")
+        puzzle.require_solvable(board, goal)
+        return PreparedBoard(board, goal, frame.image(board), frame)
+
+    def solve(self, board, goal: str = "blank-last", threads: int = 1,
+              control: SearchControl | None = None, algorithm=None) -> SolveResult:
+        """Validate the board once and solve it (see ``search``)."""
+        return self.search(self.prepare(board, goal), threads, control, algorithm=algorithm)
+
+    def search(self, prepared: PreparedBoard, threads: int = 1,
+               control: SearchControl | None = None, events: np.ndarray | None = None,
+               algorithm=None) -> SolveResult:
+        """Solve a prepared board on ``threads`` threads with ``algorithm`` (an
+        algorithms.Algorithm, or its name; default IDA*). Raises LimitReached when the
+        control's budget, timeout or stop flag (or A*'s memory) ends the search first.
+
+        IDA* runs parallel.search_parallel, on one thread too (its large iterations search
+        their subtrees closest first). ``events`` (int32[cap, search_kernel.EVENT_FIELDS],
+        IDA* on one thread only): the serial kernel records the first ``cap`` nodes it
+        generates into it, every iteration in depth-first order.
+
+        A table file that changed (or is opened for writing during the search: its lease,
+        trust.Pinned) raises trust.TableChanged instead of an answer."""
+        control = control or SearchControl()
+        algorithm = Algorithm(algorithm) if isinstance(algorithm, str) else algorithm or IDA
+        algorithm.check_side(self.side)
+        if events is not None and threads > 1:
+            raise BadInput("a traced search runs on one thread")
+        if events is not None and algorithm.name != "ida":
+            raise BadInput(f"a traced search runs IDA*, not {algorithm.name}")
+        if algorithm.name == "ida":
+            self.compile_kernels(shared="shared" in self.kernel_parts(threads))
+        source = self.heuristic.source  # the table file: checked around the search
+        timer = control.timer()
+        try:
+            with (source.guarding(control) if source else contextlib.nullcontext(),
+                  MAIN_THREAD_SEARCHES.halting(control)):
+                if algorithm.name != "ida":
+                    return search_with(self, prepared, algorithm, threads, control)
+                if events is not None:
+                    return self._search_serial(prepared, control, events)
+                return search_parallel(self, prepared, threads, control)
+        except BaseException as e:
+            if not isinstance(e, Exception):  # Ctrl-C, SIGTERM (console.Terminated), exit
+                control.halt("cancelled")  # every kernel returns within about a millisecond
+            raise
+        finally:
+            if timer:
+                timer.cancel()
+
+    def kernel_parts(self, threads: int) -> tuple[str, ...]:
+        """What an IDA* search on ``threads`` threads compiles before it starts (warm.PARTS):
+        an 8-puzzle on one thread never shares an iteration (search_parallel: not below a
+        million nodes), so its first solve does not wait for those kernels."""
+        return ("serial", "shared") if threads > 1 or self.side > 3 else ("serial",)
+
+    def compile_kernels(self, shared: bool = True) -> None:
+        """Compile IDA*'s kernels for this heuristic (or load them from numba's cache) before
+        a search's clock and timeout start: the first search on a machine would otherwise
+        count seconds of compilation as search time. ``shared``: also those of the
+        iterations the threads share (task_kernel), which search_parallel compiles itself
+        if a search that did not ask for them gets there. Once per solver and part."""
+        if "serial" in self._compiled and ("shared" in self._compiled or not shared):
+            return
+        kind = self.heuristic.H.KIND
+        if "serial" not in self._compiled:
+            child = warm.aside(kind)  # IDA*'s loop compiles beside, on the other core ...
+            tiles = list(range(self.side * self.side))
+            try:
+                goal = self.root(tiles)  # ... the heuristic and the root's check here,
+                self._check_path(tiles, [])  # and the answer's check
+            finally:
+                warm.wait(child)
+            self.iterate(goal, 0, SearchControl(budget=1))  # a node or so: the call is the point
+            self._compiled.add("serial")
+            warm.mark_ready(kind, "serial")
+        if shared and "shared" not in self._compiled:
+            goal = self.root(list(range(self.side * self.side)))
+            self.search_tasks(goal, 0, self.split_nodes(0, 1), np.zeros(1, np.int64), -1, 1,
+                              np.zeros(1, np.int64), np.zeros(COUNTERS, np.int64),
+                              np.zeros(MAX_DEPTH + 1, np.int64), np.zeros(1, np.int64),
+                              np.zeros(1, np.int64))  # bound -1: returns at the root
+            self._compiled.add("shared")
+            warm.mark_ready(kind, "shared")
+
+    def _search_serial(self, prepared: PreparedBoard, control: SearchControl,
+                       events: np.ndarray | None) -> SolveResult:
+        bf = prepared.image
+        root = self.root(bf)
+        t0 = time.perf_counter()
+        run = self.iterate(root, bf.index(0), control, events=events)
+        seconds = time.perf_counter() - t0
+        if run.status != FOUND:
+            raise limit_reached(run.status, run.generated, seconds, run.iterations, root.h)
+        return self.result(prepared, run.path, run.expanded, run.generated, seconds, root.h,
+                           run.iterations, peak_memory=self.search_memory(root))
+
+    @staticmethod
+    def search_memory(root: Root) -> int:
+        """Bytes one depth-first search holds: the root's heuristic rows and its stacks."""
+        return root.rows.nbytes + 4 * 8 * (MAX_DEPTH + 1)
+
+    def iterate(self, root: Root, blank: int, control: SearchControl, hand_off: int = -1,
+                events: np.ndarray | None = None) -> Iterations:
+        """IDA*'s iterations from ``root`` on this thread, in one kernel call: up to the
+        goal or a limit of the control, or (``hand_off`` >= 0) to the end of the first
+        iteration that generates at least ``hand_off`` nodes (search_kernel.ida)."""
+        path = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
+        bounds = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
+        nodes = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
+        status, length, expanded, generated, iters, _, _, next_bound = search_kernel.ida(
+            self.heuristic.H, self.side, root.board, root.pos, self.moves, self.nmoves,
+            self.fsm, root.rows, blank, control.kernel_budget, control.stop, control.counters,
+            path, bounds, nodes, no_events() if events is None else events, no_extras(),
+            hand_off)
+        iterations = [{"bound": int(bounds[i]), "nodes": int(nodes[i])}
+                      for i in range(min(iters, len(bounds)))]
+        return Iterations(int(status), path[:length], int(expanded), int(generated),
+                          iterations, int(next_bound))
+
+    def root(self, board_bf, depth: int = MAX_DEPTH) -> Root:
+        """Kernel arrays of a root: board, positions, heuristic state stack (row 0 set)."""
+        board, pos = board_arrays(board_bf)
+        rows = np.zeros((depth + 2, self.heuristic.width), dtype=np.int32)
+        H = self.heuristic.H
+        h_init(H, self.side, board, pos, rows[0])
+        if broken_derivation(H, self.side, board, pos, rows[0], self.moves, self.nmoves) >= 0:
+            # a search below would inherit a wrong entry at every node (moved_entry)
+            raise self._damaged("its entries at the start and at a neighbour of it are "
+                                "more than a move apart")
+        return Root(board, pos, rows)
+
+    def _damaged(self, evidence: str) -> ArtifactError:
+        """The error for a heuristic shown wrong during a search (a table damaged behind
+        valid checksums): never answer from it."""
+        where = f" (artifact {self.heuristic.artifact})" if self.heuristic.artifact else ""
+        return ArtifactError(f"heuristic {self.heuristic.name}{where} is wrong: {evidence}; "
+                             "the table is damaged, run pdbtool verify")
+
+    def dfs(self, root: Root, blank: int, automaton_state: int, g0: int, bound: int,
+            budget: int, stop: np.ndarray, counters: np.ndarray, path: np.ndarray) -> DfsOutcome:
+        """One bounded depth-first search below ``root`` (a cluster's task): f = g0 + g + h
+        <= bound; on FOUND, path[:length] holds the blank's cells (search_kernel.dfs)."""
+        return DfsOutcome(*search_kernel.dfs(
+            self.heuristic.H, self.side, root.board, root.pos,
+            self.moves, self.nmoves, self.fsm, root.rows, blank, automaton_state, g0, bound,
+            budget, stop, counters, path, no_extras(), _NO_CLAIMS))
+
+    def split_nodes(self, blank: int, split: int) -> SplitNodes:
+        """The nodes at depth ``split`` below a root with the blank at ``blank``, in the
+        search's depth-first order (task_kernel.split_nodes); made once per solver (a
+        short search would otherwise spend a tenth of its time listing them)."""
+        nodes = self._split_nodes.get((blank, split))
+        if nodes is None:
+            nodes = self._split_nodes[blank, split] = self._list_split_nodes(blank, split)
+        return nodes
+
+    def _list_split_nodes(self, blank: int, split: int) -> SplitNodes:
+        args = (self.moves, self.nmoves, self.fsm, blank, split)
+        n = task_kernel.split_nodes(*args, np.zeros((0, split), np.int64),
+                                    np.zeros((0, split), np.int64), np.zeros(0, np.int64))
+        nodes = SplitNodes(np.zeros((n, split), np.int64), np.zeros((n, split), np.int64),
+                           np.zeros(n, np.int64))
+        task_kernel.split_nodes(*args, *nodes)
+        return nodes
+
+    def search_tasks(self, root: Root, blank: int, tasks: SplitNodes, order: np.ndarray, bound: int,
+                     budget: int, stop: np.ndarray, counters: np.ndarray, path: np.ndarray,
+                     claims: np.ndarray, closest: np.ndarray) -> DfsOutcome:
+        """This thread's share of an iteration: the tasks of ``order`` it claims from
+        ``claims``, each searched under ``bound`` (task_kernel.search_tasks); on FOUND,
+        path[:length] holds the blank's cells from the root."""
+        return DfsOutcome(*task_kernel.search_tasks(
+            self.heuristic.H, self.side, root.board, root.pos, self.moves, self.nmoves,
+            self.fsm, root.rows, blank, tasks.cells, tasks.ends, tasks.states, order, bound,
+            budget, stop, counters, path, claims, closest, no_extras()))
+
+    def _check_path(self, board_bf, blank_cells) -> tuple[int, list[int]]:
+        """search_kernel.path_violation along the solution found (microseconds), and the
+        h of each board on it (the kernel leaves them in the rows it walked)."""
+        root = self.root(board_bf, len(blank_cells))
+        path = np.asarray(blank_cells, dtype=np.int64)
+        step = int(search_kernel.path_violation(self.heuristic.H, self.side, root.board, root.pos,
+                                                root.rows, path, len(path),
+                                                self.heuristic.consistent))
+        return step, [int(h) for h in root.rows[:len(path) + 1, ROW_H]]
+
+    def result(self, prepared: PreparedBoard, blank_cells, expanded, generated, seconds, h0,
+               iterations, threads=1, *, algorithm="ida", optimal=True, bound=None,
+               peak_memory=0, heuristic=None) -> SolveResult:
+        """Turn the blank's path in the image into moves on the user's board and replay
+        them; check the heuristic along it (see _check_path)."""
+        board, goal, bf, frame = prepared
+        moves, blank_moves_ = puzzle.blank_path_to_moves(board, frame.user_cells(blank_cells))
+        if puzzle.apply_tile_moves(board, moves) != frame.target:
+            raise PdbError("internal error: the solution found does not replay to the goal")
+        step, path_h = self._check_path(bf, blank_cells)
+        if step >= 0:
+            # h above the moves left on a real path, or a jump a consistent h cannot make
+            raise self._damaged(f"it overestimates at step {step} of a {len(moves)}-move "
+                                "solution")
+        return SolveResult(
+            board=board, goal=goal, side=self.side, length=len(moves), moves=moves,
+            blank_moves=blank_moves_, nodes_expanded=int(expanded), nodes_generated=int(generated),
+            seconds=seconds, heuristic=heuristic or self.heuristic.name, initial_h=h0,
+            iterations=iterations, artifact=self.heuristic.artifact, threads=threads,
+            note=self.heuristic.note, path_h=path_h, algorithm=algorithm, optimal=optimal,
+            bound=bound, peak_memory_bytes=int(peak_memory))

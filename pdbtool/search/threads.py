@@ -1,0 +1,201 @@
+"""Parallel IDA* of one board on threads.
+
+An iteration's tasks are the subtrees below the nodes at a split depth; every thread claims
+them from a shared counter and searches them (kernels.tasks.search_tasks; the numba kernel
+releases the GIL), closest first: in the order of how near their search came to the goal in
+the iteration before. The first bound at which any thread reaches the goal is optimal,
+exactly as in serial IDA*. The bound loop (``search_bounds``) serves the cluster too
+(cluster/driver.py), whose tasks are the subtrees of a frontier (cluster/frontier.py).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import math
+import os
+import threading
+import time
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from pdbtool.errors import LimitReached
+from pdbtool.kernels.ida import (BOUND, EXPANDED, FOUND, GENERATED, INF, MAX_DEPTH, NOT_FOUND,
+                                 STOPPED)
+from pdbtool.kernels.tasks import FAR
+from pdbtool.result import SolveResult
+from pdbtool.search.control import (FrontierNode, IterationOutcome, PreparedBoard, SearchControl,
+                                    SplitNodes, Tally, limit_reached, subtree_outcome)
+
+if TYPE_CHECKING:
+    from pdbtool.search.solver import Solver
+
+SHARE_BELOW = 1_000  # on threads, the same (a shared iteration costs a hand-off a thread)
+SHARED_PER_THREAD = 512  # nodes at the split depth per thread: enough for load balance
+CLOSEST_FIRST_AFTER = 1_000_000  # nodes expanded: after an iteration this large the next
+# searches its tasks closest first; walking between tasks out of depth-first order then
+# costs nothing measurable
+POLLED_AFTER = 1_000_000  # nodes generated: the iterations are long enough for progress
+
+
+class Tasks(NamedTuple):
+    """The tasks of a search (task_kernel.py): the nodes at the split depth, the
+    order the threads claim them in (positions into ``nodes``), and how close each came to
+    the goal in the last iteration (the smallest h expanded in it, or FAR)."""
+
+    nodes: SplitNodes
+    order: np.ndarray
+    closest: np.ndarray
+
+    @classmethod
+    def below(cls, solver: Solver, blank: int, split: int) -> Tasks:
+        nodes = solver.split_nodes(blank, split)
+        n = len(nodes.states)
+        return cls(nodes, np.arange(n), np.full(n, FAR, np.int64))
+
+    def reorder(self, closest_first: bool) -> None:
+        """The next iteration's order: closest first (ties in depth-first order), or
+        depth-first."""
+        depth_first = np.arange(len(self.order))
+        self.order[:] = np.lexsort((depth_first, self.closest)) if closest_first else depth_first
+
+
+def search_bounds(solver: Solver, prepared: PreparedBoard, control: SearchControl, threads: int,
+                  serial: np.ndarray, parallel_iteration, publish,
+                  serial_below: int) -> SolveResult:
+    """The bounds of IDA* for one board, as the threads (search_parallel) and the cluster
+    (pdbtool.cluster.driver) run them: from the initial h up to the first bound that reaches the
+    goal (optimal, as in serial IDA*), each to the smallest overshoot of the one before.
+
+    The small iterations run serially from the root on this thread, in one kernel call
+    (Solver.iterate: an easy board never pays for the threads or the frontier), up to the
+    first that generates ``serial_below`` nodes; ``parallel_iteration(bound, left)`` ->
+    IterationOutcome runs the rest. ``serial`` receives the serial iterations' counters;
+    ``publish(bound)`` writes the caller's counters (control.counters) from them and the
+    parallel iterations'."""
+    bf = prepared.image
+    stop, budget = control.stop, control.budget
+    t0 = time.perf_counter()
+    root = solver.root(bf)
+    first = solver.iterate(root, bf.index(0), control, hand_off=serial_below)
+    serial[:] = control.counters  # the kernel counted into them, for live progress
+    expanded, generated, iterations = first.expanded, first.generated, first.iterations
+    status, found, bound = first.status, first.path, first.next_bound
+    searches = 1  # depth-first searches held at once: the serial one, then one a thread
+    while True:
+        if status == FOUND:
+            return solver.result(prepared, found, expanded, generated,
+                                 time.perf_counter() - t0, root.h, iterations, threads,
+                                 peak_memory=searches * solver.search_memory(root))
+        if status != NOT_FOUND or stop[0]:
+            raise limit_reached(STOPPED if status == NOT_FOUND else status, generated,
+                                time.perf_counter() - t0, iterations, root.h)
+        if bound >= INF:
+            raise LimitReached("no solution below the depth limit")
+        if bound > MAX_DEPTH:
+            raise LimitReached(f"bound {bound} exceeds the search's depth limit")
+        left = -1 if budget is None else max(0, budget - generated)
+        it = parallel_iteration(bound, left)
+        searches = 1 + threads
+        expanded += it.expanded
+        generated += it.generated
+        iterations.append({"bound": int(bound), "nodes": int(it.generated)})
+        status = FOUND if it.found is not None else it.status
+        found, bound = it.found, it.next_bound
+
+
+def search_parallel(solver: Solver, prepared: PreparedBoard, threads: int,
+                    control: SearchControl, split: int | None = None,
+                    serial_below: int | None = None) -> SolveResult:
+    """Solve a prepared board on ``threads`` threads (called by Solver.search; also for
+    one thread, to search the large iterations closest first).
+
+    The small iterations run serially on this thread (search_bounds), up to the first that
+    generates ``serial_below`` nodes (default SHARE_BELOW, or for one thread
+    CLOSEST_FIRST_AFTER: until then it searches as fast in one kernel call). The others
+    are shared: their tasks are the subtrees below the nodes at depth ``split`` (default
+    ``split_depth``; never deeper than the bound, so the goal is never above it), which
+    the threads claim from a shared counter (task_kernel.search_tasks). After an iteration
+    of CLOSEST_FIRST_AFTER expanded nodes the next searches the tasks in the order of the
+    smallest h their search expanded (ties in depth-first order): the goal's subtree is
+    nearly always among the first. This thread searches too, so an iteration costs one
+    hand-off per other thread and iterations of a few milliseconds gain; once the search
+    has generated POLLED_AFTER nodes, this thread instead publishes the threads' counters
+    every 20 ms while they search (progress; one thread alone searches on this thread and
+    counts into the caller's counters as it goes). The kernels poll the caller's stop
+    flag; the budget is shared out evenly between the threads."""
+    bf = prepared.image
+    stop, counters = control.stop, control.counters
+    split = split_depth(solver.side, threads) if split is None else split
+    if serial_below is None:
+        serial_below = SHARE_BELOW if threads > 1 else CLOSEST_FIRST_AFTER
+    claims = np.zeros(1, np.int64)  # the number of the next task of the order
+    serial = np.zeros_like(counters)  # the serial iterations' counters
+    live = threads == 1  # the one search runs on this thread and counts into ``counters``
+    rows = [counters] if live else [np.zeros_like(counters) for _ in range(threads)]
+    roots = []  # each thread's board, changed in place (made at the first shared iteration)
+    outs = [np.zeros(MAX_DEPTH + 1, np.int64) for _ in range(threads)]
+    blank = bf.index(0)
+    root_node = FrontierNode(bf, blank, 0, ())
+    tasks = None  # made at the first shared iteration
+
+    def publish(bound):
+        """The caller's counters: everything counted so far, and the current bound."""
+        if not live:
+            counters[GENERATED] = serial[GENERATED] + sum(int(r[GENERATED]) for r in rows)
+            counters[EXPANDED] = serial[EXPANDED] + sum(int(r[EXPANDED]) for r in rows)
+        counters[BOUND] = bound
+
+    def share(k, bound, budget) -> IterationOutcome:
+        o = solver.search_tasks(roots[k], blank, tasks.nodes, tasks.order, bound, budget, stop,
+                                rows[k], outs[k], claims, tasks.closest)
+        return subtree_outcome(root_node, o, outs[k])
+
+    def parallel_iteration(bound, left) -> IterationOutcome:
+        nonlocal tasks
+        if not roots:
+            solver.compile_kernels(shared=True)  # if the search did not ask for them first
+            roots.extend(solver.root(bf) for _ in range(threads))
+            tasks = Tasks.below(solver, blank, min(split, bound))
+        claims[0] = 0
+        budget = left if left < 0 else left // threads
+        polled = not live and int(counters[GENERATED]) >= POLLED_AFTER
+        futures = [pool.submit(share, k, bound, budget) for k in range(0 if polled else 1, threads)]
+        shares = [] if polled else [share(0, bound, budget)]
+        if polled:
+            while cf.wait(futures, timeout=0.02).not_done:
+                publish(bound)
+        shares += [f.result() for f in futures]
+        publish(bound)
+        tally = Tally()
+        for outcome in shares:
+            tally.add(outcome, bool(stop[0]))
+        tasks.reorder(closest_first=tally.expanded >= CLOSEST_FIRST_AFTER)
+        return tally.outcome()
+
+    pool = _pool(threads) if threads > 1 else None  # on Ctrl-C, Solver.search halts the
+    # control: the threads stop
+    return search_bounds(solver, prepared, control, threads, serial, parallel_iteration,
+                         publish, serial_below)
+
+
+def split_depth(side: int, threads: int) -> int:
+    """The depth whose nodes the threads share: about SHARED_PER_THREAD nodes a thread
+    there, at the branching factor of the side's puzzle under move pruning (about 2.13 for
+    the 15-puzzle, 2.37 for the 24-puzzle)."""
+    branching = {3: 1.73, 4: 2.13}.get(side, 2.37)
+    return max(1, math.ceil(math.log(SHARED_PER_THREAD * threads) / math.log(branching)))
+
+
+_POOLS: dict[int, cf.ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+os.register_at_fork(after_in_child=_POOLS.clear)  # a child has none of the parent's threads
+
+
+def _pool(threads: int) -> cf.ThreadPoolExecutor:
+    """The process's pool of ``threads`` search threads (made once: starting threads for
+    each search cost more than a small iteration)."""
+    with _POOLS_LOCK:
+        if threads not in _POOLS:
+            _POOLS[threads] = cf.ThreadPoolExecutor(threads, thread_name_prefix="pdbtool-share")
+        return _POOLS[threads]

@@ -1,0 +1,133 @@
+"""Search traces: what `pdbtool solve --trace` writes and the animation (animate.py) reads.
+
+A trace is the answer of one solve (the JSON of `pdbtool solve --json`: the solution, the
+iterations with their bound and node count, ``path_h``, the h of each board along the
+solution) plus, for a search on one thread, the nodes the search generated, recorded by
+the search kernel itself (search_kernel.py: its events) during the search, up to a cap.
+
+The nodes are columns of equal length in ``events``: ``iteration``, ``g``, ``h``, ``f``,
+``blank`` (the blank's cell after the move, on the board as the user gave it) and
+``outcome`` (an index into ``outcomes``: expanded, pruned, goal). The bound of a node is
+its iteration's. Nodes come in the order the depth-first search generates them, so a
+node's parent is the last expanded node one level up in the same iteration (the root at
+g = 1). With a PDB heuristic the h of a pruned node is where the lazy evaluation stopped:
+a lower bound already above ``bound - g``.
+
+Loads no numba until a search is recorded (``record``), so the web page can use it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from pdbtool.errors import BadInput
+from pdbtool.result import SolveResult
+
+TRACE_FORMAT = "pdbtool-trace"
+TRACE_VERSION = 1
+DEFAULT_CAP = 100_000  # nodes recorded at most: the 8-puzzle and easy 15-puzzles fit
+COLUMNS = ("iteration", "g", "h", "f", "blank", "outcome")
+OUTCOME_NAMES = ("expanded", "pruned", "goal")  # search_kernel's EXPANDED_NODE, PRUNED_NODE, GOAL_NODE
+
+
+@dataclass
+class Trace:
+    """A solve and, if recorded, its nodes (columns as described in the module)."""
+
+    result: dict                 # SolveResult.to_dict()
+    events: dict | None = None   # column -> list, or None when not recorded
+    cap: int = DEFAULT_CAP
+    note: str = ""               # why nodes are missing or incomplete, if they are
+
+    @property
+    def recorded(self) -> int:
+        return len(self.events["g"]) if self.events else 0
+
+    @property
+    def complete(self) -> bool:
+        """Every node the search generated is recorded."""
+        return self.events is not None and self.recorded == self.result["nodes_generated"]
+
+    @property
+    def summary(self) -> str:
+        """What the trace holds of the search's nodes, in a few words."""
+        return f"all {self.recorded:,} nodes recorded" if self.complete else self.note
+
+    def to_dict(self) -> dict:
+        return {"format": TRACE_FORMAT, "version": TRACE_VERSION, "result": self.result,
+                "events": self.events, "outcomes": list(OUTCOME_NAMES), "events_cap": self.cap,
+                "events_recorded": self.recorded, "events_complete": self.complete,
+                "note": self.note}
+
+    def save(self, path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), separators=(",", ":")) + "\n",
+                              encoding="utf-8")
+
+
+def from_result(result: SolveResult | dict, note: str = "") -> Trace:
+    """A trace without nodes: the solution, the iterations and h along the path."""
+    d = result.to_dict() if isinstance(result, SolveResult) else dict(result)
+    return Trace(d, None, 0, note)
+
+
+def from_dict(d: dict, source: str = "trace") -> Trace:
+    """A trace read back from its JSON; a file that is not one is refused by name."""
+    if not isinstance(d, dict) or d.get("format") != TRACE_FORMAT:
+        raise BadInput(f"{source}: not a pdbtool trace (write one with pdbtool solve --trace FILE)")
+    if d.get("version") != TRACE_VERSION:
+        raise BadInput(f"{source}: trace version {d.get('version')!r}; this pdbtool reads "
+                       f"version {TRACE_VERSION}")
+    result, events = d.get("result"), d.get("events")
+    if not isinstance(result, dict) or not {"board", "blank_moves", "iterations"} <= set(result):
+        raise BadInput(f"{source}: the trace has no solve result")
+    if events is not None and (not isinstance(events, dict) or set(events) != set(COLUMNS)
+                               or len({len(events[c]) for c in COLUMNS}) != 1):
+        raise BadInput(f"{source}: the trace's events are not columns {', '.join(COLUMNS)} "
+                       "of equal length")
+    return Trace(result, events, int(d.get("events_cap", 0)), str(d.get("note", "")))
+
+
+def load(path) -> Trace:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise BadInput(f"cannot read {path}: {e.strerror}") from None
+    try:
+        d = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise BadInput(f"{path}: not JSON ({e.msg} at line {e.lineno})") from None
+    return from_dict(d, str(path))
+
+
+def record(solver, board, goal: str = "blank-last", threads: int = 1, control=None,
+           cap: int = DEFAULT_CAP, algorithm=None) -> Trace:
+    """Solve ``board`` with ``solver`` (a search.Solver) and trace it. On one thread the
+    tracing kernel records the first ``cap`` nodes generated by IDA*; on more threads (the
+    parallel search), with cap 0 or with another ``algorithm`` (algorithms.Algorithm or
+    its name), only the solution, iterations and h along the path."""
+    prepared = solver.prepare(board, goal)
+    name = getattr(algorithm, "name", algorithm) or "ida"
+    if threads > 1 or cap <= 0 or name != "ida":
+        why = (f"nodes not recorded: the search ran on {threads} threads and the tracing "
+               "kernel is serial" if threads > 1 else "nodes not recorded (cap 0)" if cap <= 0
+               else f"nodes not recorded: the tracing kernel is IDA*'s, the search ran {name}")
+        return from_result(solver.search(prepared, threads, control, algorithm=algorithm), why)
+    import numpy as np
+
+    from pdbtool.kernels.ida import EVENT_FIELDS, EV_CELL, EV_G, EV_H, EV_ITERATION, EV_OUTCOME
+
+    rows = np.zeros((cap, EVENT_FIELDS), dtype=np.int32)
+    result = solver.search(prepared, 1, control, events=rows)
+    rows = rows[:min(cap, result.nodes_generated)]
+    # The kernel searched the goal's image (puzzle.Frame): map its cells back to the user's.
+    cells = np.argsort(np.asarray(prepared.frame.cells))[rows[:, EV_CELL]]
+    g, h = rows[:, EV_G], rows[:, EV_H]
+    events = {"iteration": rows[:, EV_ITERATION].tolist(), "g": g.tolist(), "h": h.tolist(),
+              "f": (g + h).tolist(), "blank": cells.tolist(), "outcome": rows[:, EV_OUTCOME].tolist()}
+    trace = Trace(result.to_dict(), events, cap)
+    if not trace.complete:
+        trace.note = (f"the first {trace.recorded:,} of {result.nodes_generated:,} nodes "
+                      f"recorded (cap {cap:,}); the search went on unrecorded")
+    return trace

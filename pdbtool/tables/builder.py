@@ -1,0 +1,241 @@
+"""Building a catalogue's pattern databases and writing them as one artifact.
+
+Orchestration only: the BFS itself is in build_kernel.py. Groups that are symmetric images
+of an earlier group reuse its table (catalogue.plan_tables). The distinct tables are built
+in worker processes, one table each, with numba threads inside each (processes x threads
+<= workers); when one table is most of the work, a single process runs them in turn on
+every thread instead. The BFS is a sequence of set operations, so the bytes do not depend
+on the layout. Workers report progress through a queue; the parent draws it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import resource
+import sys
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from pdbtool import __version__
+from pdbtool.errors import BadInput, not_a_directory
+from pdbtool.geometry import neighbour_arrays
+from pdbtool.geometry import manhattan_table
+from pdbtool.kernels import build as build_kernel
+from pdbtool.kernels.ranking import (UNSET, binomials, lex_weights, order_table, order_weights,
+                                     reachable_entries, regions, table_size)
+from pdbtool.progress import Progress, fmt_seconds
+from pdbtool.tables import artifact, trust
+from pdbtool.tables.catalogue import Catalogue, get, plan_tables
+
+BUILDER_VERSION = f"{__version__}/layered-region-bfs-2"
+
+
+def mask_dtype(cells: int):
+    """Smallest unsigned type with a bit per cell."""
+    for dt in (np.uint16, np.uint32, np.uint64):
+        if cells <= np.iinfo(dt).bits - (dt is np.uint64):
+            return dt
+    raise ValueError(f"{cells} cells do not fit a bit mask")
+
+
+class TableJob(NamedTuple):
+    """One table to build, as a worker process receives it."""
+
+    index: int
+    tiles: tuple[int, ...]
+    side: int
+    name: str
+    zero_aware: bool
+    threads: int
+
+
+class Layout(NamedTuple):
+    processes: int
+    threads: int  # numba threads in each process
+
+
+def choose_layout(plan, side: int, workers: int, processes: int | None = None) -> Layout:
+    """Processes x threads for a catalogue's tables: a process per table up to
+    ``workers``, unless one table is more than half the work (then one process)."""
+    sizes = [table_size(side * side, len(t)) for t in plan.tables]
+    if processes is None:
+        processes = 1 if max(sizes) * 2 > sum(sizes) else min(workers, len(sizes))
+    processes = max(1, min(processes, workers, len(sizes)))
+    return Layout(processes, max(1, workers // processes))
+
+
+def distance_table(tiles, side: int, *, zero_aware: bool = True, label: str = "",
+                   progress: bool = True, report=None) -> np.ndarray:
+    """Distances of every (placement, region of the blank) of ``tiles`` (blank-first goal
+    cells) to the goal, counting only the tiles' own moves; one entry per placement (the
+    minimum over the blank's regions) without ``zero_aware``. uint8, indexed as
+    ranking.region_entry says; UNSET where no move sequence reaches. Progress goes to a
+    bar on stderr, or to ``report(done, total, text)`` when given."""
+    n, m = side * side, len(tiles)
+    size = table_size(n, m)
+    binom, pw, lw = binomials(n, m), order_weights(m), lex_weights(n, m)
+    orders = order_table(m)
+    reg = regions(side, m, zero_aware)
+    nbr, nnbr = neighbour_arrays(side)
+    dt = mask_dtype(n)
+    cur = np.zeros(size, dtype=dt)
+    seen = np.zeros(size, dtype=mask_dtype(2 * n))  # visited | seeds << half (build_kernel)
+    half = np.iinfo(seen.dtype).bits // 2
+    dist = np.full(reg.entries, UNSET, dtype=np.uint8)
+    goal_cells = np.asarray(tiles, dtype=np.int64)
+    live_cur = np.zeros(build_kernel.CHUNKS, np.uint8)  # chunks holding frontier / seeds
+    live_nxt = np.zeros(build_kernel.CHUNKS, np.uint8)
+    build_kernel.seed(cur, seen, live_cur, dist, goal_cells, 0, n, m, binom, pw, lw,
+                      reg.index, reg.secondary, side)
+    total = reachable_entries(side, m, zero_aware)
+    bar = Progress(label or f"{m} tiles", total, progress and report is None, unit="entries")
+    done, layer = 1, 0
+    while True:
+        build_kernel.expand(cur, seen, half, live_cur, live_nxt, n, m, binom, pw, orders, nbr,
+                            nnbr)
+        layer += 1
+        new, frontier = build_kernel.close(cur, seen, half, live_cur, live_nxt, dist, layer,
+                                           n, m, binom, pw, lw, orders, reg.index,
+                                           reg.secondary, side)
+        done += int(new)
+        bar.update(done, f"layer {layer}")
+        if report is not None:
+            report(done, total, f"layer {layer}")
+        if frontier == 0:
+            break
+        if layer >= UNSET:
+            raise RuntimeError("distance does not fit a byte")
+    bar.close()
+    return dist
+
+
+def compact_table(dist: np.ndarray, tiles, side: int, zero_aware: bool = True) -> np.ndarray:
+    """The 4-bit form of a distance table (build_kernel.compact); refuses a table whose
+    entries do not fit, naming the count, rather than store a wrong value."""
+    m = len(tiles)
+    reg = regions(side, m, zero_aware)
+    packed = np.zeros((dist.size + 1) // 2, np.uint8)
+    too_large, bad = build_kernel.compact(dist, packed, manhattan_table(side)[list(tiles)],
+                                          binomials(side * side, m), order_weights(m),
+                                          lex_weights(side * side, m), reg.count, reg.secondary)
+    if bad:
+        raise RuntimeError(f"table {list(tiles)}: {bad} entries below the group's Manhattan "
+                           "distance or of the other parity (builder error)")
+    if too_large:
+        raise RuntimeError(f"table {list(tiles)}: {too_large} entries exceed Manhattan + 28, "
+                           "more than 4 bits hold")
+    return packed
+
+
+def build_table(tiles, side: int, name: str, *, zero_aware: bool = True, label: str = "",
+                progress: bool = True, report=None) -> artifact.TableData:
+    """One table, built, counted and packed, ready to be written."""
+    dist = distance_table(tiles, side, zero_aware=zero_aware, label=label, progress=progress,
+                          report=report)
+    histogram, unset = artifact.value_histogram(dist)
+    return artifact.TableData(name, tuple(tiles), side * side, dist.size,
+                              compact_table(dist, tiles, side, zero_aware), histogram, unset)
+
+
+def _build_job(job: TableJob, queue) -> artifact.TableData:
+    """A worker process's task: one table on ``job.threads`` threads."""
+    numba.set_num_threads(job.threads)
+    return build_table(job.tiles, job.side, job.name, zero_aware=job.zero_aware,
+                       report=lambda done, total, text: queue.put((job.index, done, total, text)))
+
+
+def _draw(queue, labels: dict, enabled: bool) -> None:
+    """The parent's side of the workers' progress: one bar or line per table."""
+    bars: dict[int, Progress] = {}
+    while (msg := queue.get()) is not None:
+        index, done, total, text = msg
+        if index not in bars:
+            bars[index] = Progress(labels[index], total, enabled, unit="entries")
+        bars[index].update(done, text)
+    for bar in bars.values():
+        bar.close()
+
+
+def build_tables(jobs: list[TableJob], layout: Layout, labels: dict,
+                 progress: bool) -> list[artifact.TableData]:
+    """Every job's table, in job order: in this process, or in ``layout.processes``
+    worker processes (spawned: numba's threads do not survive a fork)."""
+    if layout.processes == 1:
+        numba.set_num_threads(layout.threads)
+        out = []
+        for job in jobs:
+            ts = time.perf_counter()
+            out.append(build_table(job.tiles, job.side, job.name, zero_aware=job.zero_aware,
+                                   label=labels[job.index], progress=progress))
+            if progress:
+                print(f"{labels[job.index]}: {out[-1].entries:,} entries in "
+                      f"{fmt_seconds(time.perf_counter() - ts)}", file=sys.stderr, flush=True)
+        return out
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Manager() as manager:
+        queue = manager.Queue()
+        drawer = threading.Thread(target=_draw, args=(queue, labels, progress), daemon=True)
+        drawer.start()
+        try:
+            with ProcessPoolExecutor(layout.processes, mp_context=ctx) as pool:
+                return list(pool.map(_build_job, jobs, [queue] * len(jobs)))
+        finally:
+            queue.put(None)
+            drawer.join()
+
+
+def peak_memory_bytes() -> tuple[int, int]:
+    """Peak resident memory of this process and of its largest worker process."""
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
+
+
+def build(catalogue: str | Catalogue, out_dir, *, zero_aware: bool = True,
+          workers: int | None = None, processes: int | None = None,
+          progress: bool = True, cluster=None) -> artifact.ArtifactMeta:
+    """Build every table of the catalogue, write ``out_dir/<name>.h5`` atomically (with
+    ``-min`` in the name without ``zero_aware``), re-read it from disk and stamp it as
+    verified (trust.confirm). ``workers`` cores (default all) are shared out as
+    choose_layout says, or as ``processes`` asks; with ``cluster`` (a pdbtool.cluster.driver
+    Cluster) each table is a task on some node of it instead. The tables, and so the
+    content version, do not depend on where they were built."""
+    cat = get(catalogue) if isinstance(catalogue, str) else catalogue
+    workers = min(workers or os.cpu_count() or 1, numba.config.NUMBA_NUM_THREADS)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise BadInput(f"output directory {not_a_directory(out)}")
+    out.mkdir(parents=True, exist_ok=True)
+    plan = plan_tables(cat)
+    if cluster is None:
+        layout = choose_layout(plan, cat.side, workers, processes)
+    else:
+        layout = Layout(len(plan.tables), cluster.build_threads(len(plan.tables)))
+    jobs = [TableJob(i, tiles, cat.side, f"t{i}_" + "-".join(map(str, tiles)), zero_aware,
+                     layout.threads) for i, tiles in enumerate(plan.tables)]
+    labels = {j.index: f"{cat.name} table {j.index + 1}/{len(jobs)} ({len(j.tiles)} tiles)"
+              for j in jobs}
+    t0 = time.perf_counter()
+    if cluster is None:
+        tables = build_tables(jobs, layout, labels, progress)
+    else:
+        tables = cluster.build_tables(jobs, labels, progress)
+    seconds = time.perf_counter() - t0
+    own, worker = peak_memory_bytes()
+    params = {"workers": workers, "processes": layout.processes, "threads": layout.threads,
+              "seconds": round(seconds, 3), "peak_memory_bytes": own,
+              "peak_worker_memory_bytes": worker, "numba": numba.__version__}
+    if cluster is not None:
+        params.update(workers=None, cluster=cluster.address, peak_worker_memory_bytes=None)
+    name = artifact.artifact_filename(cat.name + ("" if zero_aware else "-min"))
+    meta = artifact.write_artifact(
+        out / name, partition=cat.name, size=cat.side, goal="blank-first",
+        zero_aware=zero_aware, tables=tables, groups=plan.groups,
+        build=params, builder_version=BUILDER_VERSION)
+    return trust.confirm(meta)

@@ -1,0 +1,167 @@
+"""Catalogues of tile partitions, read from the data files in ``catalogues/``.
+
+A catalogue is several additive partitions of the tiles; each partition is a set of
+disjoint groups. The heuristic is the maximum over the partitions of the sum of their
+groups' table values (each partition also on the reflected board). A plain partition
+such as Korf & Felner's 6-6-6-6 is a catalogue of one partition.
+
+File format (``NAME.cat``): ``# name: 24/small``, ``# strength: N`` (to choose among the
+artifacts for one board size: the larger wins) and ``# note: ...`` header lines; then one
+group per line (tiles separated by commas), a blank line between partitions; other lines
+starting with ``#`` are comments. Tiles are named in the blank-first convention (tile t's
+goal cell is t, blank in cell 0); tables serve blank-last boards through the isomorphism in
+puzzle.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import NamedTuple
+
+from pdbtool.errors import BadInput
+from pdbtool.geometry import blank_region, symmetries
+from pdbtool.kernels.ranking import regions, table_size
+
+DATA = Path(__file__).with_name("catalogues")
+
+
+class GroupPlan(NamedTuple):
+    """How one group of a catalogue reads its table."""
+
+    tiles: tuple[int, ...]     # the group's tiles, in the order of the table's tiles
+    table: int                 # index of the table in the plan
+    cell_map: tuple[int, ...]  # board cell -> cell in the table's frame
+    partition: int             # which additive partition of the catalogue it belongs to
+
+
+class TablePlan(NamedTuple):
+    """The tables a catalogue needs (goal cell = tile) and how each group reads one."""
+
+    tables: list[tuple[int, ...]]
+    groups: list[GroupPlan]
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    name: str
+    side: int
+    partitions: tuple[tuple[tuple[int, ...], ...], ...]
+    note: str
+    strength: int
+
+    @property
+    def cells(self) -> int:
+        return self.side * self.side
+
+    @property
+    def groups(self) -> list[tuple[int, ...]]:
+        return [g for p in self.partitions for g in p]
+
+    def table_bytes(self, zero_aware: bool = True) -> int:
+        """Bytes of the artifact's tables: 4 bits per entry of each distinct table."""
+        return sum((regions(self.side, len(t), zero_aware).entries + 1) // 2
+                   for t in plan_tables(self).tables)
+
+    def served_bytes(self, zero_aware: bool = True) -> int:
+        """Memory a search reads of the artifact: the mapped tables and, zero-aware, their
+        parity bits (a bit an entry, derived at load: pdb_heuristic.parity_of)."""
+        tables = self.table_bytes(zero_aware)
+        return tables + ((tables + 3) // 4 if zero_aware else 0)
+
+    def build_bytes(self, zero_aware: bool = True) -> int:
+        """Peak memory of building one table at a time, about: the largest table's three
+        cell masks, its distance bytes and its packed form, plus the packed tables kept."""
+        mask = 2 if self.cells <= 16 else 4 if self.cells <= 32 else 8
+        m = max(len(g) for g in self.groups)
+        entries = regions(self.side, m, zero_aware).entries
+        return table_size(self.cells, m) * 3 * mask + entries + self.table_bytes(zero_aware)
+
+
+def parse(text: str, where: str = "catalogue") -> Catalogue:
+    """A catalogue from the text of a .cat file; BadInput names what is wrong."""
+    head: dict[str, str] = {}
+    partitions: list[list[tuple[int, ...]]] = [[]]
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if line.startswith("#"):
+            key, sep, value = line[1:].partition(":")
+            if sep and key.strip() in ("name", "strength", "note"):
+                head[key.strip()] = value.strip()
+            continue
+        if not line:
+            if partitions[-1]:
+                partitions.append([])
+            continue
+        try:
+            partitions[-1].append(tuple(int(t) for t in line.split(",")))
+        except ValueError:
+            raise BadInput(f"{where}:{lineno}: not a group of tile numbers: {line!r}") from None
+    partitions = [p for p in partitions if p]
+    if "name" not in head or not partitions:
+        raise BadInput(f"{where}: needs a '# name:' line and at least one group")
+    n = max(t for p in partitions for g in p for t in g) + 1
+    side = int(round(n ** 0.5))
+    while side * side < n:
+        side += 1
+    for i, p in enumerate(partitions):
+        tiles = sorted(t for g in p for t in g)
+        if tiles != list(range(1, side * side)):
+            raise BadInput(f"{where}: partition {i} does not split tiles 1..{side * side - 1} "
+                           f"into disjoint groups")
+    return Catalogue(head["name"], side, tuple(tuple(p) for p in partitions),
+                     head.get("note", ""), int(head.get("strength", 0)))
+
+
+@cache
+def catalogues() -> dict[str, Catalogue]:
+    """Every catalogue shipped in catalogues/, by name."""
+    out = {}
+    for path in sorted(DATA.glob("*.cat")):
+        c = parse(path.read_text(), path.name)
+        out[c.name] = c
+    return dict(sorted(out.items(), key=lambda kv: (kv[1].side, kv[1].strength, kv[0])))
+
+
+def get(name: str) -> Catalogue:
+    try:
+        return catalogues()[name]
+    except KeyError:
+        raise BadInput(f"unknown catalogue {name!r}: choose one of {', '.join(catalogues())}") from None
+
+
+def plan_tables(catalogue: Catalogue) -> TablePlan:
+    """Decide which tables to build and how each group reads one.
+
+    A group reuses an earlier table when a board symmetry maps its goal cells and the
+    blank's goal region onto that table's: with the blank's moves free, the distances are
+    then the same (for every region of the blank, since the symmetry maps regions too).
+    """
+    side = catalogue.side
+    tables: list[tuple[int, ...]] = []
+    groups: list[GroupPlan] = []
+    identity = tuple(range(side * side))
+    for pi, partition in enumerate(catalogue.partitions):
+        for g in partition:
+            groups.append(_reuse(side, g, tables, pi) or _new_table(g, tables, identity, pi))
+    return TablePlan(tables, groups)
+
+
+def _reuse(side, g, tables, pi) -> GroupPlan | None:
+    region = blank_region(side, set(g))
+    for ti, t in enumerate(tables):
+        if len(t) != len(g):
+            continue
+        t_region = blank_region(side, set(t))
+        for sigma in symmetries(side):
+            if {sigma[c] for c in g} == set(t) and frozenset(sigma[c] for c in region) == t_region:
+                inverse = {sigma[c]: c for c in g}
+                return GroupPlan(tuple(inverse[h] for h in t), ti, sigma, pi)
+    return None
+
+
+def _new_table(g, tables, identity, pi) -> GroupPlan:
+    tables.append(tuple(sorted(g)))
+    return GroupPlan(tables[-1], len(tables) - 1, identity, pi)
+

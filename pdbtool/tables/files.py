@@ -1,0 +1,125 @@
+"""Writing files safely, and telling what a path is: outputs appear whole under their name
+or not at all (``atomic_output``), are never written over an input, a special file or an
+existing file unasked (``check_output``), and what a killed writer left is cleaned up
+(``remove_stale_partials``). Used by every command that writes a table or a pack."""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import re
+import stat
+from pathlib import Path
+
+from pdbtool.errors import ArtifactError, BadInput
+
+
+@contextlib.contextmanager
+def atomic_output(path):
+    """Yield a temporary path beside `path`; on success fsync it and rename it
+    over `path`, on any failure delete it, so no half-written file is ever seen
+    under the final name."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise ArtifactError(f"{path}: directory {path.parent} does not exist")
+    if path.is_dir():
+        raise ArtifactError(f"{path} is a directory: give a file name")
+    refuse_special(path)
+    remove_stale_partials(path)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}{PARTIAL}")
+    try:
+        yield tmp
+        _fsync(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):  # make the rename durable; not every fs allows it
+        _fsync(path.parent)
+
+
+PARTIAL = ".partial"  # <name>.<pid>.partial: a file being written by process <pid>
+
+
+def refuse_special(path) -> None:
+    """Never replace anything but a regular file (a device, a FIFO, a symbolic link)."""
+    path = Path(path)
+    if os.path.lexists(path) and (path.is_symlink() or file_problem(path)):
+        what = "a symbolic link" if path.is_symlink() else file_problem(path)
+        raise BadInput(f"{path} exists and is {what.removeprefix('not a regular file: ')}: "
+                            "refusing to replace it; give the path of a regular file")
+
+
+def check_output(path, *, inputs=(), force: bool = False) -> None:
+    """May ``path`` be written? Never onto an input (even with ``force``), never over a
+    non-regular file, and over an existing file only with ``force``."""
+    path = Path(path)
+    if not os.path.lexists(path):
+        return
+    for src in inputs:
+        with contextlib.suppress(OSError):
+            if os.path.samefile(src, path):
+                raise BadInput(f"{path} is the input {src}: refusing to write over it; "
+                               "give another output name")
+    refuse_special(path)
+    if not force:
+        raise BadInput(f"{path} exists: give --force to replace it")
+
+
+def remove_stale_partials(path) -> list[Path]:
+    """Delete ``<name>.<pid>.partial`` (and ``<name>.<pid>.unverified``, an install's
+    staging file) beside ``path`` left by processes that no longer exist (killed during
+    a write); returns what was removed."""
+    path = Path(path)
+    removed = []
+    pattern = re.compile(re.escape(path.name) + r"\.(\d+)\.(partial|unverified)(\.\d+\.partial)?$")
+    for p in path.parent.glob(f"{glob.escape(path.name)}.*"):
+        m = pattern.match(p.name)
+        if m and not process_alive(int(m.group(1))):
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+                removed.append(p)
+    return removed
+
+
+def process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
+
+
+def _fsync(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+              (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+              (stat.S_ISSOCK, "a socket"))
+
+
+def file_problem(path) -> str | None:
+    """Why ``path`` cannot be an artifact file (missing, a dangling symbolic link, a
+    directory, a FIFO, a device...), or None for a regular file (or a link to one)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return ("a symbolic link to a missing file" if os.path.islink(path)
+                else "no such file")
+    except OSError as e:
+        return f"cannot be read ({e.strerror})"
+    if stat.S_ISREG(mode):
+        return None
+    kind = next((name for test, name in FILE_KINDS if test(mode)), "not a regular file")
+    return f"not a regular file: {kind}"
