@@ -11,8 +11,10 @@ the heuristic's note, which every answer carries.
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from pdbtool import puzzle
 from pdbtool.errors import ArtifactError, BadInput, not_a_directory
@@ -50,7 +52,7 @@ def strength(meta: artifact.ArtifactMeta) -> int:
 
 def load_directory(directory, *, reflect: bool = True, require: bool = False) -> TableSet:
     """One pass over the directory: each artifact's HDF5 file is opened once (its
-    metadata), its tables mapped and checked (trust.open_trusted). With ``require``, a
+    metadata), its tables mapped and checked (loading.open_trusted). With ``require``, a
     directory without artifacts is an error."""
     d = Path(directory)
     if not d.is_dir():
@@ -143,3 +145,28 @@ class Solvers:
         if side in self._tables.heuristics:
             return self._tables.heuristics[side]
         return fallback(side, f"no table for {side}x{side} boards in {directory}/")
+
+
+class Warmed(NamedTuple):
+    side: int
+    heuristic: str
+    seconds: float  # compiling, or loading from numba's cache when it holds them already
+
+
+def warm(directory=None, *, threads: int = 2, report=None) -> list[Warmed]:
+    """Compile (or load from numba's cache) the kernels an IDA* search on ``threads``
+    threads needs with the strongest table of each board side in ``directory`` (default
+    ./artifacts), or with the fallback heuristics of 3x3 and 4x4 boards when it holds no
+    table: ``pdbtool warm``, for images and CI. ``report(Warmed)`` after each side."""
+    tables = (load_directory(directory) if directory is not None or
+              Path(DEFAULT_ARTIFACTS).is_dir() else TableSet({}))
+    solvers = Solvers(directory=directory, tables=tables)
+    done = []
+    for side in tables.sides or [3, 4]:
+        solver = solvers.for_side(side)
+        start = time.perf_counter()
+        solver.compile_kernels(shared="shared" in solver.kernel_parts(threads))
+        done.append(Warmed(side, solver.heuristic.name, time.perf_counter() - start))
+        if report:
+            report(done[-1])
+    return done

@@ -85,8 +85,8 @@ def test_an_edit_of_an_inlined_kernel_takes_effect(tmp_path):
     fake = tmp_path / "fake"
     fake.mkdir()
     (fake / "__init__.py").write_text("from pathlib import Path\n"
-                                      "from pdbtool.kernels.cache import ensure_numba_cache\n"
-                                      "ensure_numba_cache(Path(__file__).parent)\n")
+                                      "from pdbtool.kernels.cache import use_kernel_cache\n"
+                                      "use_kernel_cache(Path(__file__).parent)\n")
     (fake / "a.py").write_text("from numba import njit\n@njit(cache=True)\n"
                                "def value():\n    return 1\n")
     (fake / "b.py").write_text("from numba import njit\nfrom .a import value\n"

@@ -116,7 +116,7 @@ def test_lookups_equal_the_table_bytes_read_by_the_documented_layout(tmp_path):
 @pytest.mark.parametrize("name", ["8/full", "15/5-5-5"])
 def test_served_bytes_are_what_a_loaded_artifact_holds(name, art_dir):
     """`pdbtool partitions`' memory figure: the artifact's tables plus the parity bits
-    derived at load (pdb_heuristic.parity_of), byte for byte."""
+    derived at load (pattern_db.parity_of), byte for byte."""
     path = art_dir / f"{name.replace('/', '-')}.h5"
     _, data = artifact.open_tables(path)
     cat = catalogue.get(name)

@@ -204,7 +204,7 @@ def test_zero_aware_tables_beyond_31_cells_are_refused(art_dir):
 
 @pytest.mark.parametrize("length", [0, 3, 64, 4099])
 def test_parity_bits_are_each_entrys_lowest_bit(length):
-    """What a move reads of a zero-aware table (heuristic_kernels.moved_entry): bit k of
+    """What a move reads of a zero-aware table (kernels.heuristic.moved_entry): bit k of
     the parity array is the lowest bit of 4-bit entry k, whatever the data's length."""
     data = np.random.default_rng(length).integers(0, 256, length, dtype=np.uint8)
     bits = parity_of(data)

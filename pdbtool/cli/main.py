@@ -1,5 +1,5 @@
 """The pdbtool command line: solve, animate, solvable, predict, build, verify, info, list,
-pack, unpack, partitions.
+pack, unpack, warm, partitions.
 
 Parsing and printing only: the decisions live in the library (selection, build, trust,
 packing, verify). Exit codes: 0 ok; 2 bad input; 3 unsolvable; 4 budget, deadline or
@@ -342,6 +342,23 @@ def cmd_unpack(args) -> int:
     return 0
 
 
+def cmd_warm(args) -> int:
+    from pdbtool.selection import warm
+
+    def report(w):
+        if not args.json:
+            print(f"{w.side}x{w.side} with {w.heuristic}: kernels ready in {w.seconds:.1f} s",
+                  file=sys.stderr, flush=True)
+
+    if not args.json:
+        print(f"{PROG}: compiling the search kernels for this machine (once; numba keeps them "
+              "in its cache)", file=sys.stderr, flush=True)
+    done = warm(args.artifacts, threads=args.threads, report=report)
+    emit(args, {"warmed": [w._asdict() for w in done]},
+         f"kernels ready for {plural(len(done), 'board side')}")
+    return 0
+
+
 def cmd_partitions(args) -> int:
     rows = []
     for c in catalogue.catalogues().values():
@@ -545,6 +562,18 @@ def parser() -> argparse.ArgumentParser:
     pk.add_argument("--level", type=zstd_level, default=10, help="zstd level (default 10)")
     shipping_command(sub, "unpack", cmd_unpack, "expand a packed artifact and verify every checksum",
                      "installed artifact to write (.h5)")
+
+    w = sub.add_parser("warm", help="compile the search kernels ahead of the first solve", description=(
+        "Compile (once per machine; numba keeps them in its cache) the kernels that IDA* "
+        "needs with the strongest table of each board side in DIR, or with the table-free "
+        "fallbacks of 3x3 and 4x4 boards when DIR holds no table: for images and CI. "
+        "Without it, the first solve on a machine compiles them (about 10 s)."))
+    w.add_argument("--artifacts", metavar="DIR", default=None,
+                   help=f"directory of *.h5 artifacts (default ./{DEFAULT_ARTIFACTS} if it exists)")
+    w.add_argument("--threads", type=positive_int, default=os.cpu_count() or 1,
+                   help="the threads the searches will use (default: all cores)")
+    w.add_argument("--json", action="store_true")
+    w.set_defaults(func=cmd_warm)
 
     pt = sub.add_parser("partitions", help="list the catalogues of partitions")
     pt.add_argument("--json", action="store_true")

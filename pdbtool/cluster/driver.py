@@ -1,8 +1,8 @@
 """Searches, batches and builds on a Ray cluster (the optional ``cluster`` extra).
 
 The driver (this process) keeps what it already does on one machine: it chooses the
-heuristic, iterates the IDA* bounds (parallel.search_bounds), expands the root to a
-frontier (parallel.frontier), combines the outcomes (parallel.Tally) and replays the
+heuristic, iterates the IDA* bounds (threads.search_bounds), expands the root to a
+frontier (threads.frontier), combines the outcomes (threads.Tally) and replays the
 answer (Solver.result). What it hands out are the same subtree tasks the threads run,
 (frontier nodes, bound, budget) -> IterationOutcome, in batches of consecutive frontier
 nodes (``Batch``); each subtree's size and CPU time come back with the outcome
@@ -19,7 +19,7 @@ nodes (``Batch``); each subtree's size and CPU time come back with the outcome
   tables' content version; only the nodes whose cache lacks it are sent the artifact,
   packed once per version on the driver (packing.pack), through Ray's object store or a
   shared directory every node sees. Such a node unpacks it and runs every verify check
-  (packing.install: sha256 of each table, then the checks of ``pdbtool verify``); a copy
+  (loading.install: sha256 of each table, then the checks of ``pdbtool verify``); a copy
   that fails is refused with a message naming the node and the table, and never replaced
   by a weaker heuristic. The installed copy stays in the node's cache under its version,
   so a later job does not ship it again.

@@ -1,7 +1,7 @@
 """Pattern databases as a heuristic: lookups over memory-mapped 4-bit tables.
 
 A lookup reads one table: the cells of its tiles and the blank's cell, each mapped through
-its cell map, ranked as ranking.py lays a table out (lexicographic placement rank, or
+its cell map, ranked as kernels/ranking.py lays a table out (lexicographic placement rank, or
 (map, blank's region, order) for a blank outside region 0). Each additive partition
 of the catalogue gives one sum of lookups; with reflection, the same groups on the board
 reflected about the main diagonal give another. Reflecting the board maps tile t at cell c
@@ -11,7 +11,7 @@ blank, tile 0 = T(0), reads through the same map.
 
 A group's table value is its Manhattan distance plus twice the 4-bit entry, and the groups
 of a sum hold every tile once, so every sum is md + 2 * (sum of its entries) and
-h = md + 2 * max over the sums (heuristic_kernels.h_init / h_update).
+h = md + 2 * max over the sums (kernels.heuristic.h_init / h_update).
 """
 
 from __future__ import annotations
@@ -172,7 +172,7 @@ _PARALLEL_KERNEL = threading.Lock()  # numba's default threading layer runs one 
 
 def parity_of(data: np.ndarray) -> np.ndarray:
     """The lowest bit of every 4-bit entry of the table data, eight a byte: what a search
-    reads after a move (heuristic_kernels.moved_entry), a quarter of the tables. Derived
+    reads after a move (kernels.heuristic.moved_entry), a quarter of the tables. Derived
     at load, on every core: about 0.1 s for 24/small's 995 MB once its pages are cached."""
     data = np.asarray(data)
     whole = data.shape[0] // 4 * 4

@@ -1,8 +1,8 @@
 """The heuristics that need no tables: Hamming, Manhattan, Gaschnig, linear conflict,
 walking distance.
 
-Each is a ``Heuristic``: a name and the ``HeuristicArrays`` that heuristic_kernels.py
-evaluates. Pattern databases build the same object in pdb_heuristic.py, so the search
+Each is a ``Heuristic``: a name and the ``HeuristicArrays`` that kernels/heuristic.py
+evaluates. Pattern databases build the same object in heuristics/pattern_db.py, so the search
 never needs to know which heuristic it runs.
 """
 

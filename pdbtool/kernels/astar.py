@@ -70,7 +70,7 @@ def astar(H, s, board, pos, moves, nmoves, rows, bits, per, keys, parent, gs, he
     expanded, generated, states held, largest open list).
     """
     n = s * s
-    no_limit = np.int64(INF)  # not a literal: see heuristic_kernels.h_update
+    no_limit = np.int64(INF)  # not a literal: see kernels.heuristic.h_update
     cap = keys.shape[0]
     hcap = heap.shape[0]
     mask = table.shape[0] - 1

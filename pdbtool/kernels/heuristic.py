@@ -2,7 +2,7 @@
 
 numba cannot cache a kernel that takes another jitted function as an argument, so the
 search stays generic another way: a heuristic is a fixed tuple of arrays ``H``, a
-HeuristicArrays whose class names its kind (built in heuristics.py / pdb_heuristic.py),
+HeuristicArrays whose class names its kind (built in heuristics/table_free.py / heuristics/pattern_db.py),
 and two functions here dispatch on the kind:
 
 * ``h_init``   computes h of a board from scratch and fills the heuristic's state row;
@@ -227,7 +227,7 @@ def moved_entry(H, l, e, before, dmd):
     entries its neighbours contradict (broken_derivation). Against a wrong entry deeper
     down, an entry never falls below 0 here (h stays at least the Manhattan distance)
     and h_update takes md = 0 as the goal, so the search still ends and the path check
-    (search_kernel.path_violation, which reads whole entries) judges its answer."""
+    (kernels.ida.path_violation, which reads whole entries) judges its answer."""
     if H.zero_aware:
         k = parity_index(H, l, e)
         bit = (H.parity[ix(k >> 3)] >> (k & 7)) & 1

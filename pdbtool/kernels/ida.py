@@ -2,10 +2,10 @@
 
 Plain numba over arrays, no Python objects: the board and the tile positions are changed
 in place (make/undo), a move is generated only if the move-pruning automaton allows it
-(move_pruning.py: no move back to the parent, no duplicate move sequences), and the
-heuristic is updated from the parent's state row (heuristic_kernels.h_update). ``dfs_loop``
+(heuristics/move_pruning.py: no move back to the parent, no duplicate move sequences), and the
+heuristic is updated from the parent's state row (kernels.heuristic.h_update). ``dfs_loop``
 searches one subtree under one bound, so the same loop serves serial IDA* (``ida`` below),
-the threads (task_kernel.py) and the cluster (``dfs``, parallel.py).
+the threads (kernels/tasks.py) and the cluster (``dfs``, search/threads.py).
 
 Control arrays, shared with the caller while the kernel runs (nogil):
   stop[0]     set non-zero by the caller to stop; polled every POLL expansions;
@@ -159,7 +159,7 @@ def dfs(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bo
 
     moves[c, i] for i < nmoves[c] is (cell << 2) | direction of the blank's moves from c
     (directions 0-3 are U, D, L, R); fsm[state, direction] is the automaton's next state,
-    or -1 if that move is pruned there. ``extras`` is ida_tt_kernel.no_extras() (a parallel
+    or -1 if that move is pruned there. ``extras`` is kernels.ida_tt.no_extras() (a parallel
     search's subtrees are plain IDA*). ``claims`` (int64[1]) is shared with the other
     searches of the same iteration: once one of them finds the goal it sets ``claims[0]``
     to ALL_CLAIMED, and this one stops (STOPPED) within SHARE_POLL expansions; a search
@@ -187,7 +187,7 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
     and root_state = 0). Returns dfs's tuple, the rows of events used, the nodes the
     table cut and the smallest h of a node expanded (INF if none: how close the search
     came to the goal, by which the threads order the next iteration's subtrees,
-    task_kernel.py). ``claims``: see dfs.
+    kernels/tasks.py). ``claims``: see dfs.
 
     Compiled without numba's reference counting: the arrays live as long as the caller's,
     and an inlined function that takes HeuristicArrays would otherwise incref and decref

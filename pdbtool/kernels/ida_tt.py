@@ -1,5 +1,5 @@
 """What IDA* with a transposition table and weighted IDA* (WIDA*) add to the IDA* kernel,
-which runs them (search_kernel.dfs_loop, given ``Extras`` instead of ``NoExtras``):
+which runs them (kernels.ida.dfs_loop, given ``Extras`` instead of ``NoExtras``):
 
 * f = gw * g + hw * h. IDA* is gw = hw = 1; WIDA* with weight W = hw / gw >= 1 (seed 003)
   answers with at most W times the optimal length: every node of an optimal path has
@@ -21,7 +21,7 @@ which runs them (search_kernel.dfs_loop, given ``Extras`` instead of ``NoExtras`
   (or shorter): impossible. So P's nodes are never cut, the first of them over the bound
   still sets the next bound, and the bound never passes C*. A lost entry only cuts less.
 
-Like the heuristic's kind (heuristic_kernels.kind_of), whether the extras are on is the
+Like the heuristic's kind (kernels.heuristic.kind_of), whether the extras are on is the
 class of the argument, a compile-time constant in the kernel: plain IDA* pays nothing for
 them.
 """
@@ -45,7 +45,7 @@ class IdaExtras(NamedTuple):
     max_depth: int        # no node deeper (the stacks' size)
     tt: np.ndarray        # int64[slots, 4]: a state key (state_key_kernel) and its tag,
                           # (iteration << 16) | g, a slot (transposition_table)
-    bits: int             # the key's layout (state_key_kernel.layout)
+    bits: int             # the key's layout (kernels.state_key.layout)
     per: int
 
 

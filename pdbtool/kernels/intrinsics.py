@@ -44,7 +44,7 @@ def atomic_add(typingctx, ary, idx, val):
     """ary[idx] += val as one atomic read-modify-write; returns the old value.
 
     The threads of one parallel IDA* iteration claim the subtrees at the split depth
-    from a shared counter (task_kernel.search_tasks): each is searched exactly once.
+    from a shared counter (kernels.tasks.search_tasks): each is searched exactly once.
     """
     return ary.dtype(ary, idx, val), _read_modify_write("add")
 
@@ -53,14 +53,14 @@ def atomic_add(typingctx, ary, idx, val):
 def atomic_max(typingctx, ary, idx, val):
     """ary[idx] = max(ary[idx], val) (signed) as one atomic read-modify-write; returns the
     old value. A thread that finds a node over the bound moves the threads' shared counter
-    past every task below it at once (task_kernel.search_tasks), and never back."""
+    past every task below it at once (kernels.tasks.search_tasks), and never back."""
     return ary.dtype(ary, idx, val), _read_modify_write("max")
 
 
 def class_constant(obj, name: str):
     """The attribute ``name`` of obj's class. In a kernel it is a compile-time constant
     (``name`` must be a string literal): numba types a NamedTuple by its class, so a kernel
-    compiled for one class sees only that class's branches (heuristic_kernels.kind_of)."""
+    compiled for one class sees only that class's branches (kernels.heuristic.kind_of)."""
     return getattr(type(obj), name)
 
 
@@ -78,7 +78,7 @@ _PREFETCH = "llvm.prefetch.p0" if llvm_version_info >= (15,) else "llvm.prefetch
 def prefetch(typingctx, ary, idx):
     """Start loading the cache line of ary[idx] (of the row ary[idx] of a 2-D array): a
     hint, with no value and no fault. IDA*+TT loads a child's slot of the table this way
-    before it evaluates the child's heuristic (search_kernel.dfs_loop)."""
+    before it evaluates the child's heuristic (kernels.ida.dfs_loop)."""
     def codegen(context, builder, sig, args):
         aryty = sig.args[0]
         arr = context.make_array(aryty)(context, builder, args[0])

@@ -38,7 +38,7 @@ def rbfs_loop(H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budget, st
     bound B, current child), per_child int64[3, D, 4] (child cell, state, stored F)."""
     blank, state, nch, B, cur = per_node[0], per_node[1], per_node[2], per_node[3], per_node[4]
     ccell, cstate, F = per_child[0], per_child[1], per_child[2]
-    no_limit = np.int64(INF)  # not a literal: see heuristic_kernels.h_update
+    no_limit = np.int64(INF)  # not a literal: see kernels.heuristic.h_update
     expanded, generated = 0, 0
     reported_e, reported_g = 0, 0
     if rows[0, 0] == 0:

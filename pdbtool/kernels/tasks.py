@@ -8,14 +8,14 @@ it claims the next task of ``order`` from a counter the threads share, walks to 
 the task it searched last (moves back to the two paths' common prefix, then forward,
 each node tested against the bound exactly as the search tests it: a node above the
 split depth with f over the bound cuts every task below it) and searches the subtree
-with search_kernel.dfs_loop. So each task is searched by exactly one thread, and the
+with kernels.ida.dfs_loop. So each task is searched by exactly one thread, and the
 first bound at which any thread reaches the goal is optimal, as in serial IDA*.
 
 For each task the kernel writes down how close it came to the goal: the smallest h of a
 node expanded in it (``closest``). The goal's subtree at the last bound is nearly always
 among those that came closest at the bound before (on 16 of Korf & Felner's 24-puzzles at
 most 42 of 1,800-4,400 subtrees came closer, in 12 of them at most 3), so the parallel
-search (parallel.py) searches the next iteration's tasks in that order; the iterations
+search (search/threads.py) searches the next iteration's tasks in that order; the iterations
 before the last are complete, and only the last one ends sooner.
 """
 
@@ -76,10 +76,10 @@ def search_tasks(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, en
     that this thread claims from ``claims[0]`` (int64[1], zero at the start of the
     iteration, shared by the threads), each under ``bound``, from the root whose state row
     is hs[0] (hs has a row for every depth). Writes closest[i] for every task i it walks to
-    and FAR for the tasks it skips. ``extras`` is ida_tt_kernel.no_extras() (the tasks are
+    and FAR for the tasks it skips. ``extras`` is kernels.ida_tt.no_extras() (the tasks are
     plain IDA*).
 
-    ``order`` is the depth-first order, or closest-first as parallel.py makes it from the
+    ``order`` is the depth-first order, or closest-first as search/threads.py makes it from the
     iteration before (ties and the FAR tasks in depth-first order). In either, the tasks
     below a node over the bound are consecutive (a node over this bound was over the one
     before, so its tasks were all FAR), and a thread that finds one skips them all: the
@@ -87,7 +87,7 @@ def search_tasks(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, en
     tasks lie below nodes over the bound.
 
     Stops when every task is claimed, at the goal (FOUND: it sets claims[0] to ALL_CLAIMED,
-    and the other threads stop within search_kernel.SHARE_POLL expansions), at the stop
+    and the other threads stop within kernels.ida.SHARE_POLL expansions), at the stop
     flag or at the node budget (budget < 0: none). Returns (status, next bound, expanded,
     generated, length); on FOUND path[:length] holds the blank's cells after the root,
     otherwise board and pos are back at the root. The walks between tasks are not
@@ -109,7 +109,7 @@ def tasks_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, ends
     reference counting, as dfs_loop is: the walks call h_update, which would otherwise
     count references to each of the heuristic's arrays at every call."""
     split = cells.shape[1]
-    zero = np.int64(0)  # not the literal 0: see search_kernel.dfs_loop
+    zero = np.int64(0)  # not the literal 0: see kernels.ida.dfs_loop
     blanks[0] = root_blank
     at = 0  # the board's depth: the node at blanks[at]
     status, next_bound, expanded, generated, length = NOT_FOUND, INF, 0, 0, 0

@@ -3,12 +3,12 @@ kernel, and turning its outcome into a SolveResult (replayed and checked by Solv
 
 | name     | kernel              | answer                          | memory                      |
 |----------|---------------------|---------------------------------|-----------------------------|
-| ida      | search_kernel       | optimal                         | O(depth)                    |
-| ida-tt   | search_kernel + TT  | optimal                         | O(depth) + the table        |
+| ida      | kernels.ida       | optimal                         | O(depth)                    |
+| ida-tt   | kernels.ida + TT  | optimal                         | O(depth) + the table        |
 | astar    | astar_kernel        | optimal                         | every state reached         |
 | rbfs     | rbfs_kernel         | optimal                         | O(depth)                    |
 | bfs      | bfs_kernel          | optimal (boards up to 3x3)      | every state (n! entries)    |
-| wida     | search_kernel + W   | at most W x optimal             | O(depth)                    |
+| wida     | kernels.ida + W   | at most W x optimal             | O(depth)                    |
 | greedy   | greedy_kernel       | some solution (up to 20x20)     | the solution                |
 
 (+ TT, + W: the IDA* kernel with ida_tt_kernel's extras.) Each search reuses the Solver's heuristic (tables included) through h_init / h_update, and

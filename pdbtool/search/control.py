@@ -65,7 +65,7 @@ def limit_reached(status: int, generated: int, seconds: float, iterations: list,
 
 class SplitNodes(NamedTuple):
     """The nodes at one depth below a root, in the search's depth-first order: the roots of
-    an iteration's tasks (task_kernel.split_nodes)."""
+    an iteration's tasks (kernels.tasks.split_nodes)."""
 
     cells: np.ndarray   # int64[n, depth]: the blank's cells after the root
     ends: np.ndarray    # int64[n, depth]: [i, d] the last node below node i's at depth d + 1

@@ -15,7 +15,7 @@ from pdbtool.search.solver import Solver
 
 
 def compile_search(kind: int, side: int = 4) -> None:
-    """IDA*'s search kernels (search_kernel.ida, dfs_loop, h_update) for heuristics of
+    """IDA*'s search kernels (kernels.ida.ida, dfs_loop, h_update) for heuristics of
     ``kind``, compiled in this process from placeholder arrays: the root's h is 0, so the
     search returns at the root without reading them. The side does not change the types."""
     H = hk.heuristic_arrays(kind)

@@ -1,5 +1,5 @@
 """Solving a board: validation, the goal's frame, the IDA* kernel (the other algorithms
-are in algorithms.py), replay, statistics.
+are in search/algorithms.py), replay, statistics.
 
 ``Solver`` wraps one heuristic. ``solve(board, goal)`` validates once and returns a
 ``SolveResult`` whose moves have been replayed to the goal; callers that validated already
@@ -78,8 +78,8 @@ class Solver:
         algorithms.Algorithm, or its name; default IDA*). Raises LimitReached when the
         control's budget, timeout or stop flag (or A*'s memory) ends the search first.
 
-        IDA* runs parallel.search_parallel, on one thread too (its large iterations search
-        their subtrees closest first). ``events`` (int32[cap, search_kernel.EVENT_FIELDS],
+        IDA* runs threads.search_parallel, on one thread too (its large iterations search
+        their subtrees closest first). ``events`` (int32[cap, kernels.ida.EVENT_FIELDS],
         IDA* on one thread only): the serial kernel records the first ``cap`` nodes it
         generates into it, every iteration in depth-first order.
 
@@ -122,7 +122,7 @@ class Solver:
         """Compile IDA*'s kernels for this heuristic (or load them from numba's cache) before
         a search's clock and timeout start: the first search on a machine would otherwise
         count seconds of compilation as search time. ``shared``: also those of the
-        iterations the threads share (task_kernel), which search_parallel compiles itself
+        iterations the threads share (kernels.tasks), which search_parallel compiles itself
         if a search that did not ask for them gets there. Once per solver and part."""
         if "serial" in self._compiled and ("shared" in self._compiled or not shared):
             return
@@ -168,7 +168,7 @@ class Solver:
                 events: np.ndarray | None = None) -> Iterations:
         """IDA*'s iterations from ``root`` on this thread, in one kernel call: up to the
         goal or a limit of the control, or (``hand_off`` >= 0) to the end of the first
-        iteration that generates at least ``hand_off`` nodes (search_kernel.ida)."""
+        iteration that generates at least ``hand_off`` nodes (kernels.ida.ida)."""
         path = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
         bounds = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
         nodes = np.zeros(MAX_DEPTH + 1, dtype=np.int64)
@@ -204,7 +204,7 @@ class Solver:
     def dfs(self, root: Root, blank: int, automaton_state: int, g0: int, bound: int,
             budget: int, stop: np.ndarray, counters: np.ndarray, path: np.ndarray) -> DfsOutcome:
         """One bounded depth-first search below ``root`` (a cluster's task): f = g0 + g + h
-        <= bound; on FOUND, path[:length] holds the blank's cells (search_kernel.dfs)."""
+        <= bound; on FOUND, path[:length] holds the blank's cells (kernels.ida.dfs)."""
         return DfsOutcome(*search_kernel.dfs(
             self.heuristic.H, self.side, root.board, root.pos,
             self.moves, self.nmoves, self.fsm, root.rows, blank, automaton_state, g0, bound,
@@ -212,7 +212,7 @@ class Solver:
 
     def split_nodes(self, blank: int, split: int) -> SplitNodes:
         """The nodes at depth ``split`` below a root with the blank at ``blank``, in the
-        search's depth-first order (task_kernel.split_nodes); made once per solver (a
+        search's depth-first order (kernels.tasks.split_nodes); made once per solver (a
         short search would otherwise spend a tenth of its time listing them)."""
         nodes = self._split_nodes.get((blank, split))
         if nodes is None:
@@ -232,7 +232,7 @@ class Solver:
                      budget: int, stop: np.ndarray, counters: np.ndarray, path: np.ndarray,
                      claims: np.ndarray, closest: np.ndarray) -> DfsOutcome:
         """This thread's share of an iteration: the tasks of ``order`` it claims from
-        ``claims``, each searched under ``bound`` (task_kernel.search_tasks); on FOUND,
+        ``claims``, each searched under ``bound`` (kernels.tasks.search_tasks); on FOUND,
         path[:length] holds the blank's cells from the root."""
         return DfsOutcome(*task_kernel.search_tasks(
             self.heuristic.H, self.side, root.board, root.pos, self.moves, self.nmoves,
@@ -240,7 +240,7 @@ class Solver:
             budget, stop, counters, path, claims, closest, no_extras()))
 
     def _check_path(self, board_bf, blank_cells) -> tuple[int, list[int]]:
-        """search_kernel.path_violation along the solution found (microseconds), and the
+        """kernels.ida.path_violation along the solution found (microseconds), and the
         h of each board on it (the kernel leaves them in the rows it walked)."""
         root = self.root(board_bf, len(blank_cells))
         path = np.asarray(blank_cells, dtype=np.int64)

@@ -39,7 +39,7 @@ POLLED_AFTER = 1_000_000  # nodes generated: the iterations are long enough for 
 
 
 class Tasks(NamedTuple):
-    """The tasks of a search (task_kernel.py): the nodes at the split depth, the
+    """The tasks of a search (kernels/tasks.py): the nodes at the split depth, the
     order the threads claim them in (positions into ``nodes``), and how close each came to
     the goal in the last iteration (the smallest h expanded in it, or FAR)."""
 
@@ -115,7 +115,7 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, threads: int,
     CLOSEST_FIRST_AFTER: until then it searches as fast in one kernel call). The others
     are shared: their tasks are the subtrees below the nodes at depth ``split`` (default
     ``split_depth``; never deeper than the bound, so the goal is never above it), which
-    the threads claim from a shared counter (task_kernel.search_tasks). After an iteration
+    the threads claim from a shared counter (kernels.tasks.search_tasks). After an iteration
     of CLOSEST_FIRST_AFTER expanded nodes the next searches the tasks in the order of the
     smallest h their search expanded (ties in depth-first order): the goal's subtree is
     nearly always among the first. This thread searches too, so an iteration costs one

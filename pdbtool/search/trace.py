@@ -3,7 +3,7 @@
 A trace is the answer of one solve (the JSON of `pdbtool solve --json`: the solution, the
 iterations with their bound and node count, ``path_h``, the h of each board along the
 solution) plus, for a search on one thread, the nodes the search generated, recorded by
-the search kernel itself (search_kernel.py: its events) during the search, up to a cap.
+the search kernel itself (kernels/ida.py: its events) during the search, up to a cap.
 
 The nodes are columns of equal length in ``events``: ``iteration``, ``g``, ``h``, ``f``,
 ``blank`` (the blank's cell after the move, on the board as the user gave it) and
@@ -29,7 +29,7 @@ TRACE_FORMAT = "pdbtool-trace"
 TRACE_VERSION = 1
 DEFAULT_CAP = 100_000  # nodes recorded at most: the 8-puzzle and easy 15-puzzles fit
 COLUMNS = ("iteration", "g", "h", "f", "blank", "outcome")
-OUTCOME_NAMES = ("expanded", "pruned", "goal")  # search_kernel's EXPANDED_NODE, PRUNED_NODE, GOAL_NODE
+OUTCOME_NAMES = ("expanded", "pruned", "goal")  # kernels.ida's EXPANDED_NODE, PRUNED_NODE, GOAL_NODE
 
 
 @dataclass

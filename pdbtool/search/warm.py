@@ -3,7 +3,7 @@
 numba compiles a kernel on its first call and keeps the machine code in its cache
 (kernels/cache.py), so only the first solve on a machine waits: for a table, about 10 s of
 compiling on one core (BENCHMARKS.md, first run). Every heuristic of a kind has the same
-numba types (heuristic_kernels: placeholders of the slots' own types), so what a kind's
+numba types (kernels.heuristic: placeholders of the slots' own types), so what a kind's
 IDA* needs can be compiled without its tables: ``python -m pdbtool.search.warm KIND`` does it in a
 child process (``aside``), from a root whose h is 0 (the search returns at once and reads
 no table), while the solver compiles the rest here (the heuristic at the root, the root's

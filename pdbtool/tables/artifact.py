@@ -2,7 +2,7 @@
 
 One HDF5 file per catalogue. Every table is stored in its 4-bit form (two
 entries a byte: (distance - the group's Manhattan distance) / 2, see
-build_kernel.compact) and all tables are concatenated into one flat uint8
+kernels.build.compact) and all tables are concatenated into one flat uint8
 dataset "tables" (the search kernel takes one array plus offsets); everything
 else is a root attribute: scalars natively, structured lists as JSON strings.
 

@@ -1,6 +1,6 @@
 """Building a catalogue's pattern databases and writing them as one artifact.
 
-Orchestration only: the BFS itself is in build_kernel.py. Groups that are symmetric images
+Orchestration only: the BFS itself is in kernels/build.py. Groups that are symmetric images
 of an earlier group reuse its table (catalogue.plan_tables). The distinct tables are built
 in worker processes, one table each, with numba threads inside each (processes x threads
 <= workers); when one table is most of the work, a single process runs them in turn on
@@ -117,7 +117,7 @@ def distance_table(tiles, side: int, *, zero_aware: bool = True, label: str = ""
 
 
 def compact_table(dist: np.ndarray, tiles, side: int, zero_aware: bool = True) -> np.ndarray:
-    """The 4-bit form of a distance table (build_kernel.compact); refuses a table whose
+    """The 4-bit form of a distance table (kernels.build.compact); refuses a table whose
     entries do not fit, naming the count, rather than store a wrong value."""
     m = len(tiles)
     reg = regions(side, m, zero_aware)

@@ -66,7 +66,7 @@ class Catalogue:
 
     def served_bytes(self, zero_aware: bool = True) -> int:
         """Memory a search reads of the artifact: the mapped tables and, zero-aware, their
-        parity bits (a bit an entry, derived at load: pdb_heuristic.parity_of)."""
+        parity bits (a bit an entry, derived at load: pattern_db.parity_of)."""
         tables = self.table_bytes(zero_aware)
         return tables + ((tables + 3) // 4 if zero_aware else 0)
 
