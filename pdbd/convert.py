@@ -76,7 +76,7 @@ def progress_dict(m: pb.Progress) -> dict:
 
 
 def artifact_message(loaded, locked: bool = False) -> pb.Artifact:
-    """A loaded artifact (pdbtool.tables.trust.Trusted) as listed by Info: the file's name, never
+    """A loaded artifact (pdbtool.loading.Trusted) as listed by Info: the file's name, never
     the server's directories; how much of it is in memory."""
     from pdbtool.tables.residency import resident_bytes
 

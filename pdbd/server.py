@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -22,12 +24,14 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2
 
 from pdbtool import puzzle
 from pdbtool.errors import PdbError
-from pdbtool.selection import TableSet
+from pdbtool.cli.console import stop_on_signals
+from pdbtool.errors import BadInput
+from pdbtool.selection import TableSet, load_directory
 from pdbtool.tables import residency
 
 from .address import parse_address
 from .defaults import (DEFAULT_CONNECTION_AGE, DEFAULT_IDLE_SECONDS, DEFAULT_LISTEN,
-                       DEFAULT_MAX_QUEUE, DEFAULT_REQUEST_TIMEOUT)
+                       DEFAULT_MAX_QUEUE, DEFAULT_REQUEST_TIMEOUT, default_per_client)
 from .jobs import Delegation, WorkerPool
 from .rpc import Admission, RateLimitedLog, Receiver, service_handler
 from .servicer import SERVICE_NAME, Limits, Served, SolverServicer
@@ -243,3 +247,99 @@ def warm_up(solvers) -> None:
         board = puzzle.apply_blank_moves(puzzle.goal_board(side, "blank-last"), "L")
         solver.solve(board, "blank-last")
         log.debug("warmed up %dx%d (%s)", side, side, solver.heuristic.name)
+
+
+# -- serve ---------------------------------------------------------------------------------
+
+def serve(args) -> int:
+    """``pdbd serve``: check what fails fast, load and check the tables, start the daemon,
+    serve until SIGTERM or SIGINT (SIGHUP reloads the tables); ``args`` holds the options
+    of ``pdbd serve`` (pdbd/cli.py). Returns the exit code."""
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s pdbd %(message)s")
+    logging.getLogger("pdbtool").setLevel(logging.DEBUG if args.verbose else logging.INFO)
+    if bool(args.tls_cert) != bool(args.tls_key) or (args.client_ca and not args.tls_cert):
+        raise BadInput("give --tls-cert and --tls-key together (and --client-ca only with them)")
+    tls = Tls(args.tls_cert, args.tls_key, args.client_ca) if args.tls_cert else None
+    # What fails fast fails before the slow steps (loading and checking the tables).
+    if tls:
+        tls.credentials()  # reads the files: one missing is said now
+    check_exposure(args.listen, tls, args.insecure)
+    check_listen(args.listen)
+    # Handle the signals before the slow steps, so an early SIGTERM still exits cleanly.
+    stop, reload = stop_on_signals(), threading.Event()
+    signal.signal(signal.SIGHUP, lambda *_: reload.set())
+    loaded = load_directory(args.artifacts, require=True)
+    log_tables(loaded)
+    delegation = None
+    if args.cluster:
+        from pdbtool.cluster.driver import Cluster
+
+        cluster = Cluster(args.cluster, cache_dir=args.cluster_cache, shared=args.cluster_shared,
+                          notify=log.warning)
+        delegation = Delegation(cluster, args.cluster_above)
+        info = cluster.info()
+        log.info("searches above %s nodes go to the Ray cluster at %s: %d nodes, %d CPUs",
+                 f"{args.cluster_above:,}", info.address, info.nodes, info.cpus)
+    elif args.cluster_shared or args.cluster_cache:
+        raise BadInput("--cluster-shared and --cluster-cache need --cluster")
+    threads = args.threads or os.cpu_count() or 1
+    per_client = (default_per_client(threads, args.max_queue) if args.max_per_client is None
+                  else args.max_per_client or None)
+    limits = Limits(args.max_search_seconds, args.max_nodes, per_client, args.max_search_memory)
+    daemon = Daemon(loaded, args.listen, threads, args.max_queue, limits=limits,
+                    connections=Connections(args.request_timeout, args.idle_timeout,
+                                            args.max_connection_age),
+                    reflection_on=not args.no_reflection, tls=tls, insecure=args.insecure,
+                    mlock=args.mlock, prefault=not args.no_prefault, delegation=delegation)
+    if stop.is_set():
+        return 0
+    daemon.start()
+    log.info("serving on %s (%s) with %d threads, queue %d, limits: %s s, %s nodes and %s "
+             "MiB per search, %s searches per client: %s", daemon.address,
+             "TLS" if tls else "plaintext", daemon.pool.threads, daemon.pool.max_queue,
+             limits.max_search_seconds or "no",
+             f"{limits.max_nodes:,}" if limits.max_nodes else "no",
+             f"{limits.max_search_memory >> 20:,}" if limits.max_search_memory else "no",
+             per_client or "any", sizes_text(loaded))
+    while not stop.wait(0.5):
+        if reload.is_set():
+            reload.clear()
+            reload_tables(daemon, args.artifacts)
+    log.info("shutting down")
+    daemon.stop(args.grace)
+    log.info("stopped")
+    return 0
+
+
+def sizes_text(tables) -> str:
+    return ", ".join(f"{s}x{s} ({h.name}, artifact {h.artifact})"
+                     for s, h in sorted(tables.heuristics.items()))
+
+
+def log_tables(tables) -> None:
+    for t in tables.loaded:
+        m = t.meta
+        how = ("stamp matched, checksums not re-read" if t.checks == ("stamp",)
+               else "checked: " + ", ".join(t.checks))
+        log.info("loaded %s: %s %dx%d version %s (%s)", m.path, m.partition, m.size, m.size,
+                 m.version, how)
+        if t.pin.unleased:
+            log.warning("%s: no read lease (%s): changing this file in place while it is "
+                        "served (truncate, cp over it) can kill pdbd with SIGBUS; roll out a "
+                        "new version by renaming it over the old, then SIGHUP", m.path,
+                        t.pin.unleased)
+
+
+def reload_tables(daemon, directory) -> None:
+    """SIGHUP: load and check the directory again; serve it if every file passes, else
+    keep serving what was loaded."""
+    log.info("SIGHUP: reloading %s", directory)
+    try:
+        tables = load_directory(directory, require=True)
+        log_tables(tables)
+        daemon.reload(tables)
+    except PdbError as e:
+        log.error("reload refused, still serving the tables loaded before: %s", e)
+        return
+    log.info("reloaded: serving %s", sizes_text(tables))

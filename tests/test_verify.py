@@ -11,7 +11,7 @@ import pytest
 
 from pdbtool import puzzle
 from pdbtool.errors import ArtifactError
-from pdbtool.loading import load_heuristic
+from pdbtool.loading import load_heuristic, open_trusted
 from pdbtool.search.solver import Solver
 from pdbtool.selection import load_directory
 from pdbtool.tables import artifact, trust
@@ -148,11 +148,11 @@ def test_loading_an_unstamped_file_runs_every_verify_check(art_dir, tmp_path, ca
     good.parent.mkdir()
     shutil.copy(art_dir / "8-full.h5", good)  # a copy: no stamp of its own
     with caplog.at_level(logging.INFO, logger="pdbtool"):
-        opened = trust.open_trusted(good)
+        opened = open_trusted(good)
     assert opened.checks == ("metadata", "checksums", "ranking", "completeness",
                              "consistency", "admissibility")
     assert "no valid verification stamp; ran metadata, checksums" in caplog.text
-    assert trust.open_trusted(art_dir / "8-full.h5").checks == ("stamp",)
+    assert open_trusted(art_dir / "8-full.h5").checks == ("stamp",)
 
 
 def test_a_file_changed_while_verify_reads_it_is_not_stamped(art_dir, tmp_path, monkeypatch):

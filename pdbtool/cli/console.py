@@ -240,3 +240,11 @@ class SearchReporter:
             sys.stderr.flush()
         if tty:
             sys.stderr.write("\r\x1b[K")
+
+
+def stop_on_signals() -> threading.Event:
+    """An event that SIGTERM or SIGINT sets: the servers stop gracefully on either."""
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    return stop

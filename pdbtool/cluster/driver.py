@@ -2,7 +2,7 @@
 
 The driver (this process) keeps what it already does on one machine: it chooses the
 heuristic, iterates the IDA* bounds (threads.search_bounds), expands the root to a
-frontier (threads.frontier), combines the outcomes (threads.Tally) and replays the
+frontier (frontier.frontier), combines the outcomes (control.Tally) and replays the
 answer (Solver.result). What it hands out are the same subtree tasks the threads run,
 (frontier nodes, bound, budget) -> IterationOutcome, in batches of consecutive frontier
 nodes (``Batch``); each subtree's size and CPU time come back with the outcome

@@ -211,7 +211,7 @@ class NodeWorker:
     def search(self, job: str, spec: HeuristicSpec, bound: int, budget: int,
                batch: Batch) -> BatchResult:
         """A batch of subtrees under one bound, one subtree per task of the node's pool;
-        their outcomes combined (threads.Tally) and each one's size and time. The first
+        their outcomes combined (control.Tally) and each one's size and time. The first
         subtree that reaches the goal halts the job on this node at once: any goal at this
         bound is optimal."""
         solver = self._solver(spec)

@@ -1,6 +1,6 @@
 """A thread pool that runs the waiting call with the smallest key first.
 
-A cluster node (pdbtool.cluster.driver.NodeWorker) receives an iteration's subtrees as several
+A cluster node (pdbtool.cluster.node.NodeWorker) receives an iteration's subtrees as several
 Ray tasks at once, and Ray starts the tasks of a threaded actor in no fixed order. Its
 search threads take the subtrees from this pool by (job, frontier index), so whatever
 order the tasks arrive in, the node searches the earliest subtrees first, as the threads

@@ -1,0 +1,111 @@
+"""The numba cache directory (pdbtool/kernels/cache.py): keyed by the kernels' sources, so
+that an edit of one kernel module never leaves another module's cached kernel running the
+old code inlined into it (numba keys a cache entry on its own file only); given to numba's
+configuration, never to the environment."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numba
+import pytest
+
+from pdbtool.kernels import cache
+
+ROOT = Path(cache.__file__).parents[2]
+
+
+@pytest.fixture
+def kernels(tmp_path, monkeypatch):
+    """A package with a folder of two kernel modules and a module outside it; the process's
+    numba cache setting restored afterwards."""
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setattr(numba.config, "CACHE_DIR", numba.config.CACHE_DIR)
+    folder = tmp_path / "pkg" / "kernels"
+    folder.mkdir(parents=True)
+    (folder / "a.py").write_text("from numba import njit\n")
+    (folder / "b.py").write_text("from numba import njit\nX = 1\n")
+    (tmp_path / "pkg" / "cli.py").write_text("print('hello')\n")
+    return folder
+
+
+def chosen(folder) -> Path:
+    before = dict(os.environ)
+    path = cache.use_kernel_cache(folder)
+    assert str(path) == numba.config.CACHE_DIR and path.is_dir()
+    assert dict(os.environ) == before  # the environment is the caller's
+    return path
+
+
+def test_an_edit_of_a_kernel_starts_a_new_cache_and_nothing_else_does(kernels):
+    first = chosen(kernels)
+    assert first.parent == kernels / "__pycache__" and first.name.startswith("kernels-")
+    (kernels.parent / "cli.py").write_text("print('bye')\n")  # outside the kernels' folder
+    assert chosen(kernels) == first
+    (kernels / "b.py").write_text("from numba import njit\nX = 2\n")
+    second = chosen(kernels)
+    assert second != first and second.parent == first.parent
+
+
+def test_a_user_setting_is_the_base(kernels, monkeypatch):
+    path = chosen(kernels)
+    mine = kernels.parent / "mine"
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(mine))
+    assert chosen(kernels) == mine / path.name
+    assert os.environ["NUMBA_CACHE_DIR"] == str(mine)
+
+
+def test_caches_of_other_digests_unused_for_a_day_are_removed(kernels):
+    base = kernels / "__pycache__"
+    old, recent = base / "kernels-0000", base / "kernels-1111"
+    for d in (old, recent):
+        (d / "sub").mkdir(parents=True)
+    day_ago = time.time() - cache.STALE_AFTER - 60
+    os.utime(old, (day_ago, day_ago))
+    keep = chosen(kernels)
+    assert not old.exists() and recent.is_dir() and keep.is_dir()
+
+
+@pytest.mark.process
+def test_the_tools_use_the_keyed_directory_and_leave_the_environment_alone():
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    p = subprocess.run([sys.executable, "-c", "import os, numba, pdbtool.search.solver; "
+                        "print(numba.config.CACHE_DIR, 'NUMBA_CACHE_DIR' in os.environ)"],
+                       capture_output=True, text=True, env=env, timeout=60, cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+    directory, in_environment = p.stdout.split()
+    assert Path(directory).name == "kernels-" + cache.kernel_digest()
+    assert in_environment == "False"
+
+
+@pytest.mark.process
+def test_an_edit_of_an_inlined_kernel_takes_effect(tmp_path):
+    """The oracle is the edited source itself: b.run calls a.value, compiled into b's cached
+    code. numba alone keys that cache on b.py, so after an edit of a.py alone it kept
+    answering 1; keyed by the digest of both, the edit recompiles and run() answers 2."""
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("from pathlib import Path\n"
+                                      "from pdbtool.kernels.cache import use_kernel_cache\n"
+                                      "use_kernel_cache(Path(__file__).parent)\n")
+    (fake / "a.py").write_text("from numba import njit\n@njit(cache=True)\n"
+                               "def value():\n    return 1\n")
+    (fake / "b.py").write_text("from numba import njit\nfrom .a import value\n"
+                               "@njit(cache=True)\ndef run():\n    return value()\n")
+    root = ROOT
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": f"{tmp_path}{os.pathsep}{root}"}
+
+    def run():
+        p = subprocess.run([sys.executable, "-c", "import fake.b; print(fake.b.run())"],
+                           capture_output=True, text=True, env=env, timeout=120)
+        assert p.returncode == 0, p.stderr
+        return int(p.stdout)
+
+    assert run() == 1
+    assert run() == 1  # from the cache
+    (fake / "a.py").write_text("from numba import njit\n@njit(cache=True)\n"
+                               "def value():\n    return 2\n")
+    assert run() == 2
