@@ -12,7 +12,6 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from pdbtool.cluster.frontier import SERIAL_BELOW
 from pdbtool.errors import LimitReached
 from pdbtool.search.control import PreparedBoard, SearchControl
 from pdbtool.search.solver import Solver
@@ -40,22 +39,16 @@ class Delegation:
         return ida and (budget is None or budget > self.above)
 
     def search(self, job: Job):
-        """``job``'s search: here first, within ``above`` nodes; then on the cluster."""
-        control, budget, started = job.control, job.control.budget, time.monotonic()
-        control.budget = self.above
-        try:
-            return job.solver.search(job.prepared, control=control)
-        except LimitReached:
-            if control.halted:  # stopped (deadline, cancel, time limit), not out of nodes
-                raise
-        finally:
-            control.budget = budget
-        if control.timeout is not None:
-            control.timeout = max(1e-3, control.timeout - (time.monotonic() - started))
+        """``job``'s search: here first, within ``above`` nodes; then on the cluster
+        (pdbtool.cluster.driver.search_here_then_on, counted when it goes there)."""
+        from pdbtool.cluster.driver import search_here_then_on
+
+        return search_here_then_on(job.solver, job.prepared, job.control, cluster=self.cluster,
+                                   above=self.above, on_cluster=self._count)
+
+    def _count(self) -> None:
         with self._lock:
             self.delegated += 1
-        return self.cluster.search(job.solver, job.prepared, control,
-                                   serial_below=min(SERIAL_BELOW, self.above))
 
 
 class Job:

@@ -388,7 +388,7 @@ def test_runs_as_a_user_without_writable_package_or_home(tmp_path):
     root = Path(__file__).resolve().parents[1]
     env = {"PATH": os.environ["PATH"], "HOME": "/nonexistent", "PYTHONPATH": str(root)}
     code = ("import os, pdbtool.kernels.ida, pdbtool.kernels.build, pdbtool.kernels.heuristic, "
-            "pdbtool.kernels.ranking; print(os.environ['NUMBA_CACHE_DIR'])")
+            "pdbtool.kernels.ranking; import numba; print(numba.config.CACHE_DIR)")
     p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                         sys.executable, "-c", code], env=env, capture_output=True, text=True,
                        timeout=300, cwd="/")

@@ -115,7 +115,7 @@ def test_parallel_equals_serial(art_dir):
     for _ in range(20):
         b = puzzle.random_board(3, "blank-last", rng)
         for split, serial_below in ((1, 0), (4, 0), (9, 0), (40, 0), (4, 1_000_000)):
-            r = search_parallel(s8, s8.prepare(b, "blank-last"), 2, SearchControl(), split=split,
+            r = search_parallel(s8, s8.prepare(b, "blank-last"), SearchControl(), threads=2, split=split,
                                 serial_below=serial_below)  # 0: shared after the first iteration
             assert r.length == s8.solve(b).length
             assert puzzle.apply_tile_moves(b, r.moves) == puzzle.goal_board(3, "blank-last")
@@ -136,7 +136,7 @@ def test_small_iterations_run_serially_up_to_the_hand_off(art_dir):
     assert first.status == NOT_FOUND and first.iterations == serial[:2]
     assert first.next_bound == serial[2]["bound"]
     assert int(control.counters[GENERATED]) == first.generated == serial[0]["nodes"] + serial[1]["nodes"]
-    shared = search_parallel(solver, solver.prepare(board, "blank-first"), 2, SearchControl(),
+    shared = search_parallel(solver, solver.prepare(board, "blank-first"), SearchControl(), threads=2,
                              serial_below=serial[1]["nodes"])
     assert shared.length == optimal and shared.iterations[:2] == serial[:2]
     assert [i["bound"] for i in shared.iterations] == [i["bound"] for i in serial]

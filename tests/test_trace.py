@@ -189,7 +189,7 @@ def test_cap_threads_and_limits():
         trace.record(Solver(table_free("manhattan", 4)), korf100()[0][2], "blank-first",
                      control=SearchControl(budget=50_000))
     with pytest.raises(BadInput, match="one thread"):
-        solver.search(solver.prepare(b), 2, events=np.zeros((1, 5), np.int32))
+        solver.search(solver.prepare(b), threads=2, events=np.zeros((1, 5), np.int32))
 
 
 def test_trace_file_round_trip_and_refusals(tmp_path):

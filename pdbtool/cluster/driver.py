@@ -46,7 +46,6 @@ says how to install it (``RAY_MISSING``).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import threading
@@ -61,10 +60,9 @@ from pdbtool.cluster.messages import (BUILD_RETRIES, IN_FLIGHT_PER_CPU, LOCAL, L
                                       default_cache_dir, log, ray_module)
 from pdbtool.cluster.node import NodeWorker, build_on_node
 from pdbtool.cluster.run import Dispatch, Node, SearchRun, Worker, first_line, replays
-from pdbtool.errors import EXIT_LIMIT, ArtifactError, BadInput, PdbError, not_a_directory
+from pdbtool.errors import EXIT_LIMIT, ArtifactError, BadInput, LimitReached, not_a_directory
 from pdbtool.result import SolveResult
-from pdbtool.search.control import PreparedBoard, SearchControl
-from pdbtool.search.interrupts import MAIN_THREAD_SEARCHES
+from pdbtool.search.control import PreparedBoard, SearchControl, envelope
 from pdbtool.search.solver import Solver
 from pdbtool.search.threads import search_bounds
 
@@ -251,20 +249,11 @@ class Cluster:
         Raises LimitReached when the control's budget, timeout or stop flag ends it."""
         control = control or SearchControl()
         run = self.running = SearchRun(self, solver, prepared, control, target)
-        timer = control.timer()
-        source = solver.heuristic.source  # the driver's table file: frontier and replay read it
-        try:
-            with (source.guarding(control) if source else contextlib.nullcontext(),
-                  MAIN_THREAD_SEARCHES.halting(control)):  # Ctrl-C halts the job, even if lost
+        try:  # the driver's table file: the frontier and the replay read it
+            with envelope(control, solver.heuristic.source):
                 return search_bounds(solver, prepared, control, run.cpus, run.serial,
                                      run.iteration, run.publish, serial_below)
-        except BaseException as e:
-            if not isinstance(e, PdbError):  # Ctrl-C, SIGTERM
-                control.halt("cancelled")
-            raise
         finally:
-            if timer:
-                timer.cancel()
             run.finish()
 
     # -- many boards -------------------------------------------------------------------
@@ -360,3 +349,29 @@ class Cluster:
                 pass
         for w in workers:
             w.in_flight.clear()
+
+
+def search_here_then_on(solver: Solver, prepared: PreparedBoard,
+                        control: SearchControl | None = None, *, cluster: Cluster,
+                        above: int, on_cluster: Callable[[], None] | None = None) -> SolveResult:
+    """IDA* of a prepared board here, within ``above`` nodes, then, if that was not enough,
+    over ``cluster`` with the rest of the control's budget: what ``pdbd serve --cluster``
+    does with each search. The caller's control is not changed; each part runs under one
+    that shares its stop flag and counters (a deadline, a cancel or Ctrl-C stops either
+    part), inside one envelope that keeps the caller's timeout over both. A part stopped by
+    the control raises LimitReached as usual; only running out of ``above`` goes on
+    (``on_cluster()`` is called then)."""
+    control = control or SearchControl()
+    with envelope(control):
+        here = SearchControl(budget=above if control.budget is None else min(above, control.budget),
+                             stop=control.stop, counters=control.counters)
+        try:
+            return solver.search(prepared, here)
+        except LimitReached:
+            if control.halted or (control.budget is not None and control.budget <= above):
+                raise  # stopped, or the caller's own budget is spent
+        left = None if control.budget is None else control.budget - here.generated
+        there = SearchControl(budget=left, stop=control.stop, counters=control.counters)
+        if on_cluster:
+            on_cluster()
+        return cluster.search(solver, prepared, there, serial_below=min(SERIAL_BELOW, above))

@@ -102,7 +102,7 @@ class Algorithm:
                        + ("" if self.name == "greedy" else "; --algorithm greedy goes to 20x20"))
 
 
-def search_with(solver, prepared, algorithm: Algorithm, threads: int, control):
+def search_with(solver, prepared, control, *, algorithm: Algorithm, threads: int = 1):
     """Run ``algorithm`` on a prepared board (called by Solver.search, which checked the
     board's size against it)."""
     if threads > 1:

@@ -6,6 +6,7 @@ other algorithms and the cluster all speak these; none of them imports another f
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -13,12 +14,13 @@ from typing import NamedTuple
 import numpy as np
 
 from pdbtool import limits, puzzle
-from pdbtool.errors import LimitReached
+from pdbtool.errors import LimitReached, PdbError
 from pdbtool.kernels.heuristic import ROW_H
 from pdbtool.kernels.ida import (BOUND, BUDGET, COUNTERS, EXPANDED, FOUND, GENERATED, INF,
                                  NOT_FOUND, STOPPED)
 from pdbtool.search import alarms
 from pdbtool.search.algorithms import LIMIT_REASONS
+from pdbtool.search.interrupts import MAIN_THREAD_SEARCHES
 
 
 class PreparedBoard(NamedTuple):
@@ -187,3 +189,25 @@ class Tally:
     def outcome(self) -> IterationOutcome:
         return IterationOutcome(self.found, self.next_bound, self.expanded, self.generated,
                                 self.status)
+
+
+@contextlib.contextmanager
+def envelope(control: SearchControl, source=None):
+    """What surrounds every search of a prepared board, whatever runs it (one thread,
+    threads, another algorithm, a cluster): the control's timeout, the table file's guard
+    (``source``, trust.Pinned: a file changed meanwhile raises TableChanged), Ctrl-C on the
+    main thread halting it. A search that ends with anything but an answer or PdbError
+    (Ctrl-C, SIGTERM, a failure) halts the control first, so that every thread, kernel and
+    cluster task of it stops (within about a millisecond) before the error goes on."""
+    timer = control.timer()
+    try:
+        with (source.guarding(control) if source else contextlib.nullcontext(),
+              MAIN_THREAD_SEARCHES.halting(control)):
+            yield
+    except BaseException as e:
+        if not isinstance(e, PdbError):
+            control.halt("cancelled" if not isinstance(e, Exception) else "failed")
+        raise
+    finally:
+        if timer:
+            timer.cancel()

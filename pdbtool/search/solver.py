@@ -10,7 +10,6 @@ live counters, the node budget and the timeout.
 
 from __future__ import annotations
 
-import contextlib
 import time
 
 import numpy as np
@@ -28,8 +27,7 @@ from pdbtool.result import SolveResult
 from pdbtool.search import warm
 from pdbtool.search.algorithms import Algorithm, search_with
 from pdbtool.search.control import (DfsOutcome, Iterations, PreparedBoard, Root, SearchControl,
-                                    SplitNodes, limit_reached)
-from pdbtool.search.interrupts import MAIN_THREAD_SEARCHES
+                                    SplitNodes, envelope, limit_reached)
 from pdbtool.search.threads import search_parallel
 
 IDA = Algorithm("ida")
@@ -66,14 +64,15 @@ class Solver:
         puzzle.require_solvable(board, goal)
         return PreparedBoard(board, goal, frame.image(board), frame)
 
-    def solve(self, board, goal: str = "blank-last", threads: int = 1,
-              control: SearchControl | None = None, algorithm=None) -> SolveResult:
-        """Validate the board once and solve it (see ``search``)."""
-        return self.search(self.prepare(board, goal), threads, control, algorithm=algorithm)
+    def solve(self, board, goal: str = "blank-last", control: SearchControl | None = None, *,
+              threads: int = 1, algorithm=None) -> SolveResult:
+        """Validate the board once and solve it (``search``, whose arguments it takes after
+        the board and its goal)."""
+        return self.search(self.prepare(board, goal), control, threads=threads, algorithm=algorithm)
 
-    def search(self, prepared: PreparedBoard, threads: int = 1,
-               control: SearchControl | None = None, events: np.ndarray | None = None,
-               algorithm=None) -> SolveResult:
+    def search(self, prepared: PreparedBoard, control: SearchControl | None = None, *,
+               threads: int = 1, algorithm=None, events: np.ndarray | None = None
+               ) -> SolveResult:
         """Solve a prepared board on ``threads`` threads with ``algorithm`` (an
         algorithms.Algorithm, or its name; default IDA*). Raises LimitReached when the
         control's budget, timeout or stop flag (or A*'s memory) ends the search first.
@@ -94,23 +93,12 @@ class Solver:
             raise BadInput(f"a traced search runs IDA*, not {algorithm.name}")
         if algorithm.name == "ida":
             self.compile_kernels(shared="shared" in self.kernel_parts(threads))
-        source = self.heuristic.source  # the table file: checked around the search
-        timer = control.timer()
-        try:
-            with (source.guarding(control) if source else contextlib.nullcontext(),
-                  MAIN_THREAD_SEARCHES.halting(control)):
-                if algorithm.name != "ida":
-                    return search_with(self, prepared, algorithm, threads, control)
-                if events is not None:
-                    return self._search_serial(prepared, control, events)
-                return search_parallel(self, prepared, threads, control)
-        except BaseException as e:
-            if not isinstance(e, Exception):  # Ctrl-C, SIGTERM (console.Terminated), exit
-                control.halt("cancelled")  # every kernel returns within about a millisecond
-            raise
-        finally:
-            if timer:
-                timer.cancel()
+        with envelope(control, self.heuristic.source):
+            if algorithm.name != "ida":
+                return search_with(self, prepared, control, threads=threads, algorithm=algorithm)
+            if events is not None:
+                return self._search_serial(prepared, control, events)
+            return search_parallel(self, prepared, control, threads=threads)
 
     def kernel_parts(self, threads: int) -> tuple[str, ...]:
         """What an IDA* search on ``threads`` threads compiles before it starts (warm.PARTS):

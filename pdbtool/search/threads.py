@@ -104,8 +104,8 @@ def search_bounds(solver: Solver, prepared: PreparedBoard, control: SearchContro
         found, bound = it.found, it.next_bound
 
 
-def search_parallel(solver: Solver, prepared: PreparedBoard, threads: int,
-                    control: SearchControl, split: int | None = None,
+def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchControl, *,
+                    threads: int = 1, split: int | None = None,
                     serial_below: int | None = None) -> SolveResult:
     """Solve a prepared board on ``threads`` threads (called by Solver.search; also for
     one thread, to search the large iterations closest first).

@@ -113,13 +113,13 @@ def record(solver, board, goal: str = "blank-last", threads: int = 1, control=No
         why = (f"nodes not recorded: the search ran on {threads} threads and the tracing "
                "kernel is serial" if threads > 1 else "nodes not recorded (cap 0)" if cap <= 0
                else f"nodes not recorded: the tracing kernel is IDA*'s, the search ran {name}")
-        return from_result(solver.search(prepared, threads, control, algorithm=algorithm), why)
+        return from_result(solver.search(prepared, control, threads=threads, algorithm=algorithm), why)
     import numpy as np
 
     from pdbtool.kernels.ida import EVENT_FIELDS, EV_CELL, EV_G, EV_H, EV_ITERATION, EV_OUTCOME
 
     rows = np.zeros((cap, EVENT_FIELDS), dtype=np.int32)
-    result = solver.search(prepared, 1, control, events=rows)
+    result = solver.search(prepared, control, events=rows)
     rows = rows[:min(cap, result.nodes_generated)]
     # The kernel searched the goal's image (puzzle.Frame): map its cells back to the user's.
     cells = np.argsort(np.asarray(prepared.frame.cells))[rows[:, EV_CELL]]
