@@ -22,6 +22,7 @@ from pdbtool.cli.console import (SearchReporter, arg_budget, arg_seconds, arg_si
 from pdbtool.errors import EXIT_UNSOLVABLE, BadInput, PdbError, not_a_directory
 from pdbtool.heuristics.table_free import TABLE_FREE
 from pdbtool.search.algorithms import ALGORITHMS, Algorithm
+from pdbtool.search.checkpoint import DEFAULT_EVERY
 from pdbtool.search.trace import DEFAULT_CAP
 from pdbtool.selection import DEFAULT_ARTIFACTS
 from pdbtool.tables import artifact, catalogue, trust
@@ -50,7 +51,15 @@ def solve_traced(args, text, solvers, algorithm, cap: int):
 
     board = puzzle.parse_board(text)
     solver = solvers.for_goal(puzzle.side_of(board), args.goal, algorithm)
-    control = SearchControl(budget=args.budget, timeout=args.timeout)
+    keeper = None
+    if getattr(args, "checkpoint", None):
+        from pdbtool.search.checkpoint import Checkpointing
+
+        keeper = Checkpointing(args.checkpoint, args.checkpoint_every)
+        if keeper.path.exists() and not args.quiet:
+            print(f"{PROG}: resuming the search saved in {keeper.path}", file=sys.stderr,
+                  flush=True)
+    control = SearchControl(budget=args.budget, timeout=args.timeout, checkpoint=keeper)
     if not args.quiet and algorithm.name == "ida":
         announce_compile(solver, args.threads)
     with SearchReporter(control, enabled=not args.quiet):
@@ -74,11 +83,16 @@ def solve_one(args, text, solvers, algorithm) -> int:
         if not args.quiet:
             print(f"{PROG}: wrote {args.trace}: {trace.summary}", file=sys.stderr)
     emit(args, trace.result, result_text(trace.result))
+    if getattr(args, "checkpoint", None):  # answered: nothing left to resume
+        Path(args.checkpoint).unlink(missing_ok=True)
     return 0
 
 
 def cmd_solve(args) -> int:
     solvers, algorithm = solvers_from(args)
+    if args.checkpoint and (args.cluster or args.file or args.trace or algorithm.name != "ida"):
+        raise BadInput("--checkpoint saves one board's IDA* search on this machine: not with "
+                       "--cluster, --file, --trace or another --algorithm")
     if args.cluster:
         return solve_on_cluster(args, solvers, algorithm)
     if args.cluster_shared or args.cluster_cache:
@@ -475,6 +489,13 @@ def parser() -> argparse.ArgumentParser:
         "its input (e.g. a damaged artifact), else the highest of 4 (limit), 3 (unsolvable) "
         "and 2 (bad input) met, else 0"))
     add_solve_options(s)
+    s.add_argument("--checkpoint", metavar="FILE", help=(
+        "save the search's progress to FILE now and then, and resume from it when FILE "
+        "exists (IDA*, one board): a killed or interrupted search started again with the "
+        "same FILE goes on where the last save left it, with the same answer and node "
+        "counts; removed once the answer is printed"))
+    s.add_argument("--checkpoint-every", type=arg_seconds, default=DEFAULT_EVERY, metavar="S",
+                   help=f"seconds between saves (default {DEFAULT_EVERY:g})")
     s.add_argument("--trace", metavar="FILE.json",
                    help="also write a trace of the search: iterations, h along the path and, on one "
                         "thread with IDA*, every node generated (up to --trace-cap)")

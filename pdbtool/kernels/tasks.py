@@ -28,6 +28,17 @@ from pdbtool.kernels.ida import (ALL_CLAIMED, FOUND, INF, MAX_DEPTH, NOT_FOUND, 
 from pdbtool.kernels.intrinsics import atomic_add, atomic_max, ix
 
 FAR = INF  # closest[i] of a task not expanded at the bound (its root or an ancestor over it)
+RESULT_BOUND, RESULT_EXPANDED, RESULT_GENERATED = 0, 1, 2  # columns of ``results``
+RESULT_FIELDS = 3
+
+
+@njit(cache=True, nogil=True, inline="always")
+def finish(results, i, next_bound, expanded, generated):
+    """Write down task i's result: its nodes first, its bound (the mark of a finished task)
+    last."""
+    results[ix(i), RESULT_EXPANDED] = expanded
+    results[ix(i), RESULT_GENERATED] = generated
+    results[ix(i), RESULT_BOUND] = next_bound
 
 
 @njit(cache=True, nogil=True)
@@ -71,13 +82,20 @@ def split_nodes(moves, nmoves, fsm, root_blank, split, cells, ends, states):
 
 @njit(cache=True, nogil=True)
 def search_tasks(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, ends, states,
-                 order, bound, budget, stop, counters, path, claims, closest, extras):
+                 order, bound, budget, stop, counters, path, claims, closest, results, extras):
     """Search the tasks of ``order`` (indices into cells, ends and states, see split_nodes)
     that this thread claims from ``claims[0]`` (int64[1], zero at the start of the
     iteration, shared by the threads), each under ``bound``, from the root whose state row
     is hs[0] (hs has a row for every depth). Writes closest[i] for every task i it walks to
     and FAR for the tasks it skips. ``extras`` is kernels.ida_tt.no_extras() (the tasks are
     plain IDA*).
+
+    ``results`` (int64[tasks, RESULT_FIELDS]) holds what each finished task gave: its next
+    bound, then expanded and generated nodes; -1 in every field of a task not finished. A
+    thread writes a task's row when it has searched it (or cut it at the walk) to the end
+    of the bound, the nodes before the bound (a reader that finds the bound set finds the
+    nodes), and skips a task whose row is set when it claims it: a search resumed from a
+    checkpoint (search/checkpoint.py) searches only what was left.
 
     ``order`` is the depth-first order, or closest-first as search/threads.py makes it from the
     iteration before (ties and the FAR tasks in depth-first order). In either, the tasks
@@ -96,13 +114,13 @@ def search_tasks(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, en
     stacks = np.empty((STACKS, MAX_DEPTH + 2), np.int64)
     blanks = np.empty(cells.shape[1] + 1, np.int64)
     return tasks_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, ends, states,
-                      order, bound, budget, stop, counters, path, claims, closest, extras,
-                      stacks, blanks, no_events())
+                      order, bound, budget, stop, counters, path, claims, closest, results,
+                      extras, stacks, blanks, no_events())
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def tasks_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, ends, states,
-               order, bound, budget, stop, counters, path, claims, closest, extras, stacks,
+               order, bound, budget, stop, counters, path, claims, closest, results, extras, stacks,
                blanks, events):
     """search_tasks over its arrays: the stacks of dfs_loop, ``blanks`` (int64[split + 1],
     the blank's cells down to the board's depth) and no events. Compiled without numba's
@@ -121,6 +139,8 @@ def tasks_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, ends
         if j >= order.shape[0]:
             break  # every task claimed, or another thread found the goal (ALL_CLAIMED)
         i = order[j]
+        if results[ix(i), RESULT_BOUND] >= 0:
+            continue  # finished before this search was resumed: its row says how
         closest[i] = FAR
         common = 0
         while common < at and cells[i, common] == blanks[common + 1]:
@@ -136,9 +156,11 @@ def tasks_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, ends
             if at + 1 + h > bound:
                 next_bound = min(next_bound, at + 1 + h)
                 slide(board, pos, b, c)
+                finish(results, i, at + 1 + h, zero, zero)
                 if at < split - 1:  # every task below this node: past them at once
                     for k in range(i + 1, ends[i, at] + 1):
                         closest[k] = FAR
+                        finish(results, k, at + 1 + h, zero, zero)
                     atomic_max(claims, 0, j + 1 + ends[i, at] - i)
                 break
             at += 1
@@ -160,6 +182,8 @@ def tasks_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, ends
         generated += g
         next_bound = min(next_bound, nb)
         closest[i] = near
+        if st == NOT_FOUND:
+            finish(results, i, nb, e, g)
         if st == FOUND:
             status, length = FOUND, split + below
         elif st != NOT_FOUND:

@@ -18,6 +18,7 @@ from pdbtool.errors import LimitReached, PdbError
 from pdbtool.kernels.heuristic import ROW_H
 from pdbtool.kernels.ida import (BOUND, BUDGET, COUNTERS, EXPANDED, FOUND, GENERATED, INF,
                                  NOT_FOUND, STOPPED)
+from pdbtool.kernels.tasks import FAR, RESULT_FIELDS
 from pdbtool.search import alarms
 from pdbtool.search.algorithms import LIMIT_REASONS
 from pdbtool.search.interrupts import MAIN_THREAD_SEARCHES
@@ -92,7 +93,9 @@ class SearchControl:
     ``counters`` (int64[COUNTERS]: generated, expanded, bound) are published while it runs.
     ``budget`` caps the nodes generated; ``timeout`` (seconds) halts it with reason
     ``timeout_reason`` (default "deadline"). The first reason given to ``halt`` is kept.
-    Both limits are checked as every tool checks them (pdbtool.limits).
+    Both limits are checked as every tool checks them (pdbtool.limits). ``checkpoint``
+    (checkpoint.Checkpointing): IDA* on threads saves its progress there now and then and
+    resumes from it (search/checkpoint.py).
     """
 
     budget: int | None = None
@@ -101,6 +104,7 @@ class SearchControl:
     counters: np.ndarray = field(default_factory=lambda: np.zeros(COUNTERS, np.int64))
     reason: str | None = None
     timeout_reason: str = "deadline"
+    checkpoint: object = None  # checkpoint.Checkpointing, or None
 
     def __post_init__(self):
         self._lock = threading.Lock()
@@ -189,6 +193,32 @@ class Tally:
     def outcome(self) -> IterationOutcome:
         return IterationOutcome(self.found, self.next_bound, self.expanded, self.generated,
                                 self.status)
+
+
+class Tasks(NamedTuple):
+    """The tasks of a search (kernels/tasks.py): the nodes at the split depth, the
+    order the threads claim them in (positions into ``nodes``), how close each came to
+    the goal in the last iteration (the smallest h expanded in it, or FAR), and what each
+    finished task of the current iteration gave (``results``: next bound, expanded,
+    generated; -1 while unfinished)."""
+
+    nodes: SplitNodes
+    order: np.ndarray
+    closest: np.ndarray
+    results: np.ndarray
+
+    @classmethod
+    def below(cls, solver, blank: int, split: int) -> Tasks:
+        nodes = solver.split_nodes(blank, split)
+        n = len(nodes.states)
+        return cls(nodes, np.arange(n), np.full(n, FAR, np.int64),
+                   np.full((n, RESULT_FIELDS), -1, np.int64))
+
+    def reorder(self, closest_first: bool) -> None:
+        """The next iteration's order: closest first (ties in depth-first order), or
+        depth-first."""
+        depth_first = np.arange(len(self.order))
+        self.order[:] = np.lexsort((depth_first, self.closest)) if closest_first else depth_first
 
 
 @contextlib.contextmanager

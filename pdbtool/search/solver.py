@@ -27,7 +27,7 @@ from pdbtool.result import SolveResult
 from pdbtool.search import warm
 from pdbtool.search.algorithms import Algorithm, search_with
 from pdbtool.search.control import (DfsOutcome, Iterations, PreparedBoard, Root, SearchControl,
-                                    SplitNodes, envelope, limit_reached)
+                                    SplitNodes, Tasks, envelope, limit_reached)
 from pdbtool.search.threads import search_parallel
 
 IDA = Algorithm("ida")
@@ -128,10 +128,9 @@ class Solver:
             warm.mark_ready(kind, "serial")
         if shared and "shared" not in self._compiled:
             goal = self.root(list(range(self.side * self.side)))
-            self.search_tasks(goal, 0, self.split_nodes(0, 1), np.zeros(1, np.int64), -1, 1,
+            self.search_tasks(goal, 0, Tasks.below(self, 0, 1), -1, 1,  # bound -1: the root
                               np.zeros(1, np.int64), np.zeros(COUNTERS, np.int64),
-                              np.zeros(MAX_DEPTH + 1, np.int64), np.zeros(1, np.int64),
-                              np.zeros(1, np.int64))  # bound -1: returns at the root
+                              np.zeros(MAX_DEPTH + 1, np.int64), np.zeros(1, np.int64))
             self._compiled.add("shared")
             warm.mark_ready(kind, "shared")
 
@@ -216,16 +215,17 @@ class Solver:
         task_kernel.split_nodes(*args, *nodes)
         return nodes
 
-    def search_tasks(self, root: Root, blank: int, tasks: SplitNodes, order: np.ndarray, bound: int,
-                     budget: int, stop: np.ndarray, counters: np.ndarray, path: np.ndarray,
-                     claims: np.ndarray, closest: np.ndarray) -> DfsOutcome:
-        """This thread's share of an iteration: the tasks of ``order`` it claims from
+    def search_tasks(self, root: Root, blank: int, tasks: Tasks, bound: int, budget: int,
+                     stop: np.ndarray, counters: np.ndarray, path: np.ndarray,
+                     claims: np.ndarray) -> DfsOutcome:
+        """This thread's share of an iteration: the tasks of ``tasks.order`` it claims from
         ``claims``, each searched under ``bound`` (kernels.tasks.search_tasks); on FOUND,
         path[:length] holds the blank's cells from the root."""
+        n = tasks.nodes
         return DfsOutcome(*task_kernel.search_tasks(
             self.heuristic.H, self.side, root.board, root.pos, self.moves, self.nmoves,
-            self.fsm, root.rows, blank, tasks.cells, tasks.ends, tasks.states, order, bound,
-            budget, stop, counters, path, claims, closest, no_extras()))
+            self.fsm, root.rows, blank, n.cells, n.ends, n.states, tasks.order, bound,
+            budget, stop, counters, path, claims, tasks.closest, tasks.results, no_extras()))
 
     def _check_path(self, board_bf, blank_cells) -> tuple[int, list[int]]:
         """kernels.ida.path_violation along the solution found (microseconds), and the

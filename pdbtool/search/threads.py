@@ -15,17 +15,18 @@ import math
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pdbtool.errors import LimitReached
+from pdbtool.errors import BadInput, LimitReached
 from pdbtool.kernels.ida import (BOUND, EXPANDED, FOUND, GENERATED, INF, MAX_DEPTH, NOT_FOUND,
                                  STOPPED)
-from pdbtool.kernels.tasks import FAR
+from pdbtool.kernels.tasks import RESULT_BOUND, RESULT_EXPANDED, RESULT_GENERATED
 from pdbtool.result import SolveResult
+from pdbtool.search.checkpoint import Checkpoint, Identity, finished_rows
 from pdbtool.search.control import (FrontierNode, IterationOutcome, PreparedBoard, SearchControl,
-                                    SplitNodes, Tally, limit_reached, subtree_outcome)
+                                    Tally, Tasks, limit_reached, subtree_outcome)
 
 if TYPE_CHECKING:
     from pdbtool.search.solver import Solver
@@ -38,31 +39,9 @@ CLOSEST_FIRST_AFTER = 1_000_000  # nodes expanded: after an iteration this large
 POLLED_AFTER = 1_000_000  # nodes generated: the iterations are long enough for progress
 
 
-class Tasks(NamedTuple):
-    """The tasks of a search (kernels/tasks.py): the nodes at the split depth, the
-    order the threads claim them in (positions into ``nodes``), and how close each came to
-    the goal in the last iteration (the smallest h expanded in it, or FAR)."""
-
-    nodes: SplitNodes
-    order: np.ndarray
-    closest: np.ndarray
-
-    @classmethod
-    def below(cls, solver: Solver, blank: int, split: int) -> Tasks:
-        nodes = solver.split_nodes(blank, split)
-        n = len(nodes.states)
-        return cls(nodes, np.arange(n), np.full(n, FAR, np.int64))
-
-    def reorder(self, closest_first: bool) -> None:
-        """The next iteration's order: closest first (ties in depth-first order), or
-        depth-first."""
-        depth_first = np.arange(len(self.order))
-        self.order[:] = np.lexsort((depth_first, self.closest)) if closest_first else depth_first
-
-
 def search_bounds(solver: Solver, prepared: PreparedBoard, control: SearchControl, threads: int,
-                  serial: np.ndarray, parallel_iteration, publish,
-                  serial_below: int) -> SolveResult:
+                  serial: np.ndarray, parallel_iteration, publish, serial_below: int, *,
+                  resume: Checkpoint | None = None, begin=None) -> SolveResult:
     """The bounds of IDA* for one board, as the threads (search_parallel) and the cluster
     (pdbtool.cluster.driver) run them: from the initial h up to the first bound that reaches the
     goal (optimal, as in serial IDA*), each to the smallest overshoot of the one before.
@@ -72,15 +51,22 @@ def search_bounds(solver: Solver, prepared: PreparedBoard, control: SearchContro
     first that generates ``serial_below`` nodes; ``parallel_iteration(bound, left)`` ->
     IterationOutcome runs the rest. ``serial`` receives the serial iterations' counters;
     ``publish(bound)`` writes the caller's counters (control.counters) from them and the
-    parallel iterations'."""
+    parallel iterations'. ``resume`` (a checkpoint): no serial iterations, the search goes
+    on at the saved bound with the saved counts and time; ``begin(bound, expanded,
+    generated, iterations)`` is told what was counted before each parallel iteration."""
     bf = prepared.image
     stop, budget = control.stop, control.budget
-    t0 = time.perf_counter()
+    t0 = time.perf_counter() - (resume.seconds if resume else 0.0)
     root = solver.root(bf)
-    first = solver.iterate(root, bf.index(0), control, hand_off=serial_below)
-    serial[:] = control.counters  # the kernel counted into them, for live progress
-    expanded, generated, iterations = first.expanded, first.generated, first.iterations
-    status, found, bound = first.status, first.path, first.next_bound
+    if resume:
+        expanded, generated = resume.expanded, resume.generated
+        iterations, status, found, bound = list(resume.iterations), NOT_FOUND, None, resume.bound
+        serial[GENERATED], serial[EXPANDED] = generated, expanded
+    else:
+        first = solver.iterate(root, bf.index(0), control, hand_off=serial_below)
+        serial[:] = control.counters  # the kernel counted into them, for live progress
+        expanded, generated, iterations = first.expanded, first.generated, first.iterations
+        status, found, bound = first.status, first.path, first.next_bound
     searches = 1  # depth-first searches held at once: the serial one, then one a thread
     while True:
         if status == FOUND:
@@ -95,6 +81,8 @@ def search_bounds(solver: Solver, prepared: PreparedBoard, control: SearchContro
         if bound > MAX_DEPTH:
             raise LimitReached(f"bound {bound} exceeds the search's depth limit")
         left = -1 if budget is None else max(0, budget - generated)
+        if begin:
+            begin(bound, expanded, generated, iterations, time.perf_counter() - t0)
         it = parallel_iteration(bound, left)
         searches = 1 + threads
         expanded += it.expanded
@@ -126,6 +114,10 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
     flag; the budget is shared out evenly between the threads."""
     bf = prepared.image
     stop, counters = control.stop, control.counters
+    keeper = control.checkpoint  # checkpoint.Checkpointing, or None
+    resume = keeper.load(identity(solver, prepared)) if keeper else None
+    if resume:
+        split = resume.split  # the saved tasks, whatever the threads now
     split = split_depth(solver.side, threads) if split is None else split
     if serial_below is None:
         serial_below = SHARE_BELOW if threads > 1 else CLOSEST_FIRST_AFTER
@@ -138,6 +130,7 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
     blank = bf.index(0)
     root_node = FrontierNode(bf, blank, 0, ())
     tasks = None  # made at the first shared iteration
+    before = {}  # what search_bounds counted before the current iteration (checkpoints)
 
     def publish(bound):
         """The caller's counters: everything counted so far, and the current bound."""
@@ -147,36 +140,73 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
         counters[BOUND] = bound
 
     def share(k, bound, budget) -> IterationOutcome:
-        o = solver.search_tasks(roots[k], blank, tasks.nodes, tasks.order, bound, budget, stop,
-                                rows[k], outs[k], claims, tasks.closest)
+        o = solver.search_tasks(roots[k], blank, tasks, bound, budget, stop, rows[k], outs[k],
+                                claims)
         return subtree_outcome(root_node, o, outs[k])
 
+    def save(bound):
+        keeper.save(Checkpoint(
+            identity(solver, prepared), tasks.nodes.cells.shape[1], bound, before["expanded"], before["generated"],
+            before["iterations"], tasks.order.tolist(), tasks.closest.tolist(),
+            finished_rows(tasks.results), before["seconds"] + time.monotonic() - before["at"]))
+
     def parallel_iteration(bound, left) -> IterationOutcome:
-        nonlocal tasks
+        nonlocal tasks, resume
         if not roots:
             solver.compile_kernels(shared=True)  # if the search did not ask for them first
             roots.extend(solver.root(bf) for _ in range(threads))
             tasks = Tasks.below(solver, blank, min(split, bound))
         claims[0] = 0
+        tasks.results.fill(-1)
+        if resume:  # the saved bound: its finished tasks are not searched again
+            if len(resume.order) != len(tasks.order) or len(resume.closest) != len(tasks.order):
+                raise BadInput(f"{keeper.path}: the checkpoint lists {len(resume.order)} tasks "
+                               f"where the search has {len(tasks.order)}; it is damaged")
+            tasks.order[:], tasks.closest[:] = resume.order, resume.closest
+            for i, row in resume.finished.items():
+                tasks.results[i] = row
+            resume = None
+        done = tasks.results[:, RESULT_BOUND] >= 0  # finished in an earlier sitting
         budget = left if left < 0 else left // threads
-        polled = not live and int(counters[GENERATED]) >= POLLED_AFTER
+        watched = keeper is not None  # checkpoints are saved from this thread while others search
+        polled = watched or (not live and int(counters[GENERATED]) >= POLLED_AFTER)
         futures = [pool.submit(share, k, bound, budget) for k in range(0 if polled else 1, threads)]
         shares = [] if polled else [share(0, bound, budget)]
         if polled:
             while cf.wait(futures, timeout=0.02).not_done:
                 publish(bound)
+                if watched and keeper.due():
+                    save(bound)
         shares += [f.result() for f in futures]
         publish(bound)
         tally = Tally()
         for outcome in shares:
             tally.add(outcome, bool(stop[0]))
+        if done.any():
+            saved = tasks.results[done]
+            tally.add(IterationOutcome(None, int(saved[:, RESULT_BOUND].min()),
+                                       int(saved[:, RESULT_EXPANDED].sum()),
+                                       int(saved[:, RESULT_GENERATED].sum()), NOT_FOUND))
+        if watched and tally.found is None and (stop[0] or tally.status != NOT_FOUND):
+            save(bound)  # stopped (Ctrl-C, a deadline, the budget): resumable from here
         tasks.reorder(closest_first=tally.expanded >= CLOSEST_FIRST_AFTER)
         return tally.outcome()
 
-    pool = _pool(threads) if threads > 1 else None  # on Ctrl-C, Solver.search halts the
-    # control: the threads stop
+    def begin(bound, expanded, generated, iterations, seconds):
+        before.update(expanded=expanded, generated=generated, iterations=list(iterations),
+                      seconds=seconds, at=time.monotonic())
+
+    pool = _pool(threads) if threads > 1 or keeper else None  # on Ctrl-C, Solver.search halts
+    # the control: the threads stop
     return search_bounds(solver, prepared, control, threads, serial, parallel_iteration,
-                         publish, serial_below)
+                         publish, serial_below, resume=resume, begin=begin)
+
+
+def identity(solver: Solver, prepared: PreparedBoard) -> Identity:
+    """What a checkpoint of this search is saved for (checkpoint.Identity)."""
+    h = solver.heuristic
+    return Identity(tuple(prepared.image), prepared.goal, h.name, h.artifact, "ida",
+                    solver.prune)
 
 
 def split_depth(side: int, threads: int) -> int:

@@ -1,0 +1,133 @@
+"""Resumable IDA*: a search's progress saved to a small file now and then, and a search
+started again with the same file resumed where the last save left it.
+
+An iteration of the threads' IDA* is a list of independent tasks (the subtrees at the split
+depth, kernels/tasks.py), so its progress is the bound, which tasks are finished and what
+each gave (its next bound and nodes: ``Tasks.results``), the order the tasks are claimed
+in and how close each came to the goal (the next iteration's order), and what the
+iterations before counted. Resuming re-searches only the unfinished tasks of the saved
+bound, so the answer is the same and the node counts are those of a run without the
+interruption (a task cut off by the kill is searched again from its start and counted
+once). A checkpoint names what it belongs to (``Identity``: the board as searched, the
+goal, the heuristic and its table's content version, the algorithm, move pruning) and is
+refused, naming the difference, for another search. It is written to a temporary file
+beside it, synced and renamed over it (tables.files.atomic_output), so a kill at any
+moment leaves the last complete save.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from pdbtool.errors import BadInput
+from pdbtool.tables.files import atomic_output
+
+FORMAT = "pdbtool-checkpoint-1"
+DEFAULT_EVERY = 60.0  # seconds between saves
+
+
+class Identity(NamedTuple):
+    """What a checkpoint belongs to: a checkpoint of another search is refused."""
+
+    board: tuple[int, ...]   # as the kernels search it (the goal's image)
+    goal: str
+    heuristic: str
+    table_version: str | None  # the table's content version (None: a table-free heuristic)
+    algorithm: str
+    prune: bool
+
+
+@dataclasses.dataclass
+class Checkpoint:
+    """A search's progress at one moment (see the module's docstring)."""
+
+    identity: Identity
+    split: int              # the tasks' depth below the root
+    bound: int              # the iteration in progress
+    expanded: int           # nodes of the iterations before it
+    generated: int
+    iterations: list        # {"bound", "nodes"} of the iterations before it
+    order: list             # the iteration's order of the tasks
+    closest: list           # per task: the smallest h expanded in it (FAR if none)
+    finished: dict          # task -> [next bound, expanded, generated], finished tasks only
+    seconds: float          # the search's time so far, all sittings together
+
+    def to_json(self) -> str:
+        d = dataclasses.asdict(self)
+        d["identity"] = self.identity._asdict()
+        d["finished"] = {str(k): v for k, v in self.finished.items()}
+        return json.dumps({"format": FORMAT, **d})
+
+    @classmethod
+    def from_json(cls, text: str) -> Checkpoint:
+        d = json.loads(text)
+        if d.pop("format", None) != FORMAT:
+            raise ValueError("not a pdbtool checkpoint of this version")
+        ident = d.pop("identity")
+        ident["board"] = tuple(ident["board"])
+        d["finished"] = {int(k): v for k, v in d["finished"].items()}
+        return cls(identity=Identity(**ident), **d)
+
+
+class Checkpointing:
+    """Where and how often a search saves its progress (``SearchControl.checkpoint``)."""
+
+    def __init__(self, path, every: float = DEFAULT_EVERY):
+        self.path, self.every = Path(path), float(every)
+        if self.every <= 0:
+            raise BadInput(f"--checkpoint-every must be positive, not {every:g}")
+        if self.path.is_dir():
+            raise BadInput(f"{self.path} is a directory: give the checkpoint's file name")
+        self._last = time.monotonic()
+        self.saves = 0
+
+    def load(self, identity: Identity) -> Checkpoint | None:
+        """The saved progress of this search, or None if there is no file yet. BadInput
+        naming the difference for a checkpoint of another search, or a file that is not
+        a checkpoint."""
+        try:
+            text = self.path.read_text()
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            raise BadInput(f"{self.path}: cannot read the checkpoint ({e.strerror})") from None
+        try:
+            saved = Checkpoint.from_json(text)
+        except (ValueError, TypeError, KeyError) as e:
+            raise BadInput(f"{self.path} is not a pdbtool checkpoint ({e}); give another "
+                           "file, or remove it to start afresh") from None
+        differs = [f"{name} {getattr(saved.identity, name)!r}, not {mine!r}"
+                   for name, mine in identity._asdict().items()
+                   if getattr(saved.identity, name) != mine]
+        if differs:
+            raise BadInput(f"{self.path} is the checkpoint of another search: its "
+                           f"{'; '.join(differs)}; give another file, or remove it to start "
+                           "afresh")
+        return saved
+
+    def due(self) -> bool:
+        return time.monotonic() - self._last >= self.every
+
+    def save(self, checkpoint: Checkpoint) -> None:
+        """Replace the file with ``checkpoint``, whole or not at all."""
+        with atomic_output(self.path) as tmp:
+            Path(tmp).write_text(checkpoint.to_json())
+        self._last = time.monotonic()
+        self.saves += 1
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def finished_rows(results: np.ndarray) -> dict:
+    """The finished tasks of ``Tasks.results`` (a copy taken while threads write: a row
+    counts once its bound is set, and its nodes were set before it)."""
+    rows = results.copy()
+    done = np.flatnonzero((rows >= 0).all(axis=1))
+    return {int(i): [int(x) for x in rows[i]] for i in done}

@@ -1,0 +1,118 @@
+"""Resumable searches (pdbtool/search/checkpoint.py): a search stopped part way resumes from
+its checkpoint to the answer and the node counts of a search that was never stopped; a
+checkpoint of another search is refused, naming the difference; a kill leaves a whole file."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from pdbtool.errors import BadInput, LimitReached
+from pdbtool.heuristics.table_free import table_free
+from pdbtool.loading import load_heuristic
+from pdbtool.search.checkpoint import Checkpoint, Checkpointing
+from pdbtool.search.control import SearchControl
+from pdbtool.search.solver import Solver
+from pdbtool.search.threads import search_parallel
+from reference import ROOT, korf100
+
+KORF = {n: board for n, _, board in korf100()}
+
+
+def search(solver, board, control):
+    """One thread, the tasks shared from the first iteration of 1,000 nodes on (so that the
+    small search of a test has several iterations to stop and resume in)."""
+    return search_parallel(solver, solver.prepare(board, "blank-first"), control, threads=1,
+                           serial_below=1000)
+
+
+def test_stopped_by_its_budget_it_resumes_to_the_same_answer_and_counts(art_dir, tmp_path):
+    solver = Solver(load_heuristic(art_dir / "15-5-5-5.h5"))
+    straight = search(solver, KORF[88], SearchControl())
+    path = tmp_path / "search.json"
+    with pytest.raises(LimitReached):
+        search(solver, KORF[88], SearchControl(budget=straight.nodes_generated // 2,
+                                               checkpoint=Checkpointing(path, every=1e9)))
+    saved = Checkpoint.from_json(path.read_text())
+    assert straight.initial_h <= saved.bound <= straight.length
+    assert saved.expanded > 0 and saved.finished  # iterations before, and tasks of this one
+    resumed = search(solver, KORF[88], SearchControl(checkpoint=Checkpointing(path)))
+    assert (resumed.length, resumed.moves) == (straight.length, straight.moves)
+    assert resumed.nodes_generated == straight.nodes_generated
+    assert resumed.nodes_expanded == straight.nodes_expanded
+    assert resumed.iterations == straight.iterations
+    assert resumed.seconds >= saved.seconds
+
+
+def test_a_checkpoint_of_another_search_is_refused(art_dir, tmp_path):
+    solver = Solver(load_heuristic(art_dir / "15-5-5-5.h5"))
+    path = tmp_path / "search.json"
+    with pytest.raises(LimitReached):
+        search(solver, KORF[88], SearchControl(budget=200_000,
+                                               checkpoint=Checkpointing(path, every=1e9)))
+    with pytest.raises(BadInput, match="checkpoint of another search: its board"):
+        search(solver, KORF[60], SearchControl(checkpoint=Checkpointing(path)))
+    manhattan = Solver(table_free("manhattan", 4))
+    with pytest.raises(BadInput, match="its heuristic 'pdb 15/5-5-5.*table_version"):
+        search(manhattan, KORF[88], SearchControl(checkpoint=Checkpointing(path)))
+    path.write_text('{"format": "something else"}')
+    with pytest.raises(BadInput, match="is not a pdbtool checkpoint"):
+        search(solver, KORF[88], SearchControl(checkpoint=Checkpointing(path)))
+
+
+def test_the_options_are_checked(tmp_path):
+    with pytest.raises(BadInput, match="positive"):
+        Checkpointing(tmp_path / "c.json", every=0)
+    with pytest.raises(BadInput, match="is a directory"):
+        Checkpointing(tmp_path)
+
+
+def pdbtool(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "pdbtool", *args], capture_output=True,
+                          text=True, timeout=600, cwd=ROOT, **kw)
+
+
+@pytest.mark.process
+def test_the_command_line_resumes_and_removes_the_file_once_answered(art_dir, tmp_path):
+    board = " ".join(map(str, KORF[88]))
+    common = ["solve", "--artifacts", str(art_dir), "--goal", "blank-first", "--threads", "2",
+              "--json", "--quiet"]
+    straight = json.loads(pdbtool(*common, board).stdout)
+    path = tmp_path / "search.json"
+    stopped = pdbtool(*common, "--checkpoint", str(path), "--budget", "300000", board)
+    assert stopped.returncode == 4 and path.is_file(), stopped.stderr
+    resumed = pdbtool(*common, "--checkpoint", str(path), board)
+    assert resumed.returncode == 0, resumed.stderr
+    answer = json.loads(resumed.stdout)
+    assert answer["length"] == straight["length"] and answer["optimal"]
+    assert not path.exists()
+    refused = pdbtool(*common, "--checkpoint", str(path), "--algorithm", "astar", board)
+    assert refused.returncode == 2 and "--checkpoint saves one board's IDA* search" in refused.stderr
+
+
+@pytest.mark.process
+def test_a_killed_search_leaves_a_whole_checkpoint(tmp_path):
+    """Korf #88 with Manhattan distance takes minutes on two threads: it is still searching
+    when it is killed, whenever that is, after its checkpoint has been saved a few times."""
+    path = tmp_path / "search.json"
+    p = subprocess.Popen([sys.executable, "-m", "pdbtool", "solve", "--heuristic", "manhattan",
+                          "--goal", "blank-first", "--threads", "2", "--quiet", "--checkpoint",
+                          str(path), "--checkpoint-every", "0.05",
+                          " ".join(map(str, KORF[88]))], cwd=ROOT, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE)
+    try:
+        deadline, saves = time.monotonic() + 120, set()
+        while len(saves) < 5 and time.monotonic() < deadline and p.poll() is None:
+            if path.exists():
+                saves.add(path.stat().st_mtime_ns)
+            time.sleep(0.01)
+        assert len(saves) >= 5, p.stderr.read() if p.poll() is not None else "no saves"
+    finally:
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=60)
+    saved = Checkpoint.from_json(path.read_text())
+    assert saved.identity.heuristic == "manhattan" and saved.bound >= 50
