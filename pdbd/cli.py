@@ -42,6 +42,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--artifacts", required=True, metavar="DIR", help="directory of *.h5 artifacts")
     s.add_argument("--listen", default=DEFAULT_LISTEN, metavar="HOST:PORT",
                    help=f"address to bind (default {DEFAULT_LISTEN}; port 0 picks a free one)")
+    s.add_argument("--metrics", metavar="HOST:PORT",
+                   help="serve Prometheus metrics at http://HOST:PORT/metrics (loopback unless "
+                        "--insecure; port 0 picks a free one)")
     s.add_argument("--threads", type=positive, default=None, metavar="N",
                    help="search threads (default: one per core)")
     s.add_argument("--max-queue", type=non_negative, default=DEFAULT_MAX_QUEUE, metavar="Q",
@@ -74,7 +77,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--client-ca", metavar="PEM",
                    help="require client certificates signed by this CA (mutual TLS)")
     s.add_argument("--insecure", action="store_true",
-                   help="allow a non-loopback --listen without TLS")
+                   help="allow a non-loopback --listen without TLS (and --metrics beyond "
+                        "loopback)")
     s.add_argument("--mlock", action="store_true",
                    help="lock the tables in memory (fails if the memlock limit is too low)")
     s.add_argument("--no-prefault", action="store_true",

@@ -97,11 +97,13 @@ class Job:
 
 class WorkerPool:
     """``threads`` workers and at most ``max_queue`` waiting jobs; beyond that, QueueFull.
-    ``on_change`` is called after every admission and release (e.g. to report overload)."""
+    ``on_change`` is called after every admission and release (e.g. to report overload),
+    ``on_finish(job)`` after every search that ran (its seconds and nodes: metrics)."""
 
-    def __init__(self, threads: int, max_queue: int, on_change=None):
+    def __init__(self, threads: int, max_queue: int, on_change=None, on_finish=None):
         self.threads, self.max_queue = threads, max_queue
         self.on_change = on_change or (lambda: None)
+        self.on_finish = on_finish
         self._executor = ThreadPoolExecutor(threads, thread_name_prefix="pdbd-search")
         self._slots = threading.BoundedSemaphore(threads + max_queue)
         self._lock = threading.Lock()
@@ -130,6 +132,8 @@ class WorkerPool:
         finally:
             with self._lock:
                 self._running -= 1
+            if self.on_finish is not None:
+                self.on_finish(job)
             self._release(job)  # before the result is visible, so counts are never stale
 
     def _release(self, job: Job) -> None:

@@ -62,8 +62,9 @@ class RateLimitedLog:
 class Admission:
     """Caps on calls in progress, one per class of call."""
 
-    def __init__(self, caps: dict[str, int]):
+    def __init__(self, caps: dict[str, int], on_busy=None):
         self.caps = dict(caps)
+        self.on_busy = on_busy  # told of each call refused (metrics)
         self._slots = {name: threading.BoundedSemaphore(cap) for name, cap in caps.items()}
 
     @property
@@ -74,6 +75,8 @@ class Admission:
     def enter(self, name: str, context):
         slots = self._slots[name]
         if not slots.acquire(blocking=False):
+            if self.on_busy:
+                self.on_busy("busy")
             context.set_trailing_metadata(((LIMIT_KEY, "busy"),))
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
                           f"too many {name} calls in progress ({self.caps[name]}); retry later")
@@ -133,17 +136,19 @@ class Receiver:
 
 
 def service_handler(service, implementation, classes: dict[str, str], admission: Admission,
-                    receiver: Receiver) -> grpc.GenericRpcHandler:
+                    receiver: Receiver, observe=None) -> grpc.GenericRpcHandler:
     """A generic handler for ``service`` (a protobuf ServiceDescriptor) whose methods call
     ``implementation.<Method>(request or request iterator, context)`` on parsed messages.
-    ``classes`` names each method's admission class ("*" for all of them)."""
+    ``classes`` names each method's admission class ("*" for all of them); ``observe(method,
+    code)`` is told how every call ended (its status code's name)."""
     handlers = {}
     for method in service.methods:
         cls = message_factory.GetMessageClass(method.input_type)
         fn = getattr(implementation, method.name)
         name = f"{service.full_name}/{method.name}"
         admit = classes.get(method.name) or classes["*"]
-        handlers[method.name] = _method(fn, cls, name, admit, method, admission, receiver)
+        handlers[method.name] = _method(fn, cls, name, admit, method, admission, receiver,
+                                        observe or _ignore)
     return grpc.method_handlers_generic_handler(service.full_name, handlers)
 
 
@@ -151,20 +156,48 @@ def _serialize(message) -> bytes:
     return message.SerializeToString()
 
 
-def _method(fn, cls, name, admit, method, admission, receiver):
+def _ignore(method: str, code: str) -> None:
+    pass
+
+
+def status_of(context, error: BaseException | None) -> str:
+    """The name of the status a call ended with: the one set (by abort or set_code), OK if
+    none was and the handler returned, CANCELLED if the call is over (the client left or
+    the request did not arrive), UNKNOWN for an error of the handler's own."""
+    code = context.code()
+    if code is not None:
+        return code.name
+    if error is None:
+        return "OK"
+    return "UNKNOWN" if context.is_active() else "CANCELLED"
+
+
+@contextlib.contextmanager
+def observed(observe, name: str, context):
+    error = None
+    try:
+        yield
+    except BaseException as e:  # GeneratorExit too: a stream closed early
+        error = e
+        raise
+    finally:
+        observe(name, status_of(context, error))
+
+
+def _method(fn, cls, name, admit, method, admission, receiver, observe):
     if method.client_streaming:
         def behaviour(requests, context):
-            with admission.enter(admit, context):
+            with observed(observe, name, context), admission.enter(admit, context):
                 yield from fn(receiver.stream(requests, context, cls, name), context)
         return grpc.stream_stream_rpc_method_handler(behaviour, response_serializer=_serialize)
     if method.server_streaming:
         def behaviour(requests, context):
-            with admission.enter(admit, context):
+            with observed(observe, name, context), admission.enter(admit, context):
                 replies = fn(receiver.first(requests, context, cls, name), context)
                 yield from replies or ()
         return grpc.stream_stream_rpc_method_handler(behaviour, response_serializer=_serialize)
 
     def behaviour(requests, context):
-        with admission.enter(admit, context):
+        with observed(observe, name, context), admission.enter(admit, context):
             return fn(receiver.first(requests, context, cls, name), context)
     return grpc.stream_unary_rpc_method_handler(behaviour, response_serializer=_serialize)

@@ -33,6 +33,7 @@ from .address import parse_address
 from .defaults import (DEFAULT_CONNECTION_AGE, DEFAULT_IDLE_SECONDS, DEFAULT_LISTEN,
                        DEFAULT_MAX_QUEUE, DEFAULT_REQUEST_TIMEOUT, default_per_client)
 from .jobs import Delegation, WorkerPool
+from .metrics import Metrics
 from .rpc import Admission, RateLimitedLog, Receiver, service_handler
 from .servicer import SERVICE_NAME, Limits, Served, SolverServicer
 from .v1 import solver_pb2 as pb
@@ -89,6 +90,16 @@ def check_exposure(listen: str, tls: Tls | None, insecure: bool) -> None:
                           "--client-ca to require client certificates), or --insecure")
 
 
+def check_metrics(metrics: str, insecure: bool):
+    """The address of --metrics: loopback unless ``insecure`` is said (plain HTTP, no TLS)."""
+    address = parse_address(metrics, "--metrics")
+    if not address.loopback and not insecure:
+        raise ListenError(f"refusing to serve metrics on {metrics}: anyone who can reach it "
+                          "could read them; give a loopback address (127.0.0.1:9100), or "
+                          "--insecure")
+    return address
+
+
 def check_listen(listen: str) -> None:
     """Fail at once if ``listen`` cannot be bound (a port in use, an address not of this
     machine), before the slow steps: a plain socket bound as gRPC binds its own
@@ -118,14 +129,19 @@ class Daemon:
                  max_queue: int = DEFAULT_MAX_QUEUE, warm: bool = True, *,
                  limits: Limits | None = None, connections: Connections = Connections(),
                  reflection_on: bool = True, tls: Tls | None = None, insecure: bool = False,
-                 mlock: bool = False, prefault: bool = True, delegation: Delegation | None = None):
+                 mlock: bool = False, prefault: bool = True, delegation: Delegation | None = None,
+                 metrics: Metrics | None = None):
         check_exposure(listen, tls, insecure)
         threads = threads or os.cpu_count() or 1
-        self.pool = WorkerPool(threads, max_queue, on_change=self._update_health)
-        self.servicer = SolverServicer(tables, self.pool, limits or Limits(), delegation)
+        self.metrics = metrics = metrics or Metrics()  # served over HTTP only if asked
+        self.pool = WorkerPool(threads, max_queue, on_change=self._update_health,
+                               on_finish=self._search_done)
+        self.servicer = SolverServicer(tables, self.pool, limits or Limits(), delegation, metrics)
+        metrics.watch(self.servicer)
         self.delegation = delegation
         self.health = health.HealthServicer()
-        self.admission = Admission({"solve": threads + max_queue + SPARE_SOLVES, **CALL_CAPS})
+        self.admission = Admission({"solve": threads + max_queue + SPARE_SOLVES, **CALL_CAPS},
+                                   on_busy=metrics.reject)
         receiver = Receiver(connections.request_timeout, RateLimitedLog(),
                             on_bad=self.servicer.undecodable)
         limits = self.servicer.limits
@@ -148,7 +164,7 @@ class Daemon:
             services.append((reflection_pb2.DESCRIPTOR.services_by_name["ServerReflection"],
                              reflection.ReflectionServicer(names), {"*": "reflection"}))
         self.server.add_generic_rpc_handlers(tuple(
-            service_handler(service, impl, classes, self.admission, receiver)
+            service_handler(service, impl, classes, self.admission, receiver, metrics.call)
             for service, impl, classes in services))
         for name in ("", SERVICE_NAME):
             self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
@@ -202,6 +218,10 @@ class Daemon:
         self.pool.shutdown()
         if self.delegation is not None:  # the cluster's actors free the nodes' CPUs
             self.delegation.cluster.close()
+
+    def _search_done(self, job) -> None:
+        if job.started is not None:
+            self.metrics.search_done(job.solver.side, job.search_seconds, job.control.generated)
 
     def _update_health(self) -> None:
         """pdbd.v1.Solver is NOT_SERVING while no search can be admitted (overload); the
@@ -266,6 +286,19 @@ def serve(args) -> int:
         tls.credentials()  # reads the files: one missing is said now
     check_exposure(args.listen, tls, args.insecure)
     check_listen(args.listen)
+    metrics = Metrics()
+    if args.metrics:
+        address = check_metrics(args.metrics, args.insecure)
+        port = metrics.serve(address.host, address.port)
+        log.info("metrics on http://%s/metrics", address._replace(port=port))
+    try:
+        return serve_with(args, tls, metrics)
+    finally:
+        metrics.close()
+
+
+def serve_with(args, tls: Tls | None, metrics: Metrics) -> int:
+    """The rest of ``serve``, once what fails fast has passed and the metrics are served."""
     # Handle the signals before the slow steps, so an early SIGTERM still exits cleanly.
     stop, reload = stop_on_signals(), threading.Event()
     signal.signal(signal.SIGHUP, lambda *_: reload.set())
@@ -291,7 +324,8 @@ def serve(args) -> int:
                     connections=Connections(args.request_timeout, args.idle_timeout,
                                             args.max_connection_age),
                     reflection_on=not args.no_reflection, tls=tls, insecure=args.insecure,
-                    mlock=args.mlock, prefault=not args.no_prefault, delegation=delegation)
+                    mlock=args.mlock, prefault=not args.no_prefault, delegation=delegation,
+                    metrics=metrics)
     if stop.is_set():
         return 0
     daemon.start()

@@ -154,8 +154,9 @@ class SolverServicer:
     """The RPCs of pdbd.v1.Solver over parsed requests (registered by pdbd.rpc)."""
 
     def __init__(self, tables: TableSet, pool: WorkerPool, limits: Limits = Limits(),
-                 delegation: Delegation | None = None):
+                 delegation: Delegation | None = None, metrics=None):
         self.served = Served.of(tables)
+        self.metrics = metrics  # pdbd.metrics.Metrics, or None
         self.pool = pool
         self.delegation = delegation
         self.limits = limits
@@ -254,7 +255,7 @@ class SolverServicer:
         client's limit, and queue; or abort the RPC."""
         self.counters.add("requests")
         if self._closing:
-            self.counters.add("rejected")
+            self._reject("shutdown")
             abort(context, grpc.StatusCode.UNAVAILABLE, "the server is shutting down")
         served = self.served
         try:
@@ -274,7 +275,7 @@ class SolverServicer:
             self._refuse_changed(e, context)
         client = client_of(context.peer())
         if not self.peers.enter(client):
-            self.counters.add("rejected")
+            self._reject("per-client")
             context.set_trailing_metadata(((LIMIT_KEY, "per-client"),))
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
                           f"this client has {self.limits.per_client} searches in flight, the "
@@ -288,15 +289,20 @@ class SolverServicer:
             self.pool.submit(job)
         except QueueFull as e:
             self.peers.leave(client)
-            self.counters.add("rejected")
+            self._reject("queue-full")
             context.set_trailing_metadata(((LIMIT_KEY, "queue-full"),))
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"queue full: {e}; retry later")
         except RuntimeError:
             self.peers.leave(client)
-            self.counters.add("rejected")
+            self._reject("shutdown")
             abort(context, grpc.StatusCode.UNAVAILABLE, "the server is shutting down")
         job.future.add_done_callback(lambda _: self.peers.leave(client))
         return job
+
+    def _reject(self, reason: str) -> None:
+        self.counters.add("rejected")
+        if self.metrics is not None:
+            self.metrics.reject(reason)
 
     def _abandoned(self, job: Job, context) -> None:
         """A stream whose client left before the result: counted and logged, every one."""

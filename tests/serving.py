@@ -139,3 +139,20 @@ def running_web(server_address: str):
         yield server.url
     finally:
         server.stop()
+
+
+def scrape(port: int, host: str = "127.0.0.1") -> dict:
+    """The metrics at http://HOST:PORT/metrics: {(sample name, ((label, value), ...)): value}."""
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def sample(metrics: dict, name: str, **labels) -> float:
+    """One sample's value (0 if absent: a counter not yet incremented)."""
+    return metrics.get((name, tuple(sorted(labels.items()))), 0.0)

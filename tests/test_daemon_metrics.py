@@ -1,0 +1,93 @@
+"""pdbd's Prometheus metrics (--metrics): calls by method and code, searches (seconds,
+nodes), refusals by reason, the queue, the tables served, the process; each daemon in a
+registry of its own."""
+
+import grpc
+import pytest
+
+from pdbd.client import SolverClient
+from pdbd.v1 import solver_pb2 as pb
+from pdbtool.errors import BadInput
+from reference import free_port
+from serving import (EASY8, EASY15, HARD, info, pdbd_process, sample, scrape, wait_for,
+                     worker_free_within)
+
+pytestmark = pytest.mark.process
+
+SOLVE = "pdbd.v1.Solver/Solve"
+
+
+@pytest.fixture(scope="module")
+def metrics_port(served):
+    port = served.metrics.serve("127.0.0.1", 0)
+    yield port
+    served.metrics.close()
+
+
+def test_calls_searches_and_tables_are_counted(served, metrics_port):
+    before = scrape(metrics_port)
+    with SolverClient(served.address) as c:
+        assert c.solve(EASY8).length == 2
+        assert c.solve(EASY15).length == 2
+        with pytest.raises(BadInput):
+            c.solve([1, 2, 3])
+        assert c.health() == "SERVING"
+    m = scrape(metrics_port)
+
+    def grew(name, **labels):
+        return sample(m, name, **labels) - sample(before, name, **labels)
+
+    assert grew("pdbd_requests_total", method=SOLVE, code="OK") == 2
+    assert grew("pdbd_requests_total", method=SOLVE, code="INVALID_ARGUMENT") == 1
+    assert grew("pdbd_requests_total", method="grpc.health.v1.Health/Check", code="OK") == 1
+    for size in ("3x3", "4x4"):
+        assert grew("pdbd_search_duration_seconds_count", size=size) == 1
+        assert grew("pdbd_search_nodes_count", size=size) == 1
+        assert grew("pdbd_nodes_generated_total", size=size) > 0
+    assert sample(m, "pdbd_searches_in_flight") == 0 and sample(m, "pdbd_queue_depth") == 0
+    assert sample(m, "pdbd_search_threads") == 2 and sample(m, "pdbd_max_queue") == 8
+    tables = {dict(labels)["partition"]: dict(labels) for (name, labels) in m
+              if name == "pdbd_table_info"}
+    served_info = {a["partition"]: a for a in info(served)["artifacts"]}
+    assert set(tables) == set(served_info) == {"8/full", "15/5-5-5"}
+    for partition, labels in tables.items():
+        assert labels["version"] == served_info[partition]["version"]
+        assert sample(m, "pdbd_table_bytes", **labels) == served_info[partition]["bytes"]
+        assert 0 < sample(m, "pdbd_table_resident_bytes", **labels) <= served_info[partition]["bytes"]
+    assert sample(m, "process_resident_memory_bytes") > 0
+
+
+def test_the_queue_and_refusals(slow, slow_stub):
+    """One thread, a queue of one: a hard board runs, a second waits, a third is refused."""
+    port = slow.metrics.serve("127.0.0.1", 0)
+    try:
+        request = pb.SolveRequest(tiles=HARD, goal="blank-first")
+        running = slow_stub.Solve.future(request, timeout=30)
+        assert wait_for(lambda: info(slow)["counters"]["running"] == 1, 5)
+        queued = slow_stub.Solve.future(request, timeout=30)
+        assert wait_for(lambda: sample(scrape(port), "pdbd_queue_depth") == 1, 5)
+        with pytest.raises(grpc.RpcError) as e:
+            slow_stub.Solve(request, timeout=30)
+        assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        m = scrape(port)
+        assert sample(m, "pdbd_searches_in_flight") == 2
+        assert sample(m, "pdbd_overloaded") == 1
+        assert sample(m, "pdbd_rejected_total", reason="queue-full") == 1
+        assert sample(m, "pdbd_requests_total", method=SOLVE, code="RESOURCE_EXHAUSTED") == 1
+        running.cancel(), queued.cancel()
+        assert worker_free_within(slow, 2)[0]
+        assert wait_for(lambda: sample(scrape(port), "pdbd_requests_total", method=SOLVE,
+                                       code="CANCELLED") == 2, 5)
+        m = scrape(port)
+        assert sample(m, "pdbd_searches_in_flight") == 0 and sample(m, "pdbd_overloaded") == 0
+        assert sample(m, "pdbd_search_duration_seconds_count", size="4x4") >= 1
+    finally:
+        slow.metrics.close()
+
+
+def test_metrics_beyond_loopback_are_refused_unless_insecure(tmp_path):
+    proc = pdbd_process("serve", "--artifacts", str(tmp_path), "--listen",
+                        f"127.0.0.1:{free_port()}", "--metrics", f"0.0.0.0:{free_port()}")
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1 and "refusing to serve metrics on 0.0.0.0" in err, err
+    assert "Traceback" not in err
