@@ -42,8 +42,8 @@ def test_installs_and_imports_beside_python_daemon(tmp_path):
     p = subprocess.run([python, "-c", (
         "import importlib.resources, importlib.util, daemon, pdbd, pdbtool\n"
         "daemon.DaemonContext\n"
-        "assert importlib.resources.files('pdbtool').joinpath('forbidden_words.txt').is_file()\n"
-        "assert importlib.resources.files('pdbtool').joinpath('animation.html').is_file()\n"
+        "assert importlib.resources.files('pdbtool').joinpath('heuristics/forbidden_words.txt').is_file()\n"
+        "assert importlib.resources.files('pdbtool').joinpath('cli/animation.html').is_file()\n"
         "assert importlib.util.find_spec('pdbd.v1.solver_pb2_grpc') is not None\n"
         "for m in (daemon, pdbd, pdbtool): print(m.__file__)")],
         capture_output=True, text=True, cwd=tmp_path, timeout=60)

@@ -12,22 +12,24 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from contextlib import closing, nullcontext
+from contextlib import closing
 from pathlib import Path
 
 from pdbtool import puzzle
+from pdbtool.cli import PROG
+from pdbtool.cli.cluster import add_cluster_option, open_cluster
 from pdbtool.cli.console import (SearchReporter, arg_budget, arg_seconds, arg_size, batch_exit_code,
                                  emit, input_lines, plural, report_error, result_text, run,
                                  version_text)
-from pdbtool.errors import EXIT_UNSOLVABLE, BadInput, PdbError, not_a_directory
+from pdbtool.cli.tables import (cmd_build, cmd_info, cmd_list, cmd_pack, cmd_partitions,
+                                cmd_unpack, cmd_verify, cmd_warm)
+from pdbtool.errors import EXIT_UNSOLVABLE, BadInput, PdbError
 from pdbtool.heuristics.table_free import TABLE_FREE
 from pdbtool.search.algorithms import ALGORITHMS, Algorithm
 from pdbtool.search.checkpoint import DEFAULT_EVERY
 from pdbtool.search.trace import DEFAULT_CAP
 from pdbtool.selection import DEFAULT_ARTIFACTS
-from pdbtool.tables import artifact, catalogue, trust
-
-PROG = "pdbtool"
+from pdbtool.tables import artifact
 
 
 # --- solve --------------------------------------------------------------------------------
@@ -122,15 +124,6 @@ def cmd_solve(args) -> int:
 
 
 # --- solve --cluster ----------------------------------------------------------------------
-
-def open_cluster(args):
-    """The Ray cluster the options name (pdbtool.cluster.driver; Ray is imported only now)."""
-    from pdbtool.cluster.driver import Cluster
-
-    return Cluster(args.cluster, cache_dir=getattr(args, "cluster_cache", None),
-                   shared=getattr(args, "cluster_shared", None),
-                   notify=lambda text: print(f"{PROG}: {text}", file=sys.stderr, flush=True))
-
 
 def prepare_line(text: str, args, solvers, algorithm):
     """(solver, prepared board) of one board's text, validated for the goal."""
@@ -248,152 +241,6 @@ def cmd_predict(args) -> int:
     return 0
 
 
-# --- tables -------------------------------------------------------------------------------
-
-def cmd_build(args) -> int:
-    from pdbtool.tables.builder import build
-    from pdbtool.tables.catalogue import get
-
-    get(args.partition)  # an unknown name is bad input before the cluster is contacted
-    with open_cluster(args) if args.cluster else nullcontext() as cluster:
-        meta = build(args.partition, args.out, zero_aware=not args.min_over_blank,
-                     workers=args.workers, processes=args.processes, progress=not args.quiet,
-                     cluster=cluster)
-    emit(args, meta.to_dict(), f"wrote {meta.path}  version {meta.version}  {meta.total_entries:,} entries  "
-                               f"{meta.build.get('seconds', 0):.1f} s  peak memory "
-                               f"{meta.build.get('peak_memory_bytes', 0) / 2**30:.2f} GiB")
-    return 0
-
-
-def cmd_verify(args) -> int:
-    from pdbtool.verification import verify
-
-    report = verify(args.path, full=args.full)
-    lines = [f"{'ok ' if c.ok else 'FAIL'} {c.name:13s} {c.detail} ({c.seconds:.2f} s)" for c in report.checks]
-    lines.append(f"{args.path}: {'verified' if report.ok else 'FAILED'}")
-    emit(args, {"path": str(args.path), "ok": report.ok, "checks": [c.to_dict() for c in report.checks]},
-         "\n".join(lines))
-    if not report.ok:
-        failed = report.failed
-        print(f"{PROG}: {args.path}: check {failed.name} failed: {failed.detail}", file=sys.stderr)
-    return 0 if report.ok else 1
-
-
-def checksum_state(meta: artifact.ArtifactMeta) -> str:
-    """Whether an artifact's checksums were checked: 'verified' (a stamp of this very file
-    from `pdbtool verify`, build or unpack), 'unverified' or 'packed'."""
-    if meta.form != "installed":
-        return "packed"
-    return "verified" if trust.is_recorded(meta) else "unverified"
-
-
-def cmd_info(args) -> int:
-    meta = artifact.read_any_meta(args.path)
-    state = checksum_state(meta)
-    checks = {"verified": "checksums verified (stamp of this file)",
-              "unverified": f"checksums not verified since written: pdbtool verify {meta.path}",
-              "packed": "packed: pdbtool unpack verifies its checksums"}[state]
-    lines = [f"{meta.path}: {meta.partition} ({meta.form}), {meta.size}x{meta.size}, goal {meta.goal}",
-             checks,
-             f"version {meta.version}, format {meta.format_version}, builder {meta.builder_version}, "
-             f"rank {meta.rank_scheme} v{meta.rank_version}",
-             f"build {meta.build}"]
-    for t in meta.tables:
-        mean = sum(v * c for v, c in enumerate(t.histogram)) / max(1, sum(t.histogram))
-        lines.append(f"  table {t.name}: tiles {list(t.tiles)}, {t.entries:,} entries, mean {mean:.2f}, "
-                     f"max {len(t.histogram) - 1}, unset {t.unset:,}, sha256 {t.sha256[:16]}...")
-    for g in meta.groups:
-        lines.append(f"  group {list(g.tiles)} -> table {g.table}")
-    emit(args, {**meta.to_dict(), "state": state}, "\n".join(lines))
-    return 0
-
-
-def cmd_list(args) -> int:
-    directory = Path(args.dir)
-    if not directory.is_dir():
-        raise BadInput(not_a_directory(directory))
-    rows = []
-    for path, problem in artifact.scan_artifacts(directory, ("*.h5", "*.pdbpack")):
-        row = {"path": str(path), "partition": None, "version": None,
-               "bytes": None if problem else path.stat().st_size}
-        if problem:
-            row["state"] = f"not an artifact: {problem}"
-            rows.append(row)
-            continue
-        try:
-            meta = artifact.read_any_meta(path)
-            row.update(partition=meta.partition, version=meta.version, state=checksum_state(meta))
-        except PdbError as e:
-            row["state"] = f"damaged: {e}"
-        rows.append(row)
-    text = "\n".join(f"{r['path']:40s} {r['partition'] or '-':12s} {r['version'] or '-':14s} "
-                     f"{size_text(r['bytes'])}  {r['state']}" for r in rows) or f"no artifacts in {directory}"
-    emit(args, {"artifacts": rows}, text)
-    return 0
-
-
-def size_text(n: int | None) -> str:
-    return f"{'-':>13s}" if n is None else f"{n / 2**20:9.1f} MiB"
-
-
-def cmd_pack(args) -> int:
-    from pdbtool.tables.packing import pack
-
-    stats = pack(args.path, args.output, threads=args.threads, level=args.level, force=args.force)
-    emit(args, {"path": str(args.output), **stats},
-         f"packed {args.path} -> {args.output}: {stats['raw_bytes']:,} -> {stats['packed_bytes']:,} bytes "
-         f"in {stats['seconds']:.1f} s")
-    return 0
-
-
-def cmd_unpack(args) -> int:
-    from pdbtool.loading import install
-
-    report = install(args.path, args.output, threads=args.threads, force=args.force)
-    meta = report.meta
-    emit(args, meta.to_dict(), f"unpacked {args.path} -> {meta.path}: {meta.partition} version {meta.version}, "
-                               f"checksums and all {len(report.checks)} verify checks passed")
-    return 0
-
-
-def cmd_warm(args) -> int:
-    from pdbtool.selection import warm
-
-    def report(w):
-        if not args.json:
-            print(f"{w.side}x{w.side} with {w.heuristic}: kernels ready in {w.seconds:.1f} s",
-                  file=sys.stderr, flush=True)
-
-    if not args.json:
-        print(f"{PROG}: compiling the search kernels for this machine (once; numba keeps them "
-              "in its cache)", file=sys.stderr, flush=True)
-    done = warm(args.artifacts, threads=args.threads, report=report)
-    emit(args, {"warmed": [w._asdict() for w in done]},
-         f"kernels ready for {plural(len(done), 'board side')}")
-    return 0
-
-
-def cmd_partitions(args) -> int:
-    rows = []
-    for c in catalogue.catalogues().values():
-        plan = catalogue.plan_tables(c)
-        rows.append({"name": c.name, "side": c.side, "strength": c.strength, "note": c.note,
-                     "partitions": [[list(g) for g in p] for p in c.partitions],
-                     "tables_built": len(plan.tables), "table_bytes": c.table_bytes(),
-                     "table_bytes_min_over_blank": c.table_bytes(zero_aware=False),
-                     "served_bytes": c.served_bytes(),
-                     "build_bytes": c.build_bytes()})
-    text = "\n".join(
-        f"{r['name']:11s} {len(r['partitions'])} partition(s), groups {r['partitions'][0]}"
-        + (" ..." if len(r["partitions"]) > 1 else "")
-        + f"\n            {r['tables_built']} table(s) to build, {r['table_bytes'] / 2**20:,.0f} MiB "
-          f"zero-aware, {r['served_bytes'] / 2**20:,.0f} MiB in memory with its parity bits "
-          f"({r['table_bytes_min_over_blank'] / 2**20:,.0f} MiB min over blank), "
-          f"about {r['build_bytes'] / 2**30:.1f} GiB to build: {r['note']}" for r in rows)
-    emit(args, {"catalogues": rows}, text)
-    return 0
-
-
 # --- parser -------------------------------------------------------------------------------
 
 def whole_number(text: str, least: int) -> int:
@@ -450,11 +297,6 @@ def add_solve_options(p) -> None:
                    help=f"nodes a trace records at most (default {DEFAULT_CAP:,}: the 8-puzzle and "
                         "easy 15-puzzles fit); the search goes on beyond, unrecorded")
     p.add_argument("--quiet", action="store_true", help="no progress line for long searches")
-
-
-def add_cluster_option(p, help: str) -> None:
-    p.add_argument("--cluster", metavar="ADDRESS", help=f"{help} (needs the cluster extra: "
-                   "pip install 'pdbtool[cluster]')")
 
 
 def shipping_command(sub, name, func, help, output_help):

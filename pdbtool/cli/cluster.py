@@ -1,0 +1,20 @@
+"""The --cluster option of pdbtool's commands: its help, and the Ray cluster it names
+(pdbtool.cluster.driver; Ray is imported only when a cluster is used)."""
+
+import sys
+
+from pdbtool.cli import PROG
+
+
+def open_cluster(args):
+    """The Ray cluster the options name (pdbtool.cluster.driver; Ray is imported only now)."""
+    from pdbtool.cluster.driver import Cluster
+
+    return Cluster(args.cluster, cache_dir=getattr(args, "cluster_cache", None),
+                   shared=getattr(args, "cluster_shared", None),
+                   notify=lambda text: print(f"{PROG}: {text}", file=sys.stderr, flush=True))
+
+
+def add_cluster_option(p, help: str) -> None:
+    p.add_argument("--cluster", metavar="ADDRESS", help=f"{help} (needs the cluster extra: "
+                   "pip install 'pdbtool[cluster]')")
