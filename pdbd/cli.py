@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import sys
 from types import SimpleNamespace
 
@@ -19,7 +20,9 @@ from pdbtool.cli.console import (arg_budget, arg_seconds, arg_size, emit, read_s
                                  run, search_line, stop_on_signals, version_text)
 from pdbtool.errors import BadInput
 
+from . import logs
 from .client import EMPTY_BOARD, ClientTls, SolverClient
+from .logs import FORMATS, LEVELS
 from .defaults import (DEFAULT_CONNECTION_AGE, DEFAULT_IDLE_SECONDS, DEFAULT_LISTEN,
                        DEFAULT_MAX_NODES, DEFAULT_MAX_QUEUE, DEFAULT_MAX_SEARCH_MEMORY,
                        DEFAULT_MAX_SEARCH_SECONDS, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SERVER,
@@ -45,6 +48,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--metrics", metavar="HOST:PORT",
                    help="serve Prometheus metrics at http://HOST:PORT/metrics (loopback unless "
                         "--insecure; port 0 picks a free one)")
+    s.add_argument("--pid-file", metavar="PATH",
+                   help="write the process id to PATH once serving (for kill -HUP), remove it "
+                        "at exit; refuses a file naming a running process")
     s.add_argument("--threads", type=positive, default=None, metavar="N",
                    help="search threads (default: one per core)")
     s.add_argument("--max-queue", type=non_negative, default=DEFAULT_MAX_QUEUE, metavar="Q",
@@ -95,7 +101,8 @@ def parser() -> argparse.ArgumentParser:
                    help="with --cluster: ship the tables through DIR, seen by every node")
     s.add_argument("--cluster-cache", metavar="DIR",
                    help="with --cluster: where the nodes keep the tables they received")
-    s.add_argument("--verbose", "-v", action="store_true", help="debug logging")
+    add_logging(s)
+    s.add_argument("--verbose", "-v", action="store_true", help="debug logging (--log-level debug)")
     s.set_defaults(func=serve)
 
     q = sub.add_parser("query", help="solve a board on a running server")
@@ -139,8 +146,17 @@ def parser() -> argparse.ArgumentParser:
     add_server(w)
     w.add_argument("--listen", default=DEFAULT_WEB_LISTEN, metavar="HOST:PORT",
                    help=f"address of the page (default {DEFAULT_WEB_LISTEN}; port 0 picks a free one)")
+    add_logging(w)
     w.set_defaults(func=web)
     return p
+
+
+def add_logging(p):
+    p.add_argument("--log-format", choices=FORMATS, default="text",
+                   help="text (default): TIME LEVEL LOGGER MESSAGE; json: one object a line "
+                        "(time, level, logger, message; per solve method, peer, code, seconds, nodes)")
+    p.add_argument("--log-level", choices=LEVELS, default="info",
+                   help="the least severe level logged (default info)")
 
 
 def add_server(p):
@@ -292,9 +308,10 @@ def web(args) -> int:
         raise BadInput(f"pdbd web needs the web extra ({e.name} is missing): "
                        "pip install 'pdbtool[web]'") from None
 
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s pdbd %(message)s")
+    logs.setup(args.log_format, args.log_level)
     log = logging.getLogger("pdbd")
     stop = stop_on_signals()
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # `kill -HUP` meant for pdbd serve
     server = WebServer(args.listen, args.server).start()
     log.info("pdbd web on %s, solving through pdbd at %s", server.url, args.server)
     while not stop.wait(0.5) and server.alive:

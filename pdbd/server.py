@@ -12,7 +12,6 @@ import logging
 import os
 import signal
 import socket
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -32,8 +31,10 @@ from pdbtool.tables import residency
 from .address import parse_address
 from .defaults import (DEFAULT_CONNECTION_AGE, DEFAULT_IDLE_SECONDS, DEFAULT_LISTEN,
                        DEFAULT_MAX_QUEUE, DEFAULT_REQUEST_TIMEOUT, default_per_client)
+from . import logs
 from .jobs import Delegation, WorkerPool
 from .metrics import Metrics
+from .pidfile import PidFile
 from .rpc import Admission, RateLimitedLog, Receiver, service_handler
 from .servicer import SERVICE_NAME, Limits, Served, SolverServicer
 from .v1 import solver_pb2 as pb
@@ -275,9 +276,7 @@ def serve(args) -> int:
     """``pdbd serve``: check what fails fast, load and check the tables, start the daemon,
     serve until SIGTERM or SIGINT (SIGHUP reloads the tables); ``args`` holds the options
     of ``pdbd serve`` (pdbd/cli.py). Returns the exit code."""
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s pdbd %(message)s")
-    logging.getLogger("pdbtool").setLevel(logging.DEBUG if args.verbose else logging.INFO)
+    logs.setup(args.log_format, "debug" if args.verbose else args.log_level)
     if bool(args.tls_cert) != bool(args.tls_key) or (args.client_ca and not args.tls_cert):
         raise BadInput("give --tls-cert and --tls-key together (and --client-ca only with them)")
     tls = Tls(args.tls_cert, args.tls_key, args.client_ca) if args.tls_cert else None
@@ -286,18 +285,23 @@ def serve(args) -> int:
         tls.credentials()  # reads the files: one missing is said now
     check_exposure(args.listen, tls, args.insecure)
     check_listen(args.listen)
+    pid_file = PidFile(args.pid_file) if args.pid_file else None
+    if pid_file:
+        pid_file.check()  # a daemon running already is said now, not after the tables
     metrics = Metrics()
     if args.metrics:
         address = check_metrics(args.metrics, args.insecure)
         port = metrics.serve(address.host, address.port)
         log.info("metrics on http://%s/metrics", address._replace(port=port))
     try:
-        return serve_with(args, tls, metrics)
+        return serve_with(args, tls, metrics, pid_file)
     finally:
         metrics.close()
+        if pid_file:
+            pid_file.remove()
 
 
-def serve_with(args, tls: Tls | None, metrics: Metrics) -> int:
+def serve_with(args, tls: Tls | None, metrics: Metrics, pid_file: PidFile | None) -> int:
     """The rest of ``serve``, once what fails fast has passed and the metrics are served."""
     # Handle the signals before the slow steps, so an early SIGTERM still exits cleanly.
     stop, reload = stop_on_signals(), threading.Event()
@@ -329,20 +333,24 @@ def serve_with(args, tls: Tls | None, metrics: Metrics) -> int:
     if stop.is_set():
         return 0
     daemon.start()
-    log.info("serving on %s (%s) with %d threads, queue %d, limits: %s s, %s nodes and %s "
-             "MiB per search, %s searches per client: %s", daemon.address,
-             "TLS" if tls else "plaintext", daemon.pool.threads, daemon.pool.max_queue,
-             limits.max_search_seconds or "no",
-             f"{limits.max_nodes:,}" if limits.max_nodes else "no",
-             f"{limits.max_search_memory >> 20:,}" if limits.max_search_memory else "no",
-             per_client or "any", sizes_text(loaded))
-    while not stop.wait(0.5):
-        if reload.is_set():
-            reload.clear()
-            reload_tables(daemon, args.artifacts)
-    log.info("shutting down")
-    daemon.stop(args.grace)
-    log.info("stopped")
+    try:
+        if pid_file:
+            pid_file.write()
+        log.info("serving on %s (%s) with %d threads, queue %d, limits: %s s, %s nodes and %s "
+                 "MiB per search, %s searches per client: %s", daemon.address,
+                 "TLS" if tls else "plaintext", daemon.pool.threads, daemon.pool.max_queue,
+                 limits.max_search_seconds or "no",
+                 f"{limits.max_nodes:,}" if limits.max_nodes else "no",
+                 f"{limits.max_search_memory >> 20:,}" if limits.max_search_memory else "no",
+                 per_client or "any", sizes_text(loaded))
+        while not stop.wait(0.5):
+            if reload.is_set():
+                reload.clear()
+                reload_tables(daemon, args.artifacts)
+    finally:
+        log.info("shutting down")
+        daemon.stop(args.grace)
+        log.info("stopped")
     return 0
 
 

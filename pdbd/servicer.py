@@ -34,6 +34,7 @@ from pdbtool.tables.trust import TableChanged
 from . import convert
 from .defaults import DEFAULT_MAX_NODES, DEFAULT_MAX_SEARCH_MEMORY, DEFAULT_MAX_SEARCH_SECONDS
 from .jobs import Delegation, Job, QueueFull, WorkerPool
+from .logs import request_fields
 from .rpc import LIMIT_KEY, REFUSED_KEY, RateLimitedLog
 from .v1 import solver_pb2 as pb
 
@@ -309,7 +310,8 @@ class SolverServicer:
         self.counters.add("cancelled")
         self.counters.add("abandoned")
         log.info("stream %s abandoned by %s after %d nodes", self._what(job), context.peer(),
-                 job.control.generated)
+                 job.control.generated, extra=self._fields(job, context, True, "CANCELLED",
+                                                           stopped="abandoned"))
 
     def _refuse_changed(self, e: TableChanged, context) -> None:
         self.counters.add("failed")
@@ -381,7 +383,11 @@ class SolverServicer:
                 abort(context, code, f"{what}: search stopped after {nodes:,} nodes")
             log.info("solve %dx%d stopped: %s nodes=%d seconds=%.3f artifact=%s peer=%s", side,
                      side, limit or job.reason, nodes, job.search_seconds,
-                     job.solver.heuristic.artifact, context.peer())
+                     job.solver.heuristic.artifact, context.peer(),
+                     extra=self._fields(job, context, stream,
+                                        "RESOURCE_EXHAUSTED" if limit else
+                                        code.name if code else "UNKNOWN",
+                                        stopped=limit or job.reason))
             if limit:  # not halted by the client: a limit of the client's or the server's
                 self.counters.add("failed")
                 context.set_trailing_metadata(((LIMIT_KEY, limit),))
@@ -390,19 +396,31 @@ class SolverServicer:
             abort(context, code, f"{what}: search stopped after {nodes:,} nodes")
         except (ClusterError, ArtifactError) as e:  # the cluster lost its nodes or refused
             self.counters.add("failed")
-            log.error("solve %dx%d failed on the cluster: %s", side, side, e)
+            log.error("solve %dx%d failed on the cluster: %s", side, side, e,
+                      extra=self._fields(job, context, stream, "UNAVAILABLE"))
             abort(context, grpc.StatusCode.UNAVAILABLE, short(str(e)))
         except PdbError as e:  # prepared already, so not expected; still a clear answer
             self.counters.add("failed")
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, short(str(e)))
         except Exception as e:
             self.counters.add("failed")
-            log.exception("solve %dx%d failed", side, side)
+            log.exception("solve %dx%d failed", side, side,
+                          extra=self._fields(job, context, stream, "INTERNAL"))
             context.abort(grpc.StatusCode.INTERNAL, short(f"internal error: {e}"))
         self.counters.add("solved")
         log.info("solve %dx%d length=%d nodes=%d seconds=%.3f artifact=%s", side, side,
-                 result.length, result.nodes_generated, result.seconds, result.artifact)
+                 result.length, result.nodes_generated, result.seconds, result.artifact,
+                 extra=self._fields(job, context, stream, "OK", length=result.length))
         return convert.result_message(result, job.queue_seconds)
+
+    @staticmethod
+    def _fields(job: Job, context, stream: bool, code: str, **more) -> dict:
+        """The JSON fields of a solve's log line (pdbd.logs.request_fields)."""
+        method = f"{SERVICE_NAME}/{'SolveStream' if stream else 'Solve'}"
+        return request_fields(method, context.peer(), code, job.search_seconds,
+                              job.control.generated, size=job.solver.side,
+                              queue_seconds=round(job.queue_seconds, 6),
+                              artifact=job.solver.heuristic.artifact, **more)
 
     @staticmethod
     def _limit_hit(job: Job, e: Exception) -> str | None:

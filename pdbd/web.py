@@ -177,7 +177,9 @@ class WebServer:
 
         self.sock = bind(listen)
         self.url = url_of(self.sock)
-        config = uvicorn.Config(create_app(server, progress_ms), log_level="warning", lifespan="on")
+        # log_config=None: uvicorn's lines go through the process's handler (pdbd.logs).
+        config = uvicorn.Config(create_app(server, progress_ms), log_level="warning",
+                                lifespan="on", log_config=None)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self.sock]},
                                         name="pdbd-web", daemon=True)

@@ -1,0 +1,93 @@
+"""The daemon's log lines, one formatter for all of them (`pdbd serve` and `pdbd web`,
+pdbd's own loggers, pdbtool's, gRPC's Python side, uvicorn's, and Python warnings).
+
+Every line has its time (UTC, ISO 8601, milliseconds) and level. ``text``: ``TIME LEVEL
+LOGGER message``; ``json``: one object a line with ``time``, ``level``, ``logger``,
+``message``, the fields a call passed with ``extra=`` (per request: ``method``, ``peer``,
+``code``, ``seconds``, ``nodes``, ...) and ``exception`` (the traceback) if there is one.
+Loads neither numba nor grpc.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+
+FORMATS = ("text", "json")
+LEVELS = ("debug", "info", "warning", "error")
+
+# What every LogRecord has: anything else on a record came with ``extra=``.
+_STANDARD = (set(vars(logging.LogRecord("", 0, "", 0, "", (), None)))
+             | {"message", "asctime", "color_message"})  # uvicorn's coloured copy
+
+
+class Formatter(logging.Formatter):
+    """``text`` or ``json`` lines, each with the time and the level."""
+
+    def __init__(self, style: str = "text"):
+        if style not in FORMATS:
+            raise ValueError(f"log format {style!r}: expected one of {', '.join(FORMATS)}")
+        super().__init__()
+        self.style_name = style
+
+    def formatTime(self, record, datefmt=None) -> str:
+        t = time.gmtime(record.created)
+        return time.strftime("%Y-%m-%dT%H:%M:%S", t) + f".{int(record.msecs):03d}Z"
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        when = self.formatTime(record)
+        error = self.formatException(record.exc_info) if record.exc_info else None
+        if self.style_name == "json":
+            line = {"time": when, "level": record.levelname, "logger": record.name,
+                    "message": message}
+            line.update((k, v) for k, v in vars(record).items()
+                        if k not in _STANDARD and not k.startswith("_"))
+            if error:
+                line["exception"] = error
+            return json.dumps(line, default=str)
+        text = f"{when} {record.levelname} {record.name} {message}"
+        return f"{text}\n{error}" if error else text
+
+
+class Stderr(logging.StreamHandler):
+    """A handler writing to whatever sys.stderr is when a line is written (as logging's
+    last resort does), not the stream it was at set-up."""
+
+    def __init__(self):
+        logging.Handler.__init__(self)
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+
+def setup(style: str = "text", level: str = "info", stream=None, force: bool = False) -> None:
+    """Send every log line of this process through one handler on stderr (or ``stream``)
+    with the Formatter of ``style``: pdbd's and pdbtool's at ``level`` and above, other
+    libraries' from WARNING; Python warnings too. As logging.basicConfig, nothing is done
+    if the root logger has handlers already (a host program's, a test runner's) unless
+    ``force``; a handler of an earlier call is replaced."""
+    root = logging.getLogger()
+    if not force and any(not getattr(h, "pdbd", False) for h in root.handlers):
+        return
+    handler = logging.StreamHandler(stream) if stream else Stderr()
+    handler.setFormatter(Formatter(style))
+    handler.pdbd = True
+    for old in list(root.handlers):
+        if getattr(old, "pdbd", False):
+            root.removeHandler(old)
+    root.addHandler(handler)
+    numeric = getattr(logging, level.upper())
+    root.setLevel(max(numeric, logging.WARNING))
+    for name in ("pdbd", "pdbtool"):
+        logging.getLogger(name).setLevel(numeric)
+    logging.captureWarnings(True)
+
+
+def request_fields(method: str, peer: str, code: str, seconds: float, nodes: int, **more) -> dict:
+    """The ``extra=`` of a log line about one call (JSON fields; the text line has its own)."""
+    return {"method": method, "peer": peer, "code": code, "seconds": round(seconds, 6),
+            "nodes": nodes, **more}

@@ -1,0 +1,73 @@
+"""`pdbd serve --pid-file PATH`: the daemon's process id for `kill -HUP "$(cat PATH)"`,
+written once the daemon is bound and serving, removed at exit; a file naming a live
+process is never overwritten (another daemon may be using it)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+from pdbtool.errors import PdbError
+
+
+class PidFileError(PdbError):
+    exit_code = 1
+
+
+def live_pid(path: Path) -> int | None:
+    """The process id in ``path`` if that process is alive; None if there is no file, it
+    holds no number, or its process is gone (a stale file left by a crash)."""
+    try:
+        pid = int(path.read_text().strip())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return None
+    if pid <= 0:
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        return pid  # alive, another user's
+    return pid
+
+
+class PidFile:
+    def __init__(self, path):
+        self.path = Path(path)
+        self._written = False
+
+    def check(self) -> None:
+        """Refuse (PidFileError) if the file names a live process other than this one."""
+        pid = live_pid(self.path)
+        if pid is not None and pid != os.getpid():
+            raise PidFileError(f"{self.path} names process {pid}, which is running: another "
+                               "pdbd? Stop it, or give another --pid-file")
+        parent = self.path.parent
+        if not parent.is_dir():
+            raise PidFileError(f"cannot write the pid file {self.path}: no such directory "
+                               f"{parent}")
+
+    def write(self) -> None:
+        """Write this process's id (checked again first; atomic: a reader sees the old
+        file or the whole new one)."""
+        self.check()
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(f"{os.getpid()}\n")
+            os.replace(tmp, self.path)
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise PidFileError(f"cannot write the pid file {self.path}: {e.strerror}") from None
+        self._written = True
+
+    def remove(self) -> None:
+        """Remove the file if this process wrote it and it still names this process."""
+        if self._written and live_pid(self.path) == os.getpid():
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+        self._written = False

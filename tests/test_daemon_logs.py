@@ -1,0 +1,71 @@
+"""pdbd's log lines (pdbd.logs): every one with its time and level, text or JSON, the
+request's fields in JSON; one handler for every logger of the process."""
+
+import io
+import json
+import logging
+import re
+
+import pytest
+
+from pdbd import logs
+
+TIME = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
+
+
+@pytest.fixture
+def captured():
+    """The root logger sent to a buffer by logs.setup, restored afterwards."""
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level,
+             {n: logging.getLogger(n).level for n in ("pdbd", "pdbtool")})
+    buffer = io.StringIO()
+    yield buffer
+    for h in list(root.handlers):
+        if h not in saved[0]:
+            root.removeHandler(h)
+    root.setLevel(saved[1])
+    for name, level in saved[2].items():
+        logging.getLogger(name).setLevel(level)
+    logging.captureWarnings(False)
+
+
+def test_text_lines_have_time_and_level(captured):
+    logs.setup("text", "info", captured, force=True)
+    logging.getLogger("pdbd").info("serving on %s", "127.0.0.1:1")
+    logging.getLogger("pdbtool.loading").warning("no read lease")
+    logging.getLogger("pdbd").debug("not shown at info")
+    lines = captured.getvalue().splitlines()
+    assert len(lines) == 2, lines
+    assert re.fullmatch(TIME + r" INFO pdbd serving on 127\.0\.0\.1:1", lines[0])
+    assert re.fullmatch(TIME + r" WARNING pdbtool\.loading no read lease", lines[1])
+
+
+def test_json_lines_carry_the_request_fields_and_the_traceback(captured):
+    logs.setup("json", "debug", captured, force=True)
+    log = logging.getLogger("pdbd")
+    log.info("solve %dx%d length=%d", 4, 4, 52, extra=logs.request_fields(
+        "pdbd.v1.Solver/Solve", "ipv4:127.0.0.1:5000", "OK", 0.0123456789, 1234, size=4))
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        log.exception("solve failed")
+    import warnings
+    warnings.warn("a warning goes through the handler too")
+    lines = [json.loads(line) for line in captured.getvalue().splitlines()]
+    assert len(lines) == 3
+    for line in lines:
+        assert re.fullmatch(TIME, line["time"]) and line["level"] and line["message"]
+    solve, failed, warned = lines
+    assert solve["message"] == "solve 4x4 length=52" and solve["level"] == "INFO"
+    assert {k: solve[k] for k in ("method", "peer", "code", "nodes", "size")} == {
+        "method": "pdbd.v1.Solver/Solve", "peer": "ipv4:127.0.0.1:5000", "code": "OK",
+        "nodes": 1234, "size": 4}
+    assert solve["seconds"] == pytest.approx(0.012346)
+    assert failed["level"] == "ERROR" and "ValueError: boom" in failed["exception"]
+    assert warned["level"] == "WARNING" and "a warning goes" in warned["message"]
+
+
+def test_unknown_format_is_refused():
+    with pytest.raises(ValueError):
+        logs.Formatter("xml")
