@@ -27,6 +27,8 @@ class SolveResult:
     optimal: bool = True  # False: bounded-suboptimal (wida) or constructive (greedy)
     bound: float | None = None  # wida: the length is at most bound x optimal
     peak_memory_bytes: int = 0  # what the search itself held at its largest (not the tables)
+    dropped: int | None = None     # sma: states dropped to stay within its memory
+    reexpanded: int | None = None  # sma: forgotten states generated again
 
     @property
     def ebf(self) -> float:
@@ -60,4 +62,6 @@ class SolveResult:
             "optimal": self.optimal,
             "bound": self.bound,
             "peak_memory_bytes": self.peak_memory_bytes,
+            **({"dropped": self.dropped, "reexpanded": self.reexpanded}
+               if self.dropped is not None else {}),
         }

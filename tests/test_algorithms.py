@@ -22,7 +22,7 @@ from pdbtool.search.control import SearchControl
 from pdbtool.search.solver import Solver
 from reference import assert_replays, korf100, korf_shortest
 
-OPTIMAL = ("ida-tt", "astar", "rbfs")
+OPTIMAL = ("ida-tt", "astar", "rbfs", "sma", "frontier", "bidir")
 
 
 def boards8(k, seed, goal="blank-first"):
@@ -221,7 +221,8 @@ def test_daemon_honours_the_algorithm(stub, oracle8):
 
 @pytest.mark.parametrize("options, words", [
     (dict(name="astar", max_memory=0), "--max-memory 0 bytes is too small: at least 64K"),
-    (dict(name="ida", max_memory=1 << 20), "--max-memory applies to --algorithm astar only"),
+    (dict(name="ida", max_memory=1 << 20),
+     "--max-memory applies to --algorithm astar, sma, frontier, bidir only"),
     (dict(name="ida-tt", tt_size=0), "--tt-size 0: the table needs at least 1 entry"),
     (dict(name="ida", tt_size=10), "--tt-size applies to --algorithm ida-tt only"),
 ])

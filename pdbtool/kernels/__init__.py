@@ -12,7 +12,7 @@ the compiled kernels in a cache directory named for these sources (cache.py).
   tasks       the shared iterations: tasks claimed by the threads, closest first
   ida_tt      IDA* with a transposition table, weighted IDA*
   state_key   a board packed into two words, and hash slots
-  astar, rbfs, bfs, greedy   the other algorithms
+  astar, rbfs, bfs, greedy, sma, frontier, bidir   the other algorithms
 """
 
 from pdbtool.kernels.cache import use_kernel_cache

@@ -10,8 +10,12 @@ kernel, and turning its outcome into a SolveResult (replayed and checked by Solv
 | bfs      | bfs_kernel          | optimal (boards up to 3x3)      | every state (n! entries)    |
 | wida     | kernels.ida + W   | at most W x optimal             | O(depth)                    |
 | greedy   | greedy_kernel       | some solution (up to 20x20)     | the solution                |
+| sma      | kernels.sma         | optimal if the path fits        | at most --max-memory        |
+| frontier | kernels.frontier    | optimal (consistent h)          | the open list only          |
+| bidir    | kernels.bidir       | optimal                         | both directions' states     |
 
-(+ TT, + W: the IDA* kernel with ida_tt_kernel's extras.) Each search reuses the Solver's heuristic (tables included) through h_init / h_update, and
+(+ TT, + W: the IDA* kernel with ida_tt_kernel's extras; sma, frontier and bidir run in
+search/best_first.py.) Each search reuses the Solver's heuristic (tables included) through h_init / h_update, and
 its result goes through Solver.result like IDA*'s.
 """
 
@@ -30,8 +34,9 @@ from pdbtool.errors import BadInput, LimitReached
 from pdbtool.geometry import neighbour_arrays
 from pdbtool.kernels.ida import BUDGET, FOUND, MAX_DEPTH, STOPPED
 
-ALGORITHMS = ("ida", "ida-tt", "astar", "rbfs", "wida", "bfs", "greedy")
-OPTIMAL = ("ida", "ida-tt", "astar", "rbfs", "bfs")
+ALGORITHMS = ("ida", "ida-tt", "astar", "rbfs", "wida", "bfs", "greedy", "sma", "frontier", "bidir")
+OPTIMAL = ("ida", "ida-tt", "astar", "rbfs", "bfs", "sma", "frontier", "bidir")
+MEMORY_BOUND = ("astar", "sma", "frontier", "bidir")  # take --max-memory
 DEFAULT_MAX_MEMORY = 1 << 30  # A*: 1 GiB of states
 MIN_MAX_MEMORY = 1 << 16
 DEFAULT_TT_SIZE = 1 << 20     # IDA*+TT: entries (32 MiB)
@@ -44,7 +49,8 @@ LIMIT_REASONS = {STOPPED: "search stopped (cancelled or deadline)", BUDGET: "nod
 @dataclass(frozen=True)
 class Algorithm:
     """An algorithm and its options: ``weight`` (wida), ``tt_size`` (ida-tt, entries),
-    ``max_memory`` (astar, bytes). Unset options take the defaults above."""
+    ``max_memory`` (astar, sma, frontier, bidir: bytes). Unset options take the defaults
+    above."""
 
     name: str = "ida"
     weight: float | None = None
@@ -62,8 +68,8 @@ class Algorithm:
             raise BadInput("--tt-size applies to --algorithm ida-tt only")
         if self.tt_size is not None and self.tt_size < 1:
             raise BadInput(f"--tt-size {self.tt_size}: the table needs at least 1 entry")
-        if self.max_memory is not None and self.name != "astar":
-            raise BadInput("--max-memory applies to --algorithm astar only")
+        if self.max_memory is not None and self.name not in MEMORY_BOUND:
+            raise BadInput(f"--max-memory applies to --algorithm {', '.join(MEMORY_BOUND)} only")
         if self.max_memory is not None and self.max_memory < MIN_MAX_MEMORY:
             raise BadInput(f"--max-memory {self.max_memory:,} bytes is too small: at least 64K")
 
@@ -77,9 +83,10 @@ class Algorithm:
 
     def within(self, memory: int | None) -> tuple[Algorithm, bool]:
         """This algorithm with its memory lowered to at most ``memory`` bytes (None: no
-        limit): A*'s states (max_memory), the ida-tt table (tt_size); and whether that
-        lowered anything. A server's limit per search (pdbd serve --max-search-memory)."""
-        if memory and self.name == "astar" and (self.max_memory or DEFAULT_MAX_MEMORY) > memory:
+        limit): the states of A*, SMA*, frontier and bidirectional search (max_memory), the
+        ida-tt table (tt_size); and whether that lowered anything. A server's limit per
+        search (pdbd serve --max-search-memory)."""
+        if memory and self.name in MEMORY_BOUND and (self.max_memory or DEFAULT_MAX_MEMORY) > memory:
             return dataclasses.replace(self, max_memory=max(memory, MIN_MAX_MEMORY)), True
         if memory and self.name == "ida-tt":
             from pdbtool.kernels.ida_tt import TT_ENTRY_BYTES
@@ -90,6 +97,7 @@ class Algorithm:
     def check_side(self, side: int) -> None:
         """Refuse, with the reason, a board size this algorithm cannot serve."""
         limit = {"bfs": BFS_MAX_SIDE, "astar": KEYED_MAX_SIDE, "ida-tt": KEYED_MAX_SIDE,
+                 "sma": KEYED_MAX_SIDE, "frontier": KEYED_MAX_SIDE, "bidir": KEYED_MAX_SIDE,
                  "greedy": puzzle.MAX_SIDE}.get(self.name, puzzle.SEARCH_MAX_SIDE)
         if side <= limit:
             return
@@ -108,8 +116,12 @@ def search_with(solver, prepared, control, *, algorithm: Algorithm, threads: int
     if threads > 1:
         raise BadInput(f"--threads applies to ida only; {algorithm.name} runs on one thread")
     run = {"ida-tt": _ida_tt, "wida": _ida_tt, "astar": _astar, "rbfs": _rbfs, "bfs": _bfs,
-           "greedy": _greedy}[algorithm.name]
+           "greedy": _greedy}.get(algorithm.name)
     try:
+        if run is None:  # sma, frontier, bidir
+            from pdbtool.search import best_first
+            return best_first.search(solver, prepared, dataclasses.replace(
+                algorithm, max_memory=algorithm.max_memory or DEFAULT_MAX_MEMORY), control)
         return run(solver, prepared, algorithm, control)
     except MemoryError:  # the arrays asked for (--tt-size, --max-memory) cannot be had
         e = LimitReached(f"{algorithm.name}: not enough memory for the arrays it asked for; "
