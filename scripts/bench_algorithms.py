@@ -33,10 +33,13 @@ from pdbtool.tables import artifact
 
 SECTION = "algorithms"
 ALGOS = (("ida", {}), ("ida-tt", {}), ("astar", {}), ("rbfs", {}), ("wida", {"weight": 1.5}),
-         ("wida", {"weight": 3.0}), ("greedy", {}), ("bfs", {}))
+         ("wida", {"weight": 3.0}), ("greedy", {}), ("bfs", {}), ("sma", {"max_memory": 64 << 10}),
+         ("frontier", {}), ("bidir", {}))
 
 
 def label(name, opts):
+    if "max_memory" in opts:
+        return f"{name} {opts['max_memory'] >> 10}K"
     return f"{name} W={opts['weight']:g}" if "weight" in opts else name
 
 
@@ -73,6 +76,8 @@ def comparison(heuristics, boards, goal, exact, budget=None) -> str:
         for name, opts in ALGOS:
             if name == "bfs" and (h.side > 3 or hname != next(iter(heuristics))):
                 continue  # bfs uses no heuristic: one row, 8-puzzle only
+            if name == "bidir" and h.side == 3 and hname != next(iter(heuristics)):
+                continue  # breadth-first from both ends on 3x3: no heuristic, one row
             a = Algorithm(name, **opts)
             solver.solve(boards[0], goal, algorithm=a)  # compile
             res, total = solve_all(solver, boards, goal, a, budget)
@@ -80,7 +85,8 @@ def comparison(heuristics, boards, goal, exact, budget=None) -> str:
             if not done:
                 rows.append((label(name, opts), "none" if name == "bfs" else hname, "0 finished", "", "", "", "", ""))
                 continue
-            rows.append((label(name, opts), "none" if name in ("bfs", "greedy") else hname,
+            none = name in ("bfs", "greedy") or (name == "bidir" and h.side == 3)
+            rows.append((label(name, opts), "none" if none else hname,
                          verdict(res, exact, a), f"{statistics.mean(r.length for r in done):.2f}",
                          f"{statistics.mean(r.nodes_generated for r in done):,.0f}",
                          f"{total:.3f}", f"{total / len(done) * 1e3:.3f}",
@@ -90,13 +96,21 @@ def comparison(heuristics, boards, goal, exact, budget=None) -> str:
 
 
 def korf_table(solver, korf, tt_size) -> tuple[str, str]:
-    """IDA*+TT and A* against IDA* on Korf's 100."""
-    ida, ida_s = solve_all(solver, [b for _, _, b in korf], "blank-first", Algorithm("ida"))
-    tt, tt_s = solve_all(solver, [b for _, _, b in korf], "blank-first", Algorithm("ida-tt", tt_size=tt_size))
-    ast, ast_s = solve_all(solver, [b for _, _, b in korf], "blank-first", Algorithm("astar", max_memory=4 << 30))
+    """IDA*+TT, A*, SMA* in 64K and frontier search against IDA* on Korf's 100."""
+    boards = [b for _, _, b in korf]
+    ida, ida_s = solve_all(solver, boards, "blank-first", Algorithm("ida"))
+    tt, tt_s = solve_all(solver, boards, "blank-first", Algorithm("ida-tt", tt_size=tt_size))
+    ast, ast_s = solve_all(solver, boards, "blank-first", Algorithm("astar", max_memory=4 << 30))
+    sma, sma_s = solve_all(solver, boards, "blank-first", Algorithm("sma", max_memory=64 << 10),
+                           budget=50_000_000)
+    fr, fr_s = solve_all(solver, boards, "blank-first", Algorithm("frontier", max_memory=4 << 30))
     rows = []
-    for name, res, total in (("ida", ida, ida_s), ("ida-tt", tt, tt_s), ("astar", ast, ast_s)):
-        done = [r for r in res if r is not None]
+    for name, res, total in (("ida", ida, ida_s), ("ida-tt", tt, tt_s), ("astar", ast, ast_s),
+                             ("sma 64K", sma, sma_s), ("frontier", fr, fr_s)):
+        done = [r for r in res if r is not None] or [None]
+        if done == [None]:
+            rows.append((name, f"0/{len(korf)}", "", "", "", "", ""))
+            continue
         ok = sum(r is not None and r.length == opt for r, (_, opt, _) in zip(res, korf))
         rows.append((name, f"{ok}/{len(korf)}", f"{statistics.mean(r.nodes_generated for r in done):,.0f}",
                      f"{statistics.mean(r.nodes_expanded for r in done):,.0f}", f"{total:.3f}",
@@ -179,7 +193,8 @@ def measure(quick: bool, table15: str | None, boards: int | None) -> str:
            f"\n### 15-puzzle: the {len(easy)} shortest of Korf's 100, node budget 20M per solve\n",
            comparison(h15, [b for _, _, b in easy], "blank-first", [o for _, o, _ in easy], budget=20_000_000),
            f"\n### Korf's {'100' if not quick else str(len(korf_run)) + ' shortest'} with {table15} + reflection: "
-           "IDA*, IDA*+TT, A* (memory limit 4 GiB)\n"]
+           "IDA*, IDA*+TT, A* and frontier search (memory limit 4 GiB), SMA* in 64K (node budget 50M; "
+           "bidir's MM is left out: its backward side has only Manhattan distance)\n"]
     solver15 = Solver(load_heuristic(path15))
     text, note = korf_table(solver15, korf_run, 1 << 20)
     if not quick:
