@@ -1,5 +1,11 @@
-"""Addresses (host:port) as the server binds them and the client dials them, and whether
-one stays on this machine. Loads neither numba nor the server."""
+"""Addresses as the server binds them and the client dials them (the targets gRPC takes),
+and whether one stays on this machine. Loads neither numba nor the server.
+
+* ``host:port``, ``[v6]:port``: TCP (port 0: the server picks one);
+* ``unix:PATH`` (``unix:///abs/path`` too): a unix socket, reachable only on this machine;
+* dialled only: ``dns:///host:port`` or ``dns://resolver/host:port`` (gRPC's DNS resolver),
+  ``ipv4:addr:port`` and ``ipv6:[addr]:port`` (gRPC's own spellings of a TCP address).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,8 @@ from typing import NamedTuple
 from pdbtool.errors import BadInput
 
 LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
+LISTEN_FORMS = "HOST:PORT, [IPv6]:PORT or unix:PATH"
+DIAL_FORMS = "HOST:PORT, [IPv6]:PORT, unix:PATH or dns:///HOST:PORT"
 
 
 class Address(NamedTuple):
@@ -29,6 +37,22 @@ class Address(NamedTuple):
             return False  # another name: it may resolve to anything
 
 
+class Target(NamedTuple):
+    """A parsed gRPC target: ``kind`` tcp (``address``), unix (``path``) or dns."""
+
+    kind: str
+    text: str                      # as given: what gRPC is handed
+    address: Address | None = None  # tcp and dns
+    path: str | None = None         # unix
+
+    @property
+    def loopback(self) -> bool:
+        """Reachable only from this machine (a unix socket; a loopback TCP address)."""
+        if self.kind == "unix":
+            return True
+        return self.kind == "tcp" and self.address.loopback
+
+
 def parse_address(text: str, what: str = "address") -> Address:
     """``host:port`` or ``[v6]:port``, port 0..65535 (0: the server picks one)."""
     host, sep, port = text.rpartition(":")
@@ -37,7 +61,58 @@ def parse_address(text: str, what: str = "address") -> Address:
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
     elif ":" in host:
-        raise BadInput(f"{what} {text!r}: put an IPv6 address in brackets, e.g. [::1]:50051")
+        if _is_ipv6(host):
+            raise BadInput(f"{what} {text!r}: put an IPv6 address in brackets, e.g. [::1]:50051")
+        raise BadInput(f"{what} {text!r} is not HOST:PORT")
     if not port.isdigit() or int(port) > 65535:
         raise BadInput(f"{what} {text!r}: the port must be a number from 0 to 65535")
     return Address(host, int(port))
+
+
+def parse_target(text: str, what: str = "address", dial: bool = False) -> Target:
+    """A target to listen on (``dial`` False: TCP or unix) or to dial (also dns:); BadInput
+    naming the forms taken otherwise."""
+    forms = DIAL_FORMS if dial else LISTEN_FORMS
+    scheme, sep, rest = text.partition(":")
+    scheme = scheme.lower() if sep else ""
+    if scheme == "unix":
+        path = rest[2:] if rest.startswith("//") else rest  # unix:///abs -> /abs
+        if not path or path.endswith("/"):
+            raise BadInput(f"{what} {text!r}: give the socket's path, e.g. unix:/run/pdbd.sock")
+        return Target("unix", text, path=path)
+    if scheme in ("dns", "ipv4", "ipv6") and not dial:
+        raise BadInput(f"{what} {text!r}: a server listens on {LISTEN_FORMS}, not on a "
+                       f"{scheme}: target (for clients)")
+    if scheme == "dns":  # dns:[//resolver/]host[:port], the port 443 if none (as gRPC)
+        name = rest
+        if rest.startswith("//"):
+            _, slash, name = rest[2:].partition("/")
+            if not slash:
+                name = ""
+        if not name:
+            raise BadInput(f"{what} {text!r}: expected dns:///HOST:PORT (or "
+                           "dns://RESOLVER/HOST:PORT)")
+        if ":" not in name.rpartition("]")[2]:
+            name += ":443"
+        return Target("dns", text, address=_host_port(name, what, text, forms))
+    if scheme in ("ipv4", "ipv6"):
+        return Target("tcp", text, address=_host_port(rest, what, text, forms))
+    if scheme and rest.startswith("/"):  # xds:///..., a scheme this daemon does not take
+        raise BadInput(f"{what} {text!r}: unknown scheme {scheme}:; expected {forms}")
+    return Target("tcp", text, address=_host_port(text, what, text, forms))
+
+
+def _host_port(part: str, what: str, text: str, forms: str) -> Address:
+    try:
+        return parse_address(part, what)
+    except BadInput as e:
+        if "brackets" in str(e) or "port must" in str(e):
+            raise
+        raise BadInput(f"{what} {text!r}: expected {forms}") from None
+
+
+def _is_ipv6(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).version == 6
+    except ValueError:
+        return False

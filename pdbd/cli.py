@@ -43,8 +43,9 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("serve", help="load verified artifacts and answer solve queries")
     s.add_argument("--artifacts", required=True, metavar="DIR", help="directory of *.h5 artifacts")
-    s.add_argument("--listen", default=DEFAULT_LISTEN, metavar="HOST:PORT",
-                   help=f"address to bind (default {DEFAULT_LISTEN}; port 0 picks a free one)")
+    s.add_argument("--listen", default=DEFAULT_LISTEN, metavar="ADDR",
+                   help=f"HOST:PORT, [IPv6]:PORT or unix:PATH (a socket only its owner may use) "
+                        f"to bind (default {DEFAULT_LISTEN}; port 0 picks a free one)")
     s.add_argument("--metrics", metavar="HOST:PORT",
                    help="serve Prometheus metrics at http://HOST:PORT/metrics (loopback unless "
                         "--insecure; port 0 picks a free one)")
@@ -91,6 +92,9 @@ def parser() -> argparse.ArgumentParser:
                    help="do not read the tables into memory in the background after start")
     s.add_argument("--grace", type=grace_seconds, default=5.0, metavar="S",
                    help="seconds to let RPCs finish on shutdown (default 5; 0: none)")
+    s.add_argument("--drain", type=grace_seconds, default=0.0, metavar="S",
+                   help="on SIGTERM or SIGINT, accept no new call but let the searches in "
+                        "flight finish for up to S seconds before stopping them (default 0)")
     s.add_argument("--cluster", metavar="ADDRESS",
                    help="send big IDA* searches to this Ray cluster ('local': start Ray on this "
                         "machine); needs the cluster extra: pip install 'pdbtool[cluster]'")
@@ -161,7 +165,8 @@ def add_logging(p):
 
 def add_server(p):
     p.add_argument("--server", default=DEFAULT_SERVER, metavar="ADDR",
-                   help=f"host:port of pdbd (default {DEFAULT_SERVER})")
+                   help=f"pdbd's HOST:PORT, [IPv6]:PORT, unix:PATH or dns:///HOST:PORT "
+                        f"(default {DEFAULT_SERVER})")
     p.add_argument("--tls-ca", metavar="PEM",
                    help="connect with TLS, trusting server certificates signed by this CA")
     p.add_argument("--tls-cert", metavar="PEM", help="client certificate for mutual TLS")

@@ -22,7 +22,7 @@ from pdbtool.errors import BadInput, LimitReached, PdbError, Unsolvable
 from pdbtool.result import SolveResult
 
 from . import convert
-from .address import parse_address
+from .address import parse_target
 from .defaults import DEFAULT_SERVER
 from .rpc import REFUSED_KEY
 from .v1 import solver_pb2 as pb, solver_pb2_grpc as pb_grpc
@@ -147,7 +147,7 @@ class SolverClient:
     With ``tls`` (ClientTls) the channel is encrypted and the server authenticated."""
 
     def __init__(self, address: str = DEFAULT_SERVER, tls: ClientTls | None = None):
-        parse_address(address, "server address")
+        parse_target(address, "server address", dial=True)
         self.address = address
         if tls is None:
             self._channel = grpc.insecure_channel(address)

@@ -8,11 +8,14 @@ never send their request, nor Solve traffic, can starve health checks.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import socket
+import stat
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +31,7 @@ from pdbtool.errors import BadInput
 from pdbtool.selection import TableSet, load_directory
 from pdbtool.tables import residency
 
-from .address import parse_address
+from .address import parse_address, parse_target
 from .defaults import (DEFAULT_CONNECTION_AGE, DEFAULT_IDLE_SECONDS, DEFAULT_LISTEN,
                        DEFAULT_MAX_QUEUE, DEFAULT_REQUEST_TIMEOUT, default_per_client)
 from . import logs
@@ -48,6 +51,7 @@ SPARE_SOLVES = 8     # solve calls beyond threads + queue: bad boards are answer
 CALL_CAPS = {"info": 4, "health": 8, "watch": 8, "reflection": 4}
 SPARE_HANDLERS = 8   # threads that only refuse calls beyond their class's cap
 KEEPALIVE_MS, KEEPALIVE_TIMEOUT_MS = 60_000, 20_000
+DRAIN_POLL = 0.05    # seconds between looks at the searches in flight while draining
 
 
 class ListenError(PdbError):
@@ -83,9 +87,10 @@ class Connections:
 
 
 def check_exposure(listen: str, tls: Tls | None, insecure: bool) -> None:
-    """Beyond loopback only with TLS, or with ``insecure`` said out loud."""
-    address = parse_address(listen, "--listen")
-    if not address.loopback and tls is None and not insecure:
+    """Beyond loopback only with TLS, or with ``insecure`` said out loud (a unix socket
+    stays on this machine, owner-only)."""
+    target = parse_target(listen, "--listen")
+    if not target.loopback and tls is None and not insecure:
         raise ListenError(f"refusing to listen on {listen} without TLS: anyone who can reach "
                           "it could use the server; give --tls-cert and --tls-key (and "
                           "--client-ca to require client certificates), or --insecure")
@@ -104,8 +109,12 @@ def check_metrics(metrics: str, insecure: bool):
 def check_listen(listen: str) -> None:
     """Fail at once if ``listen`` cannot be bound (a port in use, an address not of this
     machine), before the slow steps: a plain socket bound as gRPC binds its own
-    (SO_REUSEADDR, no SO_REUSEPORT), then closed. gRPC serves if one resolved address binds."""
-    address = parse_address(listen, "--listen")
+    (SO_REUSEADDR, no SO_REUSEPORT), then closed. gRPC serves if one resolved address binds.
+    A unix socket: see check_unix."""
+    target = parse_target(listen, "--listen")
+    if target.kind == "unix":
+        return check_unix(target.path, listen)
+    address = target.address
     try:
         found = socket.getaddrinfo(address.host, address.port, type=socket.SOCK_STREAM,
                                    flags=socket.AI_PASSIVE)
@@ -121,6 +130,34 @@ def check_listen(listen: str) -> None:
         except OSError as e:
             error = e
     raise ListenError(f"cannot listen on {listen}: {(error.strerror or str(error)).lower()}")
+
+
+def check_unix(path: str, listen: str) -> None:
+    """gRPC replaces whatever is at a unix socket's path: refuse a path that is not a
+    socket, or a socket a server answers on (another daemon), or in a missing directory."""
+    p = Path(path)
+    if not p.parent.is_dir():
+        raise ListenError(f"cannot listen on {listen}: no such directory {p.parent}")
+    if not (p.exists() or p.is_symlink()):
+        return
+    if not stat.S_ISSOCK(p.lstat().st_mode):
+        raise ListenError(f"cannot listen on {listen}: {path} exists and is not a socket")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        try:
+            s.connect(path)
+        except OSError:
+            return  # left by a daemon that is gone: gRPC replaces it
+    raise ListenError(f"cannot listen on {listen}: address already in use")
+
+
+@contextlib.contextmanager
+def owner_only():
+    """Files created meanwhile (gRPC's unix socket) get no group or other permissions."""
+    old = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(old)
 
 
 class Daemon:
@@ -174,17 +211,24 @@ class Daemon:
         self._serving = False
         self._stop = threading.Event()
         self.prefault_on = prefault
+        target = parse_target(listen, "--listen")
+        if target.kind == "unix":
+            check_unix(target.path, listen)
         try:
-            if tls:
-                self.port = self.server.add_secure_port(listen, tls.credentials())
-            else:
-                self.port = self.server.add_insecure_port(listen)
+            with owner_only():
+                if tls:
+                    self.port = self.server.add_secure_port(listen, tls.credentials())
+                else:
+                    self.port = self.server.add_insecure_port(listen)
         except RuntimeError as e:
             raise ListenError(f"cannot listen on {listen}: {e}") from None
         if not self.port:
             raise ListenError(f"cannot listen on {listen} (address in use or invalid)")
-        host = listen.rsplit(":", 1)[0]
-        self.address = f"{host}:{self.port}"
+        if target.kind == "unix":
+            os.chmod(target.path, 0o600)  # the owner only: read and write is all a socket needs
+            self.address = listen
+        else:
+            self.address = str(target.address._replace(port=self.port))
         # After binding (a busy port fails fast), before serving (no query pays for it).
         if warm:
             warm_up(self.servicer.solvers)
@@ -209,16 +253,36 @@ class Daemon:
         self.servicer.swap(served)
         self._prefault(tables)
 
-    def stop(self, grace: float = 5.0) -> None:
-        """Graceful: NOT_SERVING, refuse new work, stop every search, drain, close."""
+    def stop(self, grace: float = 5.0, drain: float = 0.0) -> None:
+        """Graceful: NOT_SERVING and no new search (UNAVAILABLE, marked as the server's
+        refusal: a client retries elsewhere); the searches in flight may finish for up to
+        ``drain`` seconds (Info and health still answer meanwhile); then every search left
+        is stopped, gRPC accepts no new call and lets the calls end for up to ``grace``."""
         self._stop.set()
         self._serving = False
         self.health.enter_graceful_shutdown()
+        self.servicer.refuse_new()
+        if drain > 0:
+            self._drain(drain)
         self.servicer.close()
         self.server.stop(grace).wait()
         self.pool.shutdown()
         if self.delegation is not None:  # the cluster's actors free the nodes' CPUs
             self.delegation.cluster.close()
+
+    def _drain(self, seconds: float) -> None:
+        """Wait up to ``seconds`` for the searches in flight to finish."""
+        end = time.monotonic() + seconds
+        left = self.pool.in_flight
+        if left:
+            log.info("draining: %d searches in flight, up to %g s", left, seconds)
+        while left and time.monotonic() < end:
+            time.sleep(min(DRAIN_POLL, max(end - time.monotonic(), 0)))
+            left = self.pool.in_flight
+        if left:
+            log.warning("drain time over: stopping %d searches", left)
+        else:
+            log.info("drained: no search in flight")
 
     def _search_done(self, job) -> None:
         if job.started is not None:
@@ -349,7 +413,7 @@ def serve_with(args, tls: Tls | None, metrics: Metrics, pid_file: PidFile | None
                 reload_tables(daemon, args.artifacts)
     finally:
         log.info("shutting down")
-        daemon.stop(args.grace)
+        daemon.stop(args.grace, args.drain)
         log.info("stopped")
     return 0
 

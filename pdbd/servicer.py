@@ -244,6 +244,10 @@ class SolverServicer:
         """Serve new requests from ``served``; running searches finish on the old tables."""
         self.served = served
 
+    def refuse_new(self) -> None:
+        """Refuse new searches (UNAVAILABLE); running and queued ones go on (a drain)."""
+        self._closing = True
+
     def close(self) -> None:
         """Refuse new searches and stop every running or queued one."""
         self._closing = True

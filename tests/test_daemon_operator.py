@@ -43,3 +43,139 @@ def test_pdbd_web_ignores_sighup(tmp_path):
         if proc.poll() is None:
             proc.kill()
     assert "shutting down" in err.text()
+
+
+def manhattan_daemon():
+    from pdbd.server import Daemon
+    from pdbtool.heuristics.table_free import table_free
+    from pdbtool.selection import TableSet
+
+    daemon = Daemon(TableSet({4: table_free("manhattan", 4)}), "127.0.0.1:0", threads=1,
+                    max_queue=1)
+    daemon.start()
+    return daemon
+
+
+def test_drain_lets_a_running_search_finish_and_refuses_new_ones():
+    """A search that ends on its own node budget (10^8 nodes: a second or more on one thread,
+    on any machine far more than the moment between its start and the stop) finishes
+    during the drain with its own answer; a new call meanwhile is refused."""
+    import threading
+
+    import grpc
+
+    from pdbd.v1 import solver_pb2 as pb
+    from serving import HARD, channel_stub, info
+
+    daemon = manhattan_daemon()
+    with channel_stub(daemon.address) as stub:
+        budgeted = stub.Solve.future(pb.SolveRequest(tiles=HARD, goal="blank-first",
+                                                     node_budget=100_000_000), timeout=120)
+        assert wait_for(lambda: info(daemon)["counters"]["running"] == 1, 5)
+        stopper = threading.Thread(target=daemon.stop, kwargs={"grace": 1, "drain": 120})
+        stopper.start()
+        assert wait_for(lambda: daemon.servicer._closing, 5)
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.Solve(pb.SolveRequest(tiles=HARD, goal="blank-first"), timeout=10)
+        assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert ("pdbd-refused", "unavailable") in refused.value.trailing_metadata()
+        assert "shutting down" in refused.value.details()
+        assert info(daemon)["counters"]["running"] == 1  # Info answers while it drains
+        with pytest.raises(grpc.RpcError) as e:
+            budgeted.result()
+        assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED  # its own end, not shutdown
+        assert ("pdbd-limit", "node-budget") in e.value.trailing_metadata()
+        stopper.join(30)
+        assert not stopper.is_alive()
+
+
+def test_drain_time_over_stops_the_searches_left():
+    import grpc
+
+    from pdbd.v1 import solver_pb2 as pb
+    from serving import HARD, channel_stub, info
+
+    daemon = manhattan_daemon()
+    with channel_stub(daemon.address) as stub:
+        running = stub.Solve.future(pb.SolveRequest(tiles=HARD, goal="blank-first"), timeout=120)
+        assert wait_for(lambda: info(daemon)["counters"]["running"] == 1, 5)
+        start = time.monotonic()
+        daemon.stop(grace=5, drain=0.5)
+        took = time.monotonic() - start
+        with pytest.raises(grpc.RpcError) as e:
+            running.result()
+    assert e.value.code() == grpc.StatusCode.UNAVAILABLE and "shutting down" in e.value.details()
+    assert 0.5 <= took < 3, took  # waited the drain (HARD runs for minutes), not the grace
+
+
+def test_the_systemd_unit_verifies(tmp_path):
+    """docs/pdbd.service, with ExecStart pointed at this venv's pdbd (verify checks that
+    the command exists); any warning (an unknown key) fails too."""
+    import shutil
+    import sys
+    from pathlib import Path
+
+    if shutil.which("systemd-analyze") is None:
+        pytest.skip("systemd-analyze is not installed")
+    unit = (Path(__file__).parents[1] / "docs" / "pdbd.service").read_text()
+    assert "/opt/pdbd/venv/bin/pdbd serve" in unit
+    here = tmp_path / "pdbd.service"
+    here.write_text(unit.replace("/opt/pdbd/venv/bin/pdbd", str(Path(sys.executable).with_name("pdbd"))))
+    done = subprocess.run(["systemd-analyze", "verify", str(here)], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0 and not done.stdout.strip() and not done.stderr.strip(), done
+
+
+def test_an_operator_run_over_a_unix_socket(art_dir, oracle8_last, tmp_path):
+    """The bar: `pdbd serve --listen unix:PATH --metrics 127.0.0.1:PORT --log-format json
+    --pid-file F`: optimal answers over the socket, counted in /metrics; every log line
+    JSON with time, level and message; SIGHUP to the pid in F reloads, and it answers on."""
+    import random
+    import stat
+
+    from pdbd.client import SolverClient
+    from serving import EASY15, sample, scrape
+
+    sock, pid_file, metrics = tmp_path / "pdbd.sock", tmp_path / "pdbd.pid", free_port()
+    proc = pdbd_process("serve", "--artifacts", str(art_dir), "--listen", f"unix:{sock}",
+                        "--metrics", f"127.0.0.1:{metrics}", "--log-format", "json",
+                        "--pid-file", str(pid_file), "--threads", "1")
+    err = Drained(proc)
+    boards = random.Random(37).sample(sorted(oracle8_last), 20)
+    try:
+        assert wait_for(lambda: pid_file.exists() or proc.poll() is not None, 60), err.lines
+        assert proc.poll() is None, err.text()
+        assert pid_file.read_text() == f"{proc.pid}\n"
+        assert stat.S_IMODE(sock.stat().st_mode) == 0o600
+        with SolverClient(f"unix:{sock}") as c:
+            c.wait_serving(30)
+            for b in boards:
+                assert c.solve(b).length == oracle8_last[b], b
+            assert c.solve(EASY15).length == 2
+            m = scrape(metrics)
+            assert sample(m, "pdbd_requests_total", method="pdbd.v1.Solver/Solve",
+                          code="OK") == len(boards) + 1
+            assert sample(m, "pdbd_search_duration_seconds_count", size="3x3") == len(boards)
+            assert sample(m, "pdbd_search_duration_seconds_count", size="4x4") == 1
+            assert sample(m, "pdbd_nodes_generated_total", size="3x3") >= sum(
+                oracle8_last[b] for b in boards)  # at least one node a move
+            assert {dict(k[1])["partition"] for k in m if k[0] == "pdbd_table_info"} == {
+                "8/full", "15/5-5-5"}
+            os.kill(int(pid_file.read_text()), signal.SIGHUP)
+            assert wait_for(lambda: any('"reloaded: serving' in line for line in err.lines)
+                            or proc.poll() is not None, 60), err.lines
+            assert c.solve(boards[0]).length == oracle8_last[boards[0]]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    lines = [json.loads(line) for line in err.text().splitlines()]
+    assert all(line["time"] and line["level"] and line["message"] for line in lines)
+    messages = [line["message"] for line in lines]
+    assert any(m.startswith("SIGHUP: reloading") for m in messages), messages
+    solves = [line for line in lines if line["message"].startswith("solve ")]
+    assert len(solves) == len(boards) + 2
+    assert all(s["code"] == "OK" and s["method"] == "pdbd.v1.Solver/Solve" and s["nodes"] > 0
+               and s["seconds"] >= 0 and s["peer"] for s in solves)
+    assert not pid_file.exists() and not sock.exists()
