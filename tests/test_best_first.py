@@ -72,7 +72,7 @@ def test_mm_equals_bfs_on_the_8_puzzle(oracle8):
             assert_replays(r.to_dict(), b, "blank-first")
 
 
-def test_frontier_and_bidir_hold_less_than_astar(oracle8):
+def test_frontier_holds_less_than_astar_and_says_how_it_rebuilt_the_path(oracle8):
     solver = Solver(table_free("manhattan", 3))
     hard = [b for b in boards8(200, 34) if oracle8[b] >= 24][:10]
     peaks = {name: max(solver.solve(b, "blank-first", algorithm=name).peak_memory_bytes for b in hard)
