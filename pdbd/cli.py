@@ -70,6 +70,10 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--max-per-client", type=non_negative, default=None, metavar="N",
                    help="searches one client address may have in flight (default: half of "
                         "threads + queue; 0: no limit)")
+    s.add_argument("--trusted-proxy", action="append", metavar="ADDR",
+                   help="a proxy (IP address, network such as 10.0.0.0/8, or 'unix' for the "
+                        "unix socket's peers) whose pdbd-client metadata names the client "
+                        "--max-per-client counts (pdbd web sends it); repeatable; none by default")
     s.add_argument("--request-timeout", type=arg_seconds, default=DEFAULT_REQUEST_TIMEOUT,
                    metavar="S", help="drop a call whose request has not arrived after S seconds "
                    f"(default {DEFAULT_REQUEST_TIMEOUT:g})")
@@ -150,6 +154,9 @@ def parser() -> argparse.ArgumentParser:
     add_server(w)
     w.add_argument("--listen", default=DEFAULT_WEB_LISTEN, metavar="HOST:PORT",
                    help=f"address of the page (default {DEFAULT_WEB_LISTEN}; port 0 picks a free one)")
+    w.add_argument("--https-cert", metavar="PEM", help="serve the page over HTTPS with this "
+                   "certificate chain (--tls-* are for the connection to pdbd)")
+    w.add_argument("--https-key", metavar="PEM", help="... and this private key")
     add_logging(w)
     w.set_defaults(func=web)
     return p
@@ -175,11 +182,14 @@ def add_server(p):
                    help="the name the server's certificate must carry (default: the host)")
 
 
-def client(args) -> SolverClient:
-    tls = None
+def client_tls(args) -> ClientTls | None:
     if args.tls_ca or args.tls_cert or args.tls_key:
-        tls = ClientTls(args.tls_ca, args.tls_cert, args.tls_key, args.tls_server_name)
-    return SolverClient(args.server, tls=tls)
+        return ClientTls(args.tls_ca, args.tls_cert, args.tls_key, args.tls_server_name)
+    return None
+
+
+def client(args) -> SolverClient:
+    return SolverClient(args.server, tls=client_tls(args))
 
 
 def limit_seconds(text):
@@ -317,7 +327,10 @@ def web(args) -> int:
     log = logging.getLogger("pdbd")
     stop = stop_on_signals()
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # `kill -HUP` meant for pdbd serve
-    server = WebServer(args.listen, args.server).start()
+    if bool(args.https_cert) != bool(args.https_key):
+        raise BadInput("give --https-cert and --https-key together")
+    https = (args.https_cert, args.https_key) if args.https_cert else None
+    server = WebServer(args.listen, args.server, tls=client_tls(args), https=https).start()
     log.info("pdbd web on %s, solving through pdbd at %s", server.url, args.server)
     while not stop.wait(0.5) and server.alive:
         pass

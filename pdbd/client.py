@@ -24,7 +24,7 @@ from pdbtool.result import SolveResult
 from . import convert
 from .address import parse_target
 from .defaults import DEFAULT_SERVER
-from .rpc import REFUSED_KEY
+from .rpc import CLIENT_KEY, REFUSED_KEY
 from .v1 import solver_pb2 as pb, solver_pb2_grpc as pb_grpc
 
 UINT32_MAX = (1 << 32) - 1
@@ -142,6 +142,11 @@ def checked_algorithm(algorithm):
         max_memory=None if max_memory is None else limits.budget(max_memory, "max_memory"))
 
 
+def behalf(client: str | None):
+    """The metadata naming the client a proxy calls for (pdbd.peers), if any."""
+    return ((CLIENT_KEY, client),) if client else None
+
+
 class SolverClient:
     """Talks to one pdbd server. ``with SolverClient(addr) as c: c.solve(board)``.
     With ``tls`` (ClientTls) the channel is encrypted and the server authenticated."""
@@ -159,27 +164,30 @@ class SolverClient:
         self._health = health_pb2_grpc.HealthStub(self._channel)
 
     def solve(self, board, goal: str = "blank-last", deadline: float | None = None,
-              budget: int | None = None, algorithm=None) -> SolveResult:
+              budget: int | None = None, algorithm=None, on_behalf: str | None = None) -> SolveResult:
         """Solve, as Solver.solve does locally. ``deadline`` is in seconds from now;
         ``budget`` caps the nodes generated; ``algorithm`` is a name or has the fields of
-        pdbtool.search.algorithms.Algorithm (name, weight, tt_size, max_memory); None is IDA*."""
+        pdbtool.search.algorithms.Algorithm (name, weight, tt_size, max_memory); None is IDA*.
+        ``on_behalf``: a proxy's client (counted as that client by a daemon that trusts the
+        proxy: --trusted-proxy)."""
         deadline, budget = checked_limits(deadline, budget)
         request = convert.solve_request(board_tiles(board), goal, budget,
                                         algorithm=checked_algorithm(algorithm))
         try:
-            reply = self._stub.Solve(request, timeout=deadline)
+            reply = self._stub.Solve(request, timeout=deadline, metadata=behalf(on_behalf))
         except grpc.RpcError as e:
             raise translate(e, self.address) from None
         return convert.result_from_message(reply)
 
     def solve_stream(self, board, goal: str = "blank-last", deadline: float | None = None,
-                     budget: int | None = None, progress_ms: int | None = None, algorithm=None):
+                     budget: int | None = None, progress_ms: int | None = None, algorithm=None,
+                     on_behalf: str | None = None):
         """Yield progress dicts ({"event": "progress", "bound", "nodes_generated", ...}) while
         the search runs, then the SolveResult. Stopping the iteration early cancels it."""
         deadline, budget = checked_limits(deadline, budget)
         request = convert.solve_request(board_tiles(board), goal, budget, progress_ms,
                                         checked_algorithm(algorithm))
-        call = self._stub.SolveStream(request, timeout=deadline)
+        call = self._stub.SolveStream(request, timeout=deadline, metadata=behalf(on_behalf))
         try:
             for event in call:
                 if event.HasField("progress"):

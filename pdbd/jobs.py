@@ -63,6 +63,7 @@ class Job:
         self.delegation = delegation
         self.control = SearchControl(budget=budget, timeout=timeout, timeout_reason="time-limit")
         self.future: Future | None = None
+        self.client: str | None = None  # whom it counts against (pdbd.peers)
         self.submitted = time.monotonic()
         self.started: float | None = None
 

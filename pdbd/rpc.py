@@ -34,6 +34,7 @@ log = logging.getLogger("pdbd")
 
 LIMIT_KEY = "pdbd-limit"  # trailing metadata telling the RESOURCE_EXHAUSTED cases apart
 REFUSED_KEY = "pdbd-refused"  # trailing metadata: an UNAVAILABLE of pdbd's own, not the channel's
+CLIENT_KEY = "pdbd-client"  # metadata: the client a trusted proxy calls for (pdbd.peers)
 
 
 class RateLimitedLog:

@@ -37,6 +37,7 @@ from .defaults import (DEFAULT_CONNECTION_AGE, DEFAULT_IDLE_SECONDS, DEFAULT_LIS
 from . import logs
 from .jobs import Delegation, WorkerPool
 from .metrics import Metrics
+from .peers import TrustedProxies
 from .pidfile import PidFile
 from .rpc import Admission, RateLimitedLog, Receiver, service_handler
 from .servicer import SERVICE_NAME, Limits, Served, SolverServicer
@@ -168,13 +169,14 @@ class Daemon:
                  limits: Limits | None = None, connections: Connections = Connections(),
                  reflection_on: bool = True, tls: Tls | None = None, insecure: bool = False,
                  mlock: bool = False, prefault: bool = True, delegation: Delegation | None = None,
-                 metrics: Metrics | None = None):
+                 metrics: Metrics | None = None, proxies: TrustedProxies = TrustedProxies()):
         check_exposure(listen, tls, insecure)
         threads = threads or os.cpu_count() or 1
         self.metrics = metrics = metrics or Metrics()  # served over HTTP only if asked
         self.pool = WorkerPool(threads, max_queue, on_change=self._update_health,
                                on_finish=self._search_done)
-        self.servicer = SolverServicer(tables, self.pool, limits or Limits(), delegation, metrics)
+        self.servicer = SolverServicer(tables, self.pool, limits or Limits(), delegation, metrics,
+                                       proxies)
         metrics.watch(self.servicer)
         self.delegation = delegation
         self.health = health.HealthServicer()
@@ -349,6 +351,7 @@ def serve(args) -> int:
         tls.credentials()  # reads the files: one missing is said now
     check_exposure(args.listen, tls, args.insecure)
     check_listen(args.listen)
+    TrustedProxies(args.trusted_proxy or ())  # a malformed one is said now
     pid_file = PidFile(args.pid_file) if args.pid_file else None
     if pid_file:
         pid_file.check()  # a daemon running already is said now, not after the tables
@@ -388,12 +391,13 @@ def serve_with(args, tls: Tls | None, metrics: Metrics, pid_file: PidFile | None
     per_client = (default_per_client(threads, args.max_queue) if args.max_per_client is None
                   else args.max_per_client or None)
     limits = Limits(args.max_search_seconds, args.max_nodes, per_client, args.max_search_memory)
+    proxies = TrustedProxies(args.trusted_proxy or ())  # checked already by serve()
     daemon = Daemon(loaded, args.listen, threads, args.max_queue, limits=limits,
                     connections=Connections(args.request_timeout, args.idle_timeout,
                                             args.max_connection_age),
                     reflection_on=not args.no_reflection, tls=tls, insecure=args.insecure,
                     mlock=args.mlock, prefault=not args.no_prefault, delegation=delegation,
-                    metrics=metrics)
+                    metrics=metrics, proxies=proxies)
     if stop.is_set():
         return 0
     daemon.start()

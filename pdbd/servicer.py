@@ -35,6 +35,7 @@ from . import convert
 from .defaults import DEFAULT_MAX_NODES, DEFAULT_MAX_SEARCH_MEMORY, DEFAULT_MAX_SEARCH_SECONDS
 from .jobs import Delegation, Job, QueueFull, WorkerPool
 from .logs import request_fields
+from .peers import PeerCounts, TrustedProxies, client_of  # noqa: F401 (client_of: pdbd.servicer's)
 from .rpc import LIMIT_KEY, REFUSED_KEY, RateLimitedLog
 from .v1 import solver_pb2 as pb
 
@@ -75,35 +76,6 @@ class Limits:
         """The algorithm a request asks for (checked as pdbtool solve checks it), its memory
         lowered to the server's limit per search, and whether that limit binds."""
         return Algorithm(**fields).within(self.max_search_memory)
-
-
-def client_of(peer: str) -> str:
-    """The client's address without its port ("ipv4:10.0.0.7:53211" -> "ipv4:10.0.0.7")."""
-    kind = peer.split(":", 1)[0]
-    return peer.rsplit(":", 1)[0] if kind in ("ipv4", "ipv6") else peer
-
-
-class PeerCounts:
-    """Searches in flight per client, at most ``limit`` each (None: no limit)."""
-
-    def __init__(self, limit: int | None):
-        self.limit = limit
-        self._lock = threading.Lock()
-        self._n: dict[str, int] = {}
-
-    def enter(self, client: str) -> bool:
-        with self._lock:
-            n = self._n.get(client, 0)
-            if self.limit and n >= self.limit:
-                return False
-            self._n[client] = n + 1
-            return True
-
-    def leave(self, client: str) -> None:
-        with self._lock:
-            n = self._n.pop(client, 1) - 1
-            if n > 0:
-                self._n[client] = n
 
 
 @dataclass(frozen=True)
@@ -155,8 +127,10 @@ class SolverServicer:
     """The RPCs of pdbd.v1.Solver over parsed requests (registered by pdbd.rpc)."""
 
     def __init__(self, tables: TableSet, pool: WorkerPool, limits: Limits = Limits(),
-                 delegation: Delegation | None = None, metrics=None):
+                 delegation: Delegation | None = None, metrics=None,
+                 proxies: TrustedProxies = TrustedProxies()):
         self.served = Served.of(tables)
+        self.proxies = proxies
         self.metrics = metrics  # pdbd.metrics.Metrics, or None
         self.pool = pool
         self.delegation = delegation
@@ -278,7 +252,7 @@ class SolverServicer:
                 solver.heuristic.source.check()
         except TableChanged as e:
             self._refuse_changed(e, context)
-        client = client_of(context.peer())
+        client = self.proxies.client(context)
         if not self.peers.enter(client):
             self._reject("per-client")
             context.set_trailing_metadata(((LIMIT_KEY, "per-client"),))
@@ -287,6 +261,7 @@ class SolverServicer:
                           "server's limit per client; retry when one has finished")
         job = Job(solver, prepared, budget, self.limits.max_search_seconds, algorithm,
                   self.delegation)
+        job.client = client
         job.server_budget, job.server_memory = server_budget, server_memory
         if not context.add_callback(lambda: job.halt(self._why_ended(context))):
             job.halt(self._why_ended(context))  # the RPC is over already
@@ -424,7 +399,8 @@ class SolverServicer:
         return request_fields(method, context.peer(), code, job.search_seconds,
                               job.control.generated, size=job.solver.side,
                               queue_seconds=round(job.queue_seconds, 6),
-                              artifact=job.solver.heuristic.artifact, **more)
+                              artifact=job.solver.heuristic.artifact,
+                              client=job.client, **more)
 
     @staticmethod
     def _limit_hit(job: Job, e: Exception) -> str | None:

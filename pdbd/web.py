@@ -26,6 +26,7 @@ import contextlib
 import json
 import math
 import socket
+import ssl
 import threading
 import time
 
@@ -38,7 +39,7 @@ from starlette.routing import Route
 from pdbtool.cli import animate
 from pdbtool.errors import BadInput, PdbError
 
-from .client import SolverClient
+from .client import ClientTls, SolverClient
 from .defaults import DEFAULT_SERVER, DEFAULT_WEB_LISTEN
 
 PROGRESS_MS = 200  # SSE progress interval; well inside the page's 500 ms promise
@@ -83,9 +84,12 @@ def sse(event: str, data: dict) -> str:
     return f"event: {event}\ndata: {json.dumps(data)}\n\n"
 
 
-def create_app(server: str = DEFAULT_SERVER, progress_ms: int = PROGRESS_MS) -> Starlette:
-    """The web app, solving through pdbd at ``server``."""
-    client = SolverClient(server)
+def create_app(server: str = DEFAULT_SERVER, progress_ms: int = PROGRESS_MS,
+               tls: ClientTls | None = None) -> Starlette:
+    """The web app, solving through pdbd at ``server`` (over TLS with ``tls``). Each call
+    names the HTTP client it is for (metadata pdbd-client), which a daemon started with
+    --trusted-proxy for this host counts per client instead of this proxy as one."""
+    client = SolverClient(server, tls=tls)
     html = animate.page(None, live=True)
 
     async def index(request: Request) -> HTMLResponse:
@@ -98,16 +102,20 @@ def create_app(server: str = DEFAULT_SERVER, progress_ms: int = PROGRESS_MS) -> 
             raise BadInput(f"the request body is not JSON: {e}") from None
         if not isinstance(fields, dict):
             raise BadInput('the request body must be a JSON object, e.g. {"board": "1 2 3 4 5 6 7 0 8"}')
-        result = await anyio.to_thread.run_sync(lambda: client.solve(**solve_args(fields)))
+        who = http_client(request)
+        result = await anyio.to_thread.run_sync(lambda: client.solve(**solve_args(fields),
+                                                                     on_behalf=who))
         return JSONResponse(result.to_dict())
 
     async def stream(request: Request) -> StreamingResponse:
-        return StreamingResponse(events(dict(request.query_params)), media_type="text/event-stream",
+        return StreamingResponse(events(dict(request.query_params), http_client(request)),
+                                 media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
-    async def events(fields: dict):
+    async def events(fields: dict, who: str | None):
         try:
-            search = client.solve_stream(**solve_args(fields), progress_ms=progress_ms)
+            search = client.solve_stream(**solve_args(fields), progress_ms=progress_ms,
+                                         on_behalf=who)
         except PdbError as e:
             yield sse("failure", {**error_body(e), "status": http_status(e)})
             return
@@ -143,6 +151,11 @@ def create_app(server: str = DEFAULT_SERVER, progress_ms: int = PROGRESS_MS) -> 
                      exception_handlers={PdbError: pdb_error}, lifespan=lifespan)
 
 
+def http_client(request: Request) -> str | None:
+    """The HTTP client's address, as the daemon is told it (None if unknown)."""
+    return request.client.host if request.client else None
+
+
 def bind(listen: str = DEFAULT_WEB_LISTEN) -> socket.socket:
     """A listening socket for HOST:PORT (port 0 picks a free one); BadInput if malformed."""
     host, sep, port = listen.rpartition(":")
@@ -161,9 +174,9 @@ def bind(listen: str = DEFAULT_WEB_LISTEN) -> socket.socket:
     return sock
 
 
-def url_of(sock: socket.socket) -> str:
+def url_of(sock: socket.socket, scheme: str = "http") -> str:
     host, port = sock.getsockname()[:2]
-    return f"http://{f'[{host}]' if ':' in host else host}:{port}/"
+    return f"{scheme}://{f'[{host}]' if ':' in host else host}:{port}/"
 
 
 class WebServer:
@@ -172,14 +185,23 @@ class WebServer:
     the main thread and its signal handling (as `pdbd serve` does)."""
 
     def __init__(self, listen: str = DEFAULT_WEB_LISTEN, server: str = DEFAULT_SERVER,
-                 progress_ms: int = PROGRESS_MS):
+                 progress_ms: int = PROGRESS_MS, tls: ClientTls | None = None,
+                 https: tuple[str, str] | None = None):
         import uvicorn
 
+        https_files = {}
+        if https:  # (certificate chain, key): read now, so a missing file is said at once
+            https_files = {"ssl_certfile": https[0], "ssl_keyfile": https[1]}
+            try:
+                ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(*https)
+            except (OSError, ssl.SSLError) as e:
+                raise BadInput(f"cannot use the HTTPS certificate {https[0]} and key "
+                               f"{https[1]}: {getattr(e, 'strerror', None) or e}") from None
         self.sock = bind(listen)
-        self.url = url_of(self.sock)
+        self.url = url_of(self.sock, "https" if https else "http")
         # log_config=None: uvicorn's lines go through the process's handler (pdbd.logs).
-        config = uvicorn.Config(create_app(server, progress_ms), log_level="warning",
-                                lifespan="on", log_config=None)
+        config = uvicorn.Config(create_app(server, progress_ms, tls), log_level="warning",
+                                lifespan="on", log_config=None, **https_files)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self.sock]},
                                         name="pdbd-web", daemon=True)

@@ -2,6 +2,8 @@
 in-process pdbd servers, headless Chromium. Helpers and oracles live in reference.py and serving.py."""
 
 import os
+import shutil
+import subprocess
 
 import pytest
 
@@ -101,3 +103,24 @@ def stub(served):
 def slow_stub(slow):
     with channel_stub(slow.address) as stub:
         yield stub
+
+
+@pytest.fixture(scope="session")
+def pki(tmp_path_factory):
+    """A CA, a server certificate for 127.0.0.1/localhost and a client certificate."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    d = tmp_path_factory.mktemp("pki")
+
+    def ssl(*args):
+        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
+
+    ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+        "-days", "2", "-subj", "/CN=pdbd test CA")
+    (d / "san.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    for name in ("server", "client"):
+        ssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out",
+            f"{name}.csr", "-subj", f"/CN={name}")
+        ssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", f"{name}.pem", "-days", "2", "-extfile", "san.cnf")
+    return d

@@ -4,7 +4,6 @@
 import os
 import shutil
 import signal
-import subprocess
 import time
 
 import grpc
@@ -178,27 +177,7 @@ def test_info_reports_residency(art_dir):
 
 
 # -- 8. transport security -----------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory):
-    """A CA, a server certificate for 127.0.0.1/localhost and a client certificate."""
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
-    d = tmp_path_factory.mktemp("pki")
-
-    def ssl(*args):
-        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
-
-    ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
-        "-days", "2", "-subj", "/CN=pdbd test CA")
-    (d / "san.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    for name in ("server", "client"):
-        ssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out",
-            f"{name}.csr", "-subj", f"/CN={name}")
-        ssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-            "-CAcreateserial", "-out", f"{name}.pem", "-days", "2", "-extfile", "san.cnf")
-    return d
-
+# (the certificates: the pki fixture of conftest.py, shared with test_web_operator.py)
 
 @pytest.mark.process
 def test_tls_and_mutual_tls(art_dir, pki):
