@@ -335,7 +335,7 @@ def test_ctrl_c_stops_a_solve_on_the_main_thread(threads, after):
 @pytest.mark.parametrize("how", ["truncate", "copy over"])
 def test_a_table_changed_during_a_solve_is_an_error_not_a_crash(art_dir, tmp_path, how):
     """Truncating the mapped table under a search killed pdbtool with SIGBUS."""
-    from serving import KORF60, change_under, wait_for
+    from serving import HARDEST, change_under, wait_for
 
     from pdbtool.tables import artifact, trust
 
@@ -343,12 +343,12 @@ def test_a_table_changed_during_a_solve_is_an_error_not_a_crash(art_dir, tmp_pat
     shutil.copy(art_dir / "15-5-5-5.h5", table)
     trust.record(artifact.read_meta(table))  # stamped: loaded at once, then searched
     p = subprocess.Popen([sys.executable, "-m", "pdbtool.cli.main", "solve", "--artifact", str(table),
-                          "--goal", "blank-first", "--timeout", "120", " ".join(map(str, KORF60))],
+                          "--timeout", "120", " ".join(map(str, HARDEST))],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         maps = Path(f"/proc/{p.pid}/maps")
         assert wait_for(lambda: p.poll() is None and str(table) in maps.read_text(), 60)
-        time.sleep(0.5)  # searching (kernels come from numba's cache)
+        time.sleep(0.5)  # searching (kernels come from numba's cache); for minutes
         change_under(table, how, art_dir / "8-full.h5")
         out, err = p.communicate(timeout=30)
     finally:
@@ -363,13 +363,13 @@ def test_a_fatal_signal_leaves_a_trace(art_dir):
     """A SIGBUS (a table truncated where no lease could be had) ended pdbtool in silence."""
     import signal
 
-    from serving import KORF60, wait_for
+    from serving import HARDEST, wait_for
 
     table = art_dir / "15-5-5-5.h5"
     p = subprocess.Popen([sys.executable, "-m", "pdbtool.cli.main", "solve", "--artifact", str(table),
-                          "--goal", "blank-first", "--timeout", "120", " ".join(map(str, KORF60))],
+                          "--timeout", "120", " ".join(map(str, HARDEST))],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:  # the command is running once its table is mapped
+    try:  # the command is running once its table is mapped, and searches for minutes
         maps = Path(f"/proc/{p.pid}/maps")
         assert wait_for(lambda: p.poll() is None and str(table) in maps.read_text(), 60)
         p.send_signal(signal.SIGBUS)

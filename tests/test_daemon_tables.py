@@ -16,7 +16,7 @@ from pdbtool.errors import BadInput
 from pdbtool.selection import load_directory
 from pdbtool.tables import artifact, residency, trust
 from reference import free_port
-from serving import (EASY8, EASY15, KORF60, change_under, channel_stub, pdbd_process, running_daemon,
+from serving import (EASY8, EASY15, HARDEST, change_under, channel_stub, pdbd_process, running_daemon,
                      wait_for)
 
 
@@ -105,9 +105,9 @@ def test_a_table_changed_during_a_search_ends_the_search_not_the_daemon(art_dir,
     proc, client = start(d, "--no-prefault")
     try:
         with channel_stub(client.address) as stub:
-            search = stub.Solve.future(pb.SolveRequest(tiles=KORF60, goal="blank-first"))
+            search = stub.Solve.future(pb.SolveRequest(tiles=HARDEST))
             assert wait_for(lambda: client.info()["counters"]["running"] == 1, 30)
-            time.sleep(0.3)  # well into the search
+            time.sleep(0.3)  # well into the search, which takes minutes
             change_under(served, how, art_dir / "8-full.h5")
             error = search.exception(timeout=20)
         assert proc.poll() is None, proc.communicate()[1]
