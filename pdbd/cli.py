@@ -16,9 +16,10 @@ import signal
 import sys
 from types import SimpleNamespace
 
-from pdbtool.cli.console import (arg_budget, arg_seconds, arg_size, emit, read_stdin, result_text,
-                                 run, search_line, stop_on_signals, version_text)
-from pdbtool.errors import BadInput
+from pdbtool.cli.console import (arg_budget, arg_seconds, arg_size, batch_exit_code, emit,
+                                 input_lines, read_stdin, report_error, result_text, run,
+                                 search_line, stop_on_signals, version_text)
+from pdbtool.errors import BadInput, PdbError
 
 from . import logs
 from .client import EMPTY_BOARD, ClientTls, SolverClient
@@ -130,6 +131,10 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("--deadline", "--timeout", type=arg_seconds, default=None, metavar="S",
                    help="give up after S seconds")
     q.add_argument("--budget", type=arg_budget, default=None, metavar="N", help="node budget")
+    q.add_argument("--file", metavar="FILE", help=(
+        "solve one board per line of FILE ('-' = stdin) on one call (SolveBatch), printed in "
+        "the file's order; a bad line is reported and the rest go on; exit code as "
+        "pdbtool solve --file"))
     q.add_argument("--stream", action="store_true", help="show progress on stderr while it searches")
     q.add_argument("--json", action="store_true", help="print the result as JSON")
     q.set_defaults(func=query)
@@ -245,6 +250,8 @@ def read_board(args) -> str:
 
 
 def query(args) -> int:
+    if args.file is not None:
+        return query_file(args)
     board = read_board(args)
     # The server checks the algorithm and its options (this command loads no numba).
     algorithm = SimpleNamespace(name=args.algorithm, weight=args.weight, tt_size=args.tt_size,
@@ -261,6 +268,43 @@ def query(args) -> int:
         else:
             result = c.solve(board, args.goal, args.deadline, args.budget, algorithm)
     d = result.to_dict()
+    emit(args, d, result_text(d))
+    return 0
+
+
+def query_file(args) -> int:
+    """`pdbd query --file`: every board on one SolveBatch call, printed in the file's order."""
+    if args.board or args.stream:
+        raise BadInput("--file takes the boards from the file: give no BOARD and no --stream")
+    algorithm = SimpleNamespace(name=args.algorithm, weight=args.weight, tt_size=args.tt_size,
+                                max_memory=args.max_memory)
+    lines: list[int] = []  # the line number of each board sent, by its index
+
+    def boards():
+        for lineno, line in input_lines(args.file):
+            if not isinstance(line, BadInput):
+                line = line.split("#")[0].strip()
+                if not line:
+                    continue
+            lines.append(lineno)
+            yield line
+
+    codes, waiting, printed = [], {}, 0
+    with client(args) as c:
+        for index, outcome in c.solve_batch(boards(), args.goal, args.deadline, args.budget,
+                                            algorithm):
+            waiting[index] = outcome
+            while printed in waiting:
+                codes.append(print_outcome(args, waiting.pop(printed), lines[printed]))
+                printed += 1
+    return batch_exit_code(codes)
+
+
+def print_outcome(args, outcome, lineno: int) -> int:
+    if isinstance(outcome, PdbError):
+        report_error(PROG, args, str(outcome), outcome.exit_code, f"line {lineno}")
+        return outcome.exit_code
+    d = outcome.to_dict()
     emit(args, d, result_text(d))
     return 0
 

@@ -9,6 +9,7 @@ it refused or failed).
 from __future__ import annotations
 
 import re
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,6 +143,29 @@ def checked_algorithm(algorithm):
         max_memory=None if max_memory is None else limits.budget(max_memory, "max_memory"))
 
 
+class _Failed:
+    """A BatchError in the shape of a grpc.RpcError, so ``translate`` maps it as Solve's."""
+
+    def __init__(self, error: pb.BatchError):
+        self._error = error
+
+    def code(self):
+        return grpc.StatusCode[self._error.code]
+
+    def details(self):
+        return self._error.message
+
+    def trailing_metadata(self):
+        return ((REFUSED_KEY, "unavailable"),) if self._error.refused else ()
+
+
+def batch_error(error: pb.BatchError, address: str) -> PdbError:
+    """One board's failure in a batch, as the PdbError Solve would have raised."""
+    e = translate(_Failed(error), address)
+    e.limit = error.limit or None
+    return e
+
+
 def behalf(client: str | None):
     """The metadata naming the client a proxy calls for (pdbd.peers), if any."""
     return ((CLIENT_KEY, client),) if client else None
@@ -198,6 +222,50 @@ class SolverClient:
             raise translate(e, self.address) from None
         finally:
             call.cancel()  # a no-op once finished; otherwise the server stops the search
+
+    def solve_batch(self, boards, goal: str = "blank-last", deadline: float | None = None,
+                    budget: int | None = None, algorithm=None, on_behalf: str | None = None):
+        """Solve many boards on one call (SolveBatch): yield (index, SolveResult or the
+        PdbError Solve would have raised) for each board of ``boards`` (any iterable, read
+        as the server takes them in), as the searches finish, in any order. A board that
+        does not parse here is yielded as its BadInput at once. ``deadline`` covers the
+        whole batch; a failure of the call itself (unreachable, deadline, shutdown) raises."""
+        deadline, budget = checked_limits(deadline, budget)
+        algorithm = checked_algorithm(algorithm)
+        local: list[tuple[int, PdbError]] = []
+        lock = threading.Lock()
+
+        def requests():
+            for i, board in enumerate(boards):
+                try:
+                    if isinstance(board, PdbError):  # the caller's own (a line not UTF-8)
+                        raise board
+                    tiles = board_tiles(board)
+                except PdbError as e:
+                    with lock:
+                        local.append((i, e))
+                    continue
+                yield pb.BatchRequest(id=i, request=convert.solve_request(
+                    tiles, goal, budget, algorithm=algorithm))
+
+        def drain_local():
+            with lock:
+                out, local[:] = list(local), []
+            return out
+
+        call = self._stub.SolveBatch(requests(), timeout=deadline, metadata=behalf(on_behalf))
+        try:
+            for reply in call:
+                yield from drain_local()
+                if reply.HasField("result"):
+                    yield reply.id, convert.result_from_message(reply.result)
+                else:
+                    yield reply.id, batch_error(reply.error, self.address)
+            yield from drain_local()
+        except grpc.RpcError as e:
+            raise translate(e, self.address) from None
+        finally:
+            call.cancel()
 
     def info(self, timeout: float | None = 10.0) -> dict:
         try:

@@ -90,6 +90,10 @@ class PeerCounts:
             self._n[client] = n + 1
             return True
 
+    def has_room(self, client: str) -> bool:
+        with self._lock:
+            return not self.limit or self._n.get(client, 0) < self.limit
+
     def leave(self, client: str) -> None:
         with self._lock:
             n = self._n.pop(client, 1) - 1

@@ -33,6 +33,7 @@ from pdbtool.tables.trust import TableChanged
 
 from . import convert
 from .defaults import DEFAULT_MAX_NODES, DEFAULT_MAX_SEARCH_MEMORY, DEFAULT_MAX_SEARCH_SECONDS
+from .batch import solve_batch
 from .jobs import Delegation, Job, QueueFull, WorkerPool
 from .logs import request_fields
 from .peers import PeerCounts, TrustedProxies, client_of  # noqa: F401 (client_of: pdbd.servicer's)
@@ -177,6 +178,9 @@ class SolverServicer:
             if not answered:  # the client went away between two progress messages
                 job.halt("cancelled")
                 self._abandoned(job, context)
+
+    def SolveBatch(self, requests, context):
+        yield from solve_batch(self, requests, context)
 
     def Info(self, request, context):
         c = self.counters.snapshot()
@@ -395,7 +399,8 @@ class SolverServicer:
     @staticmethod
     def _fields(job: Job, context, stream: bool, code: str, **more) -> dict:
         """The JSON fields of a solve's log line (pdbd.logs.request_fields)."""
-        method = f"{SERVICE_NAME}/{'SolveStream' if stream else 'Solve'}"
+        method = (getattr(context, "method", None)  # a batch's item: SolveBatch
+                  or f"{SERVICE_NAME}/{'SolveStream' if stream else 'Solve'}")
         return request_fields(method, context.peer(), code, job.search_seconds,
                               job.control.generated, size=job.solver.side,
                               queue_seconds=round(job.queue_seconds, 6),

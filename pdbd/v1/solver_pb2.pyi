@@ -5,6 +5,36 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class BatchRequest(_message.Message):
+    __slots__ = ("id", "request")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    request: SolveRequest
+    def __init__(self, id: _Optional[int] = ..., request: _Optional[_Union[SolveRequest, _Mapping]] = ...) -> None: ...
+
+class BatchError(_message.Message):
+    __slots__ = ("code", "message", "limit", "refused")
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
+    code: str
+    message: str
+    limit: str
+    refused: bool
+    def __init__(self, code: _Optional[str] = ..., message: _Optional[str] = ..., limit: _Optional[str] = ..., refused: bool = ...) -> None: ...
+
+class BatchResult(_message.Message):
+    __slots__ = ("id", "result", "error")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    result: SolveResult
+    error: BatchError
+    def __init__(self, id: _Optional[int] = ..., result: _Optional[_Union[SolveResult, _Mapping]] = ..., error: _Optional[_Union[BatchError, _Mapping]] = ...) -> None: ...
+
 class SolveRequest(_message.Message):
     __slots__ = ("tiles", "goal", "node_budget", "progress_ms", "algorithm", "weight", "tt_size", "max_memory")
     TILES_FIELD_NUMBER: _ClassVar[int]

@@ -49,6 +49,11 @@ class SolverStub(object):
                 request_serializer=pdbd_dot_v1_dot_solver__pb2.InfoRequest.SerializeToString,
                 response_deserializer=pdbd_dot_v1_dot_solver__pb2.InfoReply.FromString,
                 _registered_method=True)
+        self.SolveBatch = channel.stream_stream(
+                '/pdbd.v1.Solver/SolveBatch',
+                request_serializer=pdbd_dot_v1_dot_solver__pb2.BatchRequest.SerializeToString,
+                response_deserializer=pdbd_dot_v1_dot_solver__pb2.BatchResult.FromString,
+                _registered_method=True)
 
 
 class SolverServicer(object):
@@ -76,6 +81,23 @@ class SolverServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SolveBatch(self, request_iterator, context):
+        """Many boards on one call: each BatchRequest carries an id the client chooses; each
+        BatchResult carries that id and the SolveResult, or the error Solve would have ended
+        with (its status code, message and pdbd-limit). Results come back as searches finish,
+        in any order. The server reads a request only when it has room for its search (at
+        most per_client, else threads + queue, in flight per call; an item waits for a full
+        queue rather than being refused), so gRPC's flow control holds a fast sender back.
+        The call's deadline and cancellation stop every search of the batch; each request
+        must arrive within the server's request timeout of the one before (or the client
+        closes its side). Status of the call: OK once every result is sent; otherwise as
+        Solve (DEADLINE_EXCEEDED, CANCELLED, UNAVAILABLE on shutdown, INVALID_ARGUMENT for
+        undecodable bytes), with the results sent so far.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SolverServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -93,6 +115,11 @@ def add_SolverServicer_to_server(servicer, server):
                     servicer.Info,
                     request_deserializer=pdbd_dot_v1_dot_solver__pb2.InfoRequest.FromString,
                     response_serializer=pdbd_dot_v1_dot_solver__pb2.InfoReply.SerializeToString,
+            ),
+            'SolveBatch': grpc.stream_stream_rpc_method_handler(
+                    servicer.SolveBatch,
+                    request_deserializer=pdbd_dot_v1_dot_solver__pb2.BatchRequest.FromString,
+                    response_serializer=pdbd_dot_v1_dot_solver__pb2.BatchResult.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -176,6 +203,33 @@ class Solver(object):
             '/pdbd.v1.Solver/Info',
             pdbd_dot_v1_dot_solver__pb2.InfoRequest.SerializeToString,
             pdbd_dot_v1_dot_solver__pb2.InfoReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SolveBatch(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/pdbd.v1.Solver/SolveBatch',
+            pdbd_dot_v1_dot_solver__pb2.BatchRequest.SerializeToString,
+            pdbd_dot_v1_dot_solver__pb2.BatchResult.FromString,
             options,
             channel_credentials,
             insecure,

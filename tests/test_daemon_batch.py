@@ -1,0 +1,85 @@
+"""SolveBatch: many boards on one call, answered as Solve answers each (ids echoed, any
+order), with back-pressure, the call's deadline and cancellation stopping every search;
+`pdbd query --file` on top of it."""
+
+import random
+
+import grpc
+import pytest
+
+from pdbd.client import SolverClient
+from pdbd.v1 import solver_pb2 as pb
+from pdbtool.errors import BadInput, LimitReached, Unsolvable
+from serving import (EASY15, HARD, LOYD, info, run_cli, sample, scrape,
+                     wait_for, worker_free_within)
+
+pytestmark = pytest.mark.process
+
+
+def test_a_batch_answers_every_board_as_solve_would(served, oracle8_last):
+    boards = random.Random(6).sample(sorted(oracle8_last), 300)
+    mixed = [*boards, [1, 2, 3], "1 2 x", LOYD, EASY15, list(range(36))]
+    port = served.metrics.serve("127.0.0.1", 0)
+    try:
+        before = scrape(port)
+        with SolverClient(served.address) as c:
+            out = list(c.solve_batch(mixed))
+        after = scrape(port)
+    finally:
+        served.metrics.close()
+    assert sorted(i for i, _ in out) == list(range(len(mixed)))  # each id once
+    got = dict(out)
+    assert all(got[i].length == oracle8_last[b] for i, b in enumerate(boards))
+    n = len(boards)
+    assert isinstance(got[n], BadInput) and "not a square" in str(got[n])
+    assert isinstance(got[n + 1], BadInput) and "not an integer" in str(got[n + 1])  # client-side
+    assert isinstance(got[n + 2], Unsolvable)
+    assert got[n + 3].length == 2
+    assert isinstance(got[n + 4], BadInput) and "no loaded table serves 6x6" in str(got[n + 4])
+
+    def grew(name, **labels):
+        return sample(after, name, **labels) - sample(before, name, **labels)
+
+    assert grew("pdbd_requests_total", method="pdbd.v1.Solver/SolveBatch", code="OK") == 1
+    assert grew("pdbd_search_duration_seconds_count", size="3x3") == n
+    assert grew("pdbd_rejected_total", reason="queue-full") == 0
+
+
+def test_a_batch_larger_than_the_queue_waits_for_room(slow):
+    """One thread, a queue of one: ten searches that each end on their node budget are all
+    answered (with their own limit), none refused for a full queue."""
+    with SolverClient(slow.address) as c:
+        out = dict(c.solve_batch([HARD] * 10, goal="blank-first", budget=200_000))
+    assert sorted(out) == list(range(10))
+    for e in out.values():
+        assert isinstance(e, LimitReached) and e.limit == "node-budget", e
+    assert info(slow)["counters"]["running"] == 0
+
+
+def test_cancelling_or_a_deadline_stops_every_search_of_the_batch(slow, slow_stub):
+    requests = [pb.BatchRequest(id=i, request=pb.SolveRequest(tiles=HARD, goal="blank-first"))
+                for i in range(4)]
+    call = slow_stub.SolveBatch(iter(requests), timeout=60)
+    assert wait_for(lambda: info(slow)["counters"]["running"] == 1, 5)
+    call.cancel()
+    assert worker_free_within(slow, 2)[0]
+    with SolverClient(slow.address) as c, pytest.raises(LimitReached, match="deadline"):
+        list(c.solve_batch([HARD] * 4, goal="blank-first", deadline=0.3))
+    assert worker_free_within(slow, 2)[0]
+    with grpc.insecure_channel(slow.address) as channel, pytest.raises(grpc.RpcError) as e:
+        raw = channel.stream_stream("/pdbd.v1.Solver/SolveBatch")  # bytes, as given
+        list(raw(iter([b"\xff"]), timeout=10))  # undecodable
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_query_file_prints_in_the_files_order(served, tmp_path, capsys):
+    f = tmp_path / "boards.txt"
+    f.write_bytes(b"1 2 3 4 5 6 0 7 8\n# a comment\n\n1 2 3\n\xff\xfe\n"
+                  + " ".join(map(str, LOYD)).encode() + b"\n1 2 3 4 5 0 7 8 6\n")
+    code, out, err = run_cli(capsys, "query", "--server", served.address, "--file", str(f))
+    assert code == 3, err
+    assert [line for line in out.splitlines() if line.startswith("length")] == [
+        "length 2  moves 7 8", "length 1  moves 6"]
+    assert [line.split(":")[1].strip() for line in err.splitlines()] == ["line 4", "line 5",
+                                                                          "line 6"]
+    assert "not UTF-8" in err and "unsolvable" in err
