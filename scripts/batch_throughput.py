@@ -4,7 +4,8 @@ time, and on one SolveBatch call; the daemon on one search thread, on loopback. 
 overhead per board is the wall time beyond the searches' own time (the `seconds` each
 result reports). Prints a table (Markdown) for BENCHMARKS.md.
 
-Usage: .venv/bin/python scripts/bench_batch.py ARTIFACT_DIR [BOARDS]
+Usage: .venv/bin/python scripts/batch_throughput.py ARTIFACT_DIR [BOARDS]
+(not a section of scripts/bench: it needs the 7-8 tables built and writes no file)
 """
 
 from __future__ import annotations
