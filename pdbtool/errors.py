@@ -25,9 +25,14 @@ class Unsolvable(PdbError):
 
 
 class LimitReached(PdbError):
-    """A node budget, deadline or cancellation stopped the search."""
+    """A node budget, deadline or cancellation stopped the search; ``limit`` names one that
+    is not a node or time limit ("memory": A*'s states, a table's arrays)."""
 
     exit_code = EXIT_LIMIT
+
+    def __init__(self, message: str = "", *, limit: str | None = None):
+        super().__init__(message)
+        self.limit = limit
 
 
 class ArtifactError(PdbError):

@@ -13,7 +13,8 @@ import re
 from pdbtool.errors import BadInput
 
 MAX_BUDGET = (1 << 63) - 1  # the kernels count nodes in int64
-MAX_SECONDS = 1e7           # about 115 days: beyond what a timer takes (and any real need)
+MAX_SECONDS = 2e6           # about 23 days: gRPC takes its durations in milliseconds in a
+                            # 32-bit integer (at most 24.8 days); larger limits crashed pdbd
 
 
 def budget(value, what: str = "node budget") -> int:

@@ -1,8 +1,9 @@
 """Verification of a built artifact: the checks `pdbtool verify` runs.
 
-Each check returns a ``Check``; a failed one names the table and what is wrong. Sampled
-checks are seeded, so a run is repeatable; ``full`` makes the ranking check exhaustive and
-samples more boards.
+Each check returns a ``Check``; a failed one names the table and what is wrong. The sampled
+checks draw a fresh seed each run unless one is given (the report says which, so a run can
+be repeated): a table forged around a fixed seed would pass every run of it. ``full`` makes
+the ranking check exhaustive and samples more boards.
 """
 
 from __future__ import annotations
@@ -191,6 +192,7 @@ def check_admissibility(h: Heuristic, samples: int, rng: random.Random, walk: in
 class Report(NamedTuple):
     meta: artifact.ArtifactMeta | None  # None when the metadata could not be read
     checks: list[Check]
+    seed: int | None = None  # of the sampled checks
 
     @property
     def ok(self) -> bool:
@@ -201,26 +203,28 @@ class Report(NamedTuple):
         return next((c for c in self.checks if not c.ok), None)
 
 
-def verify(path, *, full: bool = False, seed: int = 1, stamp: bool = True,
+def verify(path, *, full: bool = False, seed: int | None = None, stamp: bool = True,
            pin: trust.Pinned | None = None) -> Report:
     """Run every check (stopping after a failure of one the others depend on); with
     ``stamp``, a file that passes them all is stamped as verified (trust.record).
     The file is held open (``pin``, or one of its own) while the checks read it: a file
     changed meanwhile fails the check "unchanged" and is never stamped, and its mapping
     is dropped before a truncation could fault the checks (trust.Pinned's lease)."""
+    if seed is None:
+        seed = random.SystemRandom().randrange(1 << 32)
     own = pin is None
     if own:
         try:
             pin = trust.Pinned(path)
         except (PdbError, OSError) as e:
-            return Report(None, [Check("metadata", False, str(e))])
+            return Report(None, [Check("metadata", False, str(e))], seed)
     try:
         meta, checks = _run_checks(path, full, seed, pin.protect)
         try:
             pin.check()
         except trust.TableChanged as e:
             checks.append(Check("unchanged", False, str(e)))
-        report = Report(meta, checks)
+        report = Report(meta, checks, seed)
         if stamp and report.ok:
             trust.record(report.meta)
         return report

@@ -266,3 +266,26 @@ def test_cli_solvable_and_predict(art_dir):
     p = run("predict", str(art_dir / "15-5-5-5.h5"), "--depth", "40", "--json")
     rows = json.loads(p.stdout)["iterations"]
     assert p.returncode == 0 and len(rows) == 41 and rows[-1]["generated"] > rows[20]["generated"] > 0
+
+
+def test_a_search_stopped_at_its_memory_limit_frees_its_arrays_at_once():
+    """A* stopped by --max-memory kept its states until Python's cyclic collector happened
+    to run (the frame that raised held the error, whose traceback held the frame): the
+    daemon grew by the limit with each such request. With the collector off, nothing of
+    the search is left once its error is handled."""
+    import gc
+
+    solver = Solver(table_free("manhattan", 4))
+    board = {n: b for n, _, b in korf100()}[88]  # hard for Manhattan: A* fills 1 MiB at once
+    gc.collect()
+    gc.disable()
+    try:
+        with pytest.raises(LimitReached, match="memory limit") as caught:
+            solver.solve(board, "blank-first", algorithm=Algorithm("astar", max_memory=1 << 20))
+        assert caught.value.limit == "memory"
+        del caught
+        frames = [o for o in gc.get_objects()
+                  if type(o).__name__ == "frame" and o.f_code.co_name == "_astar"]
+        assert frames == []
+    finally:
+        gc.enable()

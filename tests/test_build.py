@@ -10,7 +10,7 @@ from pdbtool.loading import load_heuristic
 from pdbtool.tables.artifact import open_tables
 from pdbtool.tables.builder import build, compact_table, distance_table
 from pdbtool.tables.catalogue import get, plan_tables
-from reference import abstract_distances, reference_table, table_entry
+from reference import ROOT, abstract_distances, reference_table, table_entry
 
 CASES = [((1, 2), 3), ((1, 5, 6), 3), ((4, 8), 3), ((1, 3, 5, 7), 3), ((1, 2, 3), 4),
          ((5, 6, 9, 10), 4), ((1, 5, 6), 5)]
@@ -98,3 +98,46 @@ def test_artifact_describes_itself(art_dir):
     assert sorted(t for g in meta.groups for t in g.tiles) == list(range(1, 16))
     assert all(t.unset == 0 and t.histogram[0] == 1 for t in meta.tables)
     assert load_heuristic(art_dir / "15-5-5-5.h5").value(tuple(range(16))) == 0
+
+
+@pytest.mark.process
+def test_workers_end_with_their_parent_even_killed(tmp_path):
+    """SIGKILL of `pdbtool build` left its worker processes running (gigabytes each): a
+    worker started with die_with_parent ends with its parent."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import multiprocessing, os, sys, time\n"
+        "from concurrent.futures import ProcessPoolExecutor\n"
+        "from pdbtool.tables.builder import die_with_parent\n"
+        "if __name__ == '__main__':\n"
+        "    ctx = multiprocessing.get_context('spawn')\n"
+        "    pool = ProcessPoolExecutor(1, mp_context=ctx, initializer=die_with_parent,\n"
+        "                               initargs=(os.getpid(),))\n"
+        "    print(pool.submit(os.getpid).result(), flush=True)\n"
+        "    pool.submit(time.sleep, 600)\n"
+        "    time.sleep(600)\n")
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    worker = int(parent.stdout.readline())
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait(timeout=30)
+
+    def running(pid):  # a zombie has ended, whoever reaps it
+        try:
+            return (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]) != "Z"
+        except FileNotFoundError:
+            return False
+
+    deadline = time.monotonic() + 30
+    while running(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if running(worker):
+        os.kill(worker, signal.SIGKILL)
+        raise AssertionError("the worker outlived its parent")

@@ -247,3 +247,27 @@ def test_stale_partial_files_are_removed(tmp_path, packed):
     with pytest.raises(ArtifactError, match="fail check"):  # random tables: cleaned up first
         install(dst, tmp_path / "x.h5")
     assert not any(p.exists() for p in stale) and alive.exists()
+
+
+def test_a_private_directory_refuses_one_it_does_not_own_alone(tmp_path):
+    """The cluster's table cache in the shared temporary directory: another user who made it
+    first (or a link planted there) could feed root's nodes tables or writes."""
+    import os
+
+    from pdbtool.errors import ArtifactError
+    from pdbtool.tables.files import private_directory
+
+    made = private_directory(tmp_path / "cache")
+    assert made.is_dir() and (made.stat().st_mode & 0o777) == 0o700
+    assert private_directory(made) == made  # already there and private: taken as it is
+    open_one = tmp_path / "open"
+    open_one.mkdir(mode=0o777)
+    os.chmod(open_one, 0o777)
+    with pytest.raises(ArtifactError, match="open to other users"):
+        private_directory(open_one)
+    (tmp_path / "link").symlink_to(made)
+    with pytest.raises(ArtifactError, match="symbolic link"):
+        private_directory(tmp_path / "link")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ArtifactError, match="not a directory"):
+        private_directory(tmp_path / "file")

@@ -407,6 +407,8 @@ def parser() -> argparse.ArgumentParser:
         "admissibility against exact solves. Exit 1 names the failed check."))
     v.add_argument("path")
     v.add_argument("--full", action="store_true", help="exhaustive round trip and more samples")
+    v.add_argument("--seed", type=non_negative_int, metavar="N",
+                   help="seed of the sampled checks (default: a fresh one each run, printed)")
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=cmd_verify)
 

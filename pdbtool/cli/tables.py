@@ -33,11 +33,12 @@ def cmd_build(args) -> int:
 def cmd_verify(args) -> int:
     from pdbtool.verification import verify
 
-    report = verify(args.path, full=args.full)
+    report = verify(args.path, full=args.full, seed=args.seed)
     lines = [f"{'ok ' if c.ok else 'FAIL'} {c.name:13s} {c.detail} ({c.seconds:.2f} s)" for c in report.checks]
+    lines.append(f"sampled with seed {report.seed} (--seed {report.seed} repeats them)")
     lines.append(f"{args.path}: {'verified' if report.ok else 'FAILED'}")
-    emit(args, {"path": str(args.path), "ok": report.ok, "checks": [c.to_dict() for c in report.checks]},
-         "\n".join(lines))
+    emit(args, {"path": str(args.path), "ok": report.ok, "seed": report.seed,
+                "checks": [c.to_dict() for c in report.checks]}, "\n".join(lines))
     if not report.ok:
         failed = report.failed
         print(f"{PROG}: {args.path}: check {failed.name} failed: {failed.detail}", file=sys.stderr)

@@ -65,6 +65,7 @@ from pdbtool.result import SolveResult
 from pdbtool.search.control import PreparedBoard, SearchControl, envelope
 from pdbtool.search.solver import Solver
 from pdbtool.search.threads import search_bounds
+from pdbtool.tables.files import private_directory
 
 
 class Cluster:
@@ -203,9 +204,12 @@ class Cluster:
 
         h = solver.heuristic
         name = f"{h.artifact}.pdbpack"
-        target = self.shared / name if self.shared else self.cache_dir / "packed" / name
-        if not target.exists():
+        if self.shared:  # a directory every node reads: the operator's to protect
+            target = self.shared / name
             target.parent.mkdir(parents=True, exist_ok=True)
+        else:
+            target = private_directory(private_directory(self.cache_dir) / "packed") / name
+        if not target.exists():
             pack(h.artifact_path, target, force=True)
         if self.shared:
             return TableSource(h.artifact, (), str(target))

@@ -25,6 +25,7 @@ from pdbtool.errors import ArtifactError, PdbError
 from pdbtool.kernels.ida import EXPANDED, GENERATED
 from pdbtool.search.control import IterationOutcome, SearchControl, Tally
 from pdbtool.search.solver import Solver
+from pdbtool.tables.files import private_directory
 
 
 def receive_tables(version: str, source: TableSource | None, table: str, cache_dir: Path,
@@ -36,8 +37,7 @@ def receive_tables(version: str, source: TableSource | None, table: str, cache_d
     from pdbtool.tables import artifact, trust
     from pdbtool.loading import install
 
-    tables = Path(cache_dir) / "tables"
-    tables.mkdir(parents=True, exist_ok=True)
+    tables = private_directory(private_directory(cache_dir) / "tables")
     path = tables / f"{version}.h5"
     what = f"node {node}: table {table} (version {version})"
     with open(tables / ".lock", "a") as lock:  # actors of one node install one at a time

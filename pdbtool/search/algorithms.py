@@ -124,10 +124,8 @@ def search_with(solver, prepared, control, *, algorithm: Algorithm, threads: int
                 algorithm, max_memory=algorithm.max_memory or DEFAULT_MAX_MEMORY), control)
         return run(solver, prepared, algorithm, control)
     except MemoryError:  # the arrays asked for (--tt-size, --max-memory) cannot be had
-        e = LimitReached(f"{algorithm.name}: not enough memory for the arrays it asked for; "
-                         "lower --tt-size or --max-memory")
-        e.limit = "memory"
-        raise e from None
+        raise LimitReached(f"{algorithm.name}: not enough memory for the arrays it asked for; "
+                           "lower --tt-size or --max-memory", limit="memory") from None
 
 
 def _limit(status, name, generated, seconds):
@@ -204,12 +202,13 @@ def _astar(solver, prepared, algorithm, control):
         control.stop, control.counters)
     seconds = time.perf_counter() - t0
     memory = int(held) * (16 + 4 + 1) + int(peak) * 8 + min(table.nbytes, 2 * int(held) * 4)
-    if status == MEMORY:
-        e = LimitReached(f"astar: memory limit of {budget_bytes / 2**20:,.4g} MiB reached holding "
-                         f"{int(held):,} states ({int(peak):,} open at most) after {int(expanded):,} "
-                         f"expansions, {seconds:.3f} s; raise --max-memory or use ida")
-        e.limit = "memory"
-        raise e
+    if status == MEMORY:  # raised without a name for it here: a frame that held the error
+        # and the error's traceback that holds the frame (and its arrays) would be a cycle,
+        # freed only when the cyclic collector happens to run
+        raise LimitReached(f"astar: memory limit of {budget_bytes / 2**20:,.4g} MiB reached holding "
+                           f"{int(held):,} states ({int(peak):,} open at most) after "
+                           f"{int(expanded):,} expansions, {seconds:.3f} s; raise --max-memory or "
+                           "use ida", limit="memory")
     if status != FOUND:
         _limit(status, "astar", generated, seconds)
     out = np.zeros(MAX_DEPTH + 1, np.int64)

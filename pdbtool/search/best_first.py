@@ -34,9 +34,7 @@ def _limit(status, name, generated, seconds):
 
 
 def _memory(text: str) -> LimitReached:
-    e = LimitReached(text)
-    e.limit = "memory"
-    return e
+    return LimitReached(text, limit="memory")
 
 
 def _join(a: str, b: str) -> str:

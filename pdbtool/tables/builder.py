@@ -10,13 +10,16 @@ on the layout. Workers report progress through a queue; the parent draws it.
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
 import resource
+import signal
 import sys
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
+from multiprocessing.managers import SyncManager
 from pathlib import Path
 from typing import NamedTuple
 
@@ -25,8 +28,7 @@ import numpy as np
 
 from pdbtool import __version__
 from pdbtool.errors import BadInput, not_a_directory
-from pdbtool.geometry import neighbour_arrays
-from pdbtool.geometry import manhattan_table
+from pdbtool.geometry import manhattan_table, neighbour_arrays
 from pdbtool.kernels import build as build_kernel
 from pdbtool.kernels.ranking import (UNSET, binomials, lex_weights, order_table, order_weights,
                                      reachable_entries, regions, table_size)
@@ -35,6 +37,7 @@ from pdbtool.tables import artifact, trust
 from pdbtool.tables.catalogue import Catalogue, get, plan_tables
 
 BUILDER_VERSION = f"{__version__}/layered-region-bfs-2"
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent ends
 
 
 def mask_dtype(cells: int):
@@ -151,6 +154,19 @@ def _build_job(job: TableJob, queue) -> artifact.TableData:
                        report=lambda done, total, text: queue.put((job.index, done, total, text)))
 
 
+def die_with_parent(parent: int) -> None:
+    """A worker's first step: end when its parent ends, even by SIGKILL or SIGHUP (Linux's
+    parent-death signal; a killed build left its workers running, gigabytes each). Where
+    the call does not exist the worker is left as before."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent ended before the signal was asked for
+        os._exit(1)
+
+
 def _draw(queue, labels: dict, enabled: bool) -> None:
     """The parent's side of the workers' progress: one bar or line per table."""
     bars: dict[int, Progress] = {}
@@ -179,12 +195,15 @@ def build_tables(jobs: list[TableJob], layout: Layout, labels: dict,
                       f"{fmt_seconds(time.perf_counter() - ts)}", file=sys.stderr, flush=True)
         return out
     ctx = multiprocessing.get_context("spawn")
-    with ctx.Manager() as manager:
+    manager = SyncManager(ctx=ctx)
+    manager.start(die_with_parent, (os.getpid(),))  # the progress queue's process
+    with manager:
         queue = manager.Queue()
         drawer = threading.Thread(target=_draw, args=(queue, labels, progress), daemon=True)
         drawer.start()
         try:
-            with ProcessPoolExecutor(layout.processes, mp_context=ctx) as pool:
+            with ProcessPoolExecutor(layout.processes, mp_context=ctx, initializer=die_with_parent,
+                                     initargs=(os.getpid(),)) as pool:
                 return list(pool.map(_build_job, jobs, [queue] * len(jobs)))
         finally:
             queue.put(None)

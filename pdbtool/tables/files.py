@@ -123,3 +123,27 @@ def file_problem(path) -> str | None:
         return None
     kind = next((name for test, name in FILE_KINDS if test(mode)), "not a regular file")
     return f"not a regular file: {kind}"
+
+
+def private_directory(path) -> Path:
+    """``path`` as a directory only this user can enter: created owner-only (0700) if it is
+    missing, else refused unless it is a real directory (not a symbolic link), owned by
+    this user and closed to others. A cache in a shared place (the system's temporary
+    directory) is otherwise a door: another user who makes it first can plant files the
+    owner's processes trust, or a link that makes them write elsewhere."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    problem = ("is a symbolic link" if stat.S_ISLNK(st.st_mode) else
+               "is not a directory" if not stat.S_ISDIR(st.st_mode) else
+               f"belongs to user {st.st_uid}, not {os.getuid()}" if st.st_uid != os.getuid() else
+               f"is open to other users (mode {stat.S_IMODE(st.st_mode):o})"
+               if st.st_mode & 0o077 else None)
+    if problem:
+        raise ArtifactError(f"{path} {problem}: refusing to keep tables there; remove it, or "
+                            "give a directory of your own")
+    return path
