@@ -257,7 +257,7 @@ def test_server_memory_limit_caps_what_a_request_may_allocate():
             with pytest.raises(grpc.RpcError) as e:
                 stub.Solve(pb.SolveRequest(tiles=EASY15, algorithm="rbfs", max_memory=1 << 20))
             assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-            assert "astar only" in e.value.details()
+            assert "--max-memory applies to --algorithm astar" in e.value.details()
         assert info(daemon)["limits"]["max_search_memory"] == 1 << 20
     finally:
         daemon.stop(grace=1)
