@@ -11,6 +11,7 @@ finish, in any order.
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 import time
@@ -19,6 +20,8 @@ import grpc
 
 from .rpc import LIMIT_KEY, REFUSED_KEY
 from .v1 import solver_pb2 as pb
+
+log = logging.getLogger("pdbd")
 
 METHOD = "pdbd.v1.Solver/SolveBatch"
 WAIT_SECONDS = 0.005  # between looks for room while the pool is full
@@ -116,6 +119,11 @@ def solve_batch(servicer, requests, context):
             job = servicer._admit(item.request, ctx)
         except ItemAborted as e:
             finished.put((item.id, None, e))
+            return
+        except Exception as e:  # a bug: this item fails, the batch goes on (and ends)
+            log.exception("batch item %d failed", item.id)
+            finished.put((item.id, None, ItemAborted(grpc.StatusCode.INTERNAL,
+                                                     f"internal error: {e}", {})))
             return
         job.future.add_done_callback(lambda _: finished.put((item.id, job, ctx)))
 
