@@ -12,9 +12,9 @@ from pdbtool import puzzle
 from pdbtool.errors import BadInput, LimitReached, Unsolvable
 from pdbtool.heuristics.table_free import TABLE_FREE, table_free
 from pdbtool.kernels.ida import GENERATED, MAX_DEPTH, NOT_FOUND
-from pdbtool.kernels.tasks import FAR
+from pdbtool.kernels.tasks import FAR, RESULT_FIELDS
 from pdbtool.loading import load_heuristic
-from pdbtool.search.control import SearchControl
+from pdbtool.search.control import SearchControl, Tasks
 from pdbtool.search.solver import Solver
 from pdbtool.search.threads import search_parallel
 from reference import korf100, korf_shortest
@@ -163,9 +163,9 @@ def test_threads_share_the_tasks_at_the_split_depth():
     assert serial.status == NOT_FOUND and serial.generated > 100_000
 
     def run(tasks, order, claims, closest, bound=bound):
-        return solver.search_tasks(solver.root(image), blank, tasks, order, bound, -1,
-                                   np.zeros(1, np.int64), np.zeros(3, np.int64),
-                                   np.zeros(MAX_DEPTH + 1, np.int64), claims, closest)
+        return solver.search_tasks(solver.root(image), blank, iteration_tasks(tasks, order, closest),
+                                   bound, -1, np.zeros(1, np.int64), np.zeros(3, np.int64),
+                                   np.zeros(MAX_DEPTH + 1, np.int64), claims)
 
     for split in (1, 3, 9):
         tasks = solver.split_nodes(blank, split)
@@ -191,6 +191,12 @@ def test_threads_share_the_tasks_at_the_split_depth():
             assert min(o.next_bound for o in shares) == serial.next_bound
             assert all(o.status == NOT_FOUND for o in shares)
             assert (mixed == closest).all()  # each task's closest approach, whoever searched it
+
+
+def iteration_tasks(nodes, order, closest):
+    """The Tasks of an iteration over ``nodes`` (SplitNodes) in ``order``, writing ``closest``,
+    none finished yet."""
+    return Tasks(nodes, order, closest, np.full((len(order), RESULT_FIELDS), -1, np.int64))
 
 
 def test_closest_is_the_smallest_h_a_task_expanded():
@@ -223,9 +229,9 @@ def test_closest_is_the_smallest_h_a_task_expanded():
     tasks = solver.split_nodes(blank, split)
     n = len(tasks.states)
     closest = np.zeros(n, np.int64)
-    o = solver.search_tasks(solver.root(board), blank, tasks, np.arange(n), bound, -1,
-                            np.zeros(1, np.int64), np.zeros(3, np.int64),
-                            np.zeros(MAX_DEPTH + 1, np.int64), np.zeros(1, np.int64), closest)
+    o = solver.search_tasks(solver.root(board), blank, iteration_tasks(tasks, np.arange(n), closest),
+                            bound, -1, np.zeros(1, np.int64), np.zeros(3, np.int64),
+                            np.zeros(MAX_DEPTH + 1, np.int64), np.zeros(1, np.int64))
     assert o.status == NOT_FOUND
     expected = []
     for cells in tasks.cells:
