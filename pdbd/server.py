@@ -329,11 +329,21 @@ def lock_tables(tables: TableSet) -> None:
 
 def warm_up(solvers) -> None:
     """Compile (or load from numba's cache) each kernel with a one-move board per size,
-    so the first real query does not pay for compilation."""
+    before the server listens, so the first real query does not pay for compilation; a
+    compile (the first start on a machine) is announced in the log, with its time."""
+    from pdbtool.search import warm
+
     for side, solver in sorted(solvers.items()):
         board = puzzle.apply_blank_moves(puzzle.goal_board(side, "blank-last"), "L")
+        pending = warm.pending(solver.heuristic.H.KIND, solver.kernel_parts(1))
+        if pending:
+            log.info("compiling the search kernels for %dx%d (%s) on this machine, once, before "
+                     "listening: about %.0f s ('pdbtool warm' does it ahead of time)", side, side,
+                     solver.heuristic.name, pending)
+        start = time.perf_counter()
         solver.solve(board, "blank-last")
-        log.debug("warmed up %dx%d (%s)", side, side, solver.heuristic.name)
+        log.log(logging.INFO if pending else logging.DEBUG, "kernels ready for %dx%d (%s) in "
+                "%.1f s", side, side, solver.heuristic.name, time.perf_counter() - start)
 
 
 # -- serve ---------------------------------------------------------------------------------
