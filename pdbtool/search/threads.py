@@ -15,7 +15,7 @@ import math
 import os
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -111,7 +111,9 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
     has generated POLLED_AFTER nodes, this thread instead publishes the threads' counters
     every 20 ms while they search (progress; one thread alone searches on this thread and
     counts into the caller's counters as it goes). The kernels poll the caller's stop
-    flag; the budget is shared out evenly between the threads."""
+    flag; the budget is shared out evenly between the threads. With ``control.checkpoint``
+    this thread always waits for the searching ones, saving the progress now and then, and
+    a saved search resumes at its bound (search/checkpoint.py)."""
     bf = prepared.image
     stop, counters = control.stop, control.counters
     keeper = control.checkpoint  # checkpoint.Checkpointing, or None
@@ -130,7 +132,7 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
     blank = bf.index(0)
     root_node = FrontierNode(bf, blank, 0, ())
     tasks = None  # made at the first shared iteration
-    before = {}  # what search_bounds counted before the current iteration (checkpoints)
+    before = None  # Counted: what search_bounds counted before this iteration (checkpoints)
 
     def publish(bound):
         """The caller's counters: everything counted so far, and the current bound."""
@@ -146,9 +148,9 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
 
     def save(bound):
         keeper.save(Checkpoint(
-            identity(solver, prepared), tasks.nodes.cells.shape[1], bound, before["expanded"], before["generated"],
-            before["iterations"], tasks.order.tolist(), tasks.closest.tolist(),
-            finished_rows(tasks.results), before["seconds"] + time.monotonic() - before["at"]))
+            identity(solver, prepared), tasks.nodes.cells.shape[1], bound, before.expanded,
+            before.generated, before.iterations, tasks.order.tolist(), tasks.closest.tolist(),
+            finished_rows(tasks.results), before.seconds + time.monotonic() - before.at))
 
     def parallel_iteration(bound, left) -> IterationOutcome:
         nonlocal tasks, resume
@@ -193,13 +195,23 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
         return tally.outcome()
 
     def begin(bound, expanded, generated, iterations, seconds):
-        before.update(expanded=expanded, generated=generated, iterations=list(iterations),
-                      seconds=seconds, at=time.monotonic())
+        nonlocal before
+        before = Counted(expanded, generated, list(iterations), seconds, time.monotonic())
 
     pool = _pool(threads) if threads > 1 or keeper else None  # on Ctrl-C, Solver.search halts
     # the control: the threads stop
     return search_bounds(solver, prepared, control, threads, serial, parallel_iteration,
                          publish, serial_below, resume=resume, begin=begin)
+
+
+class Counted(NamedTuple):
+    """What the iterations before the current one counted, and when it began."""
+
+    expanded: int
+    generated: int
+    iterations: list
+    seconds: float  # the search's time at its start, earlier sittings included
+    at: float       # time.monotonic() then
 
 
 def identity(solver: Solver, prepared: PreparedBoard) -> Identity:
