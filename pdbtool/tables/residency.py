@@ -4,7 +4,8 @@ A memory-mapped table costs disk reads wherever its pages are not in the page ca
 a start, or after the kernel dropped cold pages. ``prefault`` asks for the pages
 (madvise WILLNEED) and reads one byte per page; ``lock`` pins them (mlock); ``resident_bytes``
 counts the pages in memory (mincore); ``detach`` swaps a table's file pages for zero pages
-(mmap MAP_FIXED), so a file that shrinks later cannot fault the process. Linux and other
+(mmap MAP_FIXED), so a file that shrinks later cannot fault the process, and ``attach``
+maps the file back at the same addresses. Linux and other
 POSIX systems; loads no numba.
 """
 
@@ -87,5 +88,19 @@ def detach(data: np.ndarray) -> None:
     addr, length = _span(data)
     flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_FIXED", 0x10)
     if _libc.mmap(ctypes.c_void_p(addr), length, mmap.PROT_READ, flags, -1, 0) in (None, MAP_FAILED):
+        err = ctypes.get_errno()
+        raise OSError(err, f"mmap: {os.strerror(err)}")
+
+
+def attach(data: np.ndarray, fd: int) -> None:
+    """Map the file open as ``fd`` back under ``data`` (a np.memmap of it, detached
+    before), at the same addresses, read-only and shared: every view reads the file again."""
+    offset = getattr(data, "offset", None)
+    if data.nbytes == 0 or offset is None:
+        return
+    addr, length = _span(data)
+    start = offset - (data.ctypes.data - addr)  # the file offset of the first page
+    flags = mmap.MAP_SHARED | getattr(mmap, "MAP_FIXED", 0x10)
+    if _libc.mmap(ctypes.c_void_p(addr), length, mmap.PROT_READ, flags, fd, start) in (None, MAP_FAILED):
         err = ctypes.get_errno()
         raise OSError(err, f"mmap: {os.strerror(err)}")

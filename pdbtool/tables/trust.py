@@ -12,13 +12,22 @@ every check ``pdbtool verify`` runs (checksums, ranking, completeness, consisten
 admissibility), since a table edited with its checksums recomputed passes the hashes. It
 logs which checks ran. It does not stamp: loaders never write; `pdbtool verify` does.
 
-A loaded file stays open (``Pinned``): its identity (device, inode, size, ctime) is
+A loaded file stays open (``Pinned``): its identity (device, inode, size, mtime) is
 compared before answering from it, so a file copied over or truncated in place is refused
-instead of read (``TableChanged``). Where the system allows it, a read lease on the open file
+instead of read (``TableChanged``). Not ctime: renaming another file over the served one
+(the rollout), ``chmod`` and ``ln`` change only the ctime of the open inode, never its bytes.
+An mtime that moved with the same inode and size is either a rewrite in place or a ``touch``:
+the bytes the mapping reads are then checked again (the content version and every table's
+checksum, against what was read at load) and the file keeps serving if they are unchanged.
+Where the system allows it, a read lease on the open file
 (pdbtool.tables.lease) tells the process before anyone may write to it: the file's mappings are then
 replaced by zero pages (residency.detach; a later truncation cannot fault a search with
-SIGBUS), the searches reading it are halted (``guarding``) and end with TableChanged, and the
-file stays refused until it is loaded again. ``Pinned.unleased`` says why a file got no lease.
+SIGBUS), the searches reading it are halted (``guarding``) and end with TableChanged. Once no
+writer holds it open (the lease can be taken again, so any later writer is heard of too), the
+file is checked the same way: unchanged (a ``touch`` opens it for writing and writes
+nothing), its pages are mapped back and it serves again; changed, it stays refused until it is
+loaded again. ``Pinned.unleased`` says why a file got no lease; ``release`` unmaps and closes
+(pdbd, when the last search on tables replaced by a reload ends).
 """
 
 from __future__ import annotations
@@ -29,15 +38,20 @@ import logging
 import os
 import stat
 import threading
+import time
 from pathlib import Path
 from typing import NamedTuple
 
+import numpy as np
 
 from pdbtool.errors import ArtifactError
 from pdbtool.tables import artifact, lease, residency
 from pdbtool.tables.files import file_problem
 
 log = logging.getLogger("pdbtool")
+
+RECOVER_SECONDS = 10.0  # after a lease break, how long to wait for the writer to close it
+RECOVER_POLL = 0.02
 
 
 def stamp_path(path) -> Path:
@@ -64,16 +78,19 @@ def is_recorded(meta: artifact.ArtifactMeta) -> bool:
 
 
 class Identity(NamedTuple):
-    """What changes when a file is replaced, rewritten, truncated or edited in place."""
+    """What changes when a file is replaced, rewritten, truncated or edited in place. No
+    ctime: it moves on a rename over the path, a chmod or a link, none of which touches the
+    bytes. An mtime change alone (same inode and size) is checked against the content
+    (``Pinned.check``): a ``touch`` passes, a rewrite in place with other bytes does not."""
 
     device: int
     inode: int
     size: int
-    ctime_ns: int
+    mtime_ns: int
 
     @classmethod
     def of(cls, st: os.stat_result) -> Identity:
-        return cls(st.st_dev, st.st_ino, st.st_size, st.st_ctime_ns)
+        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 class TableChanged(ArtifactError):
@@ -99,15 +116,30 @@ class Pinned:
             self._fd = -1
             raise ArtifactError(f"{self.path}: not a regular file")
         self.identity = Identity.of(st)
-        self.broken: str | None = None  # set when the lease was broken: what happened
+        # Lease breaks (counted by the signal handler) and the count the file was found
+        # unchanged at: broken while breaks > restored. Plain ints: the handler takes no lock.
+        self._breaks = self._restored = 0
+        self._why = ""  # what the last break or content check found
+        self._attaching = False  # the recovery is mapping the file back (the handler waits)
+        self._content = None  # (version, offset, length, sha256s) read at load, if an artifact
         self._mapped: list = []  # the arrays mapped from the file (detached on a break)
         self._lock = threading.Lock()
+        self._recheck = threading.Lock()  # one content check or recovery at a time
         self._searches: dict[int, object] = {}  # id -> SearchControl of a search reading it
         self.unleased = lease.hold(self._fd, self._detach, self._stop_searches)
+
+    @property
+    def broken(self) -> str | None:
+        """What happened to the file, while it is refused; None while it serves."""
+        if self._fd < 0:
+            return "released"
+        return self._why if self._breaks > self._restored else None
 
     def protect(self, data) -> None:
         """Detach ``data`` (mapped from this file) if anyone opens the file for writing."""
         self._mapped.append(data)
+        if self._content is None:
+            self._content = self._read_content()
         if self.broken:
             residency.detach(data)
 
@@ -135,13 +167,22 @@ class Pinned:
     def check(self) -> None:
         """Raise TableChanged if the open file is no longer what was loaded. The message
         names the file, not its directory: it may be shown to remote clients."""
-        now = Identity.of(os.fstat(self._fd))
-        if self.broken or now != self.identity:
-            what = (self.broken if self.broken else
+        broken = self.broken
+        now = self.identity if broken else Identity.of(os.fstat(self._fd))
+        if not broken and now != self.identity and now._replace(mtime_ns=0) == \
+                self.identity._replace(mtime_ns=0):
+            with self._recheck:  # only the mtime moved: a touch, or a rewrite in place
+                if self._same_content():
+                    self.identity = now
+        if broken or now != self.identity:
+            what = (broken if broken else
                     f"truncated from {self.identity.size:,} to {now.size:,} bytes"
                     if now.size < self.identity.size else
                     "rewritten in place" if now.size == self.identity.size else
                     f"grown to {now.size:,} bytes")
+            if not broken:  # refused from now on, whatever the file looks like later
+                self._why = what
+                self._breaks += 1
             raise TableChanged(f"table file {self.path.name} changed on disk since it was "
                                f"loaded ({what}); refusing to answer from it until it is "
                                "loaded again")
@@ -153,28 +194,108 @@ class Pinned:
         except OSError:
             return True
 
+    # -- content: what the mapping reads -----------------------------------------------------
+
+    def _read_content(self):
+        """The content version and checksums of the open file (its metadata read through
+        the descriptor: the path may name another file by now); None if not an artifact."""
+        try:
+            meta = artifact.read_meta(f"/proc/self/fd/{self._fd}")
+        except (ArtifactError, OSError):
+            return None
+        return (meta.version, meta.data_offset, meta.data_length,
+                tuple(t.sha256 for t in meta.tables)), meta
+
+    def _same_content(self) -> bool:
+        """Whether the open file still holds the bytes read at load: the same content
+        version and layout, and every mapped table's checksum (read from the file)."""
+        now = self._read_content()
+        if now is None or self._content is None or now[0] != self._content[0]:
+            return False
+        meta = now[1]
+        try:
+            artifact.check_checksums(meta, np.memmap(f"/proc/self/fd/{self._fd}", np.uint8,
+                                                     mode="r", offset=meta.data_offset,
+                                                     shape=(meta.data_length,)))
+        except (ArtifactError, OSError, ValueError):
+            return False
+        return True
+
+    # -- the lease ---------------------------------------------------------------------------
+
     def _detach(self) -> None:
         """The lease is being broken (in the signal handler: no locks). Before the writer
         goes on, the mapped pages become zero pages: no search can fault on the file."""
-        self.broken = "opened for writing by another process while in use"
+        self._why = "opened for writing by another process while in use"
+        self._breaks += 1
+        while self._attaching:  # the recovery is mapping the file back: detach after it
+            time.sleep(0.001)
         for data in list(self._mapped):
             with contextlib.suppress(OSError):
                 residency.detach(data)
 
     def _stop_searches(self) -> None:
-        """After a break (on the lease watcher thread): halt every search reading it."""
+        """After a break (on the lease watcher thread): halt every search reading it, then
+        wait on a thread of its own for the writer to close the file (``_recover``)."""
         with self._lock:
             searches = list(self._searches.values())
         for control in searches:
             control.halt("table-changed")
         log.warning("%s was opened for writing while in use: its tables were dropped from "
-                    "memory, %d search(es) on it stopped, and it is refused until loaded again",
-                    self.path, len(searches))
+                    "memory, %d search(es) on it stopped; refused until it is found unchanged "
+                    "or loaded again", self.path, len(searches))
+        threading.Thread(target=self._recover, name="pdbtool-lease-recover", daemon=True).start()
+
+    def _recover(self) -> None:
+        """Take the lease again once no writer holds the file open (from then on, any
+        writer is heard of first); if the bytes are those loaded (a ``touch``), map the file
+        back and serve it again; otherwise it stays refused until loaded again."""
+        with self._recheck:
+            breaks = self._breaks
+            if self._fd < 0 or breaks <= self._restored:
+                return
+            end = time.monotonic() + RECOVER_SECONDS
+            while True:
+                if self._fd < 0:
+                    return
+                why = lease.hold(self._fd, self._detach, self._stop_searches)
+                if why is None:
+                    break
+                if "open for writing" not in why or time.monotonic() > end:
+                    return  # still written to, or no lease to be had: refused until reloaded
+                time.sleep(RECOVER_POLL)
+            st = os.fstat(self._fd)
+            if st.st_size != self.identity.size or not self._same_content():
+                self._why = ("opened for writing by another process while in use, and "
+                             "its content changed")
+                lease.release(self._fd)  # nothing more to protect: refused until reloaded
+                log.warning("%s changed while in use: refused until loaded again", self.path)
+                return
+            self._attaching = True
+            try:
+                if self._breaks != breaks:
+                    return  # broken again meanwhile: that break's recovery decides
+                for data in self._mapped:
+                    residency.attach(data, self._fd)
+            finally:
+                self._attaching = False
+            self.identity = Identity.of(st)
+            self._restored = breaks
+        log.info("%s was opened for writing but its content is unchanged: serving it again",
+                 self.path)
+
+    def release(self) -> None:
+        """No search will read the file again: unmap its tables (zero pages at the same
+        addresses: a view still held reads zeros, never the file) and close it."""
+        for data in self._mapped:
+            with contextlib.suppress(OSError):
+                residency.detach(data)
+        self._mapped = []
+        self.close()
 
     def close(self) -> None:
         if self._fd >= 0:
-            if self.unleased is None:
-                lease.release(self._fd)
+            lease.release(self._fd)
             os.close(self._fd)
             self._fd = -1
 

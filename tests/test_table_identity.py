@@ -1,0 +1,153 @@
+"""A served table file's identity (issue 40): device, inode, size, mtime and the content,
+not ctime. The rollout (copy, verify, rename over), chmod, ln and touch change nothing that
+is served; a rewrite in place with other bytes is refused, with a read lease or without."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pdbd.client import ServerUnavailable, SolverClient
+from pdbd.server import reload_tables
+from pdbtool.loading import open_trusted
+from pdbtool.search.control import SearchControl
+from pdbtool.selection import load_directory
+from pdbtool.tables import artifact, lease, trust
+from serving import EASY8, EASY15, running_daemon, wait_for
+
+PDBTOOL = str(Path(sys.executable).with_name("pdbtool"))
+
+
+@pytest.fixture
+def served_dir(art_dir, tmp_path):
+    d = tmp_path / "served"
+    d.mkdir()
+    for name in ("8-full.h5", "15-5-5-5.h5"):
+        shutil.copy(art_dir / name, d / name)
+        trust.record(artifact.read_meta(d / name))
+    return d
+
+
+def _serving(pin) -> bool:
+    try:
+        pin.check()
+        return True
+    except trust.TableChanged:
+        return False
+
+
+def _flip_a_table_byte(path) -> None:
+    """Rewrite one byte of the table data in place (same size, other content)."""
+    meta = artifact.read_meta(path)
+    with open(path, "r+b") as f:
+        f.seek(meta.data_offset + 100)
+        b = f.read(1)
+        f.seek(meta.data_offset + 100)
+        f.write(bytes([b[0] ^ 0x01]))
+
+
+@pytest.mark.parametrize("leased", [True, False], ids=["lease", "no-lease"])
+def test_metadata_changes_and_a_rename_over_are_harmless(served_dir, monkeypatch, leased):
+    if not leased:
+        monkeypatch.setattr(lease, "hold", lambda *a: "leases off for this test")
+    path = served_dir / "8-full.h5"
+    opened = open_trusted(path)
+    pin = opened.pin
+    assert (pin.unleased is None) == leased
+    try:
+        os.chmod(path, 0o640)
+        os.link(path, served_dir / "hard-link")
+        pin.check()
+        subprocess.run(["touch", str(path)], check=True)  # opens it for writing: breaks a lease
+        assert wait_for(lambda: _serving(pin), 15)
+        os.utime(path, (1, 1))  # the mtime set anywhere, the bytes the same
+        assert wait_for(lambda: _serving(pin), 15)
+        # The rollout: a copy, verified, renamed over the path. The open inode is intact.
+        shutil.copy(path, served_dir / "new.tmp")
+        assert subprocess.run([PDBTOOL, "verify", str(served_dir / "new.tmp")],
+                              capture_output=True).returncode == 0
+        os.replace(served_dir / "new.tmp", path)
+        pin.check()
+        artifact.check_checksums(opened.meta, opened.data)  # the mapping still reads the file
+    finally:
+        pin.release()
+
+
+@pytest.mark.parametrize("leased", [True, False], ids=["lease", "no-lease"])
+def test_a_rewrite_in_place_with_other_bytes_is_refused(served_dir, monkeypatch, leased):
+    if not leased:
+        monkeypatch.setattr(lease, "hold", lambda *a: "leases off for this test")
+    path = served_dir / "8-full.h5"
+    pin = open_trusted(path).pin
+    try:
+        _flip_a_table_byte(path)
+        with pytest.raises(trust.TableChanged, match="8-full.h5 changed on disk"):
+            pin.check()
+        # Still refused once the writer is gone and whatever the mtime says.
+        os.utime(path, ns=(pin.identity.mtime_ns, pin.identity.mtime_ns))
+        for _ in range(20):
+            with pytest.raises(trust.TableChanged):
+                pin.check()
+    finally:
+        pin.release()
+
+
+def test_released_pins_refuse(served_dir):
+    pin = open_trusted(served_dir / "8-full.h5").pin
+    pin.release()
+    with pytest.raises(trust.TableChanged, match="released"):
+        pin.check()
+
+
+@pytest.mark.process
+def test_rollout_keeps_every_size_serving_until_and_after_sighup(served_dir, tmp_path):
+    """The README's rollout against the daemon, queries between each step; a refused
+    reload keeps both sizes answering."""
+    daemon = running_daemon(load_directory(served_dir), threads=1)
+    try:
+        with SolverClient(daemon.address) as client:
+            for round_ in range(3):
+                for name in ("8-full.h5", "15-5-5-5.h5"):
+                    shutil.copy(served_dir / name, tmp_path / "new.tmp")
+                    assert subprocess.run([PDBTOOL, "verify", str(tmp_path / "new.tmp")],
+                                          capture_output=True).returncode == 0
+                    shutil.move(tmp_path / "new.tmp", served_dir / "new.tmp")
+                    os.replace(served_dir / "new.tmp", served_dir / name)
+                    assert client.solve(EASY8).length == 2
+                    assert client.solve(EASY15).length == 2
+                reload_tables(daemon, served_dir)  # what SIGHUP runs
+                assert client.solve(EASY8).length == 2 and client.solve(EASY15).length == 2
+            subprocess.run(["chmod", "644", str(served_dir / "8-full.h5")], check=True)
+            subprocess.run(["touch", str(served_dir / "15-5-5-5.h5")], check=True)
+            assert wait_for(lambda: _answers(client, EASY15), 15)
+            # A reload that fails keeps every size serving.
+            (served_dir / "bad.h5").write_bytes(b"not an artifact")
+            served = daemon.servicer.served
+            reload_tables(daemon, served_dir)
+            assert daemon.servicer.served is served
+            assert client.solve(EASY8).length == 2 and client.solve(EASY15).length == 2
+    finally:
+        daemon.stop(grace=1)
+
+
+def _answers(client, board) -> bool:
+    try:
+        return client.solve(board).length == 2
+    except ServerUnavailable:
+        return False
+
+
+def test_a_search_on_a_touched_file_still_answers_after(served_dir):
+    """A search started after a touch (once the file is found unchanged) reads the file."""
+    h = load_directory(served_dir).heuristics[3]
+    from pdbtool.search.solver import Solver
+
+    subprocess.run(["touch", str(served_dir / "8-full.h5")], check=True)
+    assert wait_for(lambda: _serving(h.source), 15)
+    assert Solver(h).solve(EASY8, control=SearchControl()).length == 2
+    signal.getsignal(lease.SIGNAL)  # the lease's handler stays installed
+    h.source.release()
