@@ -162,6 +162,15 @@ def parser() -> argparse.ArgumentParser:
     w.add_argument("--https-cert", metavar="PEM", help="serve the page over HTTPS with this "
                    "certificate chain (--tls-* are for the connection to pdbd)")
     w.add_argument("--https-key", metavar="PEM", help="... and this private key")
+    w.add_argument("--insecure", action="store_true",
+                   help="allow a non-loopback --listen without HTTPS")
+    w.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="a name the page is reached by (the Host header), beyond its IP "
+                        "addresses, localhost and this machine's name: a DNS name, a proxy "
+                        "in front; repeatable (any other name is refused: DNS rebinding)")
+    w.add_argument("--max-per-client", type=non_negative, default=None, metavar="N",
+                   help="searches one browser (client address) may have in flight; beyond, "
+                        "HTTP 429 (default 4; 0: no limit)")
     add_logging(w)
     w.set_defaults(func=web)
     return p
@@ -362,7 +371,7 @@ def health(args) -> int:
 
 def web(args) -> int:
     try:
-        from .web import WebServer
+        from .web import PER_CLIENT, WebServer, throttle_logs
     except ImportError as e:
         raise BadInput(f"pdbd web needs the web extra ({e.name} is missing): "
                        "pip install 'pdbtool[web]'") from None
@@ -374,7 +383,11 @@ def web(args) -> int:
     if bool(args.https_cert) != bool(args.https_key):
         raise BadInput("give --https-cert and --https-key together")
     https = (args.https_cert, args.https_key) if args.https_cert else None
-    server = WebServer(args.listen, args.server, tls=client_tls(args), https=https).start()
+    throttle_logs()  # the same line at most once per few seconds: a flood writes little
+    per_client = PER_CLIENT if args.max_per_client is None else args.max_per_client
+    server = WebServer(args.listen, args.server, tls=client_tls(args), https=https,
+                       insecure=args.insecure, allow_hosts=args.allow_host,
+                       per_client=per_client).start()
     log.info("pdbd web on %s, solving through pdbd at %s", server.url, args.server)
     while not stop.wait(0.5) and server.alive:
         pass

@@ -12,6 +12,18 @@ Routes:
                            cannot read an error response, so a refusal is an event too)
   GET  /api/info           the server's Info as JSON (`pdbd info --json`)
 
+The door (class Door, in front of every route): a Host header must name this page (an IP
+address, a loopback name, this machine's name or an --allow-host name: no DNS rebinding);
+a POST must be same-origin (its Origin, when sent, the Host it was sent to; no cross-site
+Sec-Fetch-Site) and application/json (a cross-origin text/plain form is refused before any
+search: 403 or 415); a body beyond 64 KiB is answered 413 unread (Content-Length checked
+first, a chunked body read no further than the limit); one client address has at most
+``per_client`` searches in flight (429 beyond); every response forbids framing
+(``frame-ancestors 'none'``, ``X-Frame-Options: DENY``), so no page can auto-solve
+``/?board=...&solve=1`` in a frame. Listening beyond loopback needs HTTPS or ``insecure``
+(check_exposure, as pdbd serve), and ``throttle_logs`` lets the same log line through at
+most once per few seconds.
+
 Errors carry the CLI's messages and exit codes, as JSON {"error", "exit_code"}: HTTP 400 for
 bad input or an unsolvable board (exit codes 2 and 3), 503 when a limit stopped the search
 (deadline, node budget, full queue: 4), 502 when pdbd cannot be reached or failed (1).
@@ -23,15 +35,20 @@ Loads no numba: the page and the client are all it needs.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
+import logging
 import math
 import socket
 import ssl
 import threading
 import time
+from urllib.parse import urlsplit
 
 import anyio
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, StreamingResponse
 from starlette.routing import Route
@@ -39,10 +56,18 @@ from starlette.routing import Route
 from pdbtool.cli import animate
 from pdbtool.errors import BadInput, PdbError
 
+from .address import LOOPBACK_NAMES, Address
 from .client import ClientTls, SolverClient
 from .defaults import DEFAULT_SERVER, DEFAULT_WEB_LISTEN
 
 PROGRESS_MS = 200  # SSE progress interval; well inside the page's 500 ms promise
+MAX_BODY = 64 * 1024  # bytes of a request body; a board is a few hundred
+PER_CLIENT = 4        # searches (POST /api/solve, streams) one client address may have in flight
+LOG_EVERY = 5.0       # seconds: the same log line at most once in this time
+SEARCHES = ("/api/solve", "/api/solve/stream")
+NO_FRAMES = [(b"content-security-policy", b"frame-ancestors 'none'"),
+             (b"x-frame-options", b"DENY"), (b"x-content-type-options", b"nosniff"),
+             (b"referrer-policy", b"no-referrer")]
 HTTP_STATUS = {2: 400, 3: 400, 4: 503}  # exit code -> HTTP status; anything else 502
 
 
@@ -85,10 +110,13 @@ def sse(event: str, data: dict) -> str:
 
 
 def create_app(server: str = DEFAULT_SERVER, progress_ms: int = PROGRESS_MS,
-               tls: ClientTls | None = None) -> Starlette:
-    """The web app, solving through pdbd at ``server`` (over TLS with ``tls``). Each call
-    names the HTTP client it is for (metadata pdbd-client), which a daemon started with
-    --trusted-proxy for this host counts per client instead of this proxy as one."""
+               tls: ClientTls | None = None, allow_hosts=(), max_body: int = MAX_BODY,
+               per_client: int = PER_CLIENT) -> Starlette:
+    """The web app, solving through pdbd at ``server`` (over TLS with ``tls``), behind its
+    Door (``allow_hosts``: more names the Host header may carry; ``max_body`` bytes;
+    ``per_client`` searches per client address, 0 for no limit). Each call names the HTTP
+    client it is for (metadata pdbd-client), which a daemon started with --trusted-proxy
+    for this host counts per client instead of this proxy as one."""
     client = SolverClient(server, tls=tls)
     html = animate.page(None, live=True)
 
@@ -148,7 +176,188 @@ def create_app(server: str = DEFAULT_SERVER, progress_ms: int = PROGRESS_MS,
 
     return Starlette(routes=[Route("/", index), Route("/api/solve", solve, methods=["POST"]),
                              Route("/api/solve/stream", stream), Route("/api/info", info)],
-                     exception_handlers={PdbError: pdb_error}, lifespan=lifespan)
+                     exception_handlers={PdbError: pdb_error}, lifespan=lifespan,
+                     middleware=[Middleware(Door, allow_hosts=allow_hosts, max_body=max_body,
+                                            per_client=per_client)])
+
+
+class Door:
+    """ASGI middleware: what a request must be before any route sees it (module docstring).
+    A refusal is JSON {"error", "exit_code"} as the routes' errors, and closes the
+    connection (an unread body is never read)."""
+
+    def __init__(self, app, allow_hosts=(), max_body: int = MAX_BODY,
+                 per_client: int = PER_CLIENT):
+        self.app = app
+        self.names = (LOOPBACK_NAMES | {socket.gethostname().lower()}
+                      | {host_name(h) for h in allow_hosts})
+        self.max_body = max_body
+        self.per_client = per_client
+        self.searches: dict[str, int] = {}  # client address -> searches in flight
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def framed(message):  # every response: never inside a frame
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", ()), *NO_FRAMES]}
+            await send(message)
+
+        headers = Headers(scope=scope)
+        refusal = self.refusal(scope, headers)
+        if refusal is None:
+            refusal, receive = await self.body(headers, receive)
+        if refusal is not None:
+            return await refuse(framed, *refusal)
+        if scope["path"] not in SEARCHES or not self.per_client:
+            return await self.app(scope, receive, framed)
+        who = http_client(Request(scope)) or "unknown"
+        if self.searches.get(who, 0) >= self.per_client:
+            return await refuse(framed, 429, f"{who} has {self.per_client} searches in flight "
+                                "already (the most one client may have): wait for one to end",
+                                exit_code=4)
+        self.searches[who] = self.searches.get(who, 0) + 1
+        try:
+            await self.app(scope, receive, framed)
+        finally:
+            if self.searches[who] <= 1:
+                del self.searches[who]
+            else:
+                self.searches[who] -= 1
+
+    def refusal(self, scope, headers) -> tuple[int, str] | None:
+        """(status, message) if the request is refused for where it comes from or what it
+        claims to be; None if it may go on."""
+        host = headers.get("host", "")
+        if not self.host_allowed(host):
+            return 403, (f"unknown Host {host!r}: this page answers to its IP addresses, "
+                         "localhost and this machine's name (pdbd web --allow-host NAME for more)")
+        unsafe = scope["method"] not in ("GET", "HEAD")
+        if not (unsafe or scope["path"].startswith("/api/")):
+            return None  # the page itself: any site may link to it (framing is refused)
+        origin = headers.get("origin")
+        if origin is not None and not same_origin(origin, host):
+            return 403, (f"cross-origin request from {origin} refused: use the page at "
+                         f"http(s)://{host}/")
+        if headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+            return 403, "cross-site request refused: use the page itself"
+        kind = headers.get("content-type", "").partition(";")[0].strip().lower()
+        if unsafe and kind != "application/json":
+            return 415, (f"expected Content-Type: application/json, not {kind or 'none'} "
+                         '(the body: {"board": "1 2 3 ..."})')
+        return None
+
+    def host_allowed(self, host: str) -> bool:
+        name = host_name(host)
+        if name in self.names:
+            return True
+        try:
+            ipaddress.ip_address(name)  # an IP address cannot be rebound to another host
+            return True
+        except ValueError:
+            return False
+
+    async def body(self, headers, receive):
+        """(refusal or None, the receive to pass on): at most max_body bytes, never read
+        beyond; a chunked body is read here (up to the limit) and replayed."""
+        too_big = (413, (f"request body larger than {self.max_body:,} bytes (a board is a "
+                         "few hundred): refused unread"))
+        length = headers.get("content-length")
+        if length is not None:
+            if not length.strip().isdigit():
+                return (400, f"Content-Length {length!r} is not a number"), receive
+            return (too_big if int(length) > self.max_body else None), receive
+        if "chunked" not in headers.get("transfer-encoding", "").lower():
+            return None, receive
+        parts, size, more = [], 0, True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                return (400, "the client went away"), receive
+            parts.append(message.get("body", b""))
+            size += len(parts[-1])
+            more = message.get("more_body", False)
+            if size > self.max_body:
+                return too_big, receive
+        replay = [{"type": "http.request", "body": b"".join(parts), "more_body": False}]
+
+        async def replayed():
+            return replay.pop() if replay else await receive()
+
+        return None, replayed
+
+
+async def refuse(send, status: int, message: str, exit_code: int = 2) -> None:
+    body = json.dumps({"error": message, "exit_code": exit_code}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def same_origin(origin: str, host: str) -> bool:
+    """Whether a browser's Origin is the address its request was sent to (the Host header:
+    scheme aside, as a proxy in front may add TLS; default ports dropped)."""
+    try:
+        parts = urlsplit(origin)
+    except ValueError:
+        return False
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return False
+    return strip_port(parts.netloc.lower()) == strip_port(host.lower())
+
+
+def host_name(host: str) -> str:
+    """The name in a Host header: 'example.org:8080' -> 'example.org', '[::1]:80' -> '::1'."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1:host.find("]")] if "]" in host else ""
+    return host.split(":")[0]
+
+
+def strip_port(netloc: str) -> str:
+    return netloc.removesuffix(":80").removesuffix(":443")
+
+
+class Throttle(logging.Filter):
+    """A handler's filter: the same line (logger, level and message template) at most once
+    per ``every`` seconds; the next one let through says how many were suppressed."""
+
+    def __init__(self, every: float = LOG_EVERY, keep: int = 1000):
+        super().__init__()
+        self.every, self.keep = every, keep
+        self._lock = threading.Lock()
+        self._last: dict[tuple, float] = {}
+        self._suppressed: dict[tuple, int] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = (record.name, record.levelno, str(record.msg))
+        now = time.monotonic()
+        with self._lock:
+            if now - self._last.get(key, float("-inf")) < self.every:
+                self._suppressed[key] = self._suppressed.get(key, 0) + 1
+                return False
+            if len(self._last) >= self.keep:  # forget lines not seen for a while
+                for old in [k for k, t in self._last.items() if now - t >= self.every]:
+                    del self._last[old]
+                    self._suppressed.pop(old, None)
+            self._last[key] = now
+            suppressed = self._suppressed.pop(key, 0)
+        if suppressed:
+            record.msg = (f"{record.getMessage()} ({suppressed} more like it suppressed in "
+                          f"the last {self.every:g} s)")
+            record.args = ()
+        return True
+
+
+def throttle_logs(every: float = LOG_EVERY) -> None:
+    """Throttle every line through pdbd.logs' handler (installed by logs.setup)."""
+    for handler in logging.getLogger().handlers:
+        if getattr(handler, "pdbd", False) and not any(isinstance(f, Throttle)
+                                                        for f in handler.filters):
+            handler.addFilter(Throttle(every))
 
 
 def http_client(request: Request) -> str | None:
@@ -156,17 +365,35 @@ def http_client(request: Request) -> str | None:
     return request.client.host if request.client else None
 
 
-def bind(listen: str = DEFAULT_WEB_LISTEN) -> socket.socket:
-    """A listening socket for HOST:PORT (port 0 picks a free one); BadInput if malformed."""
+class ExposureError(PdbError):
+    exit_code = 1  # as pdbd serve's ListenError
+
+
+def split_listen(listen: str) -> Address:
+    """HOST:PORT or [IPv6]:PORT; BadInput if malformed."""
     host, sep, port = listen.rpartition(":")
     if not sep or not host or not port.isdigit() or int(port) > 65535:
         raise BadInput(f"--listen {listen!r}: expected HOST:PORT, e.g. {DEFAULT_WEB_LISTEN}")
-    host = host.strip("[]")
+    return Address(host.strip("[]"), int(port))
+
+
+def check_exposure(listen: str, https, insecure: bool) -> None:
+    """Beyond loopback only over HTTPS, or with ``insecure`` said out loud (pdbd serve's
+    rule: a name that is not localhost counts as beyond loopback)."""
+    if not split_listen(listen).loopback and not https and not insecure:
+        raise ExposureError(f"refusing to listen on {listen} without HTTPS: anyone who can "
+                            "reach it could solve through the daemon behind it; give "
+                            "--https-cert and --https-key, or --insecure")
+
+
+def bind(listen: str = DEFAULT_WEB_LISTEN) -> socket.socket:
+    """A listening socket for HOST:PORT (port 0 picks a free one); BadInput if malformed."""
+    host, port = split_listen(listen)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind((host, int(port)))
+        sock.bind((host, port))
     except OSError as e:
         sock.close()
         raise BadInput(f"cannot listen on {listen}: {e.strerror}") from None
@@ -180,14 +407,18 @@ def url_of(sock: socket.socket, scheme: str = "http") -> str:
 
 
 class WebServer:
-    """The app on uvicorn in a thread of this process, listening on ``listen``: ``url`` is
-    where; ``start()`` returns once it serves, ``stop()`` shuts it down. The caller keeps
-    the main thread and its signal handling (as `pdbd serve` does)."""
+    """The app on uvicorn in a thread of this process, listening on ``listen`` (beyond
+    loopback only with ``https`` or ``insecure``): ``url`` is where; ``start()`` returns
+    once it serves, ``stop()`` shuts it down. The caller keeps the main thread and its
+    signal handling (as `pdbd serve` does). ``allow_hosts``, ``per_client``: the Door's."""
 
     def __init__(self, listen: str = DEFAULT_WEB_LISTEN, server: str = DEFAULT_SERVER,
                  progress_ms: int = PROGRESS_MS, tls: ClientTls | None = None,
-                 https: tuple[str, str] | None = None):
+                 https: tuple[str, str] | None = None, insecure: bool = False,
+                 allow_hosts=(), per_client: int = PER_CLIENT):
         import uvicorn
+
+        check_exposure(listen, https, insecure)
 
         https_files = {}
         if https:  # (certificate chain, key): read now, so a missing file is said at once
@@ -200,7 +431,9 @@ class WebServer:
         self.sock = bind(listen)
         self.url = url_of(self.sock, "https" if https else "http")
         # log_config=None: uvicorn's lines go through the process's handler (pdbd.logs).
-        config = uvicorn.Config(create_app(server, progress_ms, tls), log_level="warning",
+        app = create_app(server, progress_ms, tls, allow_hosts=allow_hosts,
+                         per_client=per_client)
+        config = uvicorn.Config(app, log_level="warning",
                                 lifespan="on", log_config=None, **https_files)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self.sock]},

@@ -94,7 +94,8 @@ def test_malformed_requests_limits_and_an_unreachable_daemon(web, served):
                              (b'{"board": 7}', "no board"),
                              (b'{"board": "1 2 3 4 5 6 7 0 8", "budget": -1}', "budget must be more than 0"),
                              (b'{"board": "1 2 3 4 5 6 7 0 8", "deadline": "soon"}', "deadline must be a number")):
-        r = httpx.post(web + "api/solve", content=content)
+        r = httpx.post(web + "api/solve", content=content,
+                       headers={"content-type": "application/json"})
         assert r.status_code == 400 and message in r.json()["error"], content
     r = httpx.post(web + "api/solve", json={"board": list(HARD), "goal": "blank-first", "budget": 1000})
     assert r.status_code == 503 and r.json()["exit_code"] == 4 and "budget" in r.json()["error"]
