@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+import traceback
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from pdbtool.errors import LimitReached
@@ -109,6 +110,7 @@ class WorkerPool:
         self._slots = threading.BoundedSemaphore(threads + max_queue)
         self._lock = threading.Lock()
         self._jobs: set[Job] = set()
+        self._of_future: dict[Future, Job] = {}
         self._running = 0
 
     def submit(self, job: Job) -> Future:
@@ -122,20 +124,38 @@ class WorkerPool:
         except RuntimeError:  # the executor is shut down
             self._release(job)
             raise
-        job.future.add_done_callback(lambda _: self._release(job))  # also when cancelled queued
+        with self._lock:
+            self._of_future[job.future] = job
+        job.future.add_done_callback(self._done)  # also when cancelled queued
         return job.future
+
+    def _done(self, future: Future) -> None:
+        """The job's future is done: free its slot. The callback names the future, not the
+        job: a job referring to its future and back would be a cycle that keeps the
+        job's tables (and their files) until Python's cyclic collector runs."""
+        with self._lock:
+            job = self._of_future.pop(future, None)
+        if job is not None:
+            self._release(job)
 
     def _run(self, job: Job):
         with self._lock:
             self._running += 1
         try:
             return job.run()
+        except BaseException as e:
+            # The exception stays in the future, its traceback holding the frames below,
+            # and they the job (and its tables): a cycle through the future. Their locals
+            # go now; the printed traceback stays whole.
+            traceback.clear_frames(e.__traceback__)
+            raise
         finally:
             with self._lock:
                 self._running -= 1
             if self.on_finish is not None:
                 self.on_finish(job)
             self._release(job)  # before the result is visible, so counts are never stale
+            job = None  # this frame is in that traceback too
 
     def _release(self, job: Job) -> None:
         """Free the job's slot, once."""

@@ -9,7 +9,7 @@ limits (``Limits``) cap every search's nodes, seconds and memory and each client
 flight. Before a search and before its answer is returned, the table file is checked to be
 the one loaded, and a search whose file is opened for writing meanwhile is halted (trust.Pinned,
 through the Solver); ``swap`` replaces the tables for new requests while running searches
-finish on the old mappings.
+finish on the old mappings, which are released (unmapped, closed) when the last of them ends.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import threading
 import time
 from concurrent.futures import CancelledError, wait
 from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 
@@ -79,16 +80,59 @@ class Limits:
         return Algorithm(**fields).within(self.max_search_memory)
 
 
-@dataclass(frozen=True)
 class Served:
-    """The tables in use and a Solver per size: replaced whole on reload (``swap``)."""
+    """The tables in use and a Solver per size: replaced whole on reload (``swap``). Each
+    search admitted on them holds them (``hold``/``leave``); once replaced (``retire``) and
+    the last search on them ended, their files are released: mappings detached, files
+    closed and their leases given up (a reload no longer keeps every old table open)."""
 
-    tables: TableSet
-    solvers: dict[int, Solver]
+    def __init__(self, tables: TableSet, solvers: dict[int, Solver]):
+        self.tables = tables
+        self.solvers = solvers
+        self._lock = threading.Lock()
+        self._holders = 0
+        self._retired = False
+        self.released = False
 
     @classmethod
     def of(cls, tables: TableSet) -> Served:
         return cls(tables, {side: Solver(h) for side, h in tables.heuristics.items()})
+
+    def hold(self) -> bool:
+        """One more search on these tables; False once they were released."""
+        with self._lock:
+            if self.released:
+                return False
+            self._holders += 1
+            return True
+
+    def leave(self) -> None:
+        with self._lock:
+            self._holders -= 1
+            last = self._retired and self._holders == 0 and not self.released
+            if last:
+                self.released = True
+        if last:
+            self._release()
+
+    def retire(self) -> None:
+        """Replaced by a reload: released now if no search holds them, else after the last."""
+        with self._lock:
+            self._retired = True
+            last = self._holders == 0 and not self.released
+            if last:
+                self.released = True
+        if last:
+            self._release()
+
+    def _release(self) -> None:
+        for loaded in self.tables.loaded:
+            try:
+                loaded.pin.release()
+            except Exception:  # on a search's done callback: say it, release the others
+                log.exception("releasing %s", loaded.meta.path)
+        log.info("released the tables replaced by a reload: %s",
+                 ", ".join(Path(t.meta.path).name for t in self.tables.loaded) or "none")
 
 
 def short(message: str) -> str:
@@ -142,6 +186,7 @@ class SolverServicer:
         self.started = time.monotonic()
         self.locked = False  # tables pinned in memory (set by the server)
         self._closing = False
+        self._swap_lock = threading.Lock()
 
     @property
     def solvers(self) -> dict[int, Solver]:
@@ -219,8 +264,20 @@ class SolverServicer:
     # -- tables and shutdown -----------------------------------------------------------------
 
     def swap(self, served: Served) -> None:
-        """Serve new requests from ``served``; running searches finish on the old tables."""
-        self.served = served
+        """Serve new requests from ``served``; running searches finish on the old tables,
+        which are released when the last of them ends."""
+        with self._swap_lock:
+            old, self.served = self.served, served
+        if old is not served:
+            old.retire()
+
+    def _hold(self) -> Served:
+        """The tables served now, held for one search (released by ``Served.leave``)."""
+        while True:
+            with self._swap_lock:
+                served = self.served
+                if served.hold():
+                    return served
 
     def refuse_new(self) -> None:
         """Refuse new searches (UNAVAILABLE); running and queued ones go on (a drain)."""
@@ -240,7 +297,17 @@ class SolverServicer:
         if self._closing:
             self._reject("shutdown")
             abort(context, grpc.StatusCode.UNAVAILABLE, "the server is shutting down")
-        served = self.served
+        served = self._hold()
+        try:
+            job = self._admit_on(served, request, context)
+        except BaseException:
+            served.leave()
+            raise
+        job.future.add_done_callback(lambda _: served.leave())
+        return job
+
+    def _admit_on(self, served: Served, request, context) -> Job:
+        """``_admit`` with the tables held for the search."""
         try:
             algorithm, server_memory = self.limits.algorithm(convert.algorithm_fields(request))
             solver, prepared = self._prepare(served, request, algorithm)
@@ -352,6 +419,19 @@ class SolverServicer:
 
     def _outcome(self, job: Job, context, stream: bool = False) -> pb.SolveResult:
         """The finished job as a result message, or abort with the status that explains it."""
+        try:
+            return self._outcome_of(job, context, stream)
+        finally:
+            # Raised here by result(), the search's exception (kept in the future) got
+            # this frame, which holds the job, which holds the future: a cycle keeping the
+            # job's tables, and their files, until Python's cyclic collector runs.
+            future = job.future
+            if future is not None and future.done() and not future.cancelled():
+                error = future.exception()
+                if error is not None:
+                    error.__traceback__ = None
+
+    def _outcome_of(self, job: Job, context, stream: bool) -> pb.SolveResult:
         side = job.solver.side
         try:
             result = job.future.result()

@@ -136,12 +136,16 @@ def test_reload_lets_running_searches_finish_on_the_old_tables(art_dir, tmp_path
     daemon = running_daemon(load_directory(d), threads=1)
     try:
         old = daemon.servicer.served
+        assert old.hold()  # as a search admitted before the reload holds them
         daemon.reload(load_directory(art_dir))
         assert daemon.servicer.served is not old
         assert daemon.servicer.tables.sides == [3, 4]
         # The old solver still answers from its mapping (a job that held it would).
         r = old.solvers[3].solve(EASY8, control=SearchControl())
         assert r.length == 2
+        assert not old.released
+        old.leave()  # its last search ended: unmapped and closed
+        assert old.released
     finally:
         daemon.stop(grace=1)
 

@@ -121,6 +121,7 @@ class Pinned:
         self._breaks = self._restored = 0
         self._why = ""  # what the last break or content check found
         self._attaching = False  # the recovery is mapping the file back (the handler waits)
+        self._releasing = False  # release() began: never map the file back
         self._content = None  # (version, offset, length, sha256s) read at load, if an artifact
         self._mapped: list = []  # the arrays mapped from the file (detached on a break)
         self._lock = threading.Lock()
@@ -273,8 +274,8 @@ class Pinned:
                 return
             self._attaching = True
             try:
-                if self._breaks != breaks:
-                    return  # broken again meanwhile: that break's recovery decides
+                if self._breaks != breaks or self._releasing:
+                    return  # broken again meanwhile (that break's recovery decides), or done
                 for data in self._mapped:
                     residency.attach(data, self._fd)
             finally:
@@ -287,6 +288,9 @@ class Pinned:
     def release(self) -> None:
         """No search will read the file again: unmap its tables (zero pages at the same
         addresses: a view still held reads zeros, never the file) and close it."""
+        self._releasing = True
+        while self._attaching:  # a recovery mapping the file back: detach after it
+            time.sleep(0.001)
         for data in self._mapped:
             with contextlib.suppress(OSError):
                 residency.detach(data)
