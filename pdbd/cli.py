@@ -16,6 +16,7 @@ import signal
 import sys
 from types import SimpleNamespace
 
+from pdbtool.cli.cluster import add_shipping_options
 from pdbtool.cli.console import (arg_budget, arg_seconds, arg_size, batch_exit_code, emit,
                                  input_lines, read_stdin, report_error, result_text, run,
                                  search_line, stop_on_signals, version_text)
@@ -50,9 +51,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--metrics", metavar="HOST:PORT",
                    help="serve Prometheus metrics at http://HOST:PORT/metrics (loopback unless "
                         "--insecure; port 0 picks a free one)")
-    s.add_argument("--pid-file", metavar="PATH",
-                   help="write the process id to PATH once serving (for kill -HUP), remove it "
-                        "at exit; refuses a file naming a running process")
+    s.add_argument("--pid-file", metavar="PATH", help="write the process id to PATH once "
+                   "serving (for kill -HUP), remove it at exit; refuses a running process's file")
     s.add_argument("--threads", type=positive, default=None, metavar="N",
                    help="search threads (default: one per core)")
     s.add_argument("--max-queue", type=non_negative, default=DEFAULT_MAX_QUEUE, metavar="Q",
@@ -106,10 +106,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--cluster-above", type=positive, default=DEFAULT_CLUSTER_ABOVE, metavar="N",
                    help="with --cluster: a search that generates more than N nodes here goes to "
                         f"the cluster (default {DEFAULT_CLUSTER_ABOVE:,})")
-    s.add_argument("--cluster-shared", metavar="DIR",
-                   help="with --cluster: ship the tables through DIR, seen by every node")
-    s.add_argument("--cluster-cache", metavar="DIR",
-                   help="with --cluster: where the nodes keep the tables they received")
+    add_shipping_options(s)
     add_logging(s)
     s.add_argument("--verbose", "-v", action="store_true", help="debug logging (--log-level debug)")
     s.set_defaults(func=serve)

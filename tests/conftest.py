@@ -57,6 +57,20 @@ def art_dir(tmp_path_factory):
     return d
 
 
+@pytest.fixture
+def served_dir(art_dir, tmp_path):
+    """A directory of stamped copies of the 8/full and 15/5-5-5 artifacts, to serve and
+    change (rollouts, reloads)."""
+    from pdbtool.tables import artifact, trust
+
+    d = tmp_path / "served"
+    d.mkdir()
+    for name in ("8-full.h5", "15-5-5-5.h5"):
+        shutil.copy(art_dir / name, d / name)
+        trust.record(artifact.read_meta(d / name))
+    return d
+
+
 @pytest.fixture(scope="session")
 def ray_local():
     """One local Ray instance for the whole session (2 CPUs, a small object store): the

@@ -37,6 +37,18 @@ def running_daemon(tables, **options):
 
 
 @contextlib.contextmanager
+def daemon_serving(tables, **options):
+    """running_daemon for a ``with`` block: stopped at its end. The block does not hold the
+    tables given: only the daemon does, so that a reload can release them."""
+    daemon = running_daemon(tables, **options)
+    del tables
+    try:
+        yield daemon
+    finally:
+        daemon.stop(grace=1)
+
+
+@contextlib.contextmanager
 def channel_stub(address: str):
     """A raw pdbd.v1.Solver stub on its own channel, closed afterwards."""
     import grpc

@@ -4,7 +4,6 @@ resident memory stay flat over many reloads; a search running across a reload fi
 on the old tables, which are released after it."""
 
 import os
-import shutil
 import weakref
 
 import grpc
@@ -14,20 +13,9 @@ from pdbd.client import SolverClient
 from pdbd.server import reload_tables
 from pdbd.v1 import solver_pb2 as pb
 from pdbtool.selection import load_directory
-from pdbtool.tables import artifact, trust
-from serving import EASY8, EASY15, HARDEST, channel_stub, rss_kib, running_daemon, wait_for
+from serving import EASY8, EASY15, HARDEST, channel_stub, daemon_serving, rss_kib, wait_for
 
 RELOADS = 20
-
-
-@pytest.fixture
-def served_dir(art_dir, tmp_path):
-    d = tmp_path / "served"
-    d.mkdir()
-    for name in ("8-full.h5", "15-5-5-5.h5"):
-        shutil.copy(art_dir / name, d / name)
-        trust.record(artifact.read_meta(d / name))
-    return d
 
 
 def open_fds() -> int:
@@ -54,8 +42,7 @@ def table_fds(directory) -> int:
 
 @pytest.mark.process
 def test_twenty_reloads_keep_fds_mappings_and_memory_flat(served_dir):
-    daemon = running_daemon(load_directory(served_dir), threads=1)
-    try:
+    with daemon_serving(load_directory(served_dir), threads=1) as daemon:
         with SolverClient(daemon.address) as client:
             def reload_and_query():
                 reload_tables(daemon, served_dir)  # what SIGHUP runs
@@ -74,14 +61,11 @@ def test_twenty_reloads_keep_fds_mappings_and_memory_flat(served_dir):
             assert open_fds() <= fds + 2, (fds, open_fds())  # before: +4 a reload
             table_kib = sum(p.stat().st_size for p in served_dir.glob("*.h5")) >> 10
             assert rss_kib(os.getpid()) - rss < 4 * table_kib + 16384, (rss, table_kib)
-    finally:
-        daemon.stop(grace=1)
 
 
 @pytest.mark.process
 def test_a_search_across_a_reload_ends_on_the_old_tables_then_they_are_released(served_dir):
-    daemon = running_daemon(load_directory(served_dir), threads=2, prefault=False)
-    try:
+    with daemon_serving(load_directory(served_dir), threads=2, prefault=False) as daemon:
         old = weakref.ref(daemon.servicer.served)  # no reference of the test's keeps it
         maps, files = table_mappings(served_dir), table_fds(served_dir)
         with channel_stub(daemon.address) as stub, SolverClient(daemon.address) as client:
@@ -102,19 +86,14 @@ def test_a_search_across_a_reload_ends_on_the_old_tables_then_they_are_released(
             with pytest.raises(grpc.FutureCancelledError):
                 search.result()
             assert client.solve(EASY15).length == 2
-    finally:
-        daemon.stop(grace=1)
 
 
 @pytest.mark.process
 def test_a_refused_reload_releases_nothing(served_dir):
-    daemon = running_daemon(load_directory(served_dir), threads=1, prefault=False)
-    try:
+    with daemon_serving(load_directory(served_dir), threads=1, prefault=False) as daemon:
         served = daemon.servicer.served
         (served_dir / "bad.h5").write_bytes(b"not an artifact")
         reload_tables(daemon, served_dir)
         assert daemon.servicer.served is served and not served.released
         with SolverClient(daemon.address) as client:
             assert client.solve(EASY8).length == 2 and client.solve(EASY15).length == 2
-    finally:
-        daemon.stop(grace=1)

@@ -22,16 +22,6 @@ from serving import EASY8, EASY15, running_daemon, wait_for
 PDBTOOL = str(Path(sys.executable).with_name("pdbtool"))
 
 
-@pytest.fixture
-def served_dir(art_dir, tmp_path):
-    d = tmp_path / "served"
-    d.mkdir()
-    for name in ("8-full.h5", "15-5-5-5.h5"):
-        shutil.copy(art_dir / name, d / name)
-        trust.record(artifact.read_meta(d / name))
-    return d
-
-
 def _serving(pin) -> bool:
     try:
         pin.check()

@@ -18,3 +18,14 @@ def open_cluster(args):
 def add_cluster_option(p, help: str) -> None:
     p.add_argument("--cluster", metavar="ADDRESS", help=f"{help} (needs the cluster extra: "
                    "pip install 'pdbtool[cluster]')")
+
+
+def add_shipping_options(p) -> None:
+    """How the tables reach a cluster's nodes: --cluster-shared and --cluster-cache (pdbtool
+    solve and build, pdbd serve)."""
+    for flag, text in (
+            ("--cluster-shared", "ship the tables through DIR, a directory every node sees, "
+                                 "instead of Ray's object store"),
+            ("--cluster-cache", "where each node keeps the tables it received, by version "
+                                "(default $PDBTOOL_CLUSTER_CACHE or <tmp>/pdbtool-cluster-<uid>)")):
+        p.add_argument(flag, metavar="DIR", help=f"with --cluster: {text}")

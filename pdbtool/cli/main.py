@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pdbtool import puzzle
 from pdbtool.cli import PROG
-from pdbtool.cli.cluster import add_cluster_option, open_cluster
+from pdbtool.cli.cluster import add_cluster_option, add_shipping_options, open_cluster
 from pdbtool.cli.console import (SearchReporter, arg_budget, arg_seconds, arg_size, batch_exit_code,
                                  emit, input_lines, plural, report_error, result_text, run,
                                  version_text)
@@ -344,12 +344,7 @@ def parser() -> argparse.ArgumentParser:
     add_cluster_option(s, "search one board over a Ray cluster (the driver iterates the bounds, "
                           "the nodes search the subtrees), or with --file spread the boards over "
                           "it, one board per task; 'local' starts Ray on this machine")
-    s.add_argument("--cluster-shared", metavar="DIR",
-                   help="with --cluster: ship the tables through DIR, a directory every node sees, "
-                        "instead of Ray's object store")
-    s.add_argument("--cluster-cache", metavar="DIR",
-                   help="with --cluster: where each node keeps the tables it received, by version "
-                        "(default $PDBTOOL_CLUSTER_CACHE or <tmp>/pdbtool-cluster-<uid>)")
+    add_shipping_options(s)
     s.add_argument("--json", action="store_true", help="one JSON object per board")
     s.set_defaults(func=cmd_solve)
 

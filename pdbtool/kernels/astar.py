@@ -60,6 +60,60 @@ def heap_pop(heap, size):
     return top, size
 
 
+@njit(cache=True, nogil=True, inline="always")
+def pop_entry(heap, size):
+    """The best entry of an open list (heap_push's packing): (state index, g, f, new size)."""
+    item, size = heap_pop(heap, size)
+    return item & 0xFFFFFFFF, MAX_G - ((item >> 32) & 0xFF), item >> 40, size
+
+
+@njit(cache=True, nogil=True, inline="always")
+def look_at_child(H, s, board, pos, rows, c, b, k0, k1, n, bits, per, limit):
+    """The child in which the tile at cell c slides into the blank at b, looked at and
+    taken back: (its h, as h_update derives it from rows[0] into rows[1], and its key)."""
+    t = slide(board, pos, c, b)
+    h = h_update(H, s, board, pos, rows[0], rows[1], t, c, b, limit)
+    slide(board, pos, b, c)
+    c0, c1 = key_moved(k0, k1, t, c, b, n, bits, per)
+    return h, c0, c1
+
+
+@njit(cache=True, nogil=True)
+def find(table, keys, k0, k1, mask):
+    """(slot, index) of the key in the hash table (``table``: index + 1 per slot, 0 empty,
+    linear probing); index -1 and the empty slot if absent."""
+    slot = slot_of(k0, k1, mask)
+    while True:
+        j = table[slot] - 1
+        if j < 0 or (keys[j, 0] == k0 and keys[j, 1] == k1):
+            return slot, j
+        slot = (slot + 1) & mask
+
+
+@njit(cache=True, nogil=True, inline="always")
+def expand(H, s, board, pos, rows, k0, k1, n, bits, per, f, counters, stop, budget, generated,
+           expanded, reported_g, reported_e):
+    """Begin expanding the state with key (k0, k1): the board set to it, its h in rows[0],
+    counted, f published as the bound, the stop flag and the budget polled; returns
+    (status, expanded, reported_g, reported_e)."""
+    board_of(k0, k1, n, bits, per, board, pos)
+    h_init(H, s, board, pos, rows[0])
+    expanded += 1
+    counters[BOUND] = f
+    status, reported_g, reported_e = poll(counters, stop, budget, generated, expanded,
+                                          reported_g, reported_e)
+    return status, expanded, reported_g, reported_e
+
+
+@njit(cache=True, nogil=True, inline="always")
+def take_slot(free, nfree, top):
+    """A state's slot: the last one freed if any, else the next never used; returns (slot,
+    nfree, top)."""
+    if nfree > 0:
+        return free[nfree - 1], nfree - 1, top
+    return top, nfree, top + 1
+
+
 @njit(cache=True, nogil=True, _nrt=False)  # no reference counting: docs/architecture.md
 def astar(H, s, board, pos, moves, nmoves, rows, bits, per, keys, parent, gs, heap, table,
           budget, stop, counters):
@@ -86,10 +140,7 @@ def astar(H, s, board, pos, moves, nmoves, rows, bits, per, keys, parent, gs, he
     expanded, generated = 0, 0
     reported_e, reported_g = 0, 0
     while size > 0:
-        item, size = heap_pop(heap, size)
-        idx = item & 0xFFFFFFFF
-        g = MAX_G - ((item >> 32) & 0xFF)
-        f = item >> 40
+        idx, g, f, size = pop_entry(heap, size)
         if gs[idx] != g:
             continue  # reached again by a shorter path since this entry was pushed
         if f == g:  # h = 0: the goal, expanded first at the optimal cost
@@ -99,29 +150,19 @@ def astar(H, s, board, pos, moves, nmoves, rows, bits, per, keys, parent, gs, he
             continue
         k0 = keys[idx, 0]
         k1 = keys[idx, 1]
-        board_of(k0, k1, n, bits, per, board, pos)
-        h_init(H, s, board, pos, rows[0])
-        expanded += 1
-        counters[BOUND] = f
-        status, reported_g, reported_e = poll(counters, stop, budget, generated, expanded,
-                                              reported_g, reported_e)
+        status, expanded, reported_g, reported_e = expand(
+            H, s, board, pos, rows, k0, k1, n, bits, per, f, counters, stop, budget, generated,
+            expanded, reported_g, reported_e)
         if status != NOT_FOUND:
             return status, -1, expanded, generated, held, peak
         b = pos[0]
         for k in range(nmoves[b]):
             c = moves[b, k] >> 2
-            t = slide(board, pos, c, b)
-            h = h_update(H, s, board, pos, rows[0], rows[1], t, c, b, no_limit)
-            slide(board, pos, b, c)
+            h, c0, c1 = look_at_child(H, s, board, pos, rows, c, b, k0, k1, n, bits, per,
+                                      no_limit)
             generated += 1
-            c0, c1 = key_moved(k0, k1, t, c, b, n, bits, per)
             g2 = g + 1
-            slot = slot_of(c0, c1, mask)
-            while True:
-                j = table[slot] - 1
-                if j < 0 or (keys[j, 0] == c0 and keys[j, 1] == c1):
-                    break
-                slot = (slot + 1) & mask
+            slot, j = find(table, keys, c0, c1, mask)
             if j >= 0:
                 if gs[j] <= g2:
                     continue

@@ -64,23 +64,48 @@ def bfs(board, target, n, nbr, nnbr, fact, dist, parent, queue, stop):
         expanded += 1
         if expanded & (POLL - 1) == 0 and stop[0] != 0:
             return STOPPED, expanded, generated, tail
-        b = 0
-        while cells[b] != 0:
-            b += 1
-        for k in range(nnbr[b]):
-            c = nbr[b, k]
-            cells[b] = cells[c]
-            cells[c] = 0
-            q = rank(cells, n, fact)
-            cells[c] = cells[b]
-            cells[b] = 0
-            generated += 1
-            if dist[q] < 0:
-                dist[q] = dist[r] + 1
-                parent[q] = r
-                queue[tail] = q
-                tail += 1
+        tail, pushed, _ = push_children(r, n, nbr, nnbr, fact, cells, dist, parent, queue, tail,
+                                        dist[:0])
+        generated += pushed
     return NOT_FOUND, expanded, generated, tail
+
+
+@njit(cache=True, nogil=True, inline="always")
+def blank_of(r, n, fact, cells):
+    """The blank's cell on the board ranked r (unranked into ``cells``)."""
+    unrank(r, n, fact, cells)
+    b = 0
+    while cells[b] != 0:
+        b += 1
+    return b
+
+
+@njit(cache=True, nogil=True, inline="always")
+def push_children(r, n, nbr, nnbr, fact, cells, dist, parent, queue, tail, other):
+    """Queue the neighbours not reached yet of the board ranked r (unranked in ``cells``,
+    left as it was) at distance dist[r] + 1; returns (the new tail, the neighbours generated,
+    the first one queued that ``other`` has reached, or -1: bidirectional search's meeting;
+    an empty ``other`` for none)."""
+    generated, meet = 0, -1
+    b = 0
+    while cells[b] != 0:
+        b += 1
+    for k in range(nnbr[b]):
+        c = nbr[b, k]
+        cells[b] = cells[c]
+        cells[c] = 0
+        q = rank(cells, n, fact)
+        cells[c] = cells[b]
+        cells[b] = 0
+        generated += 1
+        if dist[q] < 0:
+            dist[q] = dist[r] + 1
+            parent[q] = r
+            queue[tail] = q
+            tail += 1
+            if meet < 0 and other.shape[0] > 0 and other[q] >= 0:
+                meet = q
+    return tail, generated, meet
 
 
 @njit(cache=True, nogil=True)
@@ -90,11 +115,7 @@ def trace(target, parent, n, fact, out):
     length = 0
     r = target
     while parent[r] >= 0:
-        unrank(r, n, fact, cells)
-        b = 0
-        while cells[b] != 0:
-            b += 1
-        out[length] = b
+        out[length] = blank_of(r, n, fact, cells)
         length += 1
         r = parent[r]
     out[:length] = out[:length][::-1].copy()

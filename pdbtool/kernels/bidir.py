@@ -24,14 +24,12 @@ held in both).
 import numpy as np
 from numba import njit
 
-from pdbtool.kernels.astar import heap_pop, heap_push
-from pdbtool.kernels.bfs import rank, unrank
-from pdbtool.kernels.heuristic import h_init, h_update
-from pdbtool.kernels.ida import BOUND, FOUND, INF, NOT_FOUND, STOPPED, poll, publish, slide
-from pdbtool.kernels.state_key import board_of, key_moved, key_of, slot_of
+from pdbtool.kernels.astar import MAX_G, MEMORY, find, heap_pop, heap_push, look_at_child
+from pdbtool.kernels.bfs import blank_of, push_children, unrank
+from pdbtool.kernels.heuristic import h_init
+from pdbtool.kernels.ida import BOUND, FOUND, INF, NOT_FOUND, STOPPED, poll, publish
+from pdbtool.kernels.state_key import board_of, key_of, slot_of
 
-MEMORY = 4
-MAX_G = 255
 CLOSED = 0x80  # flag in MM's gs: expanded
 MAX_G_MM = 127  # g below the flag
 BYTES_PER_STATE = 16 + 4 + 1 + 8 + 12  # as A*: key, parent, g, two hash slots, 1.5 heap entries
@@ -45,24 +43,11 @@ def bfs_layer(n, nbr, nnbr, fact, dist, parent, queue, head, tail, other, cells)
     for i in range(head, end):
         r = queue[i]
         unrank(r, n, fact, cells)
-        b = 0
-        while cells[b] != 0:
-            b += 1
-        for k in range(nnbr[b]):
-            c = nbr[b, k]
-            cells[b] = cells[c]
-            cells[c] = 0
-            q = rank(cells, n, fact)
-            cells[c] = cells[b]
-            cells[b] = 0
-            generated += 1
-            if dist[q] < 0:
-                dist[q] = dist[r] + 1
-                parent[q] = r
-                queue[tail] = q
-                tail += 1
-                if other[q] >= 0:
-                    return q, tail, generated
+        tail, pushed, meet = push_children(r, n, nbr, nnbr, fact, cells, dist, parent, queue,
+                                           tail, other)
+        generated += pushed
+        if meet >= 0:
+            return meet, tail, generated
     return -1, tail, generated
 
 
@@ -109,11 +94,7 @@ def bfs_trace(meet, parent, n, fact, out):
     length = 0
     r = meet
     while r >= 0:
-        unrank(r, n, fact, cells)
-        b = 0
-        while cells[b] != 0:
-            b += 1
-        out[length] = b
+        out[length] = blank_of(r, n, fact, cells)
         length += 1
         r = parent[r]
     return length
@@ -163,17 +144,10 @@ def mm_expand(H, s, board, pos, moves, nmoves, rows, bits, per, keys, parent, gs
     g2 = g + 1
     for k in range(nmoves[b]):
         c = moves[b, k] >> 2
-        t = slide(board, pos, c, b)
-        h = h_update(H, s, board, pos, rows[0], rows[1], t, c, b, no_limit)
-        slide(board, pos, b, c)
+        h, c0, c1 = look_at_child(H, s, board, pos, rows, c, b, k0, k1, n_cells, bits, per,
+                                  no_limit)
         generated += 1
-        c0, c1 = key_moved(k0, k1, t, c, b, n_cells, bits, per)
-        slot = slot_of(c0, c1, mask)
-        while True:
-            j = table[slot] - 1
-            if j < 0 or (keys[j, 0] == c0 and keys[j, 1] == c1):
-                break
-            slot = (slot + 1) & mask
+        slot, j = find(table, keys, c0, c1, mask)
         if j >= 0:
             if (gs[j] & ~CLOSED) <= g2:
                 continue

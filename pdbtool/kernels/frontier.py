@@ -26,29 +26,16 @@ largest number of nodes held, largest heap); mid_out receives the middle's key.
 import numpy as np
 from numba import njit
 
-from pdbtool.kernels.astar import heap_pop, heap_push
-from pdbtool.kernels.heuristic import h_init, h_update
-from pdbtool.kernels.ida import BOUND, FOUND, INF, NOT_FOUND, poll, publish, slide
-from pdbtool.kernels.state_key import board_of, key_moved, key_of, slot_of
+from pdbtool.kernels.astar import (MAX_G, MEMORY, expand, find, heap_push, look_at_child,
+                                   pop_entry, take_slot)
+from pdbtool.kernels.ida import FOUND, INF, NOT_FOUND, publish
+from pdbtool.kernels.state_key import key_of, slot_of
 
-MEMORY = 4
-MAX_G = 255
 NO_MID = 255
 ALIVE = 0x80  # in used[]: the index holds an open node
 # key 16, middle's key 16, g, h, used operators, middle's g 4, two hash slots 8, free list 4,
 # two heap entries 16
 BYTES_PER_NODE = 16 + 16 + 4 + 8 + 4 + 16
-
-
-@njit(cache=True, nogil=True)
-def find(table, keys, k0, k1, mask):
-    """(slot, index) of the key in the hash table; index -1 and the empty slot if absent."""
-    slot = slot_of(k0, k1, mask)
-    while True:
-        j = table[slot] - 1
-        if j < 0 or (keys[j, 0] == k0 and keys[j, 1] == k1):
-            return slot, j
-        slot = (slot + 1) & mask
 
 
 @njit(cache=True, nogil=True)
@@ -102,12 +89,12 @@ def frontier(H, s, board, pos, moves, nmoves, rows, bits, per, t0, t1, keys, gs,
     state whose key is (t0, t1). Node arrays of ``cap`` rows; heap int64[>= 2 cap]; table
     int32[2^k >= 2 cap], zeros."""
     n_cells = s * s
+    h0 = rows[0, 0]
     no_limit = np.int64(INF)  # not a literal: see kernels.heuristic.h_update
     cap = keys.shape[0]
     hcap = heap.shape[0]
     mask = table.shape[0] - 1
     k0, k1 = key_of(board, n_cells, bits, per)
-    h0 = rows[0, 0]
     if k0 == t0 and k1 == t1:
         return FOUND, 0, 0, 0, 0, 1, 1
     keys[0, 0] = k0
@@ -124,10 +111,7 @@ def frontier(H, s, board, pos, moves, nmoves, rows, bits, per, t0, t1, keys, gs,
     expanded, generated = 0, 0
     reported_e, reported_g = 0, 0
     while size > 0:
-        item, size = heap_pop(heap, size)
-        n = item & 0xFFFFFFFF
-        g = MAX_G - ((item >> 32) & 0xFF)
-        f = item >> 40
+        n, g, f, size = pop_entry(heap, size)
         if not (used[n] & ALIVE) or gs[n] != g or f != g + hs[n]:
             continue  # stale: expanded (deleted) already, or reached by a shorter path since
         k0 = keys[n, 0]
@@ -137,12 +121,9 @@ def frontier(H, s, board, pos, moves, nmoves, rows, bits, per, t0, t1, keys, gs,
             mid_out[1] = mid[n, 1]
             publish(counters, generated, expanded, reported_g, reported_e)
             return FOUND, g, midg[n], expanded, generated, peak, hpeak
-        board_of(k0, k1, n_cells, bits, per, board, pos)
-        h_init(H, s, board, pos, rows[0])
-        expanded += 1
-        counters[BOUND] = f
-        status, reported_g, reported_e = poll(counters, stop, budget, generated, expanded,
-                                              reported_g, reported_e)
+        status, expanded, reported_g, reported_e = expand(
+            H, s, board, pos, rows, k0, k1, n_cells, bits, per, f, counters, stop, budget,
+            generated, expanded, reported_g, reported_e)
         if status != NOT_FOUND:
             return status, 0, 0, expanded, generated, peak, hpeak
         b = pos[0]
@@ -152,11 +133,9 @@ def frontier(H, s, board, pos, moves, nmoves, rows, bits, per, t0, t1, keys, gs,
             if used[n] & (1 << d) or gc >= MAX_G:
                 continue
             c = moves[b, k] >> 2
-            t = slide(board, pos, c, b)
-            h = h_update(H, s, board, pos, rows[0], rows[1], t, c, b, no_limit)
-            slide(board, pos, b, c)
+            h, c0, c1 = look_at_child(H, s, board, pos, rows, c, b, k0, k1, n_cells, bits, per,
+                                      no_limit)
             generated += 1
-            c0, c1 = key_moved(k0, k1, t, c, b, n_cells, bits, per)
             back = np.int64(1) << back_direction(moves, nmoves, c, b)
             slot, j = find(table, keys, c0, c1, mask)
             if j >= 0:
@@ -166,12 +145,7 @@ def frontier(H, s, board, pos, moves, nmoves, rows, bits, per, t0, t1, keys, gs,
             else:
                 if held == cap:
                     return MEMORY, 0, 0, expanded, generated, peak, hpeak
-                if nfree > 0:
-                    nfree -= 1
-                    j = free[nfree]
-                else:
-                    j = top
-                    top += 1
+                j, nfree, top = take_slot(free, nfree, top)
                 keys[j, 0] = c0
                 keys[j, 1] = c1
                 used[j] = ALIVE | back

@@ -30,12 +30,11 @@ regenerated, largest number of nodes held).
 import numpy as np
 from numba import njit
 
-from pdbtool.kernels.heuristic import h_init, h_update
-from pdbtool.kernels.ida import BOUND, FOUND, INF, NOT_FOUND, poll, publish, slide
-from pdbtool.kernels.state_key import board_of, key_moved, key_of
+from pdbtool.kernels.astar import MAX_G, MEMORY, expand, take_slot, trace
+from pdbtool.kernels.heuristic import h_update
+from pdbtool.kernels.ida import FOUND, INF, NOT_FOUND, publish, slide
+from pdbtool.kernels.state_key import key_moved, key_of
 
-MEMORY = 4
-MAX_G = 255
 UNGEN, NOMOVE, FORGOT = -1, -2, -3  # slot values; FORGOT - f: forgotten with value f
 # keys 16, g 1, lb 4, automaton state 4, parent 4, slots 16, children held 1, heap key 8,
 # two heaps and their positions 16, free list 4
@@ -177,14 +176,7 @@ def sma(H, s, board, pos, moves, nmoves, fsm, rows, bits, per, t0, t1, keys, gs,
             return MEMORY, 0, expanded, generated, dropped, regenerated, peak
         n = ohp[0]
         if keys[n, 0] == t0 and keys[n, 1] == t1:
-            length = 0
-            j = n
-            while par[j] >= 0:
-                board_of(keys[j, 0], keys[j, 1], n_cells, bits, per, board, pos)
-                out[length] = pos[0]
-                length += 1
-                j = par[j]
-            out[:length] = out[:length][::-1].copy()
+            length = trace(keys, par, n, n_cells, bits, per, board, pos, out)
             publish(counters, generated, expanded, reported_g, reported_e)
             return FOUND, length, expanded, generated, dropped, regenerated, peak
         # SMA*'s next successor of the best node: its best slot
@@ -198,12 +190,9 @@ def sma(H, s, board, pos, moves, nmoves, fsm, rows, bits, per, t0, t1, keys, gs,
                 best_k, fslot = k, FORGOT - v
         if slot[n, best_k] != UNGEN:
             regenerated += 1
-        board_of(keys[n, 0], keys[n, 1], n_cells, bits, per, board, pos)
-        h_init(H, s, board, pos, rows[0])
-        expanded += 1
-        counters[BOUND] = fslot
-        status, reported_g, reported_e = poll(counters, stop, budget, generated, expanded,
-                                              reported_g, reported_e)
+        status, expanded, reported_g, reported_e = expand(
+            H, s, board, pos, rows, keys[n, 0], keys[n, 1], n_cells, bits, per, fslot, counters,
+            stop, budget, generated, expanded, reported_g, reported_e)
         if status != NOT_FOUND:
             return status, 0, expanded, generated, dropped, regenerated, peak
         b = pos[0]
@@ -254,12 +243,7 @@ def sma(H, s, board, pos, moves, nmoves, fsm, rows, bits, per, t0, t1, keys, gs,
         if fc >= INF:
             slot[n, best_k] = FORGOT - INF
         else:
-            if nfree > 0:
-                nfree -= 1
-                j = free[nfree]
-            else:
-                j = top
-                top += 1
+            j, nfree, top = take_slot(free, nfree, top)
             keys[j, 0] = c0
             keys[j, 1] = c1
             gs[j] = gc
