@@ -41,7 +41,7 @@ def open_trusted(path) -> Trusted:
     pin = trust.Pinned(path)
     meta = artifact.read_meta(path)
     data = artifact.map_tables(meta)
-    pin.protect(data)
+    pin.protect(data, meta)
     if trust.is_recorded(meta):
         checks = ("stamp",)
     else:

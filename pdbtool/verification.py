@@ -239,7 +239,7 @@ def _run_checks(path, full: bool, seed: int,
     try:
         meta = artifact.read_meta(path)
         data = artifact.map_tables(meta)
-        protect(data)
+        protect(data, meta)
         check_layout(meta)
     except PdbError as e:
         return None, [Check("metadata", False, str(e))]

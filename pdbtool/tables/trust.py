@@ -136,11 +136,13 @@ class Pinned:
             return "released"
         return self._why if self._breaks > self._restored else None
 
-    def protect(self, data) -> None:
-        """Detach ``data`` (mapped from this file) if anyone opens the file for writing."""
+    def protect(self, data, meta: artifact.ArtifactMeta | None = None) -> None:
+        """Detach ``data`` (mapped from this file) if anyone opens the file for writing.
+        ``meta``: the file's metadata as the caller read it (else read again here, through
+        the descriptor), whose content version later checks are held against."""
         self._mapped.append(data)
         if self._content is None:
-            self._content = self._read_content()
+            self._content = self._read_content() if meta is None else self._content_of(meta)
         if self.broken:
             residency.detach(data)
 
@@ -201,9 +203,12 @@ class Pinned:
         """The content version and checksums of the open file (its metadata read through
         the descriptor: the path may name another file by now); None if not an artifact."""
         try:
-            meta = artifact.read_meta(f"/proc/self/fd/{self._fd}")
+            return self._content_of(artifact.read_meta(f"/proc/self/fd/{self._fd}"))
         except (ArtifactError, OSError):
             return None
+
+    @staticmethod
+    def _content_of(meta: artifact.ArtifactMeta):
         return (meta.version, meta.data_offset, meta.data_length,
                 tuple(t.sha256 for t in meta.tables)), meta
 
