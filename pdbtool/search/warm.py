@@ -21,11 +21,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 from pdbtool.kernels import CACHE_DIR
 from pdbtool.kernels import heuristic as hk
 
-PARTS = ("serial", "shared")  # Solver.compile_kernels: IDA* on one thread; the shared iterations
+PARTS = ("serial", "shared")  # Solver.kernel_parts: IDA* on one thread; the shared iterations
 # Seconds of compiling on one core of the machines in BENCHMARKS.md, for the announcements.
 ESTIMATE = {"serial": {hk.PDB: 9.0}, "shared": {hk.PDB: 2.5}}
 DEFAULT_ESTIMATE = {"serial": 5.0, "shared": 2.0}
