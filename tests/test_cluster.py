@@ -1,6 +1,7 @@
 """Searches on a local Ray cluster (2 CPUs, one node): the same optimal answers as the local
 solver on 8-, 15- and 24-puzzles, batches in input order, a killed worker survived, a
-damaged table refused on arrival, cancellation that stops the nodes' tasks.
+damaged table refused on arrival, cancellation that stops the nodes' tasks, a search stopped
+part way resumed from its checkpoint.
 
 Every search here sends its iterations to the cluster from the first bound
 (``serial_below=0``), so even easy boards go through the actors.
@@ -15,9 +16,10 @@ import time
 import pytest
 
 from pdbtool import puzzle
-from pdbtool.errors import ArtifactError, LimitReached
+from pdbtool.errors import ArtifactError, BadInput, LimitReached
 from pdbtool.heuristics.table_free import table_free
 from pdbtool.loading import load_heuristic
+from pdbtool.search.checkpoint import Checkpoint, Checkpointing
 from pdbtool.search.control import SearchControl
 from pdbtool.search.solver import Solver
 from pdbtool.tables.builder import build
@@ -168,6 +170,35 @@ def test_a_killed_worker_is_survived(cluster):
     assert box["value"].length == optimal
     assert cluster._ask(cluster.workers(solver), "load", cluster.running.spec) == []
     assert all(w.report.pid != pid for w in cluster.workers(solver))
+
+
+def test_stopped_by_its_budget_it_resumes_from_its_checkpoint(cluster, art_dir, tmp_path):
+    """The cluster saves the batches it finished; the resumed search searches the rest, and
+    every iteration but the last (whose count depends on when the goal is met) counts what
+    a search never stopped counts."""
+    solver = Solver(table_free("linear-conflict", 4))
+    board = korf100()[15][2]  # #16: a million nodes in 9 iterations with linear conflicts
+    straight = on_cluster(cluster, solver, board, "blank-first")
+    path = tmp_path / "search.json"
+    # stopped half way through the last iteration before the goal's: no goal to find there
+    before = straight.iterations[:-2]
+    budget = sum(it["nodes"] for it in before) + straight.iterations[-2]["nodes"] // 2
+    with pytest.raises(LimitReached):
+        on_cluster(cluster, solver, board, "blank-first", SearchControl(
+            budget=budget, checkpoint=Checkpointing(path, every=1e9)))
+    saved = Checkpoint.from_json(path.read_text())
+    assert saved.identity.algorithm == "ida on a cluster"
+    assert (saved.bound, saved.iterations) == (straight.iterations[-2]["bound"], before)
+    assert all(len(row) == 4 for row in saved.finished.values())
+    resumed = on_cluster(cluster, solver, board, "blank-first",
+                         SearchControl(checkpoint=Checkpointing(path)))
+    assert resumed.length == straight.length
+    assert resumed.iterations[:-1] == straight.iterations[:-1]
+    assert resumed.iterations[-1]["bound"] == straight.iterations[-1]["bound"]
+    # a thread search's checkpoint is not the cluster's, and the other way round
+    with pytest.raises(BadInput, match="its algorithm 'ida on a cluster', not 'ida'"):
+        solver.search(solver.prepare(board, "blank-first"),
+                      SearchControl(checkpoint=Checkpointing(path)), threads=2)
 
 
 def test_cancellation_stops_the_tasks(cluster):

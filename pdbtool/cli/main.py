@@ -53,19 +53,24 @@ def solve_traced(args, text, solvers, algorithm, cap: int):
 
     board = puzzle.parse_board(text)
     solver = solvers.for_goal(puzzle.side_of(board), args.goal, algorithm)
-    keeper = None
-    if getattr(args, "checkpoint", None):
-        from pdbtool.search.checkpoint import Checkpointing
-
-        keeper = Checkpointing(args.checkpoint, args.checkpoint_every)
-        if keeper.path.exists() and not args.quiet:
-            print(f"{PROG}: resuming the search saved in {keeper.path}", file=sys.stderr,
-                  flush=True)
-    control = SearchControl(budget=args.budget, timeout=args.timeout, checkpoint=keeper)
+    control = SearchControl(budget=args.budget, timeout=args.timeout, checkpoint=keeper_of(args))
     if not args.quiet and algorithm.name == "ida":
         announce_compile(solver, args.threads)
     with SearchReporter(control, enabled=not args.quiet):
         return record(solver, board, args.goal, args.threads, control, cap, algorithm)
+
+
+def keeper_of(args):
+    """The --checkpoint file's keeper (search.checkpoint.Checkpointing), or None; says so
+    when it resumes a saved search."""
+    if not getattr(args, "checkpoint", None):
+        return None
+    from pdbtool.search.checkpoint import Checkpointing
+
+    keeper = Checkpointing(args.checkpoint, args.checkpoint_every)
+    if keeper.path.exists() and not args.quiet:
+        print(f"{PROG}: resuming the search saved in {keeper.path}", file=sys.stderr, flush=True)
+    return keeper
 
 
 def announce_compile(solver, threads: int) -> None:
@@ -92,9 +97,9 @@ def solve_one(args, text, solvers, algorithm) -> int:
 
 def cmd_solve(args) -> int:
     solvers, algorithm = solvers_from(args)
-    if args.checkpoint and (args.cluster or args.file or args.trace or algorithm.name != "ida"):
-        raise BadInput("--checkpoint saves one board's IDA* search on this machine: not with "
-                       "--cluster, --file, --trace or another --algorithm")
+    if args.checkpoint and (args.file or args.trace or algorithm.name != "ida"):
+        raise BadInput("--checkpoint saves one board's IDA* search: not with --file, --trace "
+                       "or another --algorithm")
     if args.cluster:
         return solve_on_cluster(args, solvers, algorithm)
     if args.cluster_shared or args.cluster_cache:
@@ -181,7 +186,7 @@ def solve_one_on_cluster(args, prepared_board) -> int:
     from pdbtool.search.control import SearchControl
 
     solver, prepared = prepared_board
-    control = SearchControl(budget=args.budget, timeout=args.timeout)
+    control = SearchControl(budget=args.budget, timeout=args.timeout, checkpoint=keeper_of(args))
     with open_cluster(args) as cluster:
         def busy() -> str:
             run = cluster.running
@@ -190,6 +195,8 @@ def solve_one_on_cluster(args, prepared_board) -> int:
         with SearchReporter(control, enabled=not args.quiet, detail=busy):
             r = cluster.search(solver, prepared, control).to_dict()
     emit(args, r, result_text(r))
+    if control.checkpoint:  # answered: nothing left to resume
+        control.checkpoint.remove()
     return 0
 
 
@@ -333,7 +340,7 @@ def parser() -> argparse.ArgumentParser:
     add_solve_options(s)
     s.add_argument("--checkpoint", metavar="FILE", help=(
         "save the search's progress to FILE now and then, and resume from it when FILE "
-        "exists (IDA*, one board): a killed or interrupted search started again with the "
+        "exists (IDA*, one board, on threads or over --cluster): a killed or interrupted search started again with the "
         "same FILE goes on where the last save left it, with the same answer and node "
         "counts; removed once the answer is printed"))
     s.add_argument("--checkpoint-every", type=arg_seconds, default=DEFAULT_EVERY, metavar="S",

@@ -62,6 +62,7 @@ from pdbtool.cluster.node import NodeWorker, build_on_node
 from pdbtool.cluster.run import Dispatch, Node, SearchRun, Worker, first_line, replays
 from pdbtool.errors import EXIT_LIMIT, ArtifactError, BadInput, LimitReached, not_a_directory
 from pdbtool.result import SolveResult
+from pdbtool.search.checkpoint import CLUSTER_ALGORITHM, identity
 from pdbtool.search.control import PreparedBoard, SearchControl, envelope
 from pdbtool.search.solver import Solver
 from pdbtool.search.threads import search_bounds
@@ -250,13 +251,18 @@ class Cluster:
         driver. Iterations that generate fewer than ``serial_below`` nodes run on this
         process (an easy board never pays for the cluster); the rest are split into
         about ``FRONTIER_PER_THREAD`` subtrees per CPU of the cluster (or ``target``).
-        Raises LimitReached when the control's budget, timeout or stop flag ends it."""
+        Raises LimitReached when the control's budget, timeout or stop flag ends it. With
+        ``control.checkpoint`` the search saves its progress and resumes from it, as on
+        threads (search/checkpoint.py)."""
         control = control or SearchControl()
-        run = self.running = SearchRun(self, solver, prepared, control, target)
+        keeper = control.checkpoint  # checkpoint.Checkpointing, or None
+        resume = keeper.load(identity(solver, prepared, CLUSTER_ALGORITHM)) if keeper else None
+        run = self.running = SearchRun(self, solver, prepared, control, target, resume)
         try:  # the driver's table file: the frontier and the replay read it
             with envelope(control, solver.heuristic.source):
                 return search_bounds(solver, prepared, control, run.cpus, run.serial,
-                                     run.iteration, run.publish, serial_below)
+                                     run.iteration, run.publish, serial_below, resume=resume,
+                                     begin=run.begin)
         finally:
             run.finish()
 

@@ -17,8 +17,11 @@ from pdbtool.cluster.messages import (BATCHES_PER_CPU, IN_FLIGHT_PER_CPU, POLL_S
                                       HeuristicSpec, NodeProgress, NodeReport, SubtreeRecord)
 from pdbtool.kernels.ida import BOUND, BUDGET, EXPANDED, GENERATED, INF, NOT_FOUND, STOPPED
 from pdbtool.result import SolveResult
+from pdbtool.errors import BadInput
+from pdbtool.search.checkpoint import CLUSTER_ALGORITHM, Checkpoint, identity
 from pdbtool.search.control import IterationOutcome, PreparedBoard, SearchControl, Tally
 from pdbtool.search.solver import Solver
+from pdbtool.search.threads import Counted
 
 if TYPE_CHECKING:
     from pdbtool.cluster.driver import Cluster
@@ -121,16 +124,20 @@ class Dispatch:
 
 class SearchRun:
     """One board's search on the cluster: the frontier, the iterations' batches on the
-    nodes' actors, the live counters."""
+    nodes' actors, the live counters. With ``control.checkpoint`` the finished batches of
+    the current iteration are saved now and then, and at a stop; ``resume`` (a checkpoint
+    of this search) searches only the batches it lacks (search/checkpoint.py)."""
 
     def __init__(self, cluster: Cluster, solver: Solver, prepared: PreparedBoard,
-                 control: SearchControl, target: int | None):
+                 control: SearchControl, target: int | None, resume: Checkpoint | None = None):
         self.cluster, self.ray = cluster, cluster.ray
         self.solver, self.prepared, self.control = solver, prepared, control
         self.workers = cluster.workers(solver)
         self.spec = HeuristicSpec.of(solver)
         self.cpus = sum(w.node.cpus for w in self.workers if w.lost is None)
-        self.target = target or FRONTIER_PER_THREAD * self.cpus
+        self.target = resume.split if resume else target or FRONTIER_PER_THREAD * self.cpus
+        self.keeper, self.resume = control.checkpoint, resume
+        self.before: Counted | None = None  # what the iterations before the current counted
         self.job = uuid.uuid4().hex
         self.serial = np.zeros_like(control.counters)
         self.nodes: list | None = None
@@ -146,6 +153,41 @@ class SearchRun:
         c[EXPANDED] = self.serial[EXPANDED] + sum(p.expanded for p in self.live.values())
         c[BOUND] = bound
 
+    def begin(self, bound, expanded, generated, iterations, seconds) -> None:
+        """Told by the bound loop what was counted before each iteration (checkpoints)."""
+        self.before = Counted(expanded, generated, list(iterations), seconds, time.monotonic())
+
+    def save(self, bound: int, finished: dict) -> None:
+        b = self.before
+        self.keeper.save(Checkpoint(
+            identity(self.solver, self.prepared, CLUSTER_ALGORITHM), self.target, bound,
+            b.expanded, b.generated, b.iterations, [], [], dict(finished),
+            b.seconds + time.monotonic() - b.at))
+
+    def batches(self, finished: dict) -> deque:
+        """The frontier in batches of consecutive nodes, about BATCHES_PER_CPU a CPU, but
+        for the ranges of ``finished`` (first index -> [..., length])."""
+        n = len(self.nodes)
+        per = max(1, n // (BATCHES_PER_CPU * self.cpus))
+        todo = np.ones(n, bool)
+        for first, row in finished.items():
+            if not (0 <= first and len(row) == 4 and 0 < row[3] <= n - first):
+                raise BadInput(f"{self.keeper.path}: the checkpoint's batch at {first} does not "
+                               f"fit a frontier of {n} nodes; it is damaged")
+            todo[first:first + row[3]] = False
+        out = deque()
+        i = 0
+        while i < n:
+            if not todo[i]:
+                i += 1
+                continue
+            j = i
+            while j < n and todo[j] and j - i < per:
+                j += 1
+            out.append(Batch(i, self.nodes[i:j]))
+            i = j
+        return out
+
     def iteration(self, bound: int, left: int) -> IterationOutcome:
         """Every subtree under ``bound``, in batches over the nodes."""
         if self.nodes is None:
@@ -153,9 +195,15 @@ class SearchRun:
             if goal_path is not None:
                 return IterationOutcome(list(goal_path), INF, 0, 0, NOT_FOUND)
             self.nodes = nodes
-        per = max(1, len(self.nodes) // (BATCHES_PER_CPU * self.cpus))
-        batches = deque(Batch(i, self.nodes[i:i + per]) for i in range(0, len(self.nodes), per))
+        finished: dict = {}  # first frontier index -> [next bound, expanded, generated, length]
+        if self.resume:  # the saved bound: its finished batches are not searched again
+            finished, self.resume = dict(self.resume.finished), None
+        batches = self.batches(finished)
         tally = Tally()
+        if finished:
+            saved = np.array(list(finished.values()), np.int64)
+            tally.add(IterationOutcome(None, int(saved[:, 0].min()), int(saved[:, 1].sum()),
+                                       int(saved[:, 2].sum()), NOT_FOUND))
         tasks = Dispatch(self.cluster, self.workers, batches, "its subtrees go to the other nodes",
                          cancelled=BatchResult(IterationOutcome(None, INF, 0, 0, STOPPED), []))
         halted = False
@@ -165,10 +213,16 @@ class SearchRun:
                 if not halted:
                     tasks.feed(lambda w, batch: w.actor.search.remote(self.job, self.spec, bound,
                                                                       left, batch))
-                for _, done in tasks.finished():
+                for batch, done in tasks.finished():
                     tally.add(done.outcome, bool(stop[0]))
                     self.subtrees.extend(done.subtrees)
+                    o = done.outcome
+                    if o.status == NOT_FOUND and o.found is None:
+                        finished[batch.first] = [int(o.next_bound), int(o.expanded),
+                                                 int(o.generated), len(batch.nodes)]
                 self._poll(bound)
+                if self.keeper is not None and not halted and self.keeper.due():
+                    self.save(bound, finished)
                 if tally.found is not None or stop[0]:
                     if not halted:
                         halted = True
@@ -182,6 +236,10 @@ class SearchRun:
                     self._halt_actors()
             if stop[0] and tally.found is None:
                 tally.status = STOPPED
+            elif left >= 0 and tally.found is None and tally.generated > left:
+                tally.status = BUDGET  # spent, though no poll caught it while it ran
+            if self.keeper is not None and tally.found is None and tally.status != NOT_FOUND:
+                self.save(bound, finished)  # stopped: resumable from here
             return tally.outcome()
         except BaseException:
             self.cluster._halt_job(self.job, self.workers, list(tasks.refs))

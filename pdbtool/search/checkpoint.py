@@ -13,6 +13,13 @@ goal, the heuristic and its table's content version, the algorithm, move pruning
 refused, naming the difference, for another search. It is written to a temporary file
 beside it, synced and renamed over it (tables.files.atomic_output), so a kill at any
 moment leaves the last complete save.
+
+The cluster's IDA* (pdbtool.cluster.run) saves the same way: its tasks are batches of
+consecutive frontier nodes, ``split`` is the frontier's size target, a finished batch is
+keyed by its first frontier index and its row carries the batch's length too (so a
+search resumed on a cluster of another size re-batches only the rest), and its identity's
+algorithm is ``CLUSTER_ALGORITHM``: a thread search's checkpoint is refused by the cluster
+and the other way round.
 """
 
 from __future__ import annotations
@@ -21,14 +28,19 @@ import dataclasses
 import json
 import time
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from pdbtool.errors import BadInput
 from pdbtool.tables.files import atomic_output
 
+if TYPE_CHECKING:
+    from pdbtool.search.control import PreparedBoard
+    from pdbtool.search.solver import Solver
+
 FORMAT = "pdbtool-checkpoint-1"
+CLUSTER_ALGORITHM = "ida on a cluster"
 DEFAULT_EVERY = 60.0  # seconds between saves
 
 
@@ -56,6 +68,7 @@ class Checkpoint:
     order: list             # the iteration's order of the tasks
     closest: list           # per task: the smallest h expanded in it (FAR if none)
     finished: dict          # task -> [next bound, expanded, generated], finished tasks only
+                            # (the cluster's: first frontier index -> the same + batch length)
     seconds: float          # the search's time so far, all sittings together
 
     def to_json(self) -> str:
@@ -73,6 +86,13 @@ class Checkpoint:
         ident["board"] = tuple(ident["board"])
         d["finished"] = {int(k): v for k, v in d["finished"].items()}
         return cls(identity=Identity(**ident), **d)
+
+
+def identity(solver: Solver, prepared: PreparedBoard, algorithm: str = "ida") -> Identity:
+    """What a checkpoint of this search is saved for."""
+    h = solver.heuristic
+    return Identity(tuple(prepared.image), prepared.goal, h.name, h.artifact, algorithm,
+                    solver.prune)
 
 
 class Checkpointing:

@@ -24,7 +24,7 @@ from pdbtool.kernels.ida import (BOUND, EXPANDED, FOUND, GENERATED, INF, MAX_DEP
                                  STOPPED)
 from pdbtool.kernels.tasks import RESULT_BOUND, RESULT_EXPANDED, RESULT_GENERATED
 from pdbtool.result import SolveResult
-from pdbtool.search.checkpoint import Checkpoint, Identity, finished_rows
+from pdbtool.search.checkpoint import Checkpoint, finished_rows, identity
 from pdbtool.search.control import (FrontierNode, IterationOutcome, PreparedBoard, SearchControl,
                                     Tally, Tasks, limit_reached, subtree_outcome)
 
@@ -212,13 +212,6 @@ class Counted(NamedTuple):
     iterations: list
     seconds: float  # the search's time at its start, earlier sittings included
     at: float       # time.monotonic() then
-
-
-def identity(solver: Solver, prepared: PreparedBoard) -> Identity:
-    """What a checkpoint of this search is saved for (checkpoint.Identity)."""
-    h = solver.heuristic
-    return Identity(tuple(prepared.image), prepared.goal, h.name, h.artifact, "ida",
-                    solver.prune)
 
 
 def split_depth(side: int, threads: int) -> int:
