@@ -3,7 +3,9 @@
 Each check returns a ``Check``; a failed one names the table and what is wrong. The sampled
 checks draw a fresh seed each run unless one is given (the report says which, so a run can
 be repeated): a table forged around a fixed seed would pass every run of it. ``full`` makes
-the ranking check exhaustive and samples more boards.
+the ranking check exhaustive and samples more boards; ``exhaustive`` checks consistency and
+admissibility on every entry and every move (kernels.audit) instead of sampling. The value
+histogram of the metadata is recounted from the entries on every run.
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ from pdbtool import geometry, puzzle
 from pdbtool.errors import PdbError
 from pdbtool.heuristics.pattern_db import check_layout, heuristic_from
 from pdbtool.heuristics.table_free import Heuristic, table_free
+from pdbtool.geometry import manhattan_table, neighbour_arrays
+from pdbtool.kernels import audit as audit_kernel
 from pdbtool.kernels import heuristic as hk
-from pdbtool.kernels.ranking import (binomials, entry_of, lex_weights, order_weights,
-                                     reachable_entries, regions, round_trip_errors, table_size,
-                                     unrank_of)
+from pdbtool.kernels.ranking import (binomials, entry_of, lex_unrank, lex_weights,
+                                     order_table, order_weights, rank_of, reachable_entries,
+                                     regions, round_trip_errors, table_size, unrank_of)
 from pdbtool.search.solver import Solver
 from pdbtool.tables import artifact, trust
 
@@ -121,6 +125,155 @@ def check_completeness(meta, data):
     return True, "no unreachable entry (beyond unreachable parity), goal entries 0"
 
 
+class Audit(NamedTuple):
+    """What kernels.audit found in one table."""
+
+    histogram: tuple[int, ...]  # count of each distance, as the metadata records it
+    failures: int  # entries that fail a check of moves (0 without them)
+    first: tuple[int, int, int] | None  # (entry, kind, entry across the move or -1)
+
+
+AUDIT_SLICE = 1 << 21  # placements a kernel call checks: the progress step of long runs
+
+
+def audit_table(meta, data, t, moves: bool, progress=None) -> Audit:
+    """Every entry of table ``t``: its value counted and, with ``moves``, checked against
+    every move out of it (kernels.audit). ``progress(done, total)`` after each slice."""
+    side, n, m = meta.size, t.cells, len(t.tiles)
+    placements = table_size(n, m)
+    reg = regions(side, m, meta.zero_aware)
+    whole = (np.ones(reg.count.size, np.bool_) if meta.zero_aware
+             else regions(side, m, True).count == 1)
+    md_tab = np.ascontiguousarray(manhattan_table(side)[list(t.tiles)])
+    width = int(md_tab.max(axis=1).sum()) + 2 * (artifact.NIBBLE_UNSET - 1) + 1
+    hist = np.zeros((audit_kernel.CHUNKS, width), np.int64)
+    first_bad = np.zeros((audit_kernel.CHUNKS, 3), np.int64)
+    nbr, nnbr = neighbour_arrays(side)
+    packed = np.asarray(artifact.table_view(data, t))
+    goal = entry_of(t.tiles, 0, side, meta.zero_aware)
+    failures, first = 0, None
+    if not moves:
+        over = audit_kernel.histogram(packed, n, binomials(n, m), order_weights(m),
+                                      lex_weights(n, m), md_tab, reg.count, reg.secondary, hist)
+        if over:
+            first = (-1, audit_kernel.TOO_LARGE, -1)
+        placements = 0  # counted
+    for lo in range(0, placements, AUDIT_SLICE):
+        hi = min(placements, lo + AUDIT_SLICE)
+        first_bad[:] = 0
+        failures += audit_kernel.audit(packed, lo, hi, moves, goal, n, binomials(n, m),
+                                       order_weights(m), lex_weights(n, m), order_table(m),
+                                       md_tab, reg.index, reg.count, reg.secondary, whole,
+                                       nbr, nnbr, hist, first_bad)
+        if first is None and first_bad[:, 1].any():
+            first = tuple(int(x) for x in first_bad[np.flatnonzero(first_bad[:, 1])[0]])
+        if progress is not None:
+            progress(hi, placements)
+    counts = hist.sum(axis=0)
+    top = int(np.flatnonzero(counts)[-1]) + 1 if counts.any() else 0
+    return Audit(tuple(int(c) for c in counts[:top]), failures, first)
+
+
+def describe_entry(meta, t, e: int) -> str:
+    """Entry ``e`` of table ``t`` in words: the tiles' cells and the blank's region."""
+    side, n, m = meta.size, t.cells, len(t.tiles)
+    reg = regions(side, m, meta.zero_aware)
+    if e < table_size(n, m):  # region 0, in lexicographic order
+        pos = np.empty(m, np.int64)
+        lex_unrank(e, n, m, lex_weights(n, m), pos)
+        cells, k = pos.tolist(), 0
+    else:
+        r = int(np.searchsorted(reg.secondary, e, side="right")) - 1
+        k, order = divmod(e - int(reg.secondary[r]), factorial(m))
+        k += 1
+        cells = unrank_of(r * factorial(m) + order, n, m)
+    map_r = rank_of(cells, n) // factorial(m)
+    region = [c for c in range(n) if int(reg.index[map_r, c]) == k]
+    where = ", ".join(f"{tile} at {cell}" for tile, cell in zip(t.tiles, cells))
+    return f"entry {e:,} (tiles {where}; blank in cells {region})"
+
+
+def check_histogram(meta, data):
+    """The metadata's value histogram (read by `info` and `predict`, not covered by the
+    checksums) is the one the entries give."""
+    for t in meta.tables:
+        got = audit_table(meta, data, t, moves=False).histogram
+        if got != tuple(t.histogram):
+            return False, histogram_mismatch(t, got)
+    return True, f"value histograms of {len(meta.tables)} table(s) match their entries"
+
+
+def histogram_mismatch(t, got) -> str:
+    wrong = [v for v in range(max(len(got), len(t.histogram)))
+             if (got[v] if v < len(got) else 0) != (t.histogram[v] if v < len(t.histogram) else 0)]
+    v = wrong[0]
+    recorded = t.histogram[v] if v < len(t.histogram) else 0
+    counted = got[v] if v < len(got) else 0
+    return (f"table {t.name}: the metadata's histogram says {recorded:,} entries at distance "
+            f"{v}, the entries hold {counted:,} ({len(wrong)} distance(s) differ): the "
+            "metadata was edited")
+
+
+AUDIT_FAILURES = {
+    audit_kernel.JUMP: "consistency",
+    audit_kernel.TO_UNREACHED: "consistency",
+    audit_kernel.NO_DESCENT: "exactness",
+    audit_kernel.FALSE_GOAL: "exactness",
+    audit_kernel.TOO_LARGE: "exactness",
+}
+
+
+def audit_failure(meta, t, first) -> str:
+    e, kind, other = first
+    here = describe_entry(meta, t, e)
+    there = describe_entry(meta, t, other) if other >= 0 else ""
+    return {
+        audit_kernel.JUMP: f"table {t.name}: {here} and {there}, one move apart, differ by "
+                           "more than 1",
+        audit_kernel.TO_UNREACHED: f"table {t.name}: {here} is reachable but a move leads to "
+                                   f"{there}, marked unreachable",
+        audit_kernel.NO_DESCENT: f"table {t.name}: {here} has no move to an entry one less: "
+                                 "it exceeds its true distance",
+        audit_kernel.FALSE_GOAL: f"table {t.name}: {here} is 0 away from the goal",
+        audit_kernel.TOO_LARGE: f"table {t.name}: {here} is out of range",
+    }[kind]
+
+
+def exhaustive_checks(meta, data, progress=None) -> list[Check]:
+    """histogram, consistency and exactness on every entry and every move, in one pass per
+    table (kernels.audit): the checks of ``verify(exhaustive=True)``."""
+    t0 = time.perf_counter()
+    entries = 0
+    for t in meta.tables:
+        label = f"table {t.name}"
+        found = audit_table(meta, data, t, moves=True,
+                            progress=progress and (lambda done, total, label=label:
+                                                   progress(label, done, total)))
+        entries += t.entries - t.unset
+        if found.histogram != tuple(t.histogram):
+            return [Check("histogram", False, histogram_mismatch(t, found.histogram),
+                          time.perf_counter() - t0)]
+        if found.failures:
+            name = AUDIT_FAILURES[found.first[1]]
+            detail = (f"{audit_failure(meta, t, found.first)} "
+                      f"({found.failures:,} failing entries in the table)")
+            checks = [Check("histogram", True, f"{t.name} and earlier match their entries")]
+            if name == "exactness":
+                checks.append(Check("consistency", True, "no jump in the tables before"))
+            return checks + [Check(name, False, detail, time.perf_counter() - t0)]
+    seconds = time.perf_counter() - t0
+    kind = ("every move" if meta.zero_aware
+            else "every move between placements that leave the blank one region (min over blank)")
+    return [Check("histogram", True, f"value histograms match all {entries:,} reachable entries"),
+            Check("consistency", True, f"|h(a) - h(b)| <= 1 across {kind}, on every entry of "
+                                       f"{len(meta.tables)} table(s); no move leaves the "
+                                       "reachable entries", seconds),
+            Check("exactness", True, "every entry above 0 has a move to one 1 closer, 0 only "
+                                     "at the goal" + (": entries are the exact abstract "
+                                     "distances, so admissible" if meta.zero_aware else
+                                     " (min over blank: admissibility is sampled)"))]
+
+
 def check_consistency(h: Heuristic, samples: int, rng: random.Random, zero_aware: bool):
     """Across one move, the value of the moved tile's group changes by at most 1.
 
@@ -204,8 +357,11 @@ class Report(NamedTuple):
 
 
 def verify(path, *, full: bool = False, seed: int | None = None, stamp: bool = True,
-           pin: trust.Pinned | None = None) -> Report:
+           pin: trust.Pinned | None = None, exhaustive: bool = False,
+           progress=None) -> Report:
     """Run every check (stopping after a failure of one the others depend on); with
+    ``exhaustive``, consistency and exactness on every entry instead of sampled
+    consistency (``progress(label, done, total)`` as the tables go by); with
     ``stamp``, a file that passes them all is stamped as verified (trust.record).
     The file is held open (``pin``, or one of its own) while the checks read it: a file
     changed meanwhile fails the check "unchanged" and is never stamped, and its mapping
@@ -219,7 +375,7 @@ def verify(path, *, full: bool = False, seed: int | None = None, stamp: bool = T
         except (PdbError, OSError) as e:
             return Report(None, [Check("metadata", False, str(e))], seed)
     try:
-        meta, checks = _run_checks(path, full, seed, pin.protect)
+        meta, checks = _run_checks(path, full, seed, pin.protect, exhaustive, progress)
         try:
             pin.check()
         except trust.TableChanged as e:
@@ -233,8 +389,8 @@ def verify(path, *, full: bool = False, seed: int | None = None, stamp: bool = T
             pin.close()
 
 
-def _run_checks(path, full: bool, seed: int,
-                protect) -> tuple[artifact.ArtifactMeta | None, list[Check]]:
+def _run_checks(path, full: bool, seed: int, protect, exhaustive: bool = False,
+                progress=None) -> tuple[artifact.ArtifactMeta | None, list[Check]]:
     checks = []
     try:
         meta = artifact.read_meta(path)
@@ -253,9 +409,18 @@ def _run_checks(path, full: bool, seed: int,
         checks.append(timed(name, fn, *args))
         if not checks[-1].ok:
             return meta, checks
+    if exhaustive:
+        checks += exhaustive_checks(meta, data, progress)
+        if not checks[-1].ok:
+            return meta, checks
+    else:
+        checks.append(timed("histogram", check_histogram, meta, data))
+        if not checks[-1].ok:
+            return meta, checks
     h = heuristic_from(meta, data, reflect=True)
     walk = {3: 40, 4: 40, 5: 30}.get(meta.size, 20)
-    checks.append(timed("consistency", check_consistency, h, 20000 if full else 2000, rng,
-                        meta.zero_aware))
+    if not exhaustive:
+        checks.append(timed("consistency", check_consistency, h, 20000 if full else 2000, rng,
+                            meta.zero_aware))
     checks.append(timed("admissibility", check_admissibility, h, 40 if full else 8, rng, walk))
     return meta, checks

@@ -1,6 +1,7 @@
 """Damage that checksums cannot see: tables rewritten with valid checksums but wrong
 entries, stale trust stamps, a wrong rank scheme, an interrupted write."""
 
+import json
 import logging
 import os
 import shutil
@@ -16,15 +17,16 @@ from pdbtool.search.solver import Solver
 from pdbtool.selection import load_directory
 from pdbtool.tables import artifact, trust
 from pdbtool.tables.builder import build
-from pdbtool.verification import verify
+from pdbtool.verification import audit_table, verify
 from reference import flip_byte, table_entry
 
 UNREACHED = artifact.NIBBLE_UNSET
 
 
-def rewrite(src, dst, change):
+def rewrite(src, dst, change, *, histograms: bool = True):
     """Write a copy of an artifact whose 4-bit entries went through ``change`` (an array of
-    one entry per element, changed in place), with new checksums."""
+    one entry per element, changed in place), with new checksums and, with ``histograms``,
+    the value histograms recounted from the new entries (as a careful forger would)."""
     meta, data = artifact.open_tables(src)
     tables = []
     for t in meta.tables:
@@ -35,9 +37,20 @@ def rewrite(src, dst, change):
         packed = (entries[0::2] | (entries[1::2] << 4)).astype(np.uint8)
         tables.append(artifact.TableData(t.name, t.tiles, t.cells, t.entries, packed,
                                          t.histogram, t.unset))
-    return artifact.write_artifact(dst, partition=meta.partition, size=meta.size, goal=meta.goal,
-                                   zero_aware=meta.zero_aware, tables=tables, groups=meta.groups,
-                                   build={}, builder_version="test")
+
+    def write(tables):
+        return artifact.write_artifact(dst, partition=meta.partition, size=meta.size,
+                                       goal=meta.goal, zero_aware=meta.zero_aware,
+                                       tables=tables, groups=meta.groups, build={},
+                                       builder_version="test")
+
+    written = write(tables)
+    if not histograms:
+        return written
+    data = artifact.map_tables(written)
+    counted = [audit_table(written, data, t, moves=False).histogram for t in written.tables]
+    del data
+    return write([t._replace(histogram=h) for t, h in zip(tables, counted)])
 
 
 def failed(path):
@@ -150,7 +163,7 @@ def test_loading_an_unstamped_file_runs_every_verify_check(art_dir, tmp_path, ca
     with caplog.at_level(logging.INFO, logger="pdbtool"):
         opened = open_trusted(good)
     assert opened.checks == ("metadata", "checksums", "ranking", "completeness",
-                             "consistency", "admissibility")
+                             "histogram", "consistency", "admissibility")
     assert "no valid verification stamp; ran metadata, checksums" in caplog.text
     assert open_trusted(art_dir / "8-full.h5").checks == ("stamp",)
 
@@ -185,3 +198,75 @@ def test_each_run_samples_with_a_fresh_seed_it_reports(art_dir):
     seed = seeds.pop()
     again = verify(path, stamp=False, seed=seed)
     assert again.seed == seed and again.ok
+
+
+# -- issue 40: every entry checked, and the histograms ---------------------------------------
+
+def test_exhaustive_refuses_one_edited_entry_that_the_sample_misses(art_dir, tmp_path, capsys):
+    """One entry of 15/5-5-5 two moves too low, histograms recounted: still admissible, so
+    no exact solve can show it, and the sampled consistency check reads a few thousand of
+    the table's 1.5M entries. The exhaustive check reads them all and names the entry."""
+    from pdbtool.cli.main import main
+
+    path = tmp_path / "15-5-5-5.h5"
+    cells = [8, 9, 2, 7, 14]  # tiles 1, 2, 3, 6, 7 away from home
+    e = table_entry(cells, 0, 4)
+    tables = []
+
+    def lower(t):
+        tables.append(t)
+        if len(tables) == 1:  # the first table (tiles 1 2 3 6 7)
+            assert 0 < t[e] < UNREACHED
+            t[e] -= 1
+
+    rewrite(art_dir / "15-5-5-5.h5", path, lower)
+    sampled = verify(path, stamp=False, seed=1)
+    assert sampled.ok, sampled.failed  # the sample misses it (this seed; most do)
+    report = verify(path, stamp=False, exhaustive=True)
+    assert not report.ok and report.failed.name in ("consistency", "exactness")
+    assert f"entry {e:,} (tiles 1 at 8, 2 at 9, 3 at 2, 6 at 7, 7 at 14;" in report.failed.detail
+    assert "table t0_1-2-3-6-7" in report.failed.detail
+    assert not trust.is_recorded(artifact.read_meta(path))
+    capsys.readouterr()
+    assert main(["verify", "--exhaustive", "--json", str(path)]) == 1
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert doc["exhaustive"] is True and doc["ok"] is False
+    assert doc["checks"][-1]["check"] in ("consistency", "exactness")
+    assert f"check {doc['checks'][-1]['check']} failed: table t0_1-2-3-6-7" in err
+
+
+def test_exhaustive_passes_every_table_kind_with_progress(art_dir, tmp_path):
+    """Zero-aware (15/5-5-5, with the blank's pockets), a full group with its unreachable
+    parity half (8/full) and min over the blank (15/5-5-5 --min-over-blank) pass; the
+    progress callback sees every table to its end."""
+    build("15/5-5-5", tmp_path, zero_aware=False, progress=False)
+    for path in (art_dir / "15-5-5-5.h5", art_dir / "8-full.h5", tmp_path / "15-5-5-5-min.h5"):
+        seen = {}
+        report = verify(path, stamp=False, exhaustive=True,
+                        progress=lambda label, done, total, seen=seen: seen.__setitem__(
+                            label, (done, total)))
+        assert report.ok, report.failed
+        assert [c.name for c in report.checks][4:] == ["histogram", "consistency", "exactness",
+                                                       "admissibility"]
+        meta = artifact.read_meta(path)
+        assert len(seen) == len(meta.tables) and all(d == t for d, t in seen.values())
+
+
+def test_an_edited_histogram_is_refused(art_dir, tmp_path):
+    """The histograms (read by info and predict) are metadata, outside the checksums and
+    the version: verify recounts them from the entries."""
+    path = tmp_path / "8-full.h5"
+    shutil.copy(art_dir / "8-full.h5", path)
+    with h5py.File(path, "r+") as f:
+        tables = json.loads(f.attrs["tables"])
+        tables[0]["histogram"][20] += 5
+        f.attrs["tables"] = json.dumps(tables, sort_keys=True, separators=(",", ":"))
+    for exhaustive in (False, True):
+        report = verify(path, stamp=False, exhaustive=exhaustive)
+        assert report.failed.name == "histogram"
+        assert report.failed.detail.startswith(
+            "table t0_1-2-3-4-5-6-7-8: the metadata's histogram says 16,998 entries at "
+            "distance 20, the entries hold 16,993")
+    with pytest.raises(ArtifactError, match="check histogram failed"):
+        load_heuristic(path)

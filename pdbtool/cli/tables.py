@@ -31,13 +31,25 @@ def cmd_build(args) -> int:
 
 
 def cmd_verify(args) -> int:
+    from pdbtool.progress import Progress
     from pdbtool.verification import verify
 
-    report = verify(args.path, full=args.full, seed=args.seed)
+    bars: dict[str, Progress] = {}
+
+    def progress(label: str, done: int, total: int) -> None:
+        bar = bars.setdefault(label, Progress(f"exhaustive check, {label}", total, unit="placements"))
+        bar.update(done)
+        if done >= total:
+            bar.close()
+
+    report = verify(args.path, full=args.full, seed=args.seed, exhaustive=args.exhaustive,
+                    progress=progress)
     lines = [f"{'ok ' if c.ok else 'FAIL'} {c.name:13s} {c.detail} ({c.seconds:.2f} s)" for c in report.checks]
     lines.append(f"sampled with seed {report.seed} (--seed {report.seed} repeats them)")
-    lines.append(f"{args.path}: {'verified' if report.ok else 'FAILED'}")
+    lines.append(f"{args.path}: {'verified' if report.ok else 'FAILED'}"
+                 + (" (exhaustive)" if args.exhaustive and report.ok else ""))
     emit(args, {"path": str(args.path), "ok": report.ok, "seed": report.seed,
+                "exhaustive": args.exhaustive,
                 "checks": [c.to_dict() for c in report.checks]}, "\n".join(lines))
     if not report.ok:
         failed = report.failed
