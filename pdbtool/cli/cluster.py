@@ -4,12 +4,15 @@
 import sys
 
 from pdbtool.cli import PROG
+from pdbtool.cli.console import terminate_like_ctrl_c
 
 
 def open_cluster(args):
-    """The Ray cluster the options name (pdbtool.cluster.driver; Ray is imported only now)."""
+    """The Ray cluster the options name (pdbtool.cluster.driver; Ray is imported only now).
+    SIGTERM then stops the command as Ctrl-C does, and exits 143 (console)."""
     from pdbtool.cluster.driver import Cluster
 
+    terminate_like_ctrl_c()
     return Cluster(args.cluster, cache_dir=getattr(args, "cluster_cache", None),
                    shared=getattr(args, "cluster_shared", None),
                    notify=lambda text: print(f"{PROG}: {text}", file=sys.stderr, flush=True))

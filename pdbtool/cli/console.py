@@ -35,6 +35,24 @@ def _terminate(signum, frame):
     raise Terminated
 
 
+_TERMINATED = threading.Event()  # set by terminate_as_interrupt
+
+
+def terminate_as_interrupt(signum, frame):
+    """SIGTERM where a library copes with Ctrl-C only: Ray's waits turn any exception
+    but KeyboardInterrupt raised from a signal handler into a SystemError with a stack
+    dump. Raised as KeyboardInterrupt (the same cleanups), remembered, and reported by
+    ``run`` as SIGTERM (exit 143)."""
+    _TERMINATED.set()
+    raise KeyboardInterrupt
+
+
+def terminate_like_ctrl_c() -> None:
+    """From here on SIGTERM goes through ``terminate_as_interrupt`` (main thread only)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, terminate_as_interrupt)
+
+
 def run(prog: str, args) -> int:
     """Run ``args.func(args)``; turn every expected failure into one line and an exit code:
     PdbError -> its code, OSError -> 1, Ctrl-C -> 130, SIGTERM -> 143 (after the same
@@ -60,6 +78,9 @@ def run(prog: str, args) -> int:
         report_error(prog, args, f"{where}{e.strerror or e}", 1)
         return 1
     except KeyboardInterrupt:
+        if _TERMINATED.is_set():
+            report_error(prog, args, "terminated", EXIT_TERMINATED)
+            return EXIT_TERMINATED
         report_error(prog, args, "interrupted", EXIT_INTERRUPTED)
         return EXIT_INTERRUPTED
 

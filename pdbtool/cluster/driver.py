@@ -46,8 +46,10 @@ says how to install it (``RAY_MISSING``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import threading
 import uuid
 from pathlib import Path
@@ -94,10 +96,11 @@ class Cluster:
             if address == LOCAL:  # read by the raylet it starts; the user's setting wins
                 os.environ.setdefault("RAY_worker_niceness", LOCAL_NICENESS)
             try:
-                ray.init(address=address,  # "local": a new instance, even if one runs here
-                         num_cpus=num_cpus if address == LOCAL else None,
-                         include_dashboard=False, log_to_driver=False,
-                         logging_level=logging.ERROR, configure_logging=False)
+                with kept_sigterm():
+                    ray.init(address=address,  # "local": a new instance, even if one runs here
+                             num_cpus=num_cpus if address == LOCAL else None,
+                             include_dashboard=False, log_to_driver=False,
+                             logging_level=logging.ERROR, configure_logging=False)
             except (ConnectionError, RuntimeError, ValueError) as e:
                 raise ClusterError(f"cannot reach the Ray cluster at {address}: {e} (start one "
                                    "with `ray start --head`, or use --cluster local)") from None
@@ -359,6 +362,25 @@ class Cluster:
                 pass
         for w in workers:
             w.in_flight.clear()
+
+
+@contextlib.contextmanager
+def kept_sigterm():
+    """Keep the process's SIGTERM handling across ``ray.init``, which replaces it twice:
+    with its own Python handler (exit 1, or a local node's teardown and exit 1) and, below
+    Python, with its core worker's failure handler (a stack dump on stderr). Putting the
+    Python handler back re-installs Python's own C handler too, so `pdbtool solve
+    --cluster` exits 143 with one line on SIGTERM, and `pdbd serve --cluster` drains as
+    without a cluster. Ray's local processes are still shut down: by ``Cluster.close``
+    as the exception unwinds, or by Ray's exit hook."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handler = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, handler if handler is not None else signal.SIG_DFL)
 
 
 def search_here_then_on(solver: Solver, prepared: PreparedBoard,

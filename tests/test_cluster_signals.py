@@ -1,0 +1,71 @@
+"""SIGTERM of `pdbtool solve --cluster local` (issue 40): Ray's init replaces the process's
+SIGTERM handling twice (a Python handler that exits 1, a core-worker handler that dumps a
+stack); the command exits 143 with one line, as it does without a cluster, and leaves no
+Ray process of its own behind. Its own local Ray, started by the command, in a process."""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from reference import korf100
+from serving import wait_for
+
+pytestmark = [pytest.mark.cluster, pytest.mark.process]
+
+
+def test_sigterm_of_a_cluster_solve_exits_143_with_one_line():
+    pytest.importorskip("ray", reason="the cluster extra is not installed")
+    # Korf #88 with Manhattan distance: 6.0e9 nodes (minutes on 2 cores); the signal is
+    # sent once the progress line shows the search running, so it cannot have ended.
+    board = " ".join(map(str, next(b for i, _, b in korf100() if i == 88)))
+    env = {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pdbtool.cli.main", "solve", "--cluster", "local",
+         "--heuristic", "manhattan", "--goal", "blank-first", board],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    lines: list[str] = []
+    searching = threading.Event()
+
+    def read():
+        for line in proc.stderr:
+            lines.append(line)
+            if line.startswith("searching: bound"):
+                searching.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert searching.wait(240), "".join(lines)
+        ray_processes = children(proc.pid)  # the local Ray it started: gcs, raylet, ...
+        assert ray_processes
+        proc.send_signal(signal.SIGTERM)
+        out = proc.stdout.read()
+        assert proc.wait(120) == 143, "".join(lines)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    reader.join(30)
+    err = "".join(lines)
+    assert out == ""
+    assert lines[-1] == "pdbtool: terminated\n", err
+    assert "Traceback" not in err and "SIGTERM received" not in err, err
+    assert wait_for(lambda: not any(alive(p) for p in ray_processes), 30), \
+        f"Ray processes left: {[p for p in ray_processes if alive(p)]}"
+
+
+def children(pid: int) -> list[int]:
+    found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
+    return [int(p) for p in found.stdout.split()]
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[-1][0] != "Z"
+    except FileNotFoundError:
+        return False
