@@ -346,6 +346,7 @@ class Report(NamedTuple):
     meta: artifact.ArtifactMeta | None  # None when the metadata could not be read
     checks: list[Check]
     seed: int | None = None  # of the sampled checks
+    note: str | None = None  # passed, but not stamped: why (trust.StampNotWritten)
 
     @property
     def ok(self) -> bool:
@@ -382,7 +383,10 @@ def verify(path, *, full: bool = False, seed: int | None = None, stamp: bool = T
             checks.append(Check("unchanged", False, str(e)))
         report = Report(meta, checks, seed)
         if stamp and report.ok:
-            trust.record(report.meta)
+            try:
+                trust.record(report.meta)
+            except trust.StampNotWritten as e:
+                return report._replace(note=str(e))
         return report
     finally:
         if own:

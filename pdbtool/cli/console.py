@@ -185,9 +185,23 @@ def _stdin_bytes():
     return stream
 
 
+STDOUT_CLOSED = ("stdout is closed: the result has nowhere to go (run the command with "
+                 "its output open, e.g. > FILE)")
+
+
 def emit(args, obj: dict, text: str) -> None:
-    """The result of a command: JSON with --json, else the text."""
-    print(json.dumps(obj) if getattr(args, "json", False) else text, flush=True)
+    """The result of a command: JSON with --json, else the text. A result that cannot be
+    written is an error naming stdout (exit 1), never a silent exit 0."""
+    if sys.stdout is None:  # started with fd 1 closed: print would drop the text
+        raise PdbError(STDOUT_CLOSED)
+    try:
+        print(json.dumps(obj) if getattr(args, "json", False) else text, flush=True)
+    except BrokenPipeError:
+        raise
+    except OSError as e:  # a full disk, /dev/full
+        silence_stdout()
+        raise PdbError(f"cannot write the result to stdout: "
+                       f"{os.strerror(e.errno) if e.errno else e}") from None
 
 
 def plural(n: int, noun: str) -> str:

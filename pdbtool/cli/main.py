@@ -18,9 +18,9 @@ from pathlib import Path
 from pdbtool import puzzle
 from pdbtool.cli import PROG
 from pdbtool.cli.cluster import add_cluster_option, add_shipping_options, open_cluster
-from pdbtool.cli.console import (SearchReporter, arg_budget, arg_seconds, arg_size, batch_exit_code,
-                                 emit, input_lines, plural, report_error, result_text, run,
-                                 version_text)
+from pdbtool.cli.console import (STDOUT_CLOSED, SearchReporter, arg_budget, arg_seconds, arg_size,
+                                 batch_exit_code, emit, input_lines, plural, report_error,
+                                 result_text, run, version_text)
 from pdbtool.cli.tables import (cmd_build, cmd_info, cmd_list, cmd_pack, cmd_partitions,
                                 cmd_unpack, cmd_verify, cmd_warm)
 from pdbtool.errors import EXIT_UNSOLVABLE, BadInput, PdbError
@@ -53,6 +53,7 @@ def solve_traced(args, text, solvers, algorithm, cap: int):
 
     board = puzzle.parse_board(text)
     solver = solvers.for_goal(puzzle.side_of(board), args.goal, algorithm)
+    note_heuristic(args, solver)
     control = SearchControl(budget=args.budget, timeout=args.timeout, checkpoint=keeper_of(args))
     if not args.quiet and algorithm.name == "ida":
         announce_compile(solver, args.threads)
@@ -71,6 +72,16 @@ def keeper_of(args):
     if keeper.path.exists() and not args.quiet:
         print(f"{PROG}: resuming the search saved in {keeper.path}", file=sys.stderr, flush=True)
     return keeper
+
+
+def note_heuristic(args, solver) -> None:
+    """Say before the search what its answer's note will say about the heuristic (a
+    table-free fallback: a hard board may then take hours), once per note."""
+    note = solver.heuristic.note
+    said = args.__dict__.setdefault("notes_said", set())
+    if note and not args.quiet and note not in said:
+        said.add(note)
+        print(f"{PROG}: note: {note}", file=sys.stderr, flush=True)
 
 
 def announce_compile(solver, threads: int) -> None:
@@ -134,6 +145,7 @@ def prepare_line(text: str, args, solvers, algorithm):
     """(solver, prepared board) of one board's text, validated for the goal."""
     board = puzzle.parse_board(text)
     solver = solvers.for_goal(puzzle.side_of(board), args.goal, algorithm)
+    note_heuristic(args, solver)
     return solver, solver.prepare(board, args.goal)
 
 
@@ -455,7 +467,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    return run(PROG, parser().parse_args(argv))
+    args = parser().parse_args(argv)
+    if sys.stdout is None:  # fd 1 closed: every command's result would vanish, exit 0
+        report_error(PROG, args, STDOUT_CLOSED, 1)
+        return 1
+    return run(PROG, args)
 
 
 if __name__ == "__main__":

@@ -21,9 +21,13 @@ def cmd_build(args) -> int:
 
     get(args.partition)  # an unknown name is bad input before the cluster is contacted
     with open_cluster(args) if args.cluster else nullcontext() as cluster:
-        meta = build(args.partition, args.out, zero_aware=not args.min_over_blank,
-                     workers=args.workers, processes=args.processes, progress=not args.quiet,
-                     cluster=cluster)
+        try:
+            meta = build(args.partition, args.out, zero_aware=not args.min_over_blank,
+                         workers=args.workers, processes=args.processes,
+                         progress=not args.quiet, cluster=cluster)
+        except trust.StampNotWritten as e:  # the artifact is whole: say so, and succeed
+            warn(str(e))
+            meta = e.meta
     emit(args, meta.to_dict(), f"wrote {meta.path}  version {meta.version}  {meta.total_entries:,} entries  "
                                f"{meta.build.get('seconds', 0):.1f} s  peak memory "
                                f"{meta.build.get('peak_memory_bytes', 0) / 2**30:.2f} GiB")
@@ -54,7 +58,13 @@ def cmd_verify(args) -> int:
     if not report.ok:
         failed = report.failed
         print(f"{PROG}: {args.path}: check {failed.name} failed: {failed.detail}", file=sys.stderr)
+    if report.note:
+        warn(report.note)
     return 0 if report.ok else 1
+
+
+def warn(text: str) -> None:
+    print(f"{PROG}: warning: {text}", file=sys.stderr, flush=True)
 
 
 def checksum_state(meta: artifact.ArtifactMeta) -> str:
@@ -101,6 +111,8 @@ def cmd_list(args) -> int:
         try:
             meta = artifact.read_any_meta(path)
             row.update(partition=meta.partition, version=meta.version, state=checksum_state(meta))
+        except artifact.UnreadableFile as e:
+            row["state"] = f"unreadable: {str(e).removeprefix(f'{path}: ')}"
         except PdbError as e:
             row["state"] = f"damaged: {e}"
         rows.append(row)
@@ -129,6 +141,8 @@ def cmd_unpack(args) -> int:
 
     report = install(args.path, args.output, threads=args.threads, force=args.force)
     meta = report.meta
+    if report.note:
+        warn(report.note)
     emit(args, meta.to_dict(), f"unpacked {args.path} -> {meta.path}: {meta.partition} version {meta.version}, "
                                f"checksums and all {len(report.checks)} verify checks passed")
     return 0

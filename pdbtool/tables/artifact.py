@@ -26,7 +26,7 @@ import numpy as np
 
 from pdbtool.errors import ArtifactError
 from pdbtool.kernels.ranking import RANK_SCHEME, RANK_VERSION, UNSET
-from pdbtool.tables.files import atomic_output, file_problem
+from pdbtool.tables.files import atomic_output, file_problem, read_problem
 
 FORMAT_VERSION = 3
 FORMAT_HOLDS = "4-bit zero-aware tables, placements in lexicographic order"
@@ -49,6 +49,10 @@ ATTR_ORDER = (
     "rank_version", "zero_aware", "encoding", "builder_version", "build", "tables", "groups",
     "version",
 )
+
+
+class UnreadableFile(ArtifactError):
+    """An artifact's file exists but cannot be opened for reading (its mode, owner)."""
 
 
 class TableData(NamedTuple):
@@ -359,6 +363,10 @@ def _read_meta(path, form) -> ArtifactMeta:
     problem = file_problem(path)
     if problem:  # before any open: opening a FIFO would block
         raise ArtifactError(f"{path}: {problem}")
+    problem = read_problem(path)
+    if problem:
+        raise UnreadableFile(f"{path}: {problem} (check its mode and owner, and its "
+                             "directory's)")
     if not h5py.is_hdf5(path):
         raise ArtifactError(f"{path}: not an HDF5 file")
     try:

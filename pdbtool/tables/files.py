@@ -6,6 +6,7 @@ existing file unasked (``check_output``), and what a killed writer left is clean
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import os
 import re
@@ -32,15 +33,53 @@ def atomic_output(path):
         yield tmp
         _fsync(tmp)
         os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
+    except BaseException as e:
+        with contextlib.suppress(OSError):  # never made, or a read-only disk
             os.unlink(tmp)
+        code = write_errno(e)
+        if code in WRITE_ERRORS:
+            raise ArtifactError(not_written(path, code)) from None
         raise
     with contextlib.suppress(OSError):  # make the rename durable; not every fs allows it
         _fsync(path.parent)
 
 
 PARTIAL = ".partial"  # <name>.<pid>.partial: a file being written by process <pid>
+
+# What the disk or the system refuses a writer (HDF5 reports them as errno in a long text).
+WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM,
+                errno.EFBIG, errno.EIO}
+
+
+def write_errno(e: BaseException) -> int | None:
+    """The errno of a failed write: an OSError's, or the one in the text of the
+    RuntimeError h5py raises when HDF5 fails to close or extend a file."""
+    if isinstance(e, OSError):
+        return e.errno
+    found = re.search(r"errno = (\d+)", str(e)) if isinstance(e, RuntimeError) else None
+    return int(found.group(1)) if found else None
+
+
+def not_written(path, code: int) -> str:
+    """Why ``path`` could not be written, from the errno (HDF5's own text carries it
+    among a dozen fields), for a one-line error."""
+    reason = os.strerror(code)
+    hint = ("free some space there or write elsewhere"
+            if code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+            else "write to a directory you may write to")
+    return (f"{path}: cannot write it in {Path(path).parent}: {reason}; nothing was left "
+            f"behind ({hint}, then run the command again)")
+
+
+def read_problem(path) -> str | None:
+    """Why a regular file cannot be opened for reading (its mode, its directory's), or
+    None: said before HDF5 tries and reports it in its own words."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as e:
+        return f"cannot be read: {e.strerror}"
+    os.close(fd)
+    return None
 
 
 def refuse_special(path) -> None:

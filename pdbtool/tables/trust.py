@@ -65,9 +65,30 @@ def fingerprint(meta: artifact.ArtifactMeta) -> dict:
             "sha256": [t.sha256 for t in meta.tables]}
 
 
+class StampNotWritten(ArtifactError):
+    """The file passed its checks but its stamp could not be written (a full disk): the
+    artifact is whole and usable, only unstamped. ``meta`` is the file's."""
+
+    def __init__(self, message: str, meta: artifact.ArtifactMeta):
+        super().__init__(message)
+        self.meta = meta
+
+
 def record(meta: artifact.ArtifactMeta) -> None:
-    """Stamp a file whose checks have just passed."""
-    stamp_path(meta.path).write_text(json.dumps(fingerprint(meta)) + "\n")
+    """Stamp a file whose checks have just passed: the stamp appears whole or not at all.
+    StampNotWritten if it cannot be written."""
+    stamp = stamp_path(meta.path)
+    tmp = stamp.with_name(f"{stamp.name}.{os.getpid()}.partial")
+    try:
+        tmp.write_text(json.dumps(fingerprint(meta)) + "\n")
+        os.replace(tmp, stamp)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise StampNotWritten(
+            f"{meta.path} is complete and passed its checks, but its verification stamp "
+            f"{stamp} could not be written ({e.strerror or e}): loaders will run every check "
+            f"on it until `pdbtool verify {meta.path}` stamps it", meta) from None
 
 
 def is_recorded(meta: artifact.ArtifactMeta) -> bool:
