@@ -29,7 +29,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -54,6 +55,15 @@ class Case(NamedTuple):
     expected: str
     run: Callable[[], tuple[str, bool]]  # -> (observed, passed)
     seconds: float = CASE_SECONDS
+
+
+def in_dir(tmp: Path, name: str, finding: str, expected: str, fn, seconds=CASE_SECONDS) -> Case:
+    """A case whose function ``fn(directory)`` gets a fresh directory below ``tmp``."""
+    def run():
+        d = tmp / name
+        d.mkdir()
+        return fn(d)
+    return Case(name, finding, expected, run, seconds)
 
 
 # -- processes ----------------------------------------------------------------------------
@@ -87,7 +97,8 @@ def served_dir(tmp: Path, copy: bool = False) -> Path:
 
 def spawn(*argv, preexec_fn=None, env=None) -> subprocess.Popen:
     proc = subprocess.Popen([str(a) for a in argv], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn, env=env)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=preexec_fn, env=env)  # noqa: PLW1509
     STARTED.append(proc)
     return proc
 
@@ -157,7 +168,7 @@ def pdbtool(*args, prefix=(), preexec_fn=None, env=None, stdout=subprocess.PIPE,
             timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([*prefix, str(BIN / "pdbtool"), *map(str, args)], stdout=stdout,
                           stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn, env=env,
-                          timeout=timeout)
+                          timeout=timeout, check=False)
 
 
 def fds(pid: int) -> int:
@@ -179,7 +190,7 @@ def descendants(pid: int) -> list[int]:
     out, todo = [], [pid]
     while todo:
         found = subprocess.run(["pgrep", "-P", str(todo.pop())], capture_output=True,
-                               text=True).stdout.split()
+                               text=True, check=False).stdout.split()
         out += map(int, found)
         todo += map(int, found)
     return out
@@ -231,7 +242,7 @@ def run_case(case: Case) -> Row:
     def body():
         try:
             box.append(case.run())
-        except Exception as e:  # a case that breaks is reported, and the others run
+        except Exception as e:  # noqa: BLE001 (a case that breaks is a row; the others run)
             box.append((f"error: {type(e).__name__}: {e}", False))
 
     start = time.monotonic()
@@ -266,8 +277,8 @@ def markdown(rows: list[Row], machine: str) -> str:
         return text.replace("|", "\\|")
 
     passed = sum(r.ok for r in rows)
-    lines = [f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on commit {commit()}, "
-             f"{machine}: **{passed} of {len(rows)} cases pass**.", "",
+    lines = [(f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on commit "
+              f"{commit()}, {machine}: **{passed} of {len(rows)} cases pass**."), "",
              "| case | finding | expected | observed | result | s |", "|---|---|---|---|---|---|"]
     lines += [f"| {r.case} | {r.finding} | {cell(r.expected)} | {cell(r.observed)} | "
               f"{'pass' if r.ok else '**FAIL**'} | {r.seconds:.0f} |" for r in rows]

@@ -4,6 +4,7 @@ bar, and the daemon's unclear message of item 7). scripts/reliability.py runs th
 from __future__ import annotations
 
 import concurrent.futures as cf
+import functools
 import os
 import shutil
 import signal
@@ -13,6 +14,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections import Counter
 from pathlib import Path
 
 import grpc
@@ -23,8 +25,8 @@ from pdbd.v1 import solver_pb2 as pb
 from pdbd.v1 import solver_pb2_grpc as pb_grpc
 from pdbtool.errors import PdbError
 from pdbtool.search.algorithms import Algorithm
-from reliability import (BIN, TABLE, Case, fds, pdbd, rss_mib, served_dir, spawn, stop,
-                         table_mappings, table_source, within, Log, fd_limit)
+from reliability import (BIN, TABLE, Case, Log, fd_limit, fds, in_dir, pdbd, rss_mib,
+                         served_dir, spawn, stop, table_mappings, table_source, within)
 from serving import never_sending
 
 EASY15 = tuple(range(1, 14)) + (0, 14, 15)  # two moves from the blank-last goal
@@ -188,7 +190,7 @@ def surplus_connections(tmp: Path) -> tuple[str, bool]:
                 state = health(d.address, 2.0)
                 times.append((state, time.monotonic() - t))
             ok = sum(s == "SERVING" for s, _ in times)
-            limit = open(f"/proc/{d.pid}/limits").read()
+            limit = Path(f"/proc/{d.pid}/limits").read_text()
             soft = next(line.split()[3] for line in limit.splitlines()
                         if line.startswith("Max open files"))
         finally:
@@ -215,8 +217,8 @@ def rollouts(tmp: Path) -> tuple[str, bool]:
             mark = len(daemon.log.lines)
             os.kill(daemon.pid, signal.SIGHUP)
             daemon.log.wait_for("reload", 60, mark)
-            within(lambda: any("reloaded" in x or "refused" in x
-                               for x in daemon.log.lines[mark:]), 60)
+            within(lambda mark=mark: any("reloaded" in x or "refused" in x
+                                         for x in daemon.log.lines[mark:]), 60)
             after_failed += not answered(daemon.address)
             sizes.append((fds(daemon.pid), rss_mib(daemon.pid)))
     grew = sizes[-1][0] - sizes[1][0], sizes[-1][1] - sizes[1][1]
@@ -365,7 +367,7 @@ def web_body(tmp: Path) -> tuple[str, bool]:
                     status = s.recv(200)
                     if status:
                         break
-                except socket.timeout:
+                except TimeoutError:
                     pass
                 try:
                     sent += s.send(b"x" * 65536)
@@ -382,12 +384,13 @@ def web_body(tmp: Path) -> tuple[str, bool]:
 
 def web_cross_origin(tmp: Path) -> tuple[str, bool]:
     with pdbd(served_dir(tmp)) as d:
-        proc, url, port = web(d.address)
+        proc, url, _ = web(d.address)
         try:
             before = counters(d.address)["requests"]
-            code, _, _ = http(url + "/api/solve", data=b'{"board": "%s"}' % " ".join(
-                map(str, EASY15)).encode(), headers={"Origin": "http://evil.example",
-                                                     "Content-Type": "text/plain"})
+            board = " ".join(map(str, EASY15))
+            code, _, _ = http(url + "/api/solve", data=f'{{"board": "{board}"}}'.encode(),
+                              headers={"Origin": "http://evil.example",
+                                       "Content-Type": "text/plain"})
             host, _, _ = http(url + "/", headers={"Host": "evil.example"})
             _, headers, _ = http(url + "/")
             after = counters(d.address)["requests"]
@@ -403,9 +406,10 @@ def web_cross_origin(tmp: Path) -> tuple[str, bool]:
 
 def web_per_client(tmp: Path) -> tuple[str, bool]:
     with pdbd(served_dir(tmp)) as d:
-        proc, url, port = web(d.address)
+        proc, url, _ = web(d.address)
         try:
-            body = ('{"board": "%s", "deadline": 8}' % " ".join(map(str, HARD[0]))).encode()
+            board = " ".join(map(str, HARD[0]))
+            body = f'{{"board": "{board}", "deadline": 8}}'.encode()
             headers = {"Origin": url, "Content-Type": "application/json"}
             with cf.ThreadPoolExecutor(8) as pool:
                 codes = list(pool.map(lambda _: http(url + "/api/solve", body, headers)[0],
@@ -414,6 +418,42 @@ def web_per_client(tmp: Path) -> tuple[str, bool]:
             stop(proc)
     refused = codes.count(429)
     return f"8 searches from one browser: HTTP {sorted(codes)}", refused >= 4
+
+
+def web_log_flood(tmp: Path) -> tuple[str, bool]:
+    """pdbd web out of file descriptors (a 64-fd limit, 300 connections held open): its
+    log stays small (the probe saw 738 MB in 100 s under a 1,024-fd limit)."""
+    from reference import free_port
+
+    with pdbd(served_dir(tmp)) as d:
+        port = free_port()
+        proc = spawn(BIN / "pdbd", "web", "--server", d.address, "--listen",
+                     f"127.0.0.1:{port}", preexec_fn=fd_limit(64))
+        log = Log(proc)
+        try:
+            if within(lambda: "pdbd web on" in log.text(), 60, 0.2) is None:
+                return f"pdbd web did not start: {log.text()[-200:]}", False
+            mark = len(log.lines)
+            socks = []
+            end = time.monotonic() + 10
+            while len(socks) < 300 and time.monotonic() < end:
+                try:
+                    socks.append(socket.create_connection(("127.0.0.1", port), timeout=1))
+                except OSError:
+                    time.sleep(0.01)
+            time.sleep(5)
+            for s in socks:
+                s.close()
+            time.sleep(2)
+        finally:
+            stop(proc)
+            log.thread.join(10)
+    flood = log.lines[mark:]
+    size = sum(len(x) for x in flood)
+    common = Counter(flood).most_common(1)[0][0][:120].strip() if flood else ""
+    return (f"{len(socks)} connections held 5 s against 64 fds, then closed: {size:,} bytes "
+            f"of log in {len(flood):,} lines" + (f", mostly '{common}'" if common else "")), \
+        size < 50_000
 
 
 # -- finding 5: fairness ------------------------------------------------------------------------
@@ -489,12 +529,7 @@ def stream_deadline(tmp: Path) -> tuple[str, bool]:
 
 
 def cases(tmp: Path) -> list[Case]:
-    def c(name, finding, expected, fn, seconds=240):
-        def run():
-            d = tmp / name
-            d.mkdir()
-            return fn(d)
-        return Case(name, finding, expected, run, seconds)
+    c = functools.partial(in_dir, tmp)
 
     return [
         c("idle-health", "1, bar", ">= 95/100 health checks SERVING within 100 ms beside 8 "
@@ -523,6 +558,8 @@ def cases(tmp: Path) -> list[Case]:
           "search; a foreign Host refused; never framed", web_cross_origin),
         c("web-per-client", "4", "one browser's searches capped (--max-per-client 4: 429 "
           "beyond)", web_per_client),
+        c("web-log-flood", "4", "pdbd web out of fds (64, 300 connections): its log stays "
+          "under 50 KB", web_log_flood),
         c("fair-easy", "5", "an easy query waits <= 200 ms behind two hard searches of "
           "another client", fair_easy),
         c("client-share", "5", "one client holds a small share of the slots (<= 8 of 34)",

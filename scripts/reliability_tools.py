@@ -6,6 +6,7 @@ unreadable files and homes. scripts/reliability.py runs them."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import resource
 import shutil
@@ -13,13 +14,12 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 from pdbd.client import SolverClient
-from reliability import (BIN, TABLE, Case, alive, descendants, pdbd, pdbtool, served_dir, spawn,
-                         stop, table_source, unprivileged, within, Log)
+from reliability import (BIN, TABLE, Case, Log, alive, descendants, in_dir, pdbd, pdbtool,
+                         served_dir, spawn, stop, table_source, unprivileged, within)
 
 KORF88 = "15 2 12 11 14 13 9 5 1 3 8 7 0 10 6 4"  # 6.0e9 nodes with Manhattan distance
 KORF1 = "14 13 15 7 11 12 9 5 6 0 2 1 4 8 10 3"
@@ -151,10 +151,10 @@ def tls_log(tmp: Path) -> tuple[str, bool]:
         mark = len(log.lines)
         start = time.monotonic()
         for _ in range(300):
-            with contextlib.suppress(OSError):
-                with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
-                    s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-                    s.recv(100)
+            with contextlib.suppress(OSError), \
+                    socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+                s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                s.recv(100)
         seconds = time.monotonic() - start
         time.sleep(1)
         logged = log.lines[mark:]
@@ -259,7 +259,8 @@ def small_disk(tmp: Path, size: str = "2m", read_only: bool = False):
     disk = tmp / "disk"
     disk.mkdir()
     if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}",
-                                            "tmpfs", disk], capture_output=True).returncode:
+                                            "tmpfs", disk], capture_output=True,
+                                           check=False).returncode:
         yield None
         return
     try:
@@ -267,7 +268,7 @@ def small_disk(tmp: Path, size: str = "2m", read_only: bool = False):
             subprocess.run(["mount", "-o", "remount,ro", disk], check=True, capture_output=True)
         yield disk
     finally:
-        subprocess.run(["umount", "-l", disk], capture_output=True)
+        subprocess.run(["umount", "-l", disk], capture_output=True, check=False)
 
 
 def fill(disk: Path, leave_pages: int) -> None:
@@ -331,7 +332,7 @@ def stamp_on_full_disk(tmp: Path) -> tuple[str, bool]:
 def stdout_closed(tmp: Path) -> tuple[str, bool]:
     p = subprocess.run(["sh", "-c", 'exec "$@" >&-', "sh", BIN / "pdbtool", "solve", "--heuristic",
                         "manhattan", "1 2 3 4 5 6 0 7 8"], stderr=subprocess.PIPE, text=True,
-                       timeout=120)
+                       timeout=120, check=False)
     with open("/dev/full", "w") as full:
         q = pdbtool("solve", "--heuristic", "manhattan", "1 2 3 4 5 6 0 7 8", stdout=full)
     return (f"closed: exit {p.returncode} '{last_line(p.stderr)[:60]}...'; /dev/full: exit "
@@ -369,12 +370,7 @@ def home_unreadable(tmp: Path) -> tuple[str, bool]:
 
 
 def cases(tmp: Path) -> list[Case]:
-    def c(name, finding, expected, fn, seconds=240):
-        def run():
-            d = tmp / name
-            d.mkdir()
-            return fn(d)
-        return Case(name, finding, expected, run, seconds)
+    c = functools.partial(in_dir, tmp)
 
     return [
         c("cluster-cache", "6", "a cache directory of mode 777, a link or another user's is "
