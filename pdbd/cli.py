@@ -17,7 +17,7 @@ import sys
 from types import SimpleNamespace
 
 from pdbtool.cli.cluster import add_shipping_options
-from pdbtool.cli.console import (arg_budget, arg_seconds, arg_size, batch_exit_code, emit,
+from pdbtool.cli.console import (arg_budget, arg_seconds, arg_shape, arg_size, batch_exit_code, emit,
                                  input_lines, read_stdin, report_error, result_text, run,
                                  search_line, stop_on_signals, version_text)
 from pdbtool.errors import BadInput, PdbError
@@ -117,6 +117,8 @@ def parser() -> argparse.ArgumentParser:
                    help="tiles row by row, 0 for the blank (spaces or commas); stdin if none")
     q.add_argument("--goal", default="blank-last",
                    help="blank-last (default), blank-first, or the goal board's tiles")
+    q.add_argument("--shape", type=arg_shape, default=None, metavar="ROWSxCOLS",
+                   help="the board's shape, e.g. 3x4 (default: the square of the tile count)")
     q.add_argument("--algorithm", default="ida",
                    help="ida (default), ida-tt, astar, rbfs, bfs, wida, greedy (see pdbtool solve --help)")
     q.add_argument("--weight", type=float, default=None, help="wida: f = g + W*h (default 1.5)")
@@ -266,13 +268,14 @@ def query(args) -> int:
         if args.stream:
             result = None
             for event in c.solve_stream(board, args.goal, args.deadline, args.budget,
-                                        algorithm=algorithm):
+                                        algorithm=algorithm, shape=args.shape):
                 if isinstance(event, dict):
                     print_progress(event, args.json)
                 else:
                     result = event
         else:
-            result = c.solve(board, args.goal, args.deadline, args.budget, algorithm)
+            result = c.solve(board, args.goal, args.deadline, args.budget, algorithm,
+                             shape=args.shape)
     d = result.to_dict()
     emit(args, d, result_text(d))
     return 0
@@ -298,7 +301,7 @@ def query_file(args) -> int:
     codes, waiting, printed = [], {}, 0
     with client(args) as c:
         for index, outcome in c.solve_batch(boards(), args.goal, args.deadline, args.budget,
-                                            algorithm):
+                                            algorithm, shape=args.shape):
             waiting[index] = outcome
             while printed in waiting:
                 codes.append(print_outcome(args, waiting.pop(printed), lines[printed]))

@@ -188,15 +188,16 @@ class SolverClient:
         self._health = health_pb2_grpc.HealthStub(self._channel)
 
     def solve(self, board, goal: str = "blank-last", deadline: float | None = None,
-              budget: int | None = None, algorithm=None, on_behalf: str | None = None) -> SolveResult:
+              budget: int | None = None, algorithm=None, on_behalf: str | None = None,
+              shape=None) -> SolveResult:
         """Solve, as Solver.solve does locally. ``deadline`` is in seconds from now;
         ``budget`` caps the nodes generated; ``algorithm`` is a name or has the fields of
         pdbtool.search.algorithms.Algorithm (name, weight, tt_size, max_memory); None is IDA*.
         ``on_behalf``: a proxy's client (counted as that client by a daemon that trusts the
-        proxy: --trusted-proxy)."""
+        proxy: --trusted-proxy). ``shape``: the board's (rows, cols); None: a square."""
         deadline, budget = checked_limits(deadline, budget)
         request = convert.solve_request(board_tiles(board), goal, budget,
-                                        algorithm=checked_algorithm(algorithm))
+                                        algorithm=checked_algorithm(algorithm), shape=shape)
         try:
             reply = self._stub.Solve(request, timeout=deadline, metadata=behalf(on_behalf))
         except grpc.RpcError as e:
@@ -205,12 +206,12 @@ class SolverClient:
 
     def solve_stream(self, board, goal: str = "blank-last", deadline: float | None = None,
                      budget: int | None = None, progress_ms: int | None = None, algorithm=None,
-                     on_behalf: str | None = None):
+                     on_behalf: str | None = None, shape=None):
         """Yield progress dicts ({"event": "progress", "bound", "nodes_generated", ...}) while
         the search runs, then the SolveResult. Stopping the iteration early cancels it."""
         deadline, budget = checked_limits(deadline, budget)
         request = convert.solve_request(board_tiles(board), goal, budget, progress_ms,
-                                        checked_algorithm(algorithm))
+                                        checked_algorithm(algorithm), shape)
         call = self._stub.SolveStream(request, timeout=deadline, metadata=behalf(on_behalf))
         try:
             for event in call:
@@ -224,7 +225,8 @@ class SolverClient:
             call.cancel()  # a no-op once finished; otherwise the server stops the search
 
     def solve_batch(self, boards, goal: str = "blank-last", deadline: float | None = None,
-                    budget: int | None = None, algorithm=None, on_behalf: str | None = None):
+                    budget: int | None = None, algorithm=None, on_behalf: str | None = None,
+                    shape=None):
         """Solve many boards on one call (SolveBatch): yield (index, SolveResult or the
         PdbError Solve would have raised) for each board of ``boards`` (any iterable, read
         as the server takes them in), as the searches finish, in any order. A board that
@@ -246,7 +248,7 @@ class SolverClient:
                         local.append((i, e))
                     continue
                 yield pb.BatchRequest(id=i, request=convert.solve_request(
-                    tiles, goal, budget, algorithm=algorithm))
+                    tiles, goal, budget, algorithm=algorithm, shape=shape))
 
         def drain_local():
             with lock:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pdbtool.errors import BadInput
+from pdbtool.geometry import Shape
 from pdbtool.result import SolveResult
 
 from .v1 import solver_pb2 as pb
@@ -17,16 +19,29 @@ DEFAULT_GOAL = "blank-last"
 
 
 def solve_request(tiles, goal: str | None = None, budget: int | None = None,
-                  progress_ms: int | None = None, algorithm=None) -> pb.SolveRequest:
+                  progress_ms: int | None = None, algorithm=None, shape=None) -> pb.SolveRequest:
     """``algorithm``: a name, a pdbtool.search.algorithms.Algorithm (or anything with its fields),
-    or None (IDA*). The options must fit their fields (client.checked_algorithm)."""
+    or None (IDA*). The options must fit their fields (client.checked_algorithm). ``shape``:
+    the board's (rows, cols); None: a square, whose side the server takes from the count."""
     a = algorithm
     name = a if isinstance(a, str) else getattr(a, "name", "")
+    rows, cols = shape or (0, 0)
     return pb.SolveRequest(tiles=list(tiles), goal=goal or "", node_budget=budget or 0,
                            progress_ms=progress_ms or 0, algorithm=name or "",
                            weight=getattr(a, "weight", None) or 0.0,
                            tt_size=getattr(a, "tt_size", None) or 0,
-                           max_memory=getattr(a, "max_memory", None) or 0)
+                           max_memory=getattr(a, "max_memory", None) or 0, rows=rows, cols=cols)
+
+
+def request_shape(m: pb.SolveRequest) -> Shape | None:
+    """The shape a request names, None when it names none (a square); BadInput when it
+    gives one of rows and cols only."""
+    if not m.rows and not m.cols:
+        return None
+    if not m.rows or not m.cols:
+        raise BadInput(f"the request gives rows={m.rows} and cols={m.cols}: give both (the "
+                       "board's shape) or neither (a square)")
+    return Shape(m.rows, m.cols)
 
 
 def algorithm_fields(m: pb.SolveRequest) -> dict:
@@ -37,8 +52,9 @@ def algorithm_fields(m: pb.SolveRequest) -> dict:
 
 def result_message(r: SolveResult, queue_seconds: float = 0.0) -> pb.SolveResult:
     """A pdbtool SolveResult as a wire message."""
+    rows, cols = r.shape
     return pb.SolveResult(
-        board=list(r.board), size=r.side, goal=r.goal, length=r.length, moves=list(r.moves),
+        board=list(r.board), size=rows if rows == cols else 0, rows=rows, cols=cols, goal=r.goal, length=r.length, moves=list(r.moves),
         blank_moves=r.blank_moves, nodes_expanded=r.nodes_expanded,
         nodes_generated=r.nodes_generated, seconds=r.seconds, initial_h=r.initial_h,
         heuristic=r.heuristic, artifact_version=r.artifact or "",
@@ -50,7 +66,8 @@ def result_message(r: SolveResult, queue_seconds: float = 0.0) -> pb.SolveResult
 
 def result_from_message(m: pb.SolveResult) -> SolveResult:
     return SolveResult(
-        board=tuple(m.board), goal=m.goal, side=m.size, length=m.length, moves=list(m.moves),
+        board=tuple(m.board), goal=m.goal, shape=(m.rows, m.cols) if m.rows else m.size,
+        length=m.length, moves=list(m.moves),
         blank_moves=m.blank_moves, nodes_expanded=m.nodes_expanded,
         nodes_generated=m.nodes_generated, seconds=m.seconds, heuristic=m.heuristic,
         initial_h=m.initial_h,
@@ -83,7 +100,7 @@ def artifact_message(loaded, locked: bool = False) -> pb.Artifact:
     meta, data = loaded.meta, loaded.data
     return pb.Artifact(
         path=Path(meta.path).name, partition=meta.partition, size=meta.size,
-        version=meta.version,
+        cols=meta.shape.cols, version=meta.version,
         tables=[pb.Table(name=t.name, sha256=t.sha256, entries=t.entries) for t in meta.tables],
         bytes=data.nbytes, resident_bytes=resident_bytes(data), locked=locked)
 
@@ -99,9 +116,11 @@ def info_dict(m: pb.InfoReply) -> dict:
                    "max_nodes": m.max_nodes or None, "per_client": m.per_client or None,
                    "max_search_memory": m.max_search_memory or None},
         "overloaded": m.overloaded,
-        "sizes": [{"size": s.size, "heuristic": s.heuristic,
-                   "artifact": s.artifact_version or None} for s in m.sizes],
+        "sizes": [{"size": s.size or None, "rows": s.rows or s.size, "cols": s.cols or s.size,
+                   "heuristic": s.heuristic, "artifact": s.artifact_version or None}
+                  for s in m.sizes],
         "artifacts": [{"path": a.path, "partition": a.partition, "size": a.size,
+                       "rows": a.size, "cols": a.cols or a.size,
                        "version": a.version, "bytes": a.bytes,
                        "resident_bytes": a.resident_bytes, "locked": a.locked,
                        "tables": [{"name": t.name, "sha256": t.sha256, "entries": t.entries}

@@ -56,8 +56,8 @@ class Metrics:
     def reject(self, reason: str) -> None:
         self.rejected.labels(reason).inc()
 
-    def search_done(self, side: int, seconds: float, nodes: int) -> None:
-        size = f"{side}x{side}"
+    def search_done(self, shape, seconds: float, nodes: int) -> None:
+        size = f"{shape[0]}x{shape[1]}"  # the board's (rows, cols)
         self.search_seconds.labels(size).observe(seconds)
         self.search_nodes.labels(size).observe(nodes)
         self.nodes.labels(size).inc(nodes)

@@ -288,7 +288,7 @@ class Daemon:
 
     def _search_done(self, job) -> None:
         if job.started is not None:
-            self.metrics.search_done(job.solver.side, job.search_seconds, job.control.generated)
+            self.metrics.search_done(job.solver.shape, job.search_seconds, job.control.generated)
 
     def _update_health(self) -> None:
         """pdbd.v1.Solver is NOT_SERVING while no search can be admitted (overload); the
@@ -328,22 +328,22 @@ def lock_tables(tables: TableSet) -> None:
 
 
 def warm_up(solvers) -> None:
-    """Compile (or load from numba's cache) each kernel with a one-move board per size,
+    """Compile (or load from numba's cache) each kernel with a one-move board per shape,
     before the server listens, so the first real query does not pay for compilation; a
     compile (the first start on a machine) is announced in the log, with its time."""
     from pdbtool.search import warm
 
-    for side, solver in sorted(solvers.items()):
-        board = puzzle.apply_blank_moves(puzzle.goal_board(side, "blank-last"), "L")
+    for shape, solver in sorted(solvers.items()):
+        board = puzzle.apply_blank_moves(puzzle.goal_board(shape, "blank-last"), "L", shape)
         pending = warm.pending(solver.heuristic.H.KIND, solver.kernel_parts(1))
         if pending:
-            log.info("compiling the search kernels for %dx%d (%s) on this machine, once, before "
-                     "listening: about %.0f s ('pdbtool warm' does it ahead of time)", side, side,
+            log.info("compiling the search kernels for %s (%s) on this machine, once, before "
+                     "listening: about %.0f s ('pdbtool warm' does it ahead of time)", shape,
                      solver.heuristic.name, pending)
         start = time.perf_counter()
         solver.solve(board, "blank-last")
-        log.log(logging.INFO if pending else logging.DEBUG, "kernels ready for %dx%d (%s) in "
-                "%.1f s", side, side, solver.heuristic.name, time.perf_counter() - start)
+        log.log(logging.INFO if pending else logging.DEBUG, "kernels ready for %s (%s) in "
+                "%.1f s", shape, solver.heuristic.name, time.perf_counter() - start)
 
 
 # -- serve ---------------------------------------------------------------------------------
@@ -442,7 +442,7 @@ def log_tables(tables) -> None:
         m = t.meta
         how = ("stamp matched, checksums not re-read" if t.checks == ("stamp",)
                else "checked: " + ", ".join(t.checks))
-        log.info("loaded %s: %s %dx%d version %s (%s)", m.path, m.partition, m.size, m.size,
+        log.info("loaded %s: %s %s version %s (%s)", m.path, m.partition, m.shape,
                  m.version, how)
         if t.pin.unleased:
             log.warning("%s: no read lease (%s): changing this file in place while it is "

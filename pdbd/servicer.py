@@ -233,7 +233,8 @@ class SolverServicer:
         return pb.InfoReply(
             version=pdbtool.__version__,
             artifacts=[convert.artifact_message(t, self.locked) for t in served.tables.loaded],
-            sizes=[pb.SizeServed(size=s, heuristic=h.name, artifact_version=h.artifact or "")
+            sizes=[pb.SizeServed(size=s.rows if s.square else 0, rows=s.rows, cols=s.cols,
+                                 heuristic=h.name, artifact_version=h.artifact or "")
                    for s, h in sorted(served.tables.heuristics.items())],
             counters=pb.Counters(in_flight=self.pool.in_flight, running=self.pool.running, **c),
             threads=self.pool.threads, max_queue=self.pool.max_queue,
@@ -371,7 +372,7 @@ class SolverServicer:
 
     @staticmethod
     def _what(job: Job) -> str:
-        return f"{job.solver.side}x{job.solver.side}"
+        return str(job.solver.shape)
 
     @staticmethod
     def _prepare(served: Served, request, algorithm: Algorithm):
@@ -382,21 +383,24 @@ class SolverServicer:
         tiles = request.tiles
         if not tiles:
             raise BadInput("empty board: give the tiles row by row, 0 for the blank")
-        side = puzzle.side_of(tiles)
-        goal = puzzle.check_goal(request.goal or convert.DEFAULT_GOAL)
+        given = convert.request_shape(request)
+        shape = puzzle.shape_of(tiles, given)
+        goal = puzzle.check_goal(request.goal or convert.DEFAULT_GOAL, given)
         solver = None
-        if side * side == len(tiles) and puzzle.MIN_SIDE <= side <= puzzle.MAX_SIDE:
-            if algorithm.name == "greedy" or (side in served.solvers
-                                              and puzzle.frame(side, goal).goal_blank):
-                solver = Solvers(tables=TableSet({})).for_goal(side, goal, algorithm)
+        if given is not None:
+            puzzle.validate(tiles, given)  # names what is wrong: the count, the shape
+        if shape.cells == len(tiles) and puzzle.MIN_SIDE <= min(shape) and max(shape) <= puzzle.MAX_SIDE:
+            if algorithm.name == "greedy" or (shape in served.solvers
+                                              and puzzle.frame(shape, goal).goal_blank):
+                solver = Solvers(tables=TableSet({})).for_goal(shape, goal, algorithm)
             else:
-                solver = served.solvers.get(side)
+                solver = served.solvers.get(shape)
         if solver is None:
-            puzzle.validate(tiles)  # names what is wrong with a malformed board
-            sizes = ", ".join(f"{s}x{s} ({s * s} tiles)" for s in sorted(served.solvers))
-            raise BadInput(f"no loaded table serves {side}x{side} boards ({len(tiles)} tiles); "
+            puzzle.validate(tiles, given)  # names what is wrong with a malformed board
+            sizes = ", ".join(f"{s} ({s.cells} tiles)" for s in sorted(served.solvers))
+            raise BadInput(f"no loaded table serves {shape} boards ({len(tiles)} tiles); "
                            f"this server serves {sizes}")
-        algorithm.check_side(side)
+        algorithm.check_shape(shape)
         return solver, solver.prepare(tiles, goal)
 
     @staticmethod

@@ -1,14 +1,22 @@
-"""The geometry of an s x s board: neighbours, the blank's moves, symmetries, regions.
+"""The geometry of a rows x cols board: its shape, neighbours, the blank's moves,
+symmetries, regions.
 
 Cells are numbered row-major from 0. Everything here is plain Python or small numpy
-arrays built once per board side; the kernels take the arrays.
+arrays built once per shape; the kernels take the arrays (and the board's width, the
+``s`` of their signatures: a square's side, a rectangle's columns). Every function takes a
+``Shape`` or, for a square, its side as an int (``as_shape``): the square's arrays are
+exactly what they were before rectangles.
 """
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
+
+from pdbtool.errors import BadInput
 
 # The blank's moves: U means the blank goes up (the tile above it slides down). The order
 # is the kernels' direction order 0-3.
@@ -16,45 +24,103 @@ BLANK_STEP = {"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)}
 DIRECTIONS = "".join(BLANK_STEP)
 
 
-def neighbours(side: int) -> list[list[int]]:
+class Shape(NamedTuple):
+    """A board's shape: ``rows`` x ``cols`` cells. ``str(Shape(3, 4))`` is ``3x4``."""
+
+    rows: int
+    cols: int
+
+    @property
+    def cells(self) -> int:
+        return self.rows * self.cols
+
+    @property
+    def square(self) -> bool:
+        return self.rows == self.cols
+
+    @property
+    def transposed(self) -> Shape:
+        return Shape(self.cols, self.rows)
+
+    def __str__(self) -> str:
+        return f"{self.rows}x{self.cols}"
+
+    @classmethod
+    def parse(cls, text: str) -> Shape:
+        """``ROWSxCOLS`` (``3x4``; also ``3X4`` or ``3*4``); BadInput names the problem."""
+        m = re.fullmatch(r"\s*([0-9]+)\s*[xX*]\s*([0-9]+)\s*", str(text))
+        if not m:
+            raise BadInput(f"not a shape: {text!r} (give ROWSxCOLS, e.g. 3x4)")
+        return cls(int(m.group(1)), int(m.group(2)))
+
+
+def as_shape(shape) -> Shape:
+    """A Shape from a Shape, a (rows, cols) pair or a square's side."""
+    if isinstance(shape, Shape):
+        return shape
+    if isinstance(shape, (tuple, list)):
+        return Shape(int(shape[0]), int(shape[1]))
+    return Shape(int(shape), int(shape))
+
+
+def neighbours(shape) -> list[list[int]]:
     """Cells adjacent to each cell, in U, D, L, R order of the blank's step."""
+    rows, cols = as_shape(shape)
     out = []
-    for c in range(side * side):
-        r, col = divmod(c, side)
-        out.append([(r + dr) * side + col + dc for dr, dc in BLANK_STEP.values()
-                    if 0 <= r + dr < side and 0 <= col + dc < side])
+    for c in range(rows * cols):
+        r, col = divmod(c, cols)
+        out.append([(r + dr) * cols + col + dc for dr, dc in BLANK_STEP.values()
+                    if 0 <= r + dr < rows and 0 <= col + dc < cols])
     return out
 
 
-@lru_cache(maxsize=None)
-def blank_moves(side: int) -> tuple[np.ndarray, np.ndarray]:
+def blank_moves(shape) -> tuple[np.ndarray, np.ndarray]:
     """The blank's moves from each cell, packed for the kernels: moves[c, i] for
     i < nmoves[c] is (destination << 2) | direction, directions 0-3 being U, D, L, R."""
-    moves = np.zeros((side * side, 4), dtype=np.int64)
-    nmoves = np.zeros(side * side, dtype=np.int64)
-    for c in range(side * side):
-        r, col = divmod(c, side)
+    return _blank_moves(as_shape(shape))
+
+
+@lru_cache(maxsize=None)
+def _blank_moves(shape: Shape) -> tuple[np.ndarray, np.ndarray]:
+    rows, cols = shape
+    moves = np.zeros((shape.cells, 4), dtype=np.int64)
+    nmoves = np.zeros(shape.cells, dtype=np.int64)
+    for c in range(shape.cells):
+        r, col = divmod(c, cols)
         for k, (dr, dc) in enumerate(BLANK_STEP.values()):
-            if 0 <= r + dr < side and 0 <= col + dc < side:
-                moves[c, nmoves[c]] = (((r + dr) * side + col + dc) << 2) | k
+            if 0 <= r + dr < rows and 0 <= col + dc < cols:
+                moves[c, nmoves[c]] = (((r + dr) * cols + col + dc) << 2) | k
                 nmoves[c] += 1
     moves.flags.writeable = nmoves.flags.writeable = False  # shared by every solver
     return moves, nmoves
 
 
-def neighbour_arrays(side: int) -> tuple[np.ndarray, np.ndarray]:
+def neighbour_arrays(shape) -> tuple[np.ndarray, np.ndarray]:
     """nbr[c, k] for k < nnbr[c]: the cells next to c, in U, D, L, R order."""
-    moves, nmoves = blank_moves(side)
+    moves, nmoves = blank_moves(shape)
     return moves >> 2, nmoves.copy()
 
 
+def symmetries(shape) -> tuple[tuple[int, ...], ...]:
+    """The symmetries of the board as cell permutations sigma[c]: the square's 8, a
+    rectangle's 4 (identity, the two mirrors, the half turn)."""
+    return _symmetries(as_shape(shape))
+
+
 @lru_cache(maxsize=None)
-def symmetries(side: int) -> tuple[tuple[int, ...], ...]:
-    """The 8 symmetries of the square as cell permutations sigma[c]."""
+def _symmetries(shape: Shape) -> tuple[tuple[int, ...], ...]:
+    rows, cols = shape
     out = []
+    if not shape.square:  # mirror the rows' order (bit 0) and/or each row (bit 1)
+        for k in range(4):
+            out.append(tuple((rows - 1 - c // cols if k & 1 else c // cols) * cols
+                             + (cols - 1 - c % cols if k & 2 else c % cols)
+                             for c in range(shape.cells)))
+        return tuple(sorted(set(out)))
+    side = rows
     for k in range(8):
         perm = []
-        for c in range(side * side):
+        for c in range(shape.cells):
             r, col = divmod(c, side)
             if k & 4:
                 r, col = col, r
@@ -65,14 +131,16 @@ def symmetries(side: int) -> tuple[tuple[int, ...], ...]:
     return tuple(sorted(set(out)))
 
 
-def transpose(side: int) -> tuple[int, ...]:
-    """Reflection about the main diagonal, as a cell permutation (its own inverse)."""
-    return tuple((c % side) * side + c // side for c in range(side * side))
+def transpose(shape) -> tuple[int, ...]:
+    """Reflection about the main diagonal, as a map from the cells of a rows x cols board
+    to those of its cols x rows image (a square's is its own inverse)."""
+    rows, cols = as_shape(shape)
+    return tuple((c % cols) * rows + c // cols for c in range(rows * cols))
 
 
-def blank_region(side: int, occupied, start: int = 0) -> frozenset[int]:
+def blank_region(shape, occupied, start: int = 0) -> frozenset[int]:
     """Cells reachable by the blank from ``start`` without crossing occupied cells."""
-    nbrs = neighbours(side)
+    nbrs = neighbours(shape)
     occupied = set(occupied)
     seen = {start}
     stack = [start]
@@ -84,20 +152,27 @@ def blank_region(side: int, occupied, start: int = 0) -> frozenset[int]:
     return frozenset(seen)
 
 
-def goal_cells(side: int, goal_blank: int = 0) -> np.ndarray:
+def goal_cells(shape, goal_blank: int = 0) -> np.ndarray:
     """Each tile's goal cell in the image goal: t, but with the blank at goal_blank the
     tile labelled goal_blank goes to cell 0 (puzzle.Frame)."""
-    cells = np.arange(side * side, dtype=np.int64)
+    cells = np.arange(as_shape(shape).cells, dtype=np.int64)
     if goal_blank:
         cells[0], cells[goal_blank] = goal_blank, 0
     return cells
 
 
-def manhattan_table(side: int, goal_blank: int = 0) -> np.ndarray:
+def manhattan_table(shape, goal_blank: int = 0) -> np.ndarray:
     """md[t, c]: grid distance from cell c to tile t's goal cell (0 for the blank)."""
-    n = side * side
-    c = np.arange(n)
-    t = goal_cells(side, goal_blank)[:, None]
-    md = np.abs(c // side - t // side) + np.abs(c % side - t % side)
+    shape = as_shape(shape)
+    cols = shape.cols
+    c = np.arange(shape.cells)
+    t = goal_cells(shape, goal_blank)[:, None]
+    md = np.abs(c // cols - t // cols) + np.abs(c % cols - t % cols)
     md[0, :] = 0
     return md.astype(np.int32)
+
+
+def distance(shape, a: int, b: int) -> int:
+    """Taxicab distance between cells a and b."""
+    cols = as_shape(shape).cols
+    return abs(a // cols - b // cols) + abs(a % cols - b % cols)

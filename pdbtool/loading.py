@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from pdbtool.errors import ArtifactError
+from pdbtool.geometry import as_shape
 from pdbtool.heuristics.pattern_db import heuristic_from
 from pdbtool.heuristics.table_free import Heuristic
 from pdbtool.tables import artifact, trust
@@ -72,10 +73,12 @@ def run_checks(path, pin: trust.Pinned | None = None) -> tuple[str, ...]:
     return names
 
 
-def load_heuristic(path, *, reflect: bool = True) -> Heuristic:
-    """Memory-map an artifact as a heuristic, checked as open_trusted checks it."""
+def load_heuristic(path, *, reflect: bool = True, shape=None) -> Heuristic:
+    """Memory-map an artifact as a heuristic, checked as open_trusted checks it, for boards
+    of ``shape`` (default: the artifact's; a rectangle's serves its transpose too)."""
     opened = open_trusted(path)
-    return heuristic_from(opened.meta, opened.data, reflect, opened.pin)
+    return heuristic_from(opened.meta, opened.data, reflect, opened.pin,
+                          None if shape is None else as_shape(shape))
 
 
 def install(src, dst, *, threads=None, force=False):

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 class SolveResult:
     board: tuple
     goal: str
-    side: int
+    shape: tuple  # the board's (rows, cols): a geometry.Shape (a square's side becomes one)
     length: int
     moves: list
     blank_moves: str
@@ -30,6 +30,10 @@ class SolveResult:
     dropped: int | None = None     # sma: states dropped to stay within its memory
     reexpanded: int | None = None  # sma: forgotten states generated again
 
+    def __post_init__(self):
+        if isinstance(self.shape, int):
+            self.shape = (self.shape, self.shape)
+
     @property
     def ebf(self) -> float:
         """Effective branching factor: b with b**length = nodes generated."""
@@ -40,8 +44,10 @@ class SolveResult:
     def to_dict(self) -> dict:
         return {
             "board": list(self.board),
-            "size": self.side,
-            "tiles": self.side * self.side - 1,
+            "size": self.shape[0] if self.shape[0] == self.shape[1] else None,  # a square's side
+            "rows": self.shape[0],
+            "cols": self.shape[1],
+            "tiles": self.shape[0] * self.shape[1] - 1,
             "goal": self.goal,
             "length": self.length,
             "moves": self.moves,

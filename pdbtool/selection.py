@@ -1,6 +1,7 @@
-"""Which heuristic serves a board size: the policy both tools share.
+"""Which heuristic serves a board shape: the policy both tools share.
 
-The strongest artifact per board side wins (``Catalogue.strength``, zero-aware tables
+The strongest artifact per board shape wins (an artifact of a rectangle serves its
+transpose too: a 3x4 table serves 4x3 boards) (``Catalogue.strength``, zero-aware tables
 before min-over-blank ones of the same catalogue); every artifact of a
 directory is opened and checked, not only the chosen ones, so a damaged file is an error
 and never silently skipped; so is an entry named like an artifact that is no regular file
@@ -18,26 +19,32 @@ from typing import NamedTuple
 
 from pdbtool import puzzle
 from pdbtool.errors import ArtifactError, BadInput, not_a_directory
+from pdbtool.geometry import Shape, as_shape
 from pdbtool.heuristics.pattern_db import heuristic_from
-from pdbtool.heuristics.table_free import Heuristic, table_free
+from pdbtool.heuristics.table_free import WALKING_MAX_CELLS, Heuristic, table_free
 from pdbtool.loading import load_heuristic
 from pdbtool.loading import Trusted, open_trusted
 from pdbtool.search.solver import Solver
 from pdbtool.tables import artifact, catalogue
 
 DEFAULT_ARTIFACTS = "artifacts"
-FALLBACK = {4: "walking-distance"}  # per side; linear conflict otherwise
+def fallback_name(shape: Shape) -> str:
+    """The table-free heuristic a shape falls back to: walking distance on 4x4 and on
+    rectangles of up to WALKING_MAX_CELLS cells, linear conflict otherwise."""
+    if shape == (4, 4) or (not shape.square and shape.cells <= WALKING_MAX_CELLS):
+        return "walking-distance"
+    return "linear-conflict"
 
 
 @dataclass(frozen=True)
 class TableSet:
-    """The strongest heuristic per board side in a directory, and every artifact read."""
+    """The strongest heuristic per board shape in a directory, and every artifact read."""
 
-    heuristics: dict[int, Heuristic]
+    heuristics: dict[Shape, Heuristic]
     loaded: tuple[Trusted, ...] = ()  # every artifact opened, in name order
 
     @property
-    def sides(self) -> list[int]:
+    def shapes(self) -> list[Shape]:
         return sorted(self.heuristics)
 
     @property
@@ -62,27 +69,33 @@ def load_directory(directory, *, reflect: bool = True, require: bool = False) ->
     if bad:
         raise ArtifactError(f"{d}: entries named like artifacts that cannot be read: "
                             f"{'; '.join(bad)}; remove or fix them")
-    best: dict[int, tuple[int, Heuristic]] = {}
+    best: dict[Shape, tuple[int, Heuristic]] = {}
     loaded = []
     for path, _ in entries:
         opened = open_trusted(path)
-        h = heuristic_from(opened.meta, opened.data, reflect, opened.pin)
+        shape = opened.meta.shape
+        served = [heuristic_from(opened.meta, opened.data, reflect, opened.pin)]
+        if not shape.square:  # its transpose too
+            served.append(heuristic_from(opened.meta, opened.data, reflect, opened.pin,
+                                         shape.transposed))
         loaded.append(opened)
-        if h.side not in best or strength(opened.meta) > best[h.side][0]:
-            best[h.side] = (strength(opened.meta), h)
+        for h in served:
+            if h.shape not in best or strength(opened.meta) > best[h.shape][0]:
+                best[h.shape] = (strength(opened.meta), h)
     if require and not loaded:
         raise ArtifactError(f"{d}: no artifacts (*.h5) to serve; build one with "
                             f"`pdbtool build 15/5-5-5 --out {d}`")
-    return TableSet({side: h for side, (_, h) in best.items()}, tuple(loaded))
+    return TableSet({shape: h for shape, (_, h) in best.items()}, tuple(loaded))
 
 
-def fallback(side: int, why: str) -> Heuristic:
-    name = FALLBACK.get(side, "linear-conflict")
-    return dataclasses.replace(table_free(name, side), note=f"{why}: fell back to {name}")
+def fallback(shape, why: str) -> Heuristic:
+    shape = as_shape(shape)
+    name = fallback_name(shape)
+    return dataclasses.replace(table_free(name, shape), note=f"{why}: fell back to {name}")
 
 
 class Solvers:
-    """One Solver per board side, chosen once: ``heuristic`` (table-free, by name), else
+    """One Solver per board shape (a Shape, or a square's side), chosen once: ``heuristic`` (table-free, by name), else
     ``artifact`` (one file), else the strongest table in ``directory`` (default
     ./artifacts when it exists), else the announced fallback."""
 
@@ -95,78 +108,77 @@ class Solvers:
         self.directory = Path(directory) if directory else None
         self.reflect, self.prune = reflect, prune
         self._tables: TableSet | None = tables  # given: loaded already (the daemon's)
-        self._solvers: dict[int, Solver] = {}
+        self._solvers: dict = {}
 
-    def for_side(self, side: int) -> Solver:
-        if side not in self._solvers:
-            self._solvers[side] = Solver(self._choose(side), prune=self.prune)
-        return self._solvers[side]
+    def for_side(self, shape) -> Solver:
+        """The Solver of boards of ``shape`` (a Shape, or a square's side) towards a corner."""
+        shape = as_shape(shape)
+        if shape not in self._solvers:
+            self._solvers[shape] = Solver(self._choose(shape), prune=self.prune)
+        return self._solvers[shape]
 
-    def for_goal(self, side: int, goal="blank-last", algorithm=None) -> Solver:
-        """The Solver for boards of this side towards ``goal``. A goal with the blank in a
-        corner maps onto blank-first (puzzle.Frame): the side's Solver serves it. Any
+    def for_goal(self, shape, goal="blank-last", algorithm=None) -> Solver:
+        """The Solver for boards of this shape towards ``goal``. A goal with the blank in a
+        corner maps onto blank-first (puzzle.Frame): the shape's Solver serves it. Any
         other goal is served by a per-tile heuristic towards its image (the one named, or
         Manhattan, announced as a fallback). The greedy solver needs no heuristic to
         search: it gets Hamming (which goes to 20x20), for the answer's check."""
-        gb = puzzle.frame(side, goal).goal_blank
+        shape = as_shape(shape)
+        gb = puzzle.frame(shape, goal).goal_blank
         if getattr(algorithm, "name", algorithm) == "greedy":
-            key = ("greedy", side, gb)
+            key = ("greedy", shape, gb)
             if key not in self._solvers:
-                self._solvers[key] = Solver(table_free("hamming", side, gb), prune=self.prune)
+                self._solvers[key] = Solver(table_free("hamming", shape, gb), prune=self.prune)
             return self._solvers[key]
         if gb == 0:
-            return self.for_side(side)
-        key = (side, gb)
+            return self.for_side(shape)
+        key = (shape, gb)
         if key not in self._solvers:
             if self.heuristic:
-                h = table_free(self.heuristic, side, gb)
+                h = table_free(self.heuristic, shape, gb)
             else:
                 h = dataclasses.replace(
-                    table_free("manhattan", side, gb),
+                    table_free("manhattan", shape, gb),
                     note="the goal's blank is not in a corner, and the tables (and linear conflict, "
                          "walking distance) measure towards a corner blank: fell back to manhattan")
             self._solvers[key] = Solver(h, prune=self.prune)
         return self._solvers[key]
 
-    def _choose(self, side: int) -> Heuristic:
+    def _choose(self, shape: Shape) -> Heuristic:
         if self.heuristic:
-            return table_free(self.heuristic, side)
+            return table_free(self.heuristic, shape)
         if self.artifact_path:
-            h = load_heuristic(self.artifact_path, reflect=self.reflect)
-            if h.side != side:
-                raise BadInput(f"{self.artifact_path} serves {h.side}x{h.side} boards, "
-                               f"the board is {side}x{side}")
-            return h
+            return load_heuristic(self.artifact_path, reflect=self.reflect, shape=shape)
         directory = self.directory or Path(DEFAULT_ARTIFACTS)
         if self._tables is None:
             explicit = self.directory is not None
             self._tables = (load_directory(directory, reflect=self.reflect)
                             if explicit or directory.is_dir() else TableSet({}))
-        if side in self._tables.heuristics:
-            return self._tables.heuristics[side]
-        return fallback(side, f"no table for {side}x{side} boards in {directory}/")
+        if shape in self._tables.heuristics:
+            return self._tables.heuristics[shape]
+        return fallback(shape, f"no table for {shape} boards in {directory}/")
 
 
 class Warmed(NamedTuple):
-    side: int
+    shape: Shape
     heuristic: str
     seconds: float  # compiling, or loading from numba's cache when it holds them already
 
 
 def warm(directory=None, *, threads: int = 2, report=None) -> list[Warmed]:
     """Compile (or load from numba's cache) the kernels an IDA* search on ``threads``
-    threads needs with the strongest table of each board side in ``directory`` (default
+    threads needs with the strongest table of each board shape in ``directory`` (default
     ./artifacts), or with the fallback heuristics of 3x3 and 4x4 boards when it holds no
-    table: ``pdbtool warm``, for images and CI. ``report(Warmed)`` after each side."""
+    table: ``pdbtool warm``, for images and CI. ``report(Warmed)`` after each shape."""
     tables = (load_directory(directory) if directory is not None or
               Path(DEFAULT_ARTIFACTS).is_dir() else TableSet({}))
     solvers = Solvers(directory=directory, tables=tables)
     done = []
-    for side in tables.sides or [3, 4]:
-        solver = solvers.for_side(side)
+    for shape in tables.shapes or [Shape(3, 3), Shape(4, 4)]:
+        solver = solvers.for_side(shape)
         start = time.perf_counter()
         solver.compile_kernels(shared="shared" in solver.kernel_parts(threads))
-        done.append(Warmed(side, solver.heuristic.name, time.perf_counter() - start))
+        done.append(Warmed(shape, solver.heuristic.name, time.perf_counter() - start))
         if report:
             report(done[-1])
     return done

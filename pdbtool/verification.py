@@ -64,7 +64,7 @@ def check_ranking(meta, full: bool, samples: int):
     sampled maps numbers exactly the blank's connected regions (by lowest cell): the
     zero-aware index round trip."""
     done = maps_done = 0
-    side = meta.size
+    shape = meta.shape
     for t in meta.tables:
         n, m = t.cells, len(t.tiles)
         size = table_size(n, m)
@@ -74,7 +74,7 @@ def check_ranking(meta, full: bool, samples: int):
         done += len(range(0, size, step))
         if bad:
             return False, f"table {t.name}: rank(unrank(i)) != i for {bad} sampled ranks"
-        reg = regions(side, m, meta.zero_aware)
+        reg = regions(shape, m, meta.zero_aware)
         maps = reg.count.size
         for r in range(0, maps, 1 if full else max(1, maps // (samples // 100))):
             occupied = set(unrank_of(r * factorial(m), n, m))
@@ -84,7 +84,7 @@ def check_ranking(meta, full: bool, samples: int):
                 components = []
                 for c in free:
                     if not any(c in comp for comp in components):
-                        components.append(geometry.blank_region(side, occupied, c))
+                        components.append(geometry.blank_region(shape, occupied, c))
                 expected = {c: k for k, comp in enumerate(components) for c in comp}
             got = {c: int(reg.index[r, c]) for c in free}
             if got != expected or int(reg.count[r]) != len(set(expected.values())):
@@ -105,7 +105,7 @@ def nibbles(packed: np.ndarray) -> np.ndarray:
 def check_completeness(meta, data):
     """Unreachable entries (15) are exactly the recorded ones, and the expected count:
     none, or half when a group holds every tile (parity); the goal's entry is 0."""
-    side = meta.size
+    shape = meta.shape
     for t in meta.tables:
         m = len(t.tiles)
         unset = 0
@@ -114,11 +114,11 @@ def check_completeness(meta, data):
             unset += int(np.count_nonzero((chunk & 15) == artifact.NIBBLE_UNSET))
             unset += int(np.count_nonzero((chunk >> 4) == artifact.NIBBLE_UNSET))
         unset -= t.bytes * 2 - t.entries  # the pad nibble of an odd count is 0, not 15
-        expected = t.entries - reachable_entries(side, m, meta.zero_aware)
+        expected = t.entries - reachable_entries(shape, m, meta.zero_aware)
         if unset != expected or unset != t.unset:
             return False, (f"table {t.name}: {unset:,} unreachable entries, expected {expected:,} "
                            f"(recorded {t.unset:,})")
-        e = entry_of(t.tiles, 0, side, meta.zero_aware)
+        e = entry_of(t.tiles, 0, shape, meta.zero_aware)
         goal = int(nibbles(np.asarray(artifact.table_view(data, t)[e // 2:e // 2 + 1]))[e % 2])
         if goal != 0:
             return False, f"table {t.name}: goal entry is {goal}, expected 0"
@@ -139,18 +139,18 @@ AUDIT_SLICE = 1 << 21  # placements a kernel call checks: the progress step of l
 def audit_table(meta, data, t, moves: bool, progress=None) -> Audit:
     """Every entry of table ``t``: its value counted and, with ``moves``, checked against
     every move out of it (kernels.audit). ``progress(done, total)`` after each slice."""
-    side, n, m = meta.size, t.cells, len(t.tiles)
+    shape, n, m = meta.shape, t.cells, len(t.tiles)
     placements = table_size(n, m)
-    reg = regions(side, m, meta.zero_aware)
+    reg = regions(shape, m, meta.zero_aware)
     whole = (np.ones(reg.count.size, np.bool_) if meta.zero_aware
-             else regions(side, m, True).count == 1)
-    md_tab = np.ascontiguousarray(manhattan_table(side)[list(t.tiles)])
+             else regions(shape, m, True).count == 1)
+    md_tab = np.ascontiguousarray(manhattan_table(shape)[list(t.tiles)])
     width = int(md_tab.max(axis=1).sum()) + 2 * (artifact.NIBBLE_UNSET - 1) + 1
     hist = np.zeros((audit_kernel.CHUNKS, width), np.int64)
     first_bad = np.zeros((audit_kernel.CHUNKS, 3), np.int64)
-    nbr, nnbr = neighbour_arrays(side)
+    nbr, nnbr = neighbour_arrays(shape)
     packed = np.asarray(artifact.table_view(data, t))
-    goal = entry_of(t.tiles, 0, side, meta.zero_aware)
+    goal = entry_of(t.tiles, 0, shape, meta.zero_aware)
     failures, first = 0, None
     if not moves:
         over = audit_kernel.histogram(packed, n, binomials(n, m), order_weights(m),
@@ -176,8 +176,8 @@ def audit_table(meta, data, t, moves: bool, progress=None) -> Audit:
 
 def describe_entry(meta, t, e: int) -> str:
     """Entry ``e`` of table ``t`` in words: the tiles' cells and the blank's region."""
-    side, n, m = meta.size, t.cells, len(t.tiles)
-    reg = regions(side, m, meta.zero_aware)
+    shape, n, m = meta.shape, t.cells, len(t.tiles)
+    reg = regions(shape, m, meta.zero_aware)
     if e < table_size(n, m):  # region 0, in lexicographic order
         pos = np.empty(m, np.int64)
         lex_unrank(e, n, m, lex_weights(n, m), pos)
@@ -284,14 +284,14 @@ def check_consistency(h: Heuristic, samples: int, rng: random.Random, zero_aware
     there only that rate is reported, not failed. How often h as a whole changes by more
     than 1 is reported too (the max over sums need not be consistent).
     """
-    side = h.side
+    shape = h.shape
     H = h.H
     nsums = H.tile_lk.shape[1]
     md = H.tile_tab
-    nbrs = geometry.neighbours(side)
+    nbrs = geometry.neighbours(shape)
     checked = jumps = moves = 0
     for _ in range(samples):
-        board = puzzle.random_board(side, "blank-first", rng)
+        board = puzzle.random_board(shape, "blank-first", rng)
         before = h.state(board)
         b = board.index(0)
         for c in nbrs[b]:
@@ -305,9 +305,9 @@ def check_consistency(h: Heuristic, samples: int, rng: random.Random, zero_aware
                 l = H.tile_lk[t, j]
                 group = H.lk_tiles[l, :H.lk_m[l]].tolist()
                 if not zero_aware:
-                    free = side * side - len(group)
+                    free = shape.cells - len(group)
                     occupied = [{x for x, u in enumerate(bd) if u in group} for bd in (board, cells)]
-                    if not all(len(geometry.blank_region(side, occ, bd.index(0))) == free
+                    if not all(len(geometry.blank_region(shape, occ, bd.index(0))) == free
                                for occ, bd in zip(occupied, (board, cells))):
                         continue
                 checked += 1
@@ -325,10 +325,10 @@ def check_consistency(h: Heuristic, samples: int, rng: random.Random, zero_aware
 def check_admissibility(h: Heuristic, samples: int, rng: random.Random, walk: int):
     """h <= true distance at every state of optimal paths found with linear conflict
     (an independent heuristic), from random walks of ``walk`` moves."""
-    oracle = Solver(table_free("linear-conflict", h.side))
+    oracle = Solver(table_free("linear-conflict", h.shape))
     states = 0
     for _ in range(samples):
-        board = puzzle.random_walk(h.side, walk, "blank-first", rng)
+        board = puzzle.random_walk(h.shape, walk, "blank-first", rng)
         result = oracle.solve(board, "blank-first")
         cells = list(board)
         for i, letter in enumerate(result.blank_moves + " "):
@@ -338,7 +338,7 @@ def check_admissibility(h: Heuristic, samples: int, rng: random.Random, walk: in
             if hv > remaining:
                 return False, f"h = {hv} > true distance {remaining} on board {cells}"
             if letter != " ":
-                cells = list(puzzle.apply_blank_moves(cells, letter))
+                cells = list(puzzle.apply_blank_moves(cells, letter, h.shape))
     return True, f"h <= true distance on {states:,} states of {samples} optimal paths"
 
 
@@ -422,7 +422,7 @@ def _run_checks(path, full: bool, seed: int, protect, exhaustive: bool = False,
         if not checks[-1].ok:
             return meta, checks
     h = heuristic_from(meta, data, reflect=True)
-    walk = {3: 40, 4: 40, 5: 30}.get(meta.size, 20)
+    walk = {9: 40, 16: 40, 25: 30}.get(meta.shape.cells, 30 if meta.shape.cells < 25 else 20)
     if not exhaustive:
         checks.append(timed("consistency", check_consistency, h, 20000 if full else 2000, rng,
                             meta.zero_aware))

@@ -17,16 +17,24 @@ DATA = ROOT / "tests" / "data"  # copies of shared/bench: instances and publishe
 STEPS = ((-1, 0), (1, 0), (0, -1), (0, 1))
 
 
-def neighbour_cells(cell: int, side: int):
-    """The cells next to ``cell`` on a side x side board (no project code)."""
-    r, c = divmod(cell, side)
-    return [(r + dr) * side + c + dc for dr, dc in STEPS
-            if 0 <= r + dr < side and 0 <= c + dc < side]
+def rows_cols(shape) -> tuple[int, int]:
+    """(rows, cols) of a square's side or of a (rows, cols) pair."""
+    return (shape, shape) if isinstance(shape, int) else (int(shape[0]), int(shape[1]))
 
 
-def bfs_distances(goal) -> dict[tuple[int, ...], int]:
-    """Exact distance of every state reachable from ``goal`` (plain BFS)."""
-    side = int(len(goal) ** 0.5)
+def neighbour_cells(cell: int, side):
+    """The cells next to ``cell`` on a side x side board, or a rows x cols one when
+    ``side`` is a pair (no project code)."""
+    rows, cols = rows_cols(side)
+    r, c = divmod(cell, cols)
+    return [(r + dr) * cols + c + dc for dr, dc in STEPS
+            if 0 <= r + dr < rows and 0 <= c + dc < cols]
+
+
+def bfs_distances(goal, shape=None) -> dict[tuple[int, ...], int]:
+    """Exact distance of every state reachable from ``goal`` (plain BFS); ``shape``: the
+    board's (rows, cols), default the square of the count."""
+    side = shape or int(len(goal) ** 0.5)
     dist = {tuple(goal): 0}
     queue = deque([tuple(goal)])
     while queue:
@@ -42,7 +50,7 @@ def bfs_distances(goal) -> dict[tuple[int, ...], int]:
     return dist
 
 
-def abstract_distances(tiles, side: int) -> dict[tuple[tuple[int, ...], int], int]:
+def abstract_distances(tiles, side) -> dict[tuple[tuple[int, ...], int], int]:
     """Distance of every abstract state (cells of the tiles, blank cell) by 0/1-BFS: a
     move of a pattern tile costs 1, a move of the blank among the other cells 0; from the
     goal placement with the blank in its goal cell 0."""
@@ -65,7 +73,7 @@ def abstract_distances(tiles, side: int) -> dict[tuple[tuple[int, ...], int], in
     return dist
 
 
-def table_entry(cells, blank: int, side: int, zero_aware: bool = True) -> int:
+def table_entry(cells, blank: int, side, zero_aware: bool = True) -> int:
     """Where a table keeps (placement, blank cell), by the documented layout
     (docs/architecture.md), computed here from scratch: the lexicographic rank of the
     placement for region 0 (the region of the lowest free cell), else the map's secondary
@@ -75,8 +83,8 @@ def table_entry(cells, blank: int, side: int, zero_aware: bool = True) -> int:
 
     from pdbtool.kernels.ranking import regions
 
-    n, m = side * side, len(cells)
-    reg = regions(side, m, zero_aware)
+    n, m = rows_cols(side)[0] * rows_cols(side)[1], len(cells)
+    reg = regions(rows_cols(side), m, zero_aware)
     sorted_cells = sorted(cells)
     map_r = sum(comb(c, k + 1) for k, c in enumerate(sorted_cells))  # colex rank of the set
     region = int(reg.index[map_r, blank])
@@ -93,13 +101,13 @@ def table_entry(cells, blank: int, side: int, zero_aware: bool = True) -> int:
     return int(reg.secondary[map_r]) + (region - 1) * factorial(m) + order
 
 
-def reference_table(tiles, side: int, zero_aware: bool = True) -> np.ndarray:
+def reference_table(tiles, side, zero_aware: bool = True) -> np.ndarray:
     """A pattern database from abstract_distances: per (placement, region of the blank),
     or the minimum over the blank's cells; 255 where unreached. Only the indexing uses
     the project's ranking (what the table is indexed by)."""
     from pdbtool.kernels.ranking import regions
 
-    table = np.full(regions(side, len(tiles), zero_aware).entries, 255, np.uint8)
+    table = np.full(regions(rows_cols(side), len(tiles), zero_aware).entries, 255, np.uint8)
     for (cells, blank), d in abstract_distances(tiles, side).items():
         i = table_entry(cells, blank, side, zero_aware)
         table[i] = min(table[i], d)
@@ -135,11 +143,43 @@ def korf_shortest(n: int) -> list[tuple[int, int, tuple[int, ...]]]:
 EXPANDED, PRUNED, GOAL = "expanded", "pruned", "goal"
 
 
-def manhattan(board) -> int:
-    """Manhattan distance to the blank-first goal (tile t belongs in cell t)."""
-    side = int(len(board) ** 0.5)
-    return sum(abs(c // side - t // side) + abs(c % side - t % side)
+def manhattan(board, shape=None) -> int:
+    """Manhattan distance to the blank-first goal (tile t belongs in cell t); ``shape``:
+    the board's (rows, cols), default the square of the count."""
+    cols = rows_cols(shape)[1] if shape else int(len(board) ** 0.5)
+    return sum(abs(c // cols - t // cols) + abs(c % cols - t % cols)
                for c, t in enumerate(board) if t)
+
+
+def meet_in_the_middle(board, goal, shape) -> int:
+    """The exact distance from ``board`` to ``goal`` by breadth-first search from both ends,
+    always growing the smaller frontier by a whole layer (no project code): for shapes whose
+    whole state space is too large for bfs_distances (2x6: 239.5 million states)."""
+    start, goal = tuple(board), tuple(goal)
+    if start == goal:
+        return 0
+    seen = ({start: 0}, {goal: 0})
+    frontier = ([start], [goal])
+    while frontier[0] and frontier[1]:
+        k = 0 if len(frontier[0]) <= len(frontier[1]) else 1
+        mine, other = seen[k], seen[1 - k]
+        nxt, best = [], None
+        for s in frontier[k]:
+            b = s.index(0)
+            for nb in neighbour_cells(b, shape):
+                t = list(s)
+                t[b], t[nb] = t[nb], 0
+                t = tuple(t)
+                if t in other:
+                    d = mine[s] + 1 + other[t]
+                    best = d if best is None else min(best, d)
+                if t not in mine:
+                    mine[t] = mine[s] + 1
+                    nxt.append(t)
+        if best is not None:
+            return best
+        frontier = (nxt, frontier[1]) if k == 0 else (frontier[0], nxt)
+    raise ValueError("the board cannot reach the goal")
 
 
 def ida_nodes(board, h, automaton=None) -> tuple[list[tuple], list[dict]]:
@@ -216,7 +256,8 @@ def assert_replays(result: dict, board, goal: str) -> None:
     """A solve result's tile moves and blank letters both take ``board`` to the goal."""
     from pdbtool import puzzle
 
-    target = puzzle.goal_board(puzzle.side_of(board), goal)
-    assert puzzle.apply_tile_moves(board, result["moves"]) == target
-    assert puzzle.apply_blank_moves(board, result["blank_moves"]) == target
+    shape = (result["rows"], result["cols"]) if result.get("rows") else None
+    target = puzzle.goal_board(puzzle.shape_of(board, shape), goal)
+    assert puzzle.apply_tile_moves(board, result["moves"], shape) == target
+    assert puzzle.apply_blank_moves(board, result["blank_moves"], shape) == target
     assert len(result["moves"]) == len(result["blank_moves"]) == result["length"]

@@ -139,7 +139,7 @@ def test_reload_lets_running_searches_finish_on_the_old_tables(art_dir, tmp_path
         assert old.hold()  # as a search admitted before the reload holds them
         daemon.reload(load_directory(art_dir))
         assert daemon.servicer.served is not old
-        assert daemon.servicer.tables.sides == [3, 4]
+        assert daemon.servicer.tables.shapes == [(3, 3), (4, 4)]
         # The old solver still answers from its mapping (a job that held it would).
         r = old.solvers[3].solve(EASY8, control=SearchControl())
         assert r.length == 2

@@ -36,10 +36,10 @@ def test_loading_a_directory_opens_each_hdf5_file_at_most_twice(art_dir, monkeyp
 
 def test_directory_serves_the_sizes_of_its_artifacts(art_dir):
     tables = load_directory(art_dir)
-    assert tables.sides == [3, 4]
-    assert tables.heuristics[4].name == "pdb 15/5-5-5 + reflection"
+    assert tables.shapes == [(3, 3), (4, 4)]
+    assert tables.heuristics[4, 4].name == "pdb 15/5-5-5 + reflection"
     assert {m.partition for m in tables.artifacts} == {"8/full", "15/5-5-5"}
-    assert load_directory(art_dir, reflect=False).heuristics[4].name == "pdb 15/5-5-5"
+    assert load_directory(art_dir, reflect=False).heuristics[4, 4].name == "pdb 15/5-5-5"
 
 
 def test_empty_missing_and_damaged_directories_are_errors(art_dir, tmp_path):

@@ -133,7 +133,7 @@ def _answers(client, board) -> bool:
 
 def test_a_search_on_a_touched_file_still_answers_after(served_dir):
     """A search started after a touch (once the file is found unchanged) reads the file."""
-    h = load_directory(served_dir).heuristics[3]
+    h = load_directory(served_dir).heuristics[3, 3]
     from pdbtool.search.solver import Solver
 
     subprocess.run(["touch", str(served_dir / "8-full.h5")], check=True)

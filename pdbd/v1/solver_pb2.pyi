@@ -36,7 +36,7 @@ class BatchResult(_message.Message):
     def __init__(self, id: _Optional[int] = ..., result: _Optional[_Union[SolveResult, _Mapping]] = ..., error: _Optional[_Union[BatchError, _Mapping]] = ...) -> None: ...
 
 class SolveRequest(_message.Message):
-    __slots__ = ("tiles", "goal", "node_budget", "progress_ms", "algorithm", "weight", "tt_size", "max_memory")
+    __slots__ = ("tiles", "goal", "node_budget", "progress_ms", "algorithm", "weight", "tt_size", "max_memory", "rows", "cols")
     TILES_FIELD_NUMBER: _ClassVar[int]
     GOAL_FIELD_NUMBER: _ClassVar[int]
     NODE_BUDGET_FIELD_NUMBER: _ClassVar[int]
@@ -45,6 +45,8 @@ class SolveRequest(_message.Message):
     WEIGHT_FIELD_NUMBER: _ClassVar[int]
     TT_SIZE_FIELD_NUMBER: _ClassVar[int]
     MAX_MEMORY_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    COLS_FIELD_NUMBER: _ClassVar[int]
     tiles: _containers.RepeatedScalarFieldContainer[int]
     goal: str
     node_budget: int
@@ -53,7 +55,9 @@ class SolveRequest(_message.Message):
     weight: float
     tt_size: int
     max_memory: int
-    def __init__(self, tiles: _Optional[_Iterable[int]] = ..., goal: _Optional[str] = ..., node_budget: _Optional[int] = ..., progress_ms: _Optional[int] = ..., algorithm: _Optional[str] = ..., weight: _Optional[float] = ..., tt_size: _Optional[int] = ..., max_memory: _Optional[int] = ...) -> None: ...
+    rows: int
+    cols: int
+    def __init__(self, tiles: _Optional[_Iterable[int]] = ..., goal: _Optional[str] = ..., node_budget: _Optional[int] = ..., progress_ms: _Optional[int] = ..., algorithm: _Optional[str] = ..., weight: _Optional[float] = ..., tt_size: _Optional[int] = ..., max_memory: _Optional[int] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ...) -> None: ...
 
 class Iteration(_message.Message):
     __slots__ = ("bound", "nodes")
@@ -64,7 +68,7 @@ class Iteration(_message.Message):
     def __init__(self, bound: _Optional[int] = ..., nodes: _Optional[int] = ...) -> None: ...
 
 class SolveResult(_message.Message):
-    __slots__ = ("board", "size", "goal", "length", "moves", "blank_moves", "nodes_expanded", "nodes_generated", "seconds", "initial_h", "heuristic", "artifact_version", "iterations", "threads", "note", "queue_seconds", "path_h", "algorithm", "optimal", "bound", "peak_memory_bytes")
+    __slots__ = ("board", "size", "goal", "length", "moves", "blank_moves", "nodes_expanded", "nodes_generated", "seconds", "initial_h", "heuristic", "artifact_version", "iterations", "threads", "note", "queue_seconds", "path_h", "algorithm", "optimal", "bound", "peak_memory_bytes", "rows", "cols")
     BOARD_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
     GOAL_FIELD_NUMBER: _ClassVar[int]
@@ -86,6 +90,8 @@ class SolveResult(_message.Message):
     OPTIMAL_FIELD_NUMBER: _ClassVar[int]
     BOUND_FIELD_NUMBER: _ClassVar[int]
     PEAK_MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    COLS_FIELD_NUMBER: _ClassVar[int]
     board: _containers.RepeatedScalarFieldContainer[int]
     size: int
     goal: str
@@ -107,7 +113,9 @@ class SolveResult(_message.Message):
     optimal: bool
     bound: float
     peak_memory_bytes: int
-    def __init__(self, board: _Optional[_Iterable[int]] = ..., size: _Optional[int] = ..., goal: _Optional[str] = ..., length: _Optional[int] = ..., moves: _Optional[_Iterable[int]] = ..., blank_moves: _Optional[str] = ..., nodes_expanded: _Optional[int] = ..., nodes_generated: _Optional[int] = ..., seconds: _Optional[float] = ..., initial_h: _Optional[int] = ..., heuristic: _Optional[str] = ..., artifact_version: _Optional[str] = ..., iterations: _Optional[_Iterable[_Union[Iteration, _Mapping]]] = ..., threads: _Optional[int] = ..., note: _Optional[str] = ..., queue_seconds: _Optional[float] = ..., path_h: _Optional[_Iterable[int]] = ..., algorithm: _Optional[str] = ..., optimal: bool = ..., bound: _Optional[float] = ..., peak_memory_bytes: _Optional[int] = ...) -> None: ...
+    rows: int
+    cols: int
+    def __init__(self, board: _Optional[_Iterable[int]] = ..., size: _Optional[int] = ..., goal: _Optional[str] = ..., length: _Optional[int] = ..., moves: _Optional[_Iterable[int]] = ..., blank_moves: _Optional[str] = ..., nodes_expanded: _Optional[int] = ..., nodes_generated: _Optional[int] = ..., seconds: _Optional[float] = ..., initial_h: _Optional[int] = ..., heuristic: _Optional[str] = ..., artifact_version: _Optional[str] = ..., iterations: _Optional[_Iterable[_Union[Iteration, _Mapping]]] = ..., threads: _Optional[int] = ..., note: _Optional[str] = ..., queue_seconds: _Optional[float] = ..., path_h: _Optional[_Iterable[int]] = ..., algorithm: _Optional[str] = ..., optimal: bool = ..., bound: _Optional[float] = ..., peak_memory_bytes: _Optional[int] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ...) -> None: ...
 
 class Progress(_message.Message):
     __slots__ = ("bound", "nodes_generated", "nodes_expanded", "nodes_per_second", "elapsed_seconds", "queued")
@@ -148,7 +156,7 @@ class Table(_message.Message):
     def __init__(self, name: _Optional[str] = ..., sha256: _Optional[str] = ..., entries: _Optional[int] = ...) -> None: ...
 
 class Artifact(_message.Message):
-    __slots__ = ("path", "partition", "size", "version", "tables", "bytes", "resident_bytes", "locked")
+    __slots__ = ("path", "partition", "size", "version", "tables", "bytes", "resident_bytes", "locked", "cols")
     PATH_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
@@ -157,6 +165,7 @@ class Artifact(_message.Message):
     BYTES_FIELD_NUMBER: _ClassVar[int]
     RESIDENT_BYTES_FIELD_NUMBER: _ClassVar[int]
     LOCKED_FIELD_NUMBER: _ClassVar[int]
+    COLS_FIELD_NUMBER: _ClassVar[int]
     path: str
     partition: str
     size: int
@@ -165,17 +174,22 @@ class Artifact(_message.Message):
     bytes: int
     resident_bytes: int
     locked: bool
-    def __init__(self, path: _Optional[str] = ..., partition: _Optional[str] = ..., size: _Optional[int] = ..., version: _Optional[str] = ..., tables: _Optional[_Iterable[_Union[Table, _Mapping]]] = ..., bytes: _Optional[int] = ..., resident_bytes: _Optional[int] = ..., locked: bool = ...) -> None: ...
+    cols: int
+    def __init__(self, path: _Optional[str] = ..., partition: _Optional[str] = ..., size: _Optional[int] = ..., version: _Optional[str] = ..., tables: _Optional[_Iterable[_Union[Table, _Mapping]]] = ..., bytes: _Optional[int] = ..., resident_bytes: _Optional[int] = ..., locked: bool = ..., cols: _Optional[int] = ...) -> None: ...
 
 class SizeServed(_message.Message):
-    __slots__ = ("size", "heuristic", "artifact_version")
+    __slots__ = ("size", "heuristic", "artifact_version", "rows", "cols")
     SIZE_FIELD_NUMBER: _ClassVar[int]
     HEURISTIC_FIELD_NUMBER: _ClassVar[int]
     ARTIFACT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    COLS_FIELD_NUMBER: _ClassVar[int]
     size: int
     heuristic: str
     artifact_version: str
-    def __init__(self, size: _Optional[int] = ..., heuristic: _Optional[str] = ..., artifact_version: _Optional[str] = ...) -> None: ...
+    rows: int
+    cols: int
+    def __init__(self, size: _Optional[int] = ..., heuristic: _Optional[str] = ..., artifact_version: _Optional[str] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ...) -> None: ...
 
 class Counters(_message.Message):
     __slots__ = ("requests", "solved", "failed", "cancelled", "rejected", "in_flight", "running", "undecodable", "abandoned")

@@ -17,8 +17,9 @@ import sys
 import threading
 import time
 
-from pdbtool import limits
+from pdbtool import limits, puzzle
 from pdbtool.errors import EXIT_INTERRUPTED, BadInput, PdbError
+from pdbtool.geometry import Shape
 from pdbtool.progress import LOG_EVERY, fmt_seconds
 
 EXIT_TERMINATED = 143  # 128 + SIGTERM
@@ -147,6 +148,14 @@ def arg_size(text: str) -> int:
     """argparse type: a memory size in bytes ('512M', '2G'), checked as every tool checks it."""
     try:
         return limits.size(text)
+    except BadInput as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def arg_shape(text: str):
+    """argparse type: ROWSxCOLS (e.g. 3x4), a shape the product serves (puzzle.check_shape)."""
+    try:
+        return puzzle.check_shape(Shape.parse(text))
     except BadInput as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 

@@ -18,9 +18,9 @@ from pathlib import Path
 from pdbtool import puzzle
 from pdbtool.cli import PROG
 from pdbtool.cli.cluster import add_cluster_option, add_shipping_options, open_cluster
-from pdbtool.cli.console import (STDOUT_CLOSED, SearchReporter, arg_budget, arg_seconds, arg_size,
-                                 batch_exit_code, emit, input_lines, plural, report_error,
-                                 result_text, run, version_text)
+from pdbtool.cli.console import (STDOUT_CLOSED, SearchReporter, arg_budget, arg_seconds, arg_shape,
+                                 arg_size, batch_exit_code, emit, input_lines, plural,
+                                 report_error, result_text, run, version_text)
 from pdbtool.cli.tables import (cmd_build, cmd_info, cmd_list, cmd_pack, cmd_partitions,
                                 cmd_unpack, cmd_verify, cmd_warm)
 from pdbtool.errors import EXIT_UNSOLVABLE, BadInput, PdbError
@@ -38,7 +38,7 @@ def solvers_from(args):
     """The Solvers the options choose, and the Algorithm; canonicalises ``args.goal``."""
     from pdbtool.selection import Solvers
 
-    args.goal = puzzle.check_goal(args.goal)
+    args.goal = puzzle.check_goal(args.goal, args.shape)
     algorithm = Algorithm(args.algorithm, weight=args.weight, tt_size=args.tt_size,
                           max_memory=args.max_memory)
     return Solvers(heuristic=args.heuristic, artifact_path=args.artifact,
@@ -51,8 +51,8 @@ def solve_traced(args, text, solvers, algorithm, cap: int):
     from pdbtool.search.control import SearchControl
     from pdbtool.search.trace import record
 
-    board = puzzle.parse_board(text)
-    solver = solvers.for_goal(puzzle.side_of(board), args.goal, algorithm)
+    board = puzzle.parse_board(text, args.shape)
+    solver = solvers.for_goal(puzzle.shape_of(board, args.shape), args.goal, algorithm)
     note_heuristic(args, solver)
     control = SearchControl(budget=args.budget, timeout=args.timeout, checkpoint=keeper_of(args))
     if not args.quiet and algorithm.name == "ida":
@@ -143,8 +143,8 @@ def cmd_solve(args) -> int:
 
 def prepare_line(text: str, args, solvers, algorithm):
     """(solver, prepared board) of one board's text, validated for the goal."""
-    board = puzzle.parse_board(text)
-    solver = solvers.for_goal(puzzle.side_of(board), args.goal, algorithm)
+    board = puzzle.parse_board(text, args.shape)
+    solver = solvers.for_goal(puzzle.shape_of(board, args.shape), args.goal, algorithm)
     note_heuristic(args, solver)
     return solver, solver.prepare(board, args.goal)
 
@@ -236,10 +236,11 @@ def cmd_animate(args) -> int:
 
 
 def cmd_solvable(args) -> int:
-    board = puzzle.parse_board(" ".join(args.board))
-    goal = puzzle.check_goal(args.to)
-    puzzle.goal_board(puzzle.side_of(board), goal)  # the sizes must agree
-    ok, why = puzzle.solvability(board, goal)
+    board = puzzle.parse_board(" ".join(args.board), args.shape)
+    goal = puzzle.check_goal(args.to, args.shape)
+    shape = puzzle.shape_of(board, args.shape)
+    puzzle.goal_board(shape, goal)  # the sizes must agree
+    ok, why = puzzle.solvability(board, goal, shape)
     emit(args, {"board": list(board), "goal": goal, "solvable": ok, "explanation": why}, why)
     return 0 if ok else EXIT_UNSOLVABLE
 
@@ -287,9 +288,15 @@ def zstd_level(text: str) -> int:
     return value
 
 
+def add_shape_option(p) -> None:
+    p.add_argument("--shape", type=arg_shape, metavar="ROWSxCOLS",
+                   help="the board's shape, e.g. 3x4 (default: the square of the tile count)")
+
+
 def add_solve_options(p) -> None:
-    """What chooses the goal, the algorithm and the heuristic and limits a search: shared by
-    solve and animate."""
+    """What chooses the goal, the shape, the algorithm and the heuristic and limits a
+    search: shared by solve and animate."""
+    add_shape_option(p)
     p.add_argument("--goal", default="blank-last",
                    help="blank-last (1..N then 0, default), blank-first (0,1..N), or a goal board's tiles")
     p.add_argument("--algorithm", default="ida", choices=ALGORITHMS,
@@ -342,7 +349,7 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("solve", help="solve boards (optimally by default)", description=(
         "Solve a board, optimally with IDA* unless --algorithm says otherwise. BOARD is the "
         "tiles row by row (0 = blank), as one argument or several, separated by spaces and/or "
-        "commas; the size comes from the count."))
+        "commas; the size comes from the count (a square), or from --shape."))
     s.add_argument("board", nargs="*", metavar="BOARD")
     s.add_argument("--file", metavar="FILE", help=(
         "solve one board per line of FILE ('-' = stdin); a bad line is reported and the "
@@ -385,6 +392,7 @@ def parser() -> argparse.ArgumentParser:
     sv.add_argument("board", nargs="+", metavar="START")
     sv.add_argument("--to", default="blank-last", metavar="GOAL",
                     help="blank-last (default), blank-first, or the goal board's tiles")
+    add_shape_option(sv)
     sv.add_argument("--json", action="store_true")
     sv.set_defaults(func=cmd_solvable)
 

@@ -81,7 +81,7 @@ def cmd_info(args) -> int:
     checks = {"verified": "checksums verified (stamp of this file)",
               "unverified": f"checksums not verified since written: pdbtool verify {meta.path}",
               "packed": "packed: pdbtool unpack verifies its checksums"}[state]
-    lines = [f"{meta.path}: {meta.partition} ({meta.form}), {meta.size}x{meta.size}, goal {meta.goal}",
+    lines = [f"{meta.path}: {meta.partition} ({meta.form}), {meta.shape}, goal {meta.goal}",
              checks,
              f"version {meta.version}, format {meta.format_version}, builder {meta.builder_version}, "
              f"rank {meta.rank_scheme} v{meta.rank_version}",
@@ -153,7 +153,7 @@ def cmd_warm(args) -> int:
 
     def report(w):
         if not args.json:
-            print(f"{w.side}x{w.side} with {w.heuristic}: kernels ready in {w.seconds:.1f} s",
+            print(f"{w.shape} with {w.heuristic}: kernels ready in {w.seconds:.1f} s",
                   file=sys.stderr, flush=True)
 
     if not args.json:
@@ -161,7 +161,7 @@ def cmd_warm(args) -> int:
               "in its cache)", file=sys.stderr, flush=True)
     done = warm(args.artifacts, threads=args.threads, report=report)
     emit(args, {"warmed": [w._asdict() for w in done]},
-         f"kernels ready for {plural(len(done), 'board side')}")
+         f"kernels ready for {plural(len(done), 'board shape')}")
     return 0
 
 
@@ -169,7 +169,9 @@ def cmd_partitions(args) -> int:
     rows = []
     for c in catalogue.catalogues().values():
         plan = catalogue.plan_tables(c)
-        rows.append({"name": c.name, "side": c.side, "strength": c.strength, "note": c.note,
+        rows.append({"name": c.name, "side": c.shape.rows if c.shape.square else None,
+                     "rows": c.shape.rows, "cols": c.shape.cols, "shape": str(c.shape),
+                     "strength": c.strength, "note": c.note,
                      "partitions": [[list(g) for g in p] for p in c.partitions],
                      "tables_built": len(plan.tables), "table_bytes": c.table_bytes(),
                      "table_bytes_min_over_blank": c.table_bytes(zero_aware=False),

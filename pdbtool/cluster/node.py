@@ -277,7 +277,7 @@ def build_on_node(job) -> tuple:
 
     numba.set_num_threads(max(1, min(job.threads, numba.config.NUMBA_NUM_THREADS)))
     t0 = time.perf_counter()
-    table = build_table(job.tiles, job.side, job.name, zero_aware=job.zero_aware, progress=False)
+    table = build_table(job.tiles, job.shape, job.name, zero_aware=job.zero_aware, progress=False)
     return table, node_name(), time.perf_counter() - t0
 
 

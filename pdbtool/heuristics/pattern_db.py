@@ -9,6 +9,11 @@ to tile T(t) at cell T(c) (T = transpose; the blank-first goal is symmetric unde
 the reflected lookup of a group reads tiles T(g_i) through the cell map sigma(T(c)); the
 blank, tile 0 = T(0), reads through the same map.
 
+A rectangle has no such reflection (its transpose is another shape), but the same formula
+serves the transposed shape from the rectangle's tables: a 4x3 board is read as the 3x4
+board it transposes to (``heuristic_from(..., shape=meta.shape.transposed)``), so one
+artifact serves both shapes.
+
 A group's table value is its Manhattan distance plus twice the 4-bit entry, and the groups
 of a sum hold every tile once, so every sum is md + 2 * (sum of its entries) and
 h = md + 2 * max over the sums (kernels.heuristic.h_init / h_update).
@@ -22,8 +27,8 @@ from typing import NamedTuple
 import numpy as np
 
 from pdbtool.errors import ArtifactError
-from pdbtool.geometry import transpose
-from pdbtool.geometry import manhattan_table
+from pdbtool.errors import BadInput
+from pdbtool.geometry import manhattan_table, transpose
 from pdbtool.heuristics.table_free import Heuristic
 from pdbtool.kernels import heuristic as hk
 from pdbtool.kernels.ranking import (MAX_OUTSIDE_CELLS, RANK_SCHEME, RANK_VERSION, colex_tables,
@@ -38,19 +43,24 @@ class Lookup(NamedTuple):
     sum: int                    # which sum it adds to: 2 * partition + reflected
 
 
-def lookups(meta: artifact.ArtifactMeta, reflect: bool = True) -> list[Lookup]:
-    """Every lookup of the artifact's groups, direct and (with ``reflect``) reflected."""
-    side = meta.size
-    T = transpose(side)
-    per = 2 if reflect else 1
+def lookups(meta: artifact.ArtifactMeta, reflect: bool = True, transposed: bool = False
+            ) -> list[Lookup]:
+    """Every lookup of the artifact's groups, direct and (with ``reflect``, squares only)
+    reflected; ``transposed``: only the reflected ones, for boards of the transposed shape
+    (T maps their cells onto the artifact's)."""
+    shape = meta.shape
+    T = transpose(shape.transposed)  # cells of the transposed board -> the artifact's
+    per = 2 if reflect and not transposed else 1
     out = []
     for g in meta.groups:
         offset = meta.tables[g.table].offset
-        out.append(Lookup(g.tiles, g.cell_map, offset, per * g.partition))
-        if reflect:
-            out.append(Lookup(tuple(T[t] for t in g.tiles),
-                              tuple(g.cell_map[T[c]] for c in range(side * side)), offset,
-                              per * g.partition + 1))
+        if not transposed:
+            out.append(Lookup(g.tiles, g.cell_map, offset, per * g.partition))
+        if reflect or transposed:
+            back = {a: c for c, a in enumerate(T)}  # the artifact's cells -> the board's
+            out.append(Lookup(tuple(back[t] for t in g.tiles),
+                              tuple(g.cell_map[T[c]] for c in range(shape.cells)), offset,
+                              per * g.partition + (per - 1)))
     return out
 
 
@@ -65,9 +75,9 @@ def check_layout(meta: artifact.ArtifactMeta) -> None:
                             f"{artifact.ENCODING!r}")
     if meta.goal != "blank-first":
         raise ArtifactError(f"{where}: tables for goal {meta.goal!r}, expected 'blank-first'")
-    n = meta.size * meta.size
+    n = meta.shape.cells
     if meta.zero_aware and n > MAX_OUTSIDE_CELLS:  # a lookup keeps a map's cells in a word
-        raise ArtifactError(f"{where}: zero-aware tables of a {meta.size}x{meta.size} board; "
+        raise ArtifactError(f"{where}: zero-aware tables of a {meta.shape} board; "
                             f"this pdbtool reads them for at most {MAX_OUTSIDE_CELLS} cells")
     for p in range(meta.partitions):
         tiles = sorted(t for g in meta.groups if g.partition == p for t in g.tiles)
@@ -75,7 +85,7 @@ def check_layout(meta: artifact.ArtifactMeta) -> None:
             raise ArtifactError(f"{where}: the groups of partition {p} do not partition "
                                 f"tiles 1..{n - 1} (got {tiles})")
     for t in meta.tables:
-        expected = regions(meta.size, len(t.tiles), meta.zero_aware).entries
+        expected = regions(meta.shape, len(t.tiles), meta.zero_aware).entries
         if t.cells != n or t.entries != expected:
             raise ArtifactError(f"{where}: table {t.name!r} has {t.entries:,} entries, "
                                 f"{len(t.tiles)} tiles on {n} cells need {expected:,}")
@@ -88,13 +98,21 @@ def check_layout(meta: artifact.ArtifactMeta) -> None:
 
 
 def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool = True,
-                   source=None) -> Heuristic:
-    """The max-of-additive heuristic of an artifact's catalogue over its table data;
-    ``source`` is the open file it was mapped from (trust.Pinned), guarded at each search."""
+                   source=None, shape=None) -> Heuristic:
+    """The max-of-additive heuristic of an artifact's catalogue over its table data, for
+    boards of ``shape``: the artifact's (default) or its transpose. ``reflect`` adds the
+    reflected lookups of a square. ``source`` is the open file it was mapped from
+    (trust.Pinned), guarded at each search."""
     check_layout(meta)
-    side = meta.size
-    n = side * side
-    every = lookups(meta, reflect)
+    shape = meta.shape if shape is None else shape
+    if shape not in (meta.shape, meta.shape.transposed):
+        raise BadInput(f"{meta.path} serves {meta.shape} boards"
+                       + ("" if meta.shape.square else f" and {meta.shape.transposed} ones")
+                       + f", the board is {shape}")
+    transposed = not meta.shape.square and shape == meta.shape.transposed
+    reflect = reflect and meta.shape.square
+    n = shape.cells
+    every = lookups(meta, reflect, transposed)
     sums = 1 + max(x.sum for x in every)
     if sums > 64:  # h_update keeps a bit per lookup of a tile, at most one per sum
         raise ArtifactError(f"{meta.path}: {sums} sums of lookups; this pdbtool reads at most 64")
@@ -110,7 +128,7 @@ def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool 
     # Region arrays per tile count, concatenated; each lookup points at its count's.
     index_parts, offset_parts, outside_parts, rbase, obase, mbase = [], [], [], {}, {}, {}
     for m in sorted({len(x.tiles) for x in lk}):
-        reg = regions(side, m, meta.zero_aware)
+        reg = regions(meta.shape, m, meta.zero_aware)
         rbase[m] = sum(a.size for a in index_parts)
         obase[m] = sum(a.size for a in offset_parts)
         mbase[m] = sum(a.size for a in outside_parts)
@@ -140,7 +158,7 @@ def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool 
     cell = np.argsort(np.array([x.cell_map for x in lk], np.int64), axis=1)
     H = hk.heuristic_arrays(
         hk.PDB,
-        tile_tab=manhattan_table(side),
+        tile_tab=manhattan_table(shape),
         lk_tiles=tiles, lk_pw=pw, lk_lw=lw,
         lk_m=np.array([len(x.tiles) for x in lk], np.int64),
         lk_cmap=np.array([x.cell_map for x in lk], np.int64),
@@ -159,10 +177,10 @@ def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool 
         parity=hk.read_only(parity_of(data) if meta.zero_aware else np.zeros(1, np.uint8)),
     )
     name = f"pdb {meta.partition}" + ("" if meta.zero_aware else " (min over blank)") + \
-        (" + reflection" if reflect else "")
+        (" + reflection" if reflect else "") + (" transposed" if transposed else "")
     # Zero-aware entries are exact abstract distances: each group's value, so each sum and
     # their max, changes by at most 1 per move.
-    return Heuristic(name, side, H, hk.state_width(hk.PDB, side, len(lk), sums),
+    return Heuristic(name, shape, H, hk.state_width(hk.PDB, shape, len(lk), sums),
                      artifact=meta.version, consistent=meta.zero_aware, source=source,
                      artifact_path=str(meta.path), reflected=reflect)
 

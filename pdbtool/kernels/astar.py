@@ -123,7 +123,7 @@ def astar(H, s, board, pos, moves, nmoves, rows, bits, per, keys, parent, gs, he
     table int32[2^k >= 2 cap], zeros (slot = index + 1). Returns (status, goal index,
     expanded, generated, states held, largest open list).
     """
-    n = s * s
+    n = board.shape[0]
     no_limit = np.int64(INF)  # not a literal: see kernels.heuristic.h_update
     cap = keys.shape[0]
     hcap = heap.shape[0]

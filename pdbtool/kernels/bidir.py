@@ -124,7 +124,7 @@ def mm_expand(H, s, board, pos, moves, nmoves, rows, bits, per, keys, parent, gs
     """Expand the top of one direction's heap. Returns (status, heap size, states held,
     generated, best length, this side's and the other side's index of its meeting state
     (-1, -1 if it did not improve))."""
-    n_cells = s * s
+    n_cells = board.shape[0]
     no_limit = np.int64(INF)
     item, size = heap_pop(heap, size)
     idx = item & 0xFFFFFFFF
@@ -185,7 +185,7 @@ def mm(HF, HB, s, board_f, pos_f, board_b, pos_b, moves, nmoves, rows_f, rows_b,
     the goal (towards the start, HB; rows_b[0]). Per direction: keys int64[cap, 2], parent
     int32[cap], gs uint8[cap] (g, or g | CLOSED), heap int64[>= 1.5 cap], table
     int32[2^k >= 2 cap], zeros."""
-    n_cells = s * s
+    n_cells = board_f.shape[0]
     k0, k1 = key_of(board_f, n_cells, bits, per)
     keys_f[0, 0], keys_f[0, 1] = k0, k1
     table_f[slot_of(k0, k1, table_f.shape[0] - 1)] = 1

@@ -34,11 +34,12 @@ CHUNKS = 4096
 
 
 @njit(cache=True, nogil=True, inline="always")
-def flood(seeds, free, s):
-    """Grow the seed cells through the free cells of an s x s grid (bit masks, int64)."""
+def flood(seeds, free, s, n):
+    """Grow the seed cells through the free cells of a grid of n cells, s a row (bit masks,
+    int64)."""
     not_first_col = 0
     not_last_col = 0
-    for c in range(s * s):
+    for c in range(n):
         if c % s != 0:
             not_first_col |= 1 << c
         if c % s != s - 1:
@@ -137,7 +138,7 @@ def close(cur, seen, half, live_cur, live_nxt, dist, layer, n, m, binom, pw, lw,
             visited = word & low
             last, occupied = placement(q, last, occupied, n, m, binom, mfact, orders, cells, pos)
             free = full & ~occupied
-            region = flood(seeds, free, s) & ~visited
+            region = flood(seeds, free, s, n) & ~visited
             cur[q] = region
             seen[q] = visited | region  # the seeds are used up
             regions[chunk] += 1
@@ -163,7 +164,7 @@ def seed(cur, seen, live_cur, dist, goal_cells, blank_cell, n, m, binom, pw, lw,
     occupied = 0
     for i in range(m):
         occupied |= np.int64(1) << pos[i]
-    region = flood(np.int64(1) << blank_cell, ((np.int64(1) << n) - 1) & ~occupied, s)
+    region = flood(np.int64(1) << blank_cell, ((np.int64(1) << n) - 1) & ~occupied, s, n)
     cur[q] = region
     seen[q] = region
     live_cur[chunk_of(q, cur.shape[0])] = 1

@@ -88,7 +88,7 @@ def frontier(H, s, board, pos, moves, nmoves, rows, bits, per, t0, t1, keys, gs,
     """Frontier A* from the board (rows[0] its state row; rows has >= 2 rows) to the
     state whose key is (t0, t1). Node arrays of ``cap`` rows; heap int64[>= 2 cap]; table
     int32[2^k >= 2 cap], zeros."""
-    n_cells = s * s
+    n_cells = board.shape[0]
     h0 = rows[0, 0]
     no_limit = np.int64(INF)  # not a literal: see kernels.heuristic.h_update
     cap = keys.shape[0]

@@ -9,7 +9,9 @@ and two functions here dispatch on the kind:
 * ``h_update`` derives the next state row from the previous one after one tile moved.
 
 The state row (int32) holds h in column 0 and what the kind needs to update it cheaply.
-Boards are always in the blank-first convention: tile t's goal cell is t.
+Boards are always in the blank-first convention: tile t's goal cell is t. The kernels'
+``s`` is the board's width (a square's side, a rectangle's columns); its cells are
+``board.shape[0]``, its rows ``board.shape[0] // s``.
 """
 
 from typing import NamedTuple
@@ -19,6 +21,7 @@ from numba import njit, prange
 
 from pdbtool.kernels.intrinsics import class_constant, ix, popcount, prefetch
 from pdbtool.kernels.ranking import TWO_REGIONS, lowest_bit, map_rank_split
+from pdbtool.kernels.table_free import gaschnig, line_conflict, wd_index
 
 PER_TILE = 0        # sum of a per-tile table: Hamming or Manhattan  [h]
 LINEAR_CONFLICT = 1  # Manhattan + 2 * per-line conflicts            [h, md, line values...]
@@ -151,59 +154,10 @@ def placeholder_arrays() -> dict:
     )
 
 
-def state_width(kind: int, side: int, lookups: int = 0, sums: int = 0) -> int:
-    """Columns of the heuristic state row for a kind."""
-    return {PER_TILE: 1, LINEAR_CONFLICT: LC_LINES + 2 * side, WALKING: 3,
+def state_width(kind: int, shape, lookups: int = 0, sums: int = 0) -> int:
+    """Columns of the heuristic state row for a kind on a board of ``shape`` (rows, cols)."""
+    return {PER_TILE: 1, LINEAR_CONFLICT: LC_LINES + shape[0] + shape[1], WALKING: 3,
             PDB: PDB_SUMS + sums + 3 * lookups, GASCHNIG: 1}[kind]
-
-
-@njit(cache=True, nogil=True, inline="always")
-def gaschnig(H, board, n):
-    """Gaschnig's relaxation (seed 003): a tile may swap with the blank from anywhere. The
-    fewest swaps sort the permutation cell -> goal cell of its content: a cycle through the
-    blank costs one swap per tile in it, any other cycle one more than its tiles. So
-    h = misplaced tiles + cycles (of two or more cells) without the blank. O(n) per call."""
-    seen = np.int64(0)
-    h = 0
-    for c in range(n):
-        if (seen >> c) & 1:
-            continue
-        j = c
-        length = 0
-        blank = False
-        while not (seen >> j) & 1:
-            seen |= np.int64(1) << j
-            t = board[j]
-            if t == 0:
-                blank = True
-            elif H.goal_cell[t] != j:
-                h += 1
-            j = H.goal_cell[t]
-            length += 1
-        if length > 1 and not blank:
-            h += 1
-    return h
-
-
-@njit(cache=True, nogil=True, inline="always")
-def line_conflict(H, board, s, line, is_col):
-    """2 x the tiles that must leave a line so the rest keep their goal order.
-
-    The line's content is coded in base s+1, one digit per cell: a tile's goal position
-    within this line, or s for a blank or a tile of another line. A table built once
-    (heuristics.line_table) holds 2 * (tiles of the line - longest increasing run).
-    """
-    code = 0
-    for i in range(s):
-        t = board[i * s + line] if is_col else board[line * s + i]
-        digit = s
-        if t != 0:
-            if is_col and t % s == line:
-                digit = t // s
-            elif not is_col and t // s == line:
-                digit = t % s
-        code = code * (s + 1) + digit
-    return H.line_tab[code]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -358,7 +312,7 @@ def moved_entry_index(H, board, pos, prev, row, l, tile, src, dst):
 def h_init(H, s, board, pos, row):
     """h of the board from scratch; fills the state row and returns h."""
     kind = kind_of(H)
-    n = s * s
+    n = board.shape[0]
     if kind == PER_TILE:
         h = 0
         for c in range(n):
@@ -371,14 +325,18 @@ def h_init(H, s, board, pos, row):
             if board[c] != 0:
                 md += H.tile_tab[board[c], c]
         h = md
-        for line in range(s):
+        rows = n // s
+        for line in range(rows):
             row[LC_LINES + line] = line_conflict(H, board, s, line, False)
-            row[LC_LINES + s + line] = line_conflict(H, board, s, line, True)
-            h += row[LC_LINES + line] + row[LC_LINES + s + line]
+            h += row[LC_LINES + line]
+        for line in range(s):
+            row[LC_LINES + rows + line] = line_conflict(H, board, s, line, True)
+            h += row[LC_LINES + rows + line]
         row[ROW_H] = h
         row[LC_MD] = md
     elif kind == WALKING:
-        # Rows and columns are two states of the same table (the goal is transpose-symmetric).
+        # Rows and columns are two states of the same table (a square's goal is
+        # transpose-symmetric; a rectangle's table holds both parts, wd_index).
         row[WD_ROWS] = wd_index(board, s, H, False)
         row[WD_COLS] = wd_index(board, s, H, True)
         row[ROW_H] = H.wd_dist[row[WD_ROWS]] + H.wd_dist[row[WD_COLS]]
@@ -443,38 +401,6 @@ def broken_derivation(H, s, board, pos, row, moves, nmoves):
     return -1
 
 
-@njit(cache=True, nogil=True)
-def wd_index(board, s, H, is_col):
-    """Walking-distance state of the board's rows (is_col: of its columns).
-
-    The state is the count matrix M[line][goal line] of tiles; its code is the mixed-radix
-    number of the counts, and the table keeps the codes sorted, so a binary search finds
-    the state's index. Only h_init needs this; moves follow the transition table.
-    """
-    codes = H.wd_codes
-    code = 0
-    # Mixed radix s+1 over the s*s counts, row-major (counts are 0..s).
-    for line in range(s):
-        for goal_line in range(s):
-            cnt = 0
-            for i in range(s):
-                c = i * s + line if is_col else line * s + i
-                t = board[c]
-                if t != 0:
-                    g = t % s if is_col else t // s
-                    if g == goal_line:
-                        cnt += 1
-            code = code * (s + 1) + cnt
-    lo, hi = 0, codes.shape[0] - 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if codes[mid] < code:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
 @njit(cache=True, nogil=True, inline="always")
 def start_reads(H, board, pos, prev, row, tile, src, dst, read):
     """Start the table reads of every lookup of ``tile`` not in ``read`` (a bit per slot
@@ -522,14 +448,15 @@ def h_update(H, s, board, pos, prev, row, tile, src, dst, limit):
         md = prev[LC_MD] + H.tile_tab[tile, dst] - H.tile_tab[tile, src]
         row[LC_MD] = md
         # A vertical move changes the contents of two rows, a horizontal one of two columns.
+        rows = board.shape[0] // s
         if src // s != dst // s:
             row[LC_LINES + src // s] = line_conflict(H, board, s, src // s, False)
             row[LC_LINES + dst // s] = line_conflict(H, board, s, dst // s, False)
         else:
-            row[LC_LINES + s + src % s] = line_conflict(H, board, s, src % s, True)
-            row[LC_LINES + s + dst % s] = line_conflict(H, board, s, dst % s, True)
+            row[LC_LINES + rows + src % s] = line_conflict(H, board, s, src % s, True)
+            row[LC_LINES + rows + dst % s] = line_conflict(H, board, s, dst % s, True)
         h = md
-        for i in range(LC_LINES, LC_LINES + 2 * s):
+        for i in range(LC_LINES, LC_LINES + rows + s):
             h += row[i]
         row[ROW_H] = h
         return h
@@ -547,7 +474,7 @@ def h_update(H, s, board, pos, prev, row, tile, src, dst, limit):
         row[ROW_H] = h
         return h
     if kind == GASCHNIG:
-        h = gaschnig(H, board, s * s)
+        h = gaschnig(H, board, board.shape[0])
         row[ROW_H] = h
         return h
     # PDB: h = md + 2 * max over the sums of their lookups' entries. Only the lookup of each

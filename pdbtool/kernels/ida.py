@@ -218,7 +218,7 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
     automaton[0] = root_state
     it[0] = 0
     if use_tt:
-        k0s[0], k1s[0] = key_of(board, s * s, extras.bits, extras.per)
+        k0s[0], k1s[0] = key_of(board, board.shape[0], extras.bits, extras.per)
         tt_seen(extras.tt, slot_of(k0s[0], k1s[0], mask), k0s[0], k1s[0], 0, iteration + 1)
     status = NOT_FOUND
     length = 0
@@ -234,7 +234,7 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
         generated += 1
         g = g0 + depth + 1
         if use_tt:  # its slot loads while the heuristic is evaluated
-            c0, c1 = key_moved(k0s[depth], k1s[depth], t, c, b, s * s, extras.bits, extras.per)
+            c0, c1 = key_moved(k0s[depth], k1s[depth], t, c, b, board.shape[0], extras.bits, extras.per)
             slot = slot_of(c0, c1, mask)
             prefetch(extras.tt, slot)
         # One call of the inlined h_update, not one per branch: each inlined copy costs

@@ -361,8 +361,8 @@ class Regions(NamedTuple):
 
 
 @njit(cache=True)
-def _region_kernel(side, m, binom, index, count):
-    n = side * side
+def _region_kernel(side, n, m, binom, index, count):
+    """Each map's regions of free cells on a grid of n cells, ``side`` a row."""
     full = (np.int64(1) << n) - 1
     not_first_col = np.int64(0)
     not_last_col = np.int64(0)
@@ -393,15 +393,21 @@ def _region_kernel(side, m, binom, index, count):
         count[r] = k
 
 
+def regions(shape, m: int, zero_aware: bool = True) -> Regions:
+    """The region index of every map of m tiles on a board of ``shape`` ((rows, cols), or
+    a square's side); without ``zero_aware`` each map counts as one region (a
+    min-over-blank table: one entry per placement)."""
+    rows, cols = (shape, shape) if isinstance(shape, int) else shape
+    return _regions(rows, cols, m, zero_aware)
+
+
 @lru_cache(maxsize=None)
-def regions(side: int, m: int, zero_aware: bool = True) -> Regions:
-    """The region index of every map; without ``zero_aware`` each map counts as one
-    region (a min-over-blank table: one entry per placement)."""
-    n = side * side
+def _regions(rows: int, cols: int, m: int, zero_aware: bool) -> Regions:
+    n = rows * cols
     maps = comb(n, m)
     index = np.full((maps, n), NO_REGION, np.uint8)
     count = np.zeros(maps, np.int64)
-    _region_kernel(side, m, binomials(n, m), index, count)
+    _region_kernel(cols, n, m, binomials(n, m), index, count)
     if not zero_aware:
         index[index != NO_REGION] = 0
         count[:] = 1
@@ -413,11 +419,11 @@ def regions(side: int, m: int, zero_aware: bool = True) -> Regions:
     return Regions(index, count, secondary)
 
 
-def reachable_entries(side: int, m: int, zero_aware: bool = True) -> int:
+def reachable_entries(shape, m: int, zero_aware: bool = True) -> int:
     """Entries a table's BFS reaches: all of them, but half when the group holds every
     tile, since the blank's cell is then fixed and parity splits the placements."""
-    entries = regions(side, m, zero_aware).entries
-    return entries // 2 if m == side * side - 1 else entries
+    entries = regions(shape, m, zero_aware).entries
+    return entries // 2 if m == regions(shape, m, zero_aware).index.shape[1] - 1 else entries
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -435,11 +441,11 @@ def region_entry(pos, map_r, order_r, blank_cell, mfact, lw, reg_index, secondar
     return entry_index(pos, map_r, order_r, reg_index[map_r, blank_cell], mfact, lw, secondary)
 
 
-def entry_of(cells, blank: int, side: int, zero_aware: bool = True) -> int:
+def entry_of(cells, blank: int, shape, zero_aware: bool = True) -> int:
     """Python-level index of (placement, blank cell) in a table (for tools and tests)."""
-    n, m = side * side, len(cells)
+    reg = regions(shape, len(cells), zero_aware)
+    n, m = reg.index.shape[1], len(cells)
     q = rank_of(list(cells), n)
     mfact = factorial(m)
-    reg = regions(side, m, zero_aware)
     return int(region_entry(np.asarray(cells, np.int64), q // mfact, q % mfact, blank, mfact,
                             lex_weights(n, m), reg.index, reg.secondary))

@@ -146,7 +146,7 @@ def sma(H, s, board, pos, moves, nmoves, fsm, rows, bits, per, t0, t1, keys, gs,
     """SMA* from the board (rows[0] its state row, rows has >= 2 rows) to the state whose
     key is (t0, t1), in as many nodes as ``keys`` has rows (all node arrays that long,
     zeros). out receives the blank's cells on FOUND."""
-    n_cells = s * s
+    n_cells = board.shape[0]
     cap = keys.shape[0]
     up = np.int64(1)
     down = np.int64(-1)

@@ -31,7 +31,7 @@ import numpy as np
 
 from pdbtool import puzzle
 from pdbtool.errors import BadInput, LimitReached
-from pdbtool.geometry import neighbour_arrays
+from pdbtool.geometry import as_shape, neighbour_arrays
 from pdbtool.kernels.ida import BUDGET, FOUND, MAX_DEPTH, STOPPED
 
 ALGORITHMS = ("ida", "ida-tt", "astar", "rbfs", "wida", "bfs", "greedy", "sma", "frontier", "bidir")
@@ -43,6 +43,7 @@ DEFAULT_TT_SIZE = 1 << 20     # IDA*+TT: entries (32 MiB)
 DEFAULT_WEIGHT = 1.5
 BFS_MAX_SIDE = 3
 KEYED_MAX_SIDE = 5  # A* and IDA*+TT key a state in two words (state_key_kernel)
+RECTANGLES = ("ida", "wida", "rbfs")  # the algorithms that serve boards that are not square
 LIMIT_REASONS = {STOPPED: "search stopped (cancelled or deadline)", BUDGET: "node budget exhausted"}
 
 
@@ -93,6 +94,20 @@ class Algorithm:
             if (self.tt_size or DEFAULT_TT_SIZE) * TT_ENTRY_BYTES > memory:
                 return dataclasses.replace(self, tt_size=max(1, memory // TT_ENTRY_BYTES)), True
         return self, False
+
+    def check_shape(self, shape) -> None:
+        """Refuse, with the reason, a board shape (or a square's side) this algorithm cannot
+        serve. Rectangles: the depth-first searches (ida, wida, rbfs), and bfs up to 9
+        cells."""
+        shape = as_shape(shape)
+        if shape.square:
+            return self.check_side(shape.rows)
+        if self.name == "bfs" and shape.cells <= BFS_MAX_SIDE ** 2:
+            return
+        if self.name not in RECTANGLES:
+            raise BadInput(f"{self.name} serves square boards; a {shape} board takes "
+                           f"{', '.join(RECTANGLES)}" + (f", or bfs up to {BFS_MAX_SIDE ** 2} cells"
+                                                         if self.name == "bfs" else ""))
 
     def check_side(self, side: int) -> None:
         """Refuse, with the reason, a board size this algorithm cannot serve."""
@@ -243,7 +258,7 @@ def _bfs(solver, prepared, algorithm, control):
     image = prepared.image
     n = len(image)
     fact = np.array([math.factorial(i) for i in range(n + 1)], np.int64)
-    nbr, nnbr = neighbour_arrays(solver.side)
+    nbr, nnbr = neighbour_arrays(solver.shape)
     dist = np.full(math.factorial(n), -1, np.int8)
     parent = np.zeros(math.factorial(n), np.int32)
     queue = np.zeros(math.factorial(n) // 2 + 1, np.int32)
@@ -263,16 +278,16 @@ def _bfs(solver, prepared, algorithm, control):
     return r
 
 
-def exact_distances(side: int = 3) -> np.ndarray:
+def exact_distances(shape=3) -> np.ndarray:
     """Every state's distance to the blank-first goal by exhaustive BFS (the 8-puzzle
     oracle as a product feature), indexed by the Lehmer rank of the board; -1 where
-    unreachable (the other parity half)."""
+    unreachable (the other parity half). ``shape``: a Shape, or a square's side."""
     from pdbtool.kernels.bfs import bfs
 
-    Algorithm("bfs").check_side(side)
-    n = side * side
+    Algorithm("bfs").check_shape(shape)
+    n = as_shape(shape).cells
     fact = np.array([math.factorial(i) for i in range(n + 1)], np.int64)
-    nbr, nnbr = neighbour_arrays(side)
+    nbr, nnbr = neighbour_arrays(shape)
     dist = np.full(math.factorial(n), -1, np.int8)
     bfs(np.arange(n, dtype=np.int64), -1, n, nbr, nnbr, fact, dist,
         np.zeros(math.factorial(n), np.int32), np.zeros(math.factorial(n) // 2 + 1, np.int32),

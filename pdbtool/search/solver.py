@@ -40,8 +40,9 @@ class Solver:
 
     def __init__(self, heuristic: Heuristic, prune: bool = True):
         self.heuristic = heuristic
-        self.side = heuristic.side
-        self.moves, self.nmoves = blank_moves(self.side)
+        self.shape = heuristic.shape
+        self.side = heuristic.side  # the kernels' s: the board's width
+        self.moves, self.nmoves = blank_moves(self.shape)
         self.prune = prune
         self.fsm = pruning_fsm(prune)
         self._compiled: set[str] = set()  # compile_kernels' parts done: serial, shared
@@ -49,19 +50,20 @@ class Solver:
 
     def prepare(self, board, goal: str = "blank-last") -> PreparedBoard:
         """Validate and map into the image; raise BadInput / Unsolvable with a clear message."""
-        board = puzzle.validate(board)
-        goal = puzzle.check_goal(goal)
-        side = puzzle.side_of(board)
-        if side != self.side:
+        shape = self.shape if len(board) == self.shape.cells else None
+        board = puzzle.validate(board, shape)
+        goal = puzzle.check_goal(goal, shape)
+        if len(board) != self.shape.cells:
+            side = puzzle.side_of(board)
             raise BadInput(
                 f"board is {side}x{side} ({len(board)} tiles) but the heuristic "
-                f"{self.heuristic.name!r} serves {self.side}x{self.side} boards")
-        frame = puzzle.frame(side, goal)
+                f"{self.heuristic.name!r} serves {self.shape} boards")
+        frame = puzzle.frame(self.shape, goal)
         if frame.goal_blank != self.heuristic.goal_blank:
             raise BadInput(f"the heuristic {self.heuristic.name!r} measures towards a goal with the "
                            "blank in a corner; this goal's blank is not in a corner "
                            "(Solvers picks one that fits)")
-        puzzle.require_solvable(board, goal)
+        puzzle.require_solvable(board, goal, self.shape)
         return PreparedBoard(board, goal, frame.image(board), frame)
 
     def solve(self, board, goal: str = "blank-last", control: SearchControl | None = None, *,
@@ -86,7 +88,7 @@ class Solver:
         trust.Pinned) raises trust.TableChanged instead of an answer."""
         control = control or SearchControl()
         algorithm = Algorithm(algorithm) if isinstance(algorithm, str) else algorithm or IDA
-        algorithm.check_side(self.side)
+        algorithm.check_shape(self.shape)
         if events is not None and threads > 1:
             raise BadInput("a traced search runs on one thread")
         if events is not None and algorithm.name != "ida":
@@ -104,7 +106,7 @@ class Solver:
         """What an IDA* search on ``threads`` threads compiles before it starts (warm.PARTS):
         an 8-puzzle on one thread never shares an iteration (search_parallel: not below a
         million nodes), so its first solve does not wait for those kernels."""
-        return ("serial", "shared") if threads > 1 or self.side > 3 else ("serial",)
+        return ("serial", "shared") if threads > 1 or self.shape.cells > 9 else ("serial",)
 
     def compile_kernels(self, shared: bool = True) -> None:
         """Compile IDA*'s kernels for this heuristic (or load them from numba's cache) before
@@ -117,7 +119,7 @@ class Solver:
         kind = self.heuristic.H.KIND
         if "serial" not in self._compiled:
             child = warm.aside(kind)  # IDA*'s loop compiles beside, on the other core ...
-            tiles = list(range(self.side * self.side))
+            tiles = list(range(self.shape.cells))
             try:
                 goal = self.root(tiles)  # ... the heuristic and the root's check here,
                 self._check_path(tiles, [])  # and the answer's check
@@ -127,7 +129,7 @@ class Solver:
             self._compiled.add("serial")
             warm.mark_ready(kind, "serial")
         if shared and "shared" not in self._compiled:
-            goal = self.root(list(range(self.side * self.side)))
+            goal = self.root(list(range(self.shape.cells)))
             self.search_tasks(goal, 0, Tasks.below(self, 0, 1), -1, 1,  # bound -1: the root
                               np.zeros(1, np.int64), np.zeros(COUNTERS, np.int64),
                               np.zeros(MAX_DEPTH + 1, np.int64), np.zeros(1, np.int64))
@@ -243,8 +245,9 @@ class Solver:
         """Turn the blank's path in the image into moves on the user's board and replay
         them; check the heuristic along it (see _check_path)."""
         board, goal, bf, frame = prepared
-        moves, blank_moves_ = puzzle.blank_path_to_moves(board, frame.user_cells(blank_cells))
-        if puzzle.apply_tile_moves(board, moves) != frame.target:
+        moves, blank_moves_ = puzzle.blank_path_to_moves(board, frame.user_cells(blank_cells),
+                                                         self.shape)
+        if puzzle.apply_tile_moves(board, moves, self.shape) != frame.target:
             raise PdbError("internal error: the solution found does not replay to the goal")
         step, path_h = self._check_path(bf, blank_cells)
         if step >= 0:
@@ -252,7 +255,7 @@ class Solver:
             raise self._damaged(f"it overestimates at step {step} of a {len(moves)}-move "
                                 "solution")
         return SolveResult(
-            board=board, goal=goal, side=self.side, length=len(moves), moves=moves,
+            board=board, goal=goal, shape=self.shape, length=len(moves), moves=moves,
             blank_moves=blank_moves_, nodes_expanded=int(expanded), nodes_generated=int(generated),
             seconds=seconds, heuristic=heuristic or self.heuristic.name, initial_h=h0,
             iterations=iterations, artifact=self.heuristic.artifact, threads=threads,

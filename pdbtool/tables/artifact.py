@@ -25,6 +25,7 @@ import h5py
 import numpy as np
 
 from pdbtool.errors import ArtifactError
+from pdbtool.geometry import Shape, as_shape
 from pdbtool.kernels.ranking import RANK_SCHEME, RANK_VERSION, UNSET
 from pdbtool.tables.files import atomic_output, file_problem, read_problem
 
@@ -49,6 +50,8 @@ ATTR_ORDER = (
     "rank_version", "zero_aware", "encoding", "builder_version", "build", "tables", "groups",
     "version",
 )
+# A rectangle's artifact also has "cols" ("size" is then its rows); a square's has none, so
+# its bytes and content version are what they were before rectangles.
 
 
 class UnreadableFile(ArtifactError):
@@ -111,6 +114,11 @@ class ArtifactMeta:
     data_offset: int | None  # byte offset of "tables" in the file; None when packed
     data_length: int  # bytes in "tables" (= total_bytes)
     file_size: int
+    cols: int | None = None  # a rectangle's columns ("size" its rows); None: a square
+
+    @property
+    def shape(self) -> Shape:
+        return Shape(self.size, self.cols or self.size)
 
     @property
     def total_entries(self) -> int:
@@ -137,7 +145,7 @@ def write_artifact(path, *, partition, size, goal, zero_aware, tables, groups, b
                    builder_version) -> ArtifactMeta:
     """Write an installed artifact atomically and return its metadata.
 
-    tables: TableData each; groups: anything with .tiles, .table, .cell_map and
+    size: the board's shape (a Shape, or a square's side); tables: TableData each; groups: anything with .tiles, .table, .cell_map and
     .partition (a catalogue.GroupPlan or a GroupInfo).
     """
     arrays = [_check_array(t.name, t.packed) for t in tables]
@@ -157,7 +165,7 @@ def write_artifact(path, *, partition, size, goal, zero_aware, tables, groups, b
         "format_version": FORMAT_VERSION,
         "form": INSTALLED,
         "partition": str(partition),
-        "size": int(size),
+        "size": int(as_shape(size).rows),
         "goal": str(goal),
         "rank_scheme": RANK_SCHEME,
         "rank_version": RANK_VERSION,
@@ -168,9 +176,11 @@ def write_artifact(path, *, partition, size, goal, zero_aware, tables, groups, b
         "tables": _to_json([dataclasses.asdict(t) for t in infos]),
         "groups": _to_json([dataclasses.asdict(g) for g in ginfos]),
     }
+    if not as_shape(size).square:
+        attrs["cols"] = int(as_shape(size).cols)
     attrs["version"] = content_version(attrs["partition"], attrs["size"], attrs["goal"],
                                        RANK_SCHEME, RANK_VERSION, bool(zero_aware), ENCODING,
-                                       infos, ginfos)
+                                       infos, ginfos, attrs.get("cols"))
     with atomic_output(path) as tmp:
         data_offset = create_installed_file(tmp, attrs, offset)
         with open(tmp, "r+b") as out:
@@ -241,11 +251,13 @@ def sha256_of(a) -> str:
 
 
 def content_version(partition, size, goal, rank_scheme, rank_version, zero_aware, encoding,
-                    tables, groups) -> str:
+                    tables, groups, cols=None) -> str:
     """Short content hash: what the tables hold and how they are looked up,
-    never when or how they were built. Same tables -> same version."""
+    never when or how they were built. Same tables -> same version. ``cols``: a
+    rectangle's columns (None for a square, whose hash does not name it)."""
     doc = {
         "partition": partition, "size": size, "goal": goal,
+        **({} if cols is None else {"cols": cols}),
         "rank_scheme": rank_scheme, "rank_version": rank_version,
         "zero_aware": zero_aware, "encoding": encoding,
         "tables": [[t.name, t.tiles, t.cells, t.entries, t.sha256] for t in tables],
@@ -423,6 +435,7 @@ def _meta_from_attrs(path, attrs, layout) -> ArtifactMeta:
         raise ArtifactError(f"{path}: unknown form {text['form']!r}")
     try:
         size, rank_version = int(attrs["size"]), int(attrs["rank_version"])
+        cols = int(attrs["cols"]) if "cols" in attrs else None
         build = json.loads(text["build"])
         tables = tuple(_table_info(d) for d in json.loads(text["tables"]))
         zero_aware = bool(attrs["zero_aware"])
@@ -443,10 +456,11 @@ def _meta_from_attrs(path, attrs, layout) -> ArtifactMeta:
         groups=groups, version=text["version"],
         data_offset=layout["offset"] if layout else None,
         data_length=int(layout["shape"][0]) if layout and layout["shape"] else 0,
-        file_size=os.path.getsize(path),
+        file_size=os.path.getsize(path), cols=cols,
     )
     expected = content_version(meta.partition, meta.size, meta.goal, meta.rank_scheme,
-                               meta.rank_version, meta.zero_aware, meta.encoding, tables, groups)
+                               meta.rank_version, meta.zero_aware, meta.encoding, tables, groups,
+                               cols)
     if meta.version != expected:
         raise ArtifactError(f"{path}: version attribute {meta.version!r} does not match "
                             f"the metadata ({expected!r}); the file is corrupted")

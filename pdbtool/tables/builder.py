@@ -28,7 +28,7 @@ import numpy as np
 
 from pdbtool import __version__
 from pdbtool.errors import BadInput, not_a_directory
-from pdbtool.geometry import manhattan_table, neighbour_arrays
+from pdbtool.geometry import Shape, as_shape, manhattan_table, neighbour_arrays
 from pdbtool.kernels import build as build_kernel
 from pdbtool.kernels.ranking import (UNSET, binomials, lex_weights, order_table, order_weights,
                                      reachable_entries, regions, table_size)
@@ -53,7 +53,7 @@ class TableJob(NamedTuple):
 
     index: int
     tiles: tuple[int, ...]
-    side: int
+    shape: Shape
     name: str
     zero_aware: bool
     threads: int
@@ -64,29 +64,31 @@ class Layout(NamedTuple):
     threads: int  # numba threads in each process
 
 
-def choose_layout(plan, side: int, workers: int, processes: int | None = None) -> Layout:
+def choose_layout(plan, shape, workers: int, processes: int | None = None) -> Layout:
     """Processes x threads for a catalogue's tables: a process per table up to
     ``workers``, unless one table is more than half the work (then one process)."""
-    sizes = [table_size(side * side, len(t)) for t in plan.tables]
+    sizes = [table_size(as_shape(shape).cells, len(t)) for t in plan.tables]
     if processes is None:
         processes = 1 if max(sizes) * 2 > sum(sizes) else min(workers, len(sizes))
     processes = max(1, min(processes, workers, len(sizes)))
     return Layout(processes, max(1, workers // processes))
 
 
-def distance_table(tiles, side: int, *, zero_aware: bool = True, label: str = "",
+def distance_table(tiles, shape, *, zero_aware: bool = True, label: str = "",
                    progress: bool = True, report=None) -> np.ndarray:
     """Distances of every (placement, region of the blank) of ``tiles`` (blank-first goal
     cells) to the goal, counting only the tiles' own moves; one entry per placement (the
     minimum over the blank's regions) without ``zero_aware``. uint8, indexed as
     ranking.region_entry says; UNSET where no move sequence reaches. Progress goes to a
-    bar on stderr, or to ``report(done, total, text)`` when given."""
-    n, m = side * side, len(tiles)
+    bar on stderr, or to ``report(done, total, text)`` when given. ``shape``: the board's
+    (a Shape, or a square's side)."""
+    shape = as_shape(shape)
+    n, m = shape.cells, len(tiles)
     size = table_size(n, m)
     binom, pw, lw = binomials(n, m), order_weights(m), lex_weights(n, m)
     orders = order_table(m)
-    reg = regions(side, m, zero_aware)
-    nbr, nnbr = neighbour_arrays(side)
+    reg = regions(shape, m, zero_aware)
+    nbr, nnbr = neighbour_arrays(shape)
     dt = mask_dtype(n)
     cur = np.zeros(size, dtype=dt)
     seen = np.zeros(size, dtype=mask_dtype(2 * n))  # visited | seeds << half (build_kernel)
@@ -96,8 +98,8 @@ def distance_table(tiles, side: int, *, zero_aware: bool = True, label: str = ""
     live_cur = np.zeros(build_kernel.CHUNKS, np.uint8)  # chunks holding frontier / seeds
     live_nxt = np.zeros(build_kernel.CHUNKS, np.uint8)
     build_kernel.seed(cur, seen, live_cur, dist, goal_cells, 0, n, m, binom, pw, lw,
-                      reg.index, reg.secondary, side)
-    total = reachable_entries(side, m, zero_aware)
+                      reg.index, reg.secondary, shape.cols)
+    total = reachable_entries(shape, m, zero_aware)
     bar = Progress(label or f"{m} tiles", total, progress and report is None, unit="entries")
     done, layer = 1, 0
     while True:
@@ -106,7 +108,7 @@ def distance_table(tiles, side: int, *, zero_aware: bool = True, label: str = ""
         layer += 1
         new, frontier = build_kernel.close(cur, seen, half, live_cur, live_nxt, dist, layer,
                                            n, m, binom, pw, lw, orders, reg.index,
-                                           reg.secondary, side)
+                                           reg.secondary, shape.cols)
         done += int(new)
         bar.update(done, f"layer {layer}")
         if report is not None:
@@ -119,15 +121,15 @@ def distance_table(tiles, side: int, *, zero_aware: bool = True, label: str = ""
     return dist
 
 
-def compact_table(dist: np.ndarray, tiles, side: int, zero_aware: bool = True) -> np.ndarray:
+def compact_table(dist: np.ndarray, tiles, shape, zero_aware: bool = True) -> np.ndarray:
     """The 4-bit form of a distance table (kernels.build.compact); refuses a table whose
     entries do not fit, naming the count, rather than store a wrong value."""
-    m = len(tiles)
-    reg = regions(side, m, zero_aware)
+    m, n = len(tiles), as_shape(shape).cells
+    reg = regions(shape, m, zero_aware)
     packed = np.zeros((dist.size + 1) // 2, np.uint8)
-    too_large, bad = build_kernel.compact(dist, packed, manhattan_table(side)[list(tiles)],
-                                          binomials(side * side, m), order_weights(m),
-                                          lex_weights(side * side, m), reg.count, reg.secondary)
+    too_large, bad = build_kernel.compact(dist, packed, manhattan_table(shape)[list(tiles)],
+                                          binomials(n, m), order_weights(m),
+                                          lex_weights(n, m), reg.count, reg.secondary)
     if bad:
         raise RuntimeError(f"table {list(tiles)}: {bad} entries below the group's Manhattan "
                            "distance or of the other parity (builder error)")
@@ -137,20 +139,20 @@ def compact_table(dist: np.ndarray, tiles, side: int, zero_aware: bool = True) -
     return packed
 
 
-def build_table(tiles, side: int, name: str, *, zero_aware: bool = True, label: str = "",
+def build_table(tiles, shape, name: str, *, zero_aware: bool = True, label: str = "",
                 progress: bool = True, report=None) -> artifact.TableData:
     """One table, built, counted and packed, ready to be written."""
-    dist = distance_table(tiles, side, zero_aware=zero_aware, label=label, progress=progress,
+    dist = distance_table(tiles, shape, zero_aware=zero_aware, label=label, progress=progress,
                           report=report)
     histogram, unset = artifact.value_histogram(dist)
-    return artifact.TableData(name, tuple(tiles), side * side, dist.size,
-                              compact_table(dist, tiles, side, zero_aware), histogram, unset)
+    return artifact.TableData(name, tuple(tiles), as_shape(shape).cells, dist.size,
+                              compact_table(dist, tiles, shape, zero_aware), histogram, unset)
 
 
 def _build_job(job: TableJob, queue) -> artifact.TableData:
     """A worker process's task: one table on ``job.threads`` threads."""
     numba.set_num_threads(job.threads)
-    return build_table(job.tiles, job.side, job.name, zero_aware=job.zero_aware,
+    return build_table(job.tiles, job.shape, job.name, zero_aware=job.zero_aware,
                        report=lambda done, total, text: queue.put((job.index, done, total, text)))
 
 
@@ -188,7 +190,7 @@ def build_tables(jobs: list[TableJob], layout: Layout, labels: dict,
         out = []
         for job in jobs:
             ts = time.perf_counter()
-            out.append(build_table(job.tiles, job.side, job.name, zero_aware=job.zero_aware,
+            out.append(build_table(job.tiles, job.shape, job.name, zero_aware=job.zero_aware,
                                    label=labels[job.index], progress=progress))
             if progress:
                 print(f"{labels[job.index]}: {out[-1].entries:,} entries in "
@@ -233,10 +235,10 @@ def build(catalogue: str | Catalogue, out_dir, *, zero_aware: bool = True,
     out.mkdir(parents=True, exist_ok=True)
     plan = plan_tables(cat)
     if cluster is None:
-        layout = choose_layout(plan, cat.side, workers, processes)
+        layout = choose_layout(plan, cat.shape, workers, processes)
     else:
         layout = Layout(len(plan.tables), cluster.build_threads(len(plan.tables)))
-    jobs = [TableJob(i, tiles, cat.side, f"t{i}_" + "-".join(map(str, tiles)), zero_aware,
+    jobs = [TableJob(i, tiles, cat.shape, f"t{i}_" + "-".join(map(str, tiles)), zero_aware,
                      layout.threads) for i, tiles in enumerate(plan.tables)]
     labels = {j.index: f"{cat.name} table {j.index + 1}/{len(jobs)} ({len(j.tiles)} tiles)"
               for j in jobs}
@@ -254,7 +256,7 @@ def build(catalogue: str | Catalogue, out_dir, *, zero_aware: bool = True,
         params.update(workers=None, cluster=cluster.address, peak_worker_memory_bytes=None)
     name = artifact.artifact_filename(cat.name + ("" if zero_aware else "-min"))
     meta = artifact.write_artifact(
-        out / name, partition=cat.name, size=cat.side, goal="blank-first",
+        out / name, partition=cat.name, size=cat.shape, goal="blank-first",
         zero_aware=zero_aware, tables=tables, groups=plan.groups,
         build=params, builder_version=BUILDER_VERSION)
     return trust.confirm(meta)

@@ -6,7 +6,9 @@ groups' table values (each partition also on the reflected board). A plain parti
 such as Korf & Felner's 6-6-6-6 is a catalogue of one partition.
 
 File format (``NAME.cat``): ``# name: 24/small``, ``# strength: N`` (to choose among the
-artifacts for one board size: the larger wins) and ``# note: ...`` header lines; then one
+artifacts for one board shape: the larger wins), ``# note: ...`` and, for a board that is
+not square, ``# shape: ROWSxCOLS`` header lines (without it the board is the smallest
+square that holds the tiles); then one
 group per line (tiles separated by commas), a blank line between partitions; other lines
 starting with ``#`` are comments. Tiles are named in the blank-first convention (tile t's
 goal cell is t, blank in cell 0); tables serve blank-last boards through the isomorphism in
@@ -21,7 +23,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from pdbtool.errors import BadInput
-from pdbtool.geometry import blank_region, symmetries
+from pdbtool.geometry import Shape, blank_region, symmetries
 from pdbtool.kernels.ranking import regions, table_size
 
 DATA = Path(__file__).with_name("catalogues")
@@ -46,14 +48,14 @@ class TablePlan(NamedTuple):
 @dataclass(frozen=True)
 class Catalogue:
     name: str
-    side: int
+    shape: Shape
     partitions: tuple[tuple[tuple[int, ...], ...], ...]
     note: str
     strength: int
 
     @property
     def cells(self) -> int:
-        return self.side * self.side
+        return self.shape.cells
 
     @property
     def groups(self) -> list[tuple[int, ...]]:
@@ -61,7 +63,7 @@ class Catalogue:
 
     def table_bytes(self, zero_aware: bool = True) -> int:
         """Bytes of the artifact's tables: 4 bits per entry of each distinct table."""
-        return sum((regions(self.side, len(t), zero_aware).entries + 1) // 2
+        return sum((regions(self.shape, len(t), zero_aware).entries + 1) // 2
                    for t in plan_tables(self).tables)
 
     def served_bytes(self, zero_aware: bool = True) -> int:
@@ -75,7 +77,7 @@ class Catalogue:
         cell masks, its distance bytes and its packed form, plus the packed tables kept."""
         mask = 2 if self.cells <= 16 else 4 if self.cells <= 32 else 8
         m = max(len(g) for g in self.groups)
-        entries = regions(self.side, m, zero_aware).entries
+        entries = regions(self.shape, m, zero_aware).entries
         return table_size(self.cells, m) * 3 * mask + entries + self.table_bytes(zero_aware)
 
 
@@ -87,7 +89,7 @@ def parse(text: str, where: str = "catalogue") -> Catalogue:
         line = raw.strip()
         if line.startswith("#"):
             key, sep, value = line[1:].partition(":")
-            if sep and key.strip() in ("name", "strength", "note"):
+            if sep and key.strip() in ("name", "strength", "note", "shape"):
                 head[key.strip()] = value.strip()
             continue
         if not line:
@@ -101,16 +103,20 @@ def parse(text: str, where: str = "catalogue") -> Catalogue:
     partitions = [p for p in partitions if p]
     if "name" not in head or not partitions:
         raise BadInput(f"{where}: needs a '# name:' line and at least one group")
-    n = max(t for p in partitions for g in p for t in g) + 1
-    side = int(round(n ** 0.5))
-    while side * side < n:
-        side += 1
+    if "shape" in head:
+        shape = Shape.parse(head["shape"])
+    else:
+        n = max(t for p in partitions for g in p for t in g) + 1
+        side = int(round(n ** 0.5))
+        while side * side < n:
+            side += 1
+        shape = Shape(side, side)
     for i, p in enumerate(partitions):
         tiles = sorted(t for g in p for t in g)
-        if tiles != list(range(1, side * side)):
-            raise BadInput(f"{where}: partition {i} does not split tiles 1..{side * side - 1} "
+        if tiles != list(range(1, shape.cells)):
+            raise BadInput(f"{where}: partition {i} does not split tiles 1..{shape.cells - 1} "
                            f"into disjoint groups")
-    return Catalogue(head["name"], side, tuple(tuple(p) for p in partitions),
+    return Catalogue(head["name"], shape, tuple(tuple(p) for p in partitions),
                      head.get("note", ""), int(head.get("strength", 0)))
 
 
@@ -121,7 +127,8 @@ def catalogues() -> dict[str, Catalogue]:
     for path in sorted(DATA.glob("*.cat")):
         c = parse(path.read_text(), path.name)
         out[c.name] = c
-    return dict(sorted(out.items(), key=lambda kv: (kv[1].side, kv[1].strength, kv[0])))
+    return dict(sorted(out.items(), key=lambda kv: (kv[1].cells, kv[1].shape, kv[1].strength,
+                                                    kv[0])))
 
 
 def get(name: str) -> Catalogue:
@@ -138,23 +145,23 @@ def plan_tables(catalogue: Catalogue) -> TablePlan:
     blank's goal region onto that table's: with the blank's moves free, the distances are
     then the same (for every region of the blank, since the symmetry maps regions too).
     """
-    side = catalogue.side
+    shape = catalogue.shape
     tables: list[tuple[int, ...]] = []
     groups: list[GroupPlan] = []
-    identity = tuple(range(side * side))
+    identity = tuple(range(shape.cells))
     for pi, partition in enumerate(catalogue.partitions):
         for g in partition:
-            groups.append(_reuse(side, g, tables, pi) or _new_table(g, tables, identity, pi))
+            groups.append(_reuse(shape, g, tables, pi) or _new_table(g, tables, identity, pi))
     return TablePlan(tables, groups)
 
 
-def _reuse(side, g, tables, pi) -> GroupPlan | None:
-    region = blank_region(side, set(g))
+def _reuse(shape, g, tables, pi) -> GroupPlan | None:
+    region = blank_region(shape, set(g))
     for ti, t in enumerate(tables):
         if len(t) != len(g):
             continue
-        t_region = blank_region(side, set(t))
-        for sigma in symmetries(side):
+        t_region = blank_region(shape, set(t))
+        for sigma in symmetries(shape):
             if {sigma[c] for c in g} == set(t) and frozenset(sigma[c] for c in region) == t_region:
                 inverse = {sigma[c]: c for c in g}
                 return GroupPlan(tuple(inverse[h] for h in t), ti, sigma, pi)

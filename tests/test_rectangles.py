@@ -1,0 +1,288 @@
+"""Rectangular boards (issue 38): the shape, goals and parity, table-free heuristics and IDA*
+against exact breadth-first distances, pattern databases on a rectangle and its transpose,
+the command line's --shape and pdbd's request.
+
+The oracles are reference.py's: a plain BFS over every state (2x3, 3x2, 2x4, 4x2, 3x3,
+2x5), and a breadth-first search from both ends for 2x6 (slow tier)."""
+
+import itertools
+import json
+import random
+import subprocess
+import sys
+
+import pytest
+from reference import (abstract_distances, assert_replays, bfs_distances, meet_in_the_middle,
+                       neighbour_cells, reference_table)
+
+from pdbtool import puzzle
+from pdbtool.errors import BadInput
+from pdbtool.geometry import Shape, blank_moves, neighbours, symmetries, transpose
+from pdbtool.heuristics.table_free import TABLE_FREE, table_free
+from pdbtool.search.solver import Solver
+from pdbtool.tables import catalogue
+from pdbtool.tables.builder import build, distance_table
+
+SMALL = [(2, 3), (3, 2), (2, 4), (4, 2), (3, 3), (2, 5)]
+
+
+def goal_of(shape, goal):
+    """The goal boards, written out here (not puzzle.goal_board)."""
+    n = shape[0] * shape[1]
+    return tuple(range(n)) if goal == "blank-first" else tuple(range(1, n)) + (0,)
+
+
+@pytest.fixture(scope="module")
+def exact():
+    """Exact distances of every state of a small shape to a goal, by plain BFS (cached)."""
+    cache = {}
+
+    def get(shape, goal="blank-first"):
+        if (shape, goal) not in cache:
+            cache[shape, goal] = bfs_distances(goal_of(shape, goal), shape)
+        return cache[shape, goal]
+    return get
+
+
+# --- the shape, goals, parity ----------------------------------------------------------------
+
+def test_shape_is_rows_by_cols():
+    s = Shape.parse("3x4")
+    assert s == (3, 4) and str(s) == "3x4" and s.cells == 12 and not s.square
+    assert s.transposed == Shape(4, 3) and Shape.parse(" 5 X 4 ") == (5, 4)
+    for bad in ("3", "3x", "x4", "3x4x5", "three by four"):
+        with pytest.raises(BadInput, match="not a shape"):
+            Shape.parse(bad)
+    for bad, words in (("1x5", "2 to 6 rows"), ("7x3", "2 to 6 rows"), ("21x21", "sides 2 to 20")):
+        with pytest.raises(BadInput, match=words):
+            puzzle.check_shape(Shape.parse(bad))
+
+
+def test_a_board_has_its_shape():
+    board = tuple(range(1, 12)) + (0,)
+    assert puzzle.validate(board, Shape(3, 4)) == board == puzzle.validate(board, (4, 3))
+    with pytest.raises(BadInput, match="not a square"):
+        puzzle.validate(board)
+    with pytest.raises(BadInput, match="12 tiles do not fill a 3x5 board"):
+        puzzle.validate(board, Shape(3, 5))
+    with pytest.raises(BadInput, match=r"out of range: a 2x3 board holds 0..5"):
+        puzzle.parse_board("1 2 3 4 5 9", Shape(2, 3))
+    assert puzzle.goal_board(Shape(2, 3), "blank-last") == (1, 2, 3, 4, 5, 0)
+    assert puzzle.check_goal("1 2 0, 3 4 5", Shape(2, 3)) == "1,2,0,3,4,5"
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (3, 4), (4, 5), (2, 6)])
+def test_geometry_of_a_rectangle(shape):
+    rows, cols = shape
+    nbrs = neighbours(Shape(*shape))
+    assert nbrs == [neighbour_cells(c, shape) for c in range(rows * cols)]
+    moves, nmoves = blank_moves(Shape(*shape))
+    assert [sorted(int(m) >> 2 for m in moves[c, :nmoves[c]]) for c in range(rows * cols)] == \
+        [sorted(x) for x in nbrs]
+    syms = symmetries(Shape(*shape))
+    assert len(syms) == 4  # identity, two mirrors, the half turn
+    for sigma in syms:
+        assert sorted(sigma) == list(range(rows * cols))
+        assert all(sorted(sigma[x] for x in nbrs[c]) == sorted(nbrs[sigma[c]])
+                   for c in range(rows * cols))
+    T = transpose(Shape(*shape))  # onto the cols x rows board
+    other = neighbours(Shape(cols, rows))
+    assert all(sorted(T[x] for x in nbrs[c]) == sorted(other[T[c]]) for c in range(rows * cols))
+    assert len(symmetries(Shape(4, 4))) == 8
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (3, 2), (2, 4)])
+def test_parity_decides_reachability_on_rectangles(shape, exact):
+    """Every arrangement, for both goals and a goal with the blank inside: solvable exactly
+    when BFS from the goal reaches it."""
+    n = shape[0] * shape[1]
+    middle = tuple(range(1, n // 2)) + (0,) + tuple(range(n // 2, n))
+    for goal in ("blank-first", "blank-last", ",".join(map(str, middle))):
+        reach = (exact(shape, goal) if "," not in goal
+                 else bfs_distances(middle, shape))
+        for perm in itertools.permutations(range(n)):
+            ok, why = puzzle.solvability(perm, goal, Shape(*shape))
+            assert ok == (perm in reach), (perm, why)
+        assert len(reach) == len(list(itertools.permutations(range(n)))) // 2
+
+
+# --- table-free heuristics and IDA* against BFS ------------------------------------------------
+
+@pytest.mark.parametrize("shape", [(2, 3), (3, 2), (2, 4), (4, 2)])
+@pytest.mark.parametrize("name", TABLE_FREE)
+def test_table_free_heuristics_are_admissible_on_every_state(shape, name, exact):
+    h = table_free(name, Shape(*shape))
+    dist = exact(shape)
+    nbrs = neighbour_cells
+    for board, d in dist.items():
+        v = h.value(board)
+        assert v <= d, (board, v, d)
+        if h.consistent:
+            b = board.index(0)
+            for c in nbrs(b, shape):
+                child = list(board)
+                child[b], child[c] = child[c], 0
+                assert abs(h.value(child) - v) <= 1, (board, child)
+
+
+def test_walking_distance_of_a_rectangle_reads_rows_and_columns_apart():
+    """3x4: the row part counts 3 lines of 4 cells, the column part 4 lines of 3; solving
+    a board and its transpose (as a 4x3 board) gives the same h (the parts swap)."""
+    rng = random.Random(7)
+    h34, h43 = table_free("walking-distance", Shape(3, 4)), table_free("walking-distance", Shape(4, 3))
+    T = transpose(Shape(3, 4))
+    for _ in range(200):
+        board = puzzle.random_board(Shape(3, 4), "blank-first", rng)
+        image = [0] * 12
+        for c, t in enumerate(board):
+            image[T[c]] = T[t]
+        assert h34.value(board) == h43.value(image)
+
+
+@pytest.mark.parametrize("shape", SMALL)
+def test_ida_equals_bfs_on_random_boards(shape, exact):
+    rng = random.Random(38)
+    for goal in ("blank-first", "blank-last"):
+        dist = exact(shape, goal)
+        boards = rng.sample(sorted(dist), 6)
+        for name in ("manhattan", "linear-conflict", "walking-distance", "gaschnig"):
+            solver = Solver(table_free(name, Shape(*shape)))
+            for board in boards:
+                r = solver.solve(board, goal).to_dict()
+                assert r["length"] == dist[board], (shape, goal, name, board)
+                assert (r["rows"], r["cols"]) == shape
+                assert_replays(r, board, goal)
+
+
+# --- pattern databases on rectangles ----------------------------------------------------------
+
+CAT_2X4 = "# name: 8/2x4-test\n# shape: 2x4\n1,2,3\n4,5,6,7\n"
+CAT_3X4 = "# name: 12/3x4-test\n# shape: 3x4\n# strength: 1\n1,2,3,4,5,6\n7,8,9,10,11\n"
+
+
+@pytest.fixture(scope="module")
+def rect_tables(tmp_path_factory):
+    """2x4 (3-4) and 3x4 (6-5) zero-aware artifacts, built in seconds."""
+    d = tmp_path_factory.mktemp("rect")
+    metas = {}
+    for text in (CAT_2X4, CAT_3X4):
+        cat = catalogue.parse(text)
+        metas[cat.shape] = build(cat, d, progress=False)
+    return d, metas
+
+
+def test_a_catalogue_names_its_shape():
+    cat = catalogue.parse(CAT_3X4)
+    assert cat.shape == (3, 4) and cat.cells == 12
+    with pytest.raises(BadInput, match="does not split tiles 1..11"):
+        catalogue.parse("# name: x\n# shape: 3x4\n1,2,3\n")
+    shipped = catalogue.catalogues()
+    assert shipped["15/7-8"].shape == (4, 4)
+
+
+@pytest.mark.parametrize("tiles", [(1, 2, 3), (4, 5, 6, 7), (2, 5)])
+def test_a_rectangles_table_is_its_abstract_bfs(tiles):
+    """Every entry of a 2x4 table equals the 0/1-BFS over (placement, blank) states."""
+    table = distance_table(tiles, Shape(2, 4), progress=False)
+    assert (table == reference_table(tiles, (2, 4))).all()
+    assert len(abstract_distances(tiles, (2, 4))) > 0
+
+
+def test_rectangle_artifact_verifies_and_says_its_shape(rect_tables):
+    from pdbtool.verification import verify
+
+    d, metas = rect_tables
+    for shape, meta in metas.items():
+        assert meta.shape == shape and meta.cols == shape[1]
+        report = verify(meta.path)
+        assert report.ok, [c for c in report.checks if not c.ok]
+
+
+def test_pdb_on_a_rectangle_and_its_transpose_equals_bfs(rect_tables, exact):
+    """The 2x4 table serves 2x4 boards and, transposed, 4x2 boards: lengths equal BFS."""
+    from pdbtool.selection import load_directory
+
+    d, _ = rect_tables
+    tables = load_directory(d)
+    assert {(2, 4), (4, 2), (3, 4), (4, 3)} <= set(tables.shapes)
+    assert tables.heuristics[4, 2].name.endswith("transposed")
+    rng = random.Random(3)
+    for shape in ((2, 4), (4, 2)):
+        h = tables.heuristics[shape]
+        solver = Solver(h)
+        dist = exact(shape)
+        for board in rng.sample(sorted(dist), 40):
+            assert h.value(board) <= dist[board]
+            r = solver.solve(board, "blank-first").to_dict()
+            assert r["length"] == dist[board]
+            assert_replays(r, board, "blank-first")
+
+
+def test_pdb_on_3x4_and_4x3_equals_an_independent_manhattan_search(rect_tables):
+    from pdbtool.selection import load_directory
+
+    tables = load_directory(rect_tables[0])
+    rng = random.Random(12)
+    for shape in (Shape(3, 4), Shape(4, 3)):
+        pdb = Solver(tables.heuristics[shape])
+        md = Solver(table_free("manhattan", shape))
+        for goal in ("blank-last", "blank-first"):
+            board = puzzle.random_board(shape, goal, rng)
+            a, b = pdb.solve(board, goal), md.solve(board, goal)
+            assert a.length == b.length and a.nodes_generated < b.nodes_generated
+            assert_replays(a.to_dict(), board, goal)
+
+
+# --- the command line and pdbd ------------------------------------------------------------------
+
+@pytest.mark.process
+def test_solve_shape_json_file_from_stdin(rect_tables):
+    d, _ = rect_tables
+    rng = random.Random(5)
+    boards = [puzzle.random_board(Shape(3, 4), "blank-last", rng) for _ in range(3)]
+    p = subprocess.run([sys.executable, "-m", "pdbtool.cli.main", "solve", "--shape", "3x4",
+                        "--artifacts", str(d), "--json", "--quiet", "--file", "-"],
+                       input="\n".join(" ".join(map(str, b)) for b in boards), text=True,
+                       capture_output=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    md = Solver(table_free("manhattan", Shape(3, 4)))
+    for board, line in zip(boards, p.stdout.splitlines()):
+        r = json.loads(line)
+        assert r["heuristic"] == "pdb 12/3x4-test" and (r["rows"], r["cols"]) == (3, 4)
+        assert r["length"] == md.solve(board).length
+        assert_replays(r, board, "blank-last")
+    bad = subprocess.run([sys.executable, "-m", "pdbtool.cli.main", "solve", "--shape", "3x5",
+                          "1", "2", "3"], text=True, capture_output=True, timeout=300)
+    assert bad.returncode == 2 and "3 tiles do not fill a 3x5 board" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
+def test_pdbd_answers_a_shaped_request(rect_tables):
+    from serving import daemon_serving
+
+    from pdbd.client import SolverClient
+    from pdbtool.selection import load_directory
+
+    board = puzzle.random_board(Shape(4, 3), "blank-last", random.Random(9))
+    expected = Solver(table_free("manhattan", Shape(4, 3))).solve(board).length
+    with daemon_serving(load_directory(rect_tables[0])) as daemon:
+        with SolverClient(daemon.address) as c:
+            r = c.solve(board, shape=(4, 3))
+            assert r.length == expected and r.shape == (4, 3)
+            assert r.heuristic.startswith("pdb 12/3x4-test")
+            assert_replays(r.to_dict(), board, "blank-last")
+            with pytest.raises(BadInput, match="not a square"):
+                c.solve(board)
+            with pytest.raises(BadInput, match="12 tiles do not fill a 3x5 board"):
+                c.solve(board, shape=(3, 5))
+
+
+@pytest.mark.slow
+def test_2x6_ida_equals_breadth_first_search_from_both_ends():
+    rng = random.Random(26)
+    for name in ("linear-conflict", "walking-distance"):
+        solver = Solver(table_free(name, Shape(2, 6)))
+        for _ in range(3):
+            board = puzzle.random_board(Shape(2, 6), "blank-first", rng)
+            assert solver.solve(board, "blank-first").length == \
+                meet_in_the_middle(board, goal_of((2, 6), "blank-first"), (2, 6))
