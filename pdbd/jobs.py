@@ -37,7 +37,8 @@ class Delegation:
     def wants(self, job: Job) -> bool:
         ida = job.algorithm is None or job.algorithm.name == "ida"
         budget = job.control.budget
-        return ida and (budget is None or budget > self.above)
+        square = job.solver.shape.square  # the cluster searches square boards
+        return ida and square and (budget is None or budget > self.above)
 
     def search(self, job: Job):
         """``job``'s search: here first, within ``above`` nodes; then on the cluster

@@ -55,6 +55,7 @@ from starlette.routing import Route
 
 from pdbtool.cli import animate
 from pdbtool.errors import BadInput, PdbError
+from pdbtool.geometry import Shape
 
 from .address import LOOPBACK_NAMES, Address
 from .client import ClientTls, SolverClient
@@ -101,8 +102,12 @@ def solve_args(fields) -> dict:
     goal = fields.get("goal") or "blank-last"
     if not isinstance(goal, str):
         raise BadInput(f"goal must be blank-last, blank-first or a goal board's tiles, not {goal!r}")
+    shape = fields.get("shape")
+    if shape is not None and not isinstance(shape, str):
+        raise BadInput(f"shape must be ROWSxCOLS (e.g. \"3x4\"), not {shape!r}")
     return {"board": board, "goal": goal, "deadline": number(fields.get("deadline"), "deadline"),
-            "budget": number(fields.get("budget"), "budget", int)}
+            "budget": number(fields.get("budget"), "budget", int),
+            "shape": Shape.parse(shape) if shape else None}
 
 
 def sse(event: str, data: dict) -> str:

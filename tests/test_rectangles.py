@@ -233,6 +233,32 @@ def test_pdb_on_3x4_and_4x3_equals_an_independent_manhattan_search(rect_tables):
             assert_replays(a.to_dict(), board, goal)
 
 
+def test_a_table_of_every_tile_saturates_where_4_bits_end(tmp_path, exact):
+    """2x4's exact table: 3 placements lie more than Manhattan + 28 from the goal; they are
+    stored as Manhattan + 28 (admissible, consistent), every other one exactly; the search
+    still answers them optimally, and the artifact verifies."""
+    from reference import manhattan
+
+    from pdbtool.selection import load_directory
+    from pdbtool.verification import verify
+
+    meta = build(catalogue.parse("# name: 8/2x4-all\n# shape: 2x4\n1,2,3,4,5,6,7\n"), tmp_path,
+                 progress=False)
+    assert list(meta.build["saturated_entries"].values()) == [3]
+    assert verify(meta.path).ok
+    h = load_directory(tmp_path).heuristics[2, 4]
+    deep = []
+    for board, d in exact((2, 4)).items():
+        md = manhattan(board, (2, 4))
+        assert h.value(board) == min(d, md + 28), board
+        if d > md + 28:
+            deep.append(board)
+    assert len(deep) == 3
+    solver = Solver(h)
+    for board in deep:
+        assert solver.solve(board, "blank-first").length == exact((2, 4))[board]
+
+
 # --- the command line and pdbd ------------------------------------------------------------------
 
 @pytest.mark.process

@@ -170,7 +170,7 @@ def cmd_partitions(args) -> int:
     for c in catalogue.catalogues().values():
         plan = catalogue.plan_tables(c)
         rows.append({"name": c.name, "side": c.shape.rows if c.shape.square else None,
-                     "rows": c.shape.rows, "cols": c.shape.cols, "shape": str(c.shape),
+                     "rows": c.shape.rows, "cols": c.shape.cols,
                      "strength": c.strength, "note": c.note,
                      "partitions": [[list(g) for g in p] for p in c.partitions],
                      "tables_built": len(plan.tables), "table_bytes": c.table_bytes(),
@@ -178,7 +178,8 @@ def cmd_partitions(args) -> int:
                      "served_bytes": c.served_bytes(),
                      "build_bytes": c.build_bytes()})
     text = "\n".join(
-        f"{r['name']:11s} {len(r['partitions'])} partition(s), groups {r['partitions'][0]}"
+        f"{r['name']:11s} {r['rows']}x{r['cols']}, {len(r['partitions'])} partition(s), "
+        f"groups {r['partitions'][0]}"
         + (" ..." if len(r["partitions"]) > 1 else "")
         + f"\n            {r['tables_built']} table(s) to build, {r['table_bytes'] / 2**20:,.0f} MiB "
           f"zero-aware, {r['served_bytes'] / 2**20:,.0f} MiB in memory with its parity bits "

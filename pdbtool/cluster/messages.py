@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 
 from pdbtool import __version__
-from pdbtool.errors import PdbError
+from pdbtool.errors import BadInput, PdbError
 from pdbtool.result import SolveResult
 from pdbtool.search.control import IterationOutcome
 from pdbtool.search.solver import Solver
@@ -79,6 +79,9 @@ class HeuristicSpec(NamedTuple):
     @classmethod
     def of(cls, solver: Solver) -> HeuristicSpec:
         h = solver.heuristic
+        if not h.shape.square:
+            raise BadInput(f"the cluster searches square boards, not {h.shape}: solve it "
+                           "without --cluster (--threads N uses this machine's cores)")
         if h.artifact and not h.artifact_path:
             raise ClusterError(f"heuristic {h.name}: its artifact file is not known, so it "
                                "cannot be shipped to the cluster")

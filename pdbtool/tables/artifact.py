@@ -68,6 +68,7 @@ class TableData(NamedTuple):
     packed: np.ndarray          # 1-D uint8, the 4-bit entries
     histogram: tuple[int, ...]  # count of each distance 0..max, unset entries excluded
     unset: int                  # count of unreachable entries
+    saturated: int = 0          # entries stored as Manhattan + 28, below their distance
 
 
 @dataclass(frozen=True)

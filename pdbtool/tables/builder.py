@@ -124,19 +124,29 @@ def distance_table(tiles, shape, *, zero_aware: bool = True, label: str = "",
 def compact_table(dist: np.ndarray, tiles, shape, zero_aware: bool = True) -> np.ndarray:
     """The 4-bit form of a distance table (kernels.build.compact); refuses a table whose
     entries do not fit, naming the count, rather than store a wrong value."""
+    return pack_table(dist, tiles, shape, zero_aware)[0]
+
+
+def pack_table(dist: np.ndarray, tiles, shape, zero_aware: bool = True,
+               saturate: bool = False) -> tuple[np.ndarray, int]:
+    """compact_table, and how many entries were saturated: with ``saturate``, distances
+    beyond Manhattan + 28 are stored as Manhattan + 28 (admissible and consistent, no
+    longer exact) instead of refused. Only a table of every tile saturates (build_table):
+    it is the exact table of the board, and 3x4's has 133 such placements of 239.5 M."""
     m, n = len(tiles), as_shape(shape).cells
     reg = regions(shape, m, zero_aware)
     packed = np.zeros((dist.size + 1) // 2, np.uint8)
     too_large, bad = build_kernel.compact(dist, packed, manhattan_table(shape)[list(tiles)],
                                           binomials(n, m), order_weights(m),
-                                          lex_weights(n, m), reg.count, reg.secondary)
+                                          lex_weights(n, m), reg.count, reg.secondary,
+                                          saturate)
     if bad:
         raise RuntimeError(f"table {list(tiles)}: {bad} entries below the group's Manhattan "
                            "distance or of the other parity (builder error)")
-    if too_large:
+    if too_large and not saturate:
         raise RuntimeError(f"table {list(tiles)}: {too_large} entries exceed Manhattan + 28, "
                            "more than 4 bits hold")
-    return packed
+    return packed, int(too_large)
 
 
 def build_table(tiles, shape, name: str, *, zero_aware: bool = True, label: str = "",
@@ -145,8 +155,10 @@ def build_table(tiles, shape, name: str, *, zero_aware: bool = True, label: str 
     dist = distance_table(tiles, shape, zero_aware=zero_aware, label=label, progress=progress,
                           report=report)
     histogram, unset = artifact.value_histogram(dist)
-    return artifact.TableData(name, tuple(tiles), as_shape(shape).cells, dist.size,
-                              compact_table(dist, tiles, shape, zero_aware), histogram, unset)
+    every_tile = len(tiles) == as_shape(shape).cells - 1
+    packed, saturated = pack_table(dist, tiles, shape, zero_aware, saturate=every_tile)
+    return artifact.TableData(name, tuple(tiles), as_shape(shape).cells, dist.size, packed,
+                              histogram, unset, saturated)
 
 
 def _build_job(job: TableJob, queue) -> artifact.TableData:
@@ -254,6 +266,8 @@ def build(catalogue: str | Catalogue, out_dir, *, zero_aware: bool = True,
               "peak_worker_memory_bytes": worker, "numba": numba.__version__}
     if cluster is not None:
         params.update(workers=None, cluster=cluster.address, peak_worker_memory_bytes=None)
+    if any(t.saturated for t in tables):  # said where it happened; not in the content version
+        params["saturated_entries"] = {t.name: t.saturated for t in tables if t.saturated}
     name = artifact.artifact_filename(cat.name + ("" if zero_aware else "-min"))
     meta = artifact.write_artifact(
         out / name, partition=cat.name, size=cat.shape, goal="blank-first",
