@@ -387,8 +387,6 @@ class SolverServicer:
         shape = puzzle.shape_of(tiles, given)
         goal = puzzle.check_goal(request.goal or convert.DEFAULT_GOAL, given)
         solver = None
-        if given is not None:
-            puzzle.validate(tiles, given)  # names what is wrong: the count, the shape
         if shape.cells == len(tiles) and puzzle.MIN_SIDE <= min(shape) and max(shape) <= puzzle.MAX_SIDE:
             if algorithm.name == "greedy" or (shape in served.solvers
                                               and puzzle.frame(shape, goal).goal_blank):

@@ -40,8 +40,12 @@ def fallback_name(shape: Shape) -> str:
 class TableSet:
     """The strongest heuristic per board shape in a directory, and every artifact read."""
 
-    heuristics: dict[Shape, Heuristic]
+    heuristics: dict[Shape, Heuristic]  # a square's side as a key is read as its Shape
     loaded: tuple[Trusted, ...] = ()  # every artifact opened, in name order
+
+    def __post_init__(self):
+        object.__setattr__(self, "heuristics",
+                           {as_shape(k): h for k, h in self.heuristics.items()})
 
     @property
     def shapes(self) -> list[Shape]:

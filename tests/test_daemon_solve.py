@@ -156,9 +156,9 @@ def test_one_rpc_validates_the_board_once(stub, monkeypatch, rpc, case):
     calls = []
     validate = puzzle.validate
 
-    def counted(board):
+    def counted(board, shape=None):
         calls.append(tuple(board))
-        return validate(board)
+        return validate(board, shape)
 
     monkeypatch.setattr(puzzle, "validate", counted)
     request = pb.SolveRequest(tiles=tiles, goal=goal)

@@ -141,7 +141,7 @@ def test_reload_lets_running_searches_finish_on_the_old_tables(art_dir, tmp_path
         assert daemon.servicer.served is not old
         assert daemon.servicer.tables.shapes == [(3, 3), (4, 4)]
         # The old solver still answers from its mapping (a job that held it would).
-        r = old.solvers[3].solve(EASY8, control=SearchControl())
+        r = old.solvers[3, 3].solve(EASY8, control=SearchControl())
         assert r.length == 2
         assert not old.released
         old.leave()  # its last search ended: unmapped and closed

@@ -261,6 +261,21 @@ def test_a_table_of_every_tile_saturates_where_4_bits_end(tmp_path, exact):
 
 # --- the command line and pdbd ------------------------------------------------------------------
 
+def test_the_page_carries_a_rectangles_shape():
+    """The animation's trace holds rows and cols; the page sizes its board by them."""
+    from test_animate import inlined
+
+    from pdbtool.cli import animate
+    from pdbtool.search import trace
+
+    board = puzzle.random_board(Shape(3, 4), "blank-last", random.Random(4))
+    t = trace.record(Solver(table_free("walking-distance", Shape(3, 4))), board)
+    r = inlined(animate.page(t))["result"]
+    assert (r["rows"], r["cols"], r["size"]) == (3, 4, None) and r["board"] == list(board)
+    assert_replays(r, board, "blank-last")
+    assert "shapeOf(r)" in animate.page(None, live=True)
+
+
 @pytest.mark.process
 def test_solve_shape_json_file_from_stdin(rect_tables):
     d, _ = rect_tables

@@ -249,8 +249,8 @@ def cmd_predict(args) -> int:
     from pdbtool.heuristics.prediction import predict
 
     meta = artifact.read_any_meta(args.path)
-    if not 0 <= args.blank < meta.size ** 2:
-        raise BadInput(f"--blank {args.blank}: cells of a {meta.size}x{meta.size} board are 0..{meta.size ** 2 - 1}")
+    if not 0 <= args.blank < meta.shape.cells:
+        raise BadInput(f"--blank {args.blank}: cells of a {meta.shape} board are 0..{meta.shape.cells - 1}")
     rows = predict(meta, args.depth, args.blank, prune=not args.no_prune)
     text = "\n".join([f"{meta.partition}: IDA* nodes per iteration predicted from the value distribution "
                       "(Korf, Reid & Edelkamp; partition 0, no reflection)",

@@ -37,12 +37,13 @@ def value_distribution(meta: artifact.ArtifactMeta) -> np.ndarray:
     return p
 
 
-def tree_sizes(side: int, depth: int, blank: int, prune: bool = True) -> np.ndarray:
+def tree_sizes(shape, depth: int, blank: int, prune: bool = True) -> np.ndarray:
     """N_i for i = 0..depth: nodes at depth i of the tree the search walks from a board
-    whose blank is at cell ``blank``, with the automaton's (or only parent) pruning."""
+    (of ``shape``, or a square's side) whose blank is at cell ``blank``, with the
+    automaton's (or only parent) pruning."""
     fsm = np.asarray(pruning_fsm(prune))
-    moves, nmoves = blank_moves(side)
-    n = side * side
+    moves, nmoves = blank_moves(shape)
+    n = moves.shape[0]
     count = np.zeros((n, fsm.shape[0]))
     count[blank, 0] = 1.0
     sizes = [1.0]
@@ -67,7 +68,7 @@ def predict(meta: artifact.ArtifactMeta, depth: int, blank: int = 0, prune: bool
     the search's MAX_DEPTH, the longest path it takes."""
     if not 0 <= depth <= MAX_DEPTH:
         raise BadInput(f"depth {depth} out of range: IDA* searches bounds 0..{MAX_DEPTH}")
-    N = tree_sizes(meta.size, depth + 1, blank, prune)
+    N = tree_sizes(meta.shape, depth + 1, blank, prune)
     return iteration_counts(N, value_distribution(meta), depth)
 
 

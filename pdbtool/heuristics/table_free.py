@@ -22,8 +22,9 @@ from pdbtool.kernels.table_free import WD_COL_TAG
 
 TABLE_FREE = ("hamming", "gaschnig", "manhattan", "linear-conflict", "walking-distance")
 PER_TILE_GOALS = ("hamming", "gaschnig", "manhattan")  # serve a goal with the blank anywhere
-WALKING_MAX_SIDE = 4  # the walking-distance table has 24,964 states for 4x4, millions for 5x5
-WALKING_MAX_CELLS = 16  # rectangles too (3x5 and 2x8 are as small as 4x4; 4x5 is not)
+# The walking-distance table has 24,964 states for 4x4, millions for 5x5: up to 16 cells
+# (4x4, and rectangles such as 3x5 or 2x6; not 4x5).
+WALKING_MAX_CELLS = 16
 LARGE_MAX_SIDE = 20  # Hamming and Manhattan tables (the constructive solver's check)
 
 
@@ -196,9 +197,9 @@ def table_free(name: str, shape, goal_blank: int = 0) -> Heuristic:
         kind, arrays = hk.LINEAR_CONFLICT, dict(tile_tab=manhattan_table(shape),
                                                 line_tab=line_table(shape))
     elif name == "walking-distance":
-        if side > WALKING_MAX_SIDE and not (not shape.square and shape.cells <= WALKING_MAX_CELLS):
-            raise BadInput(f"walking distance is available up to {WALKING_MAX_SIDE}x{WALKING_MAX_SIDE} "
-                           f"boards and rectangles of up to {WALKING_MAX_CELLS} cells, not {shape}")
+        if shape.cells > WALKING_MAX_CELLS:
+            raise BadInput(f"walking distance is available up to 4x4 boards and rectangles of "
+                           f"up to {WALKING_MAX_CELLS} cells, not {shape}")
         codes, trans, dists = walking_tables(shape)
         kind, arrays = hk.WALKING, dict(wd_codes=codes, wd_trans=trans, wd_dist=dists)
     return Heuristic(name, shape, hk.heuristic_arrays(kind, **arrays), hk.state_width(kind, shape, 0),

@@ -91,7 +91,8 @@ class Checkpoint:
 def identity(solver: Solver, prepared: PreparedBoard, algorithm: str = "ida") -> Identity:
     """What a checkpoint of this search is saved for."""
     h = solver.heuristic
-    return Identity(tuple(prepared.image), prepared.goal, h.name, h.artifact, algorithm,
+    name = h.name if h.shape.square else f"{h.name} ({h.shape})"  # 3x4 and 4x3 share tiles
+    return Identity(tuple(prepared.image), prepared.goal, name, h.artifact, algorithm,
                     solver.prune)
 
 
