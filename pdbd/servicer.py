@@ -168,6 +168,11 @@ class Counters:
             return dict(self._n)
 
 
+def size_field(shape) -> int | str:
+    """A solve log line's ``size``: a square's side (as before rectangles), else RxC."""
+    return shape.rows if shape.square else str(shape)
+
+
 class SolverServicer:
     """The RPCs of pdbd.v1.Solver over parsed requests (registered by pdbd.rpc)."""
 
@@ -434,7 +439,7 @@ class SolverServicer:
                     error.__traceback__ = None
 
     def _outcome_of(self, job: Job, context, stream: bool) -> pb.SolveResult:
-        side = job.solver.side
+        shape = job.solver.shape
         try:
             result = job.future.result()
         except TableChanged as e:
@@ -446,8 +451,8 @@ class SolverServicer:
             if stream and job.reason == "cancelled":
                 self._abandoned(job, context)
                 abort(context, code, f"{what}: search stopped after {nodes:,} nodes")
-            log.info("solve %dx%d stopped: %s nodes=%d seconds=%.3f artifact=%s peer=%s", side,
-                     side, limit or job.reason, nodes, job.search_seconds,
+            log.info("solve %s stopped: %s nodes=%d seconds=%.3f artifact=%s peer=%s", shape,
+                     limit or job.reason, nodes, job.search_seconds,
                      job.solver.heuristic.artifact, context.peer(),
                      extra=self._fields(job, context, stream,
                                         "RESOURCE_EXHAUSTED" if limit else
@@ -461,7 +466,7 @@ class SolverServicer:
             abort(context, code, f"{what}: search stopped after {nodes:,} nodes")
         except (ClusterError, ArtifactError) as e:  # the cluster lost its nodes or refused
             self.counters.add("failed")
-            log.error("solve %dx%d failed on the cluster: %s", side, side, e,
+            log.error("solve %s failed on the cluster: %s", shape, e,
                       extra=self._fields(job, context, stream, "UNAVAILABLE"))
             abort(context, grpc.StatusCode.UNAVAILABLE, short(str(e)))
         except PdbError as e:  # prepared already, so not expected; still a clear answer
@@ -469,11 +474,11 @@ class SolverServicer:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, short(str(e)))
         except Exception as e:
             self.counters.add("failed")
-            log.exception("solve %dx%d failed", side, side,
+            log.exception("solve %s failed", shape,
                           extra=self._fields(job, context, stream, "INTERNAL"))
             context.abort(grpc.StatusCode.INTERNAL, short(f"internal error: {e}"))
         self.counters.add("solved")
-        log.info("solve %dx%d length=%d nodes=%d seconds=%.3f artifact=%s", side, side,
+        log.info("solve %s length=%d nodes=%d seconds=%.3f artifact=%s", shape,
                  result.length, result.nodes_generated, result.seconds, result.artifact,
                  extra=self._fields(job, context, stream, "OK", length=result.length))
         return convert.result_message(result, job.queue_seconds)
@@ -484,7 +489,7 @@ class SolverServicer:
         method = (getattr(context, "method", None)  # a batch's item: SolveBatch
                   or f"{SERVICE_NAME}/{'SolveStream' if stream else 'Solve'}")
         return request_fields(method, context.peer(), code, job.search_seconds,
-                              job.control.generated, size=job.solver.side,
+                              job.control.generated, size=size_field(job.solver.shape),
                               queue_seconds=round(job.queue_seconds, 6),
                               artifact=job.solver.heuristic.artifact,
                               client=job.client, **more)

@@ -174,14 +174,16 @@ def seed(cur, seen, live_cur, dist, goal_cells, blank_cell, n, m, binom, pw, lw,
 
 
 @njit(cache=True, nogil=True, inline="always")
-def pack_entry(packed, e, v, pos, md_tab, bad, too_large, slot, saturate):
-    """Store the 4-bit form of distance v of placement pos as entry e: (v - md) / 2,
+def pack_entry(packed, e, dist, pos, md_tab, bad, too_large, slot, saturate):
+    """Store the 4-bit form of distance v = dist[e] of placement pos as entry e: (v - md) / 2,
     where md is the group's own Manhattan distance there (md_tab[i, cell]: tile i's
     distance from that cell to its goal; a distance is never below md and has its
     parity). UNSET becomes 15; so does a value below md or of the other parity (counted
     in bad[slot]: a builder error) or one of 15 or more (too_large), which ``saturate``
     stores as 14 instead: md + 28, a lower bound that keeps every derivation of a move
-    right (kernels.heuristic.moved_entry: an even 14 reads as staying put)."""
+    right (kernels.heuristic.moved_entry: an even 14 reads as staying put), and writes
+    back into dist (so the table's histogram counts the values it holds)."""
+    v = np.int64(dist[e])
     nib = 15
     if v != UNSET:
         md = 0
@@ -193,6 +195,7 @@ def pack_entry(packed, e, v, pos, md_tab, bad, too_large, slot, saturate):
             too_large[slot] += 1
             if saturate:
                 nib = 14
+                dist[e] = md + 28
         else:
             nib = (v - md) >> 1
     packed[e >> 1] |= np.uint8(nib << ((e & 1) << 2))
@@ -221,8 +224,7 @@ def compact(dist, packed, md_tab, binom, pw, lw, reg_count, secondary, saturate)
             continue
         lex_unrank(2 * lo, n, m, lw, pos)
         for e in range(2 * lo, min(2 * hi, placements)):
-            pack_entry(packed, e, np.int64(dist[e]), pos, md_tab, bad, too_large, chunk,
-                       saturate)
+            pack_entry(packed, e, dist, pos, md_tab, bad, too_large, chunk, saturate)
             lex_next(pos, n)
     for r in prange(maps):
         pos = np.empty(m, dtype=np.int64)
@@ -231,7 +233,7 @@ def compact(dist, packed, md_tab, binom, pw, lw, reg_count, secondary, saturate)
         for o in range(mfact if reg_count[r] > 1 else 0):
             for k in range(1, reg_count[r]):
                 e = entry_index(pos, r, o, k, mfact, lw, secondary)
-                pack_entry(packed, e, np.int64(dist[e]), pos, md_tab, bad, too_large,
-                           CHUNKS + r, saturate)
+                pack_entry(packed, e, dist, pos, md_tab, bad, too_large, CHUNKS + r,
+                           saturate)
             order_next(pos)
     return too_large.sum(), bad.sum()

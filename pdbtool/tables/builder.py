@@ -131,7 +131,8 @@ def pack_table(dist: np.ndarray, tiles, shape, zero_aware: bool = True,
                saturate: bool = False) -> tuple[np.ndarray, int]:
     """compact_table, and how many entries were saturated: with ``saturate``, distances
     beyond Manhattan + 28 are stored as Manhattan + 28 (admissible and consistent, no
-    longer exact) instead of refused. Only a table of every tile saturates (build_table):
+    longer exact, and so written back into ``dist``) instead of refused. Only a table of
+    every tile saturates (build_table):
     it is the exact table of the board, and 3x4's has 133 such placements of 239.5 M."""
     m, n = len(tiles), as_shape(shape).cells
     reg = regions(shape, m, zero_aware)
@@ -154,9 +155,9 @@ def build_table(tiles, shape, name: str, *, zero_aware: bool = True, label: str 
     """One table, built, counted and packed, ready to be written."""
     dist = distance_table(tiles, shape, zero_aware=zero_aware, label=label, progress=progress,
                           report=report)
-    histogram, unset = artifact.value_histogram(dist)
     every_tile = len(tiles) == as_shape(shape).cells - 1
     packed, saturated = pack_table(dist, tiles, shape, zero_aware, saturate=every_tile)
+    histogram, unset = artifact.value_histogram(dist)  # the values held (saturated too)
     return artifact.TableData(name, tuple(tiles), as_shape(shape).cells, dist.size, packed,
                               histogram, unset, saturated)
 
