@@ -116,7 +116,7 @@ def solve_batch(servicer, requests, context):
     def admit(key: int, item) -> None:
         ctx = ItemContext(context, callbacks, key)
         try:
-            job = servicer._admit(item.request, ctx)
+            job = servicer._admit(item.request, ctx, try_lane=False)
         except ItemAborted as e:
             finished.put((item.id, None, e))
             return

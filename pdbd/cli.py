@@ -12,9 +12,16 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
 from types import SimpleNamespace
+
+# gRPC's C core writes its own INFO lines to stderr, one per failed TLS handshake among them
+# (a client speaking plaintext to a TLS port made 250 KB/s of log): the command keeps only
+# the core's errors unless GRPC_VERBOSITY says otherwise. It must be set before gRPC loads.
+if "grpc" not in sys.modules:
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 from pdbtool.cli.cluster import add_shipping_options
 from pdbtool.cli.console import (arg_budget, arg_seconds, arg_shape, arg_size, batch_exit_code, emit,
@@ -69,8 +76,8 @@ def parser() -> argparse.ArgumentParser:
                    "max_memory above it is lowered to it), the ida-tt table (likewise its "
                    f"entries) (default {DEFAULT_MAX_SEARCH_MEMORY >> 30}G; 0: no limit)")
     s.add_argument("--max-per-client", type=non_negative, default=None, metavar="N",
-                   help="searches one client address may have in flight (default: half of "
-                        "threads + queue; 0: no limit)")
+                   help="searches one client address may have in flight (default: an eighth "
+                        "of threads + queue, at least 2; 0: no limit)")
     s.add_argument("--trusted-proxy", action="append", metavar="ADDR",
                    help="a proxy (IP address, network such as 10.0.0.0/8, or 'unix' for the "
                         "unix socket's peers) whose pdbd-client metadata names the client "

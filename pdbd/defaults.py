@@ -22,5 +22,6 @@ DEFAULT_CLUSTER_ABOVE = 50_000_000  # nodes searched here before a search goes t
 
 
 def default_per_client(threads: int, max_queue: int) -> int:
-    """Searches one client (peer address) may have in flight: half the capacity."""
-    return max(1, (threads + max_queue) // 2)
+    """Searches one client (peer address) may have in flight: an eighth of the capacity
+    (4 of 34 with 2 threads and the default queue), at least 2."""
+    return max(2, (threads + max_queue) // 8)

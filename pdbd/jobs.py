@@ -1,9 +1,16 @@
-"""Searches as jobs on a bounded pool of worker threads.
+"""Searches as jobs: tried first on the caller's thread (the fast lane), then on a bounded
+pool of worker threads.
 
 The IDA* kernel releases the GIL, so plain threads search in parallel over the same
 memory-mapped tables. A job holds a board validated once (a PreparedBoard) and the
 SearchControl the kernel shares with its caller: halting it makes the search return within
 about a millisecond, and its counters are read for progress.
+
+The fast lane (``FastLane``) runs an IDA* search on the thread that took the call, within a
+small node budget (tens of milliseconds): most queries end there, without the hand-off to
+the pool and back, and a query that does not is searched again from the start on the
+pool, having cost that budget. Long searches therefore hold a lane slot only briefly, and
+an easy query is answered within about that time whatever the pool is busy with.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import threading
 import time
 import traceback
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 
 from pdbtool.errors import LimitReached
 from pdbtool.search.control import PreparedBoard, SearchControl
@@ -192,3 +200,85 @@ class WorkerPool:
     def shutdown(self) -> None:
         self.halt_all("shutdown")
         self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+@dataclass(frozen=True)
+class Lane:
+    """The fast lane's settings: ``slots`` searches at once (on the callers' threads), at
+    most ``per_client`` of them one client's, each within ``nodes`` nodes; a search waits
+    up to ``wait`` seconds for a slot, then goes to the pool. ``slots`` 0: no fast lane."""
+
+    slots: int = 2
+    per_client: int = 1
+    nodes: int = 250_000
+    wait: float = 0.1
+
+
+class FastLane:
+    """Searches tried on the caller's thread within ``lane.nodes`` nodes (see the module's
+    docstring). ``on_finish(job)`` is told of each search answered here (metrics)."""
+
+    def __init__(self, lane: Lane = Lane(), on_finish=None):
+        self.lane = lane
+        self.on_finish = on_finish
+        self._room = threading.Condition()
+        self._n: dict[str, int] = {}
+        self._busy = 0
+        self.answered = 0  # searches answered here (the rest went on to the pool)
+
+    def run(self, job: Job, client: str) -> bool:
+        """Search ``job`` here if it may be: True when ``job.future`` holds its outcome
+        (the result, or the error that ended it), False when it is for the pool (not
+        IDA*, no slot free in time, or not done within the lane's nodes: its counters are
+        then reset, its budget and stop flag kept)."""
+        control = job.control
+        if not self._eligible(job) or not self._enter(client):
+            return False
+        budget = control.budget
+        final = budget is not None and budget <= self.lane.nodes  # the job's own budget binds
+        control.budget = budget if final else self.lane.nodes
+        future: Future = Future()
+        try:
+            result = job.run()
+        except LimitReached as e:
+            if final or control.reason is not None or getattr(e, "limit", None) == "memory":
+                traceback.clear_frames(e.__traceback__)
+                future.set_exception(e)
+            else:  # the lane's budget ran out: to the pool, from the start
+                control.budget = budget
+                control.counters[:] = 0
+                return False
+        except Exception as e:  # the caller reports it as the pool's future would
+            traceback.clear_frames(e.__traceback__)
+            future.set_exception(e)
+        else:
+            future.set_result(result)
+        finally:
+            self._leave(client)
+        job.future = future
+        with self._room:
+            self.answered += 1
+        if self.on_finish is not None:
+            self.on_finish(job)
+        return True
+
+    def _eligible(self, job: Job) -> bool:
+        return self.lane.slots > 0 and (job.algorithm is None or job.algorithm.name == "ida")
+
+    def _enter(self, client: str) -> bool:
+        lane = self.lane
+        with self._room:
+            ok = self._room.wait_for(lambda: self._busy < lane.slots
+                                     and self._n.get(client, 0) < lane.per_client, lane.wait)
+            if ok:
+                self._busy += 1
+                self._n[client] = self._n.get(client, 0) + 1
+            return ok
+
+    def _leave(self, client: str) -> None:
+        with self._room:
+            self._busy -= 1
+            n = self._n.pop(client) - 1
+            if n:
+                self._n[client] = n
+            self._room.notify_all()

@@ -11,8 +11,7 @@ from urllib.parse import unquote
 
 from pdbtool.errors import BadInput
 
-from .rpc import CLIENT_KEY
-
+CLIENT_KEY = "pdbd-client"  # metadata: the client a trusted proxy calls for
 MAX_NAME = 100  # a proxied client's name, as kept and logged
 
 
@@ -75,19 +74,22 @@ class TrustedProxies:
 
 
 class PeerCounts:
-    """Searches in flight per client, at most ``limit`` each (None: no limit)."""
+    """Things in progress (searches, calls) per client: at most ``limit`` each and ``total``
+    in all (None: no limit)."""
 
-    def __init__(self, limit: int | None):
-        self.limit = limit
+    def __init__(self, limit: int | None, total: int | None = None):
+        self.limit, self.total = limit, total
         self._lock = threading.Lock()
         self._n: dict[str, int] = {}
+        self.count = 0
 
     def enter(self, client: str) -> bool:
         with self._lock:
             n = self._n.get(client, 0)
-            if self.limit and n >= self.limit:
+            if (self.limit and n >= self.limit) or (self.total and self.count >= self.total):
                 return False
             self._n[client] = n + 1
+            self.count += 1
             return True
 
     def has_room(self, client: str) -> bool:
@@ -99,3 +101,4 @@ class PeerCounts:
             n = self._n.pop(client, 1) - 1
             if n > 0:
                 self._n[client] = n
+            self.count -= 1

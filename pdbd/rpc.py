@@ -1,4 +1,4 @@
-"""How pdbd takes a call in: admission, receiving the request in time, parsing it ourselves.
+"""How pdbd takes a call in: receiving the request in time, admission, parsing it ourselves.
 
 Every service the daemon serves (pdbd.v1.Solver, grpc.health.v1.Health, server reflection)
 is registered through ``service_handler``, never with gRPC's own deserializer:
@@ -6,23 +6,34 @@ is registered through ``service_handler``, never with gRPC's own deserializer:
 * **Parsing in the handler.** gRPC Python keeps about 20 KB for good of every message its
   deserializer fails on, so the handlers take the raw bytes and parse them here; bytes
   that do not decode end the call with INVALID_ARGUMENT and one log line (rate-limited).
-* **Admission per class of call.** Each method belongs to a class (solve, info, health,
-  watch, reflection) with its own cap on calls in progress; a call beyond its class's cap
-  is refused at once with RESOURCE_EXHAUSTED (trailing metadata ``pdbd-limit: busy``). The
-  handler pool holds every cap plus spare threads, so solves, never-sending clients or
-  idle streams cannot take the threads health checks need.
-* **The request must arrive in time.** Every method is registered as request-streaming
-  (the same on the wire as a unary request), so the handler runs as soon as the call
-  opens and waits for the request itself: a request (or, on a stream, the next message)
-  that does not arrive within ``request_timeout`` seconds cancels the call.
+* **The request must arrive in time, and waiting for it is cheap to refuse.** Every method
+  is registered as request-streaming (the same on the wire as a unary request), so the
+  handler runs as soon as the call opens and waits for the request itself. Until it
+  arrives the call is only *reading* (``Reading``): of those waiting over a second, at
+  most a few per client and some in all, the oldest cancelled when a newer call comes,
+  and every one cancelled after ``request_timeout``. Calls that never send their request
+  therefore cost a client only its own reading calls: they cannot fill a class of call,
+  nor the threads.
+* **Admission per class of call, once the request is in.** Each method belongs to a class
+  (solve, info, health, watch, reflection) with a ``Cap`` on calls in progress, in all and
+  per client (health has none: it answers at once, and a liveness probe must never be
+  refused while the process lives); a call beyond its class's cap is refused at once with
+  RESOURCE_EXHAUSTED (trailing metadata ``pdbd-limit: busy``). A stream class may expire
+  its calls (Watch: a watcher reconnects, it cannot hold a slot for good).
+* **The threads.** gRPC runs each call's handler on a thread of its pool: the pool holds
+  every cap, the reading calls and spare threads for health checks, and gRPC refuses a
+  call beyond that many at once instead of queueing it behind the others.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import itertools
 import logging
 import threading
 import time
+from dataclasses import dataclass
 
 import grpc
 from google.protobuf import message_factory
@@ -30,11 +41,12 @@ from google.protobuf.message import DecodeError
 
 from pdbtool.search import alarms
 
+from .peers import CLIENT_KEY, PeerCounts, client_of  # noqa: F401 (CLIENT_KEY: pdbd.rpc's)
+
 log = logging.getLogger("pdbd")
 
 LIMIT_KEY = "pdbd-limit"  # trailing metadata telling the RESOURCE_EXHAUSTED cases apart
 REFUSED_KEY = "pdbd-refused"  # trailing metadata: an UNAVAILABLE of pdbd's own, not the channel's
-CLIENT_KEY = "pdbd-client"  # metadata: the client a trusted proxy calls for (pdbd.peers)
 
 
 class RateLimitedLog:
@@ -60,40 +72,137 @@ class RateLimitedLog:
         log.warning(message, *args)
 
 
-class Admission:
-    """Caps on calls in progress, one per class of call."""
+@dataclass(frozen=True)
+class Cap:
+    """A class of call's limit on calls in progress: ``total`` in all, ``per_client`` for one
+    client (None: no limit); ``expires``: a call (a stream) is ended after that many seconds."""
 
-    def __init__(self, caps: dict[str, int], on_busy=None):
+    total: int | None = None
+    per_client: int | None = None
+    expires: float | None = None
+
+
+class Admission:
+    """Caps on calls in progress, one per class of call (a class without one is never
+    refused), counted once the call's request has arrived."""
+
+    def __init__(self, caps: dict[str, Cap], on_busy=None, notes: RateLimitedLog | None = None):
         self.caps = dict(caps)
         self.on_busy = on_busy  # told of each call refused (metrics)
-        self._slots = {name: threading.BoundedSemaphore(cap) for name, cap in caps.items()}
+        self.notes = notes or RateLimitedLog()
+        self._counts = {name: PeerCounts(cap.per_client, cap.total) for name, cap in caps.items()}
 
     @property
     def total(self) -> int:
-        return sum(self.caps.values())
+        """The most calls the caps let in at once (classes without a total not counted)."""
+        return sum(cap.total or 0 for cap in self.caps.values())
 
     @contextlib.contextmanager
-    def enter(self, name: str, context):
-        slots = self._slots[name]
-        if not slots.acquire(blocking=False):
+    def enter(self, name: str, context, client: str):
+        counts = self._counts.get(name)
+        if counts is None:
+            yield
+            return
+        cap = self.caps[name]
+        if not counts.enter(client):
             if self.on_busy:
                 self.on_busy("busy")
             context.set_trailing_metadata(((LIMIT_KEY, "busy"),))
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                          f"too many {name} calls in progress ({self.caps[name]}); retry later")
+                          f"too many {name} calls in progress (at most {cap.total or 'any'} in "
+                          f"all, {cap.per_client or 'any'} per client); retry later")
+        alarm = alarms.after(cap.expires, self._expire, context, name) if cap.expires else None
         try:
             yield
         finally:
-            slots.release()
+            if alarm is not None:
+                alarm.cancel()
+            counts.leave(client)
+
+    def _expire(self, context, name: str) -> None:
+        self.notes.warning(f"expired:{name}", "%s call from %s ended after %g s (its class's "
+                           "limit); the client may open another", name, context.peer(),
+                           self.caps[name].expires)
+        context.cancel()
+
+
+class Reading:
+    """Calls whose request has not arrived yet: at most ``per_client`` of one client and
+    ``total`` in all, counting only those waiting longer than ``grace`` seconds. A call
+    beyond either cancels the oldest such call (of that client, or of all): a client that
+    opens calls and sends nothing only ever cancels its own (or, past the total, the
+    longest waiting), while a request that arrives at once (every honest client's, a
+    burst of them too) is read long before ``grace``."""
+
+    def __init__(self, per_client: int, total: int, notes: RateLimitedLog, on_evict=None,
+                 grace: float = 1.0):
+        self.per_client, self.total, self.grace = per_client, total, grace
+        self.notes = notes
+        self.on_evict = on_evict  # told of each call cancelled so (metrics)
+        self._lock = threading.Lock()
+        self._all: collections.OrderedDict[int, tuple[str, object, float]] = \
+            collections.OrderedDict()
+        self._of: dict[str, collections.OrderedDict[int, float]] = {}
+        self._keys = itertools.count()
+
+    def enter(self, client: str, context) -> int:
+        now = time.monotonic()
+        evicted = []
+        with self._lock:
+            key = next(self._keys)
+            self._all[key] = (client, context, now)
+            mine = self._of.setdefault(client, collections.OrderedDict())
+            mine[key] = now
+            while len(mine) > self.per_client and self._old(next(iter(mine.values())), now):
+                evicted.append(self._pop(next(iter(mine))))
+            while len(self._all) > self.total and self._old(next(iter(self._all.values()))[2],
+                                                              now):
+                evicted.append(self._pop(next(iter(self._all))))
+        for ctx in evicted:
+            self.notes.warning("evicted", "a call from %s waiting for its request was cancelled "
+                               "to make room (at most %d such calls per client, %d in all)",
+                               ctx.peer(), self.per_client, self.total)
+            if self.on_evict:
+                self.on_evict("reading")
+            ctx.cancel()
+        return key
+
+    def _old(self, since: float, now: float) -> bool:
+        return now - since > self.grace
+
+    def leave(self, key: int) -> None:
+        with self._lock:
+            if key in self._all:
+                self._pop(key)
+
+    def _pop(self, key: int):
+        client, context, _ = self._all.pop(key)
+        mine = self._of[client]
+        del mine[key]
+        if not mine:
+            del self._of[client]
+        return context
 
 
 class Receiver:
     """Reads request messages off a call within a time limit and parses them."""
 
-    def __init__(self, timeout: float, notes: RateLimitedLog, on_bad=None):
+    def __init__(self, timeout: float, notes: RateLimitedLog, on_bad=None,
+                 reading: Reading | None = None):
         self.timeout = timeout
         self.notes = notes
         self.on_bad = on_bad  # called once per undecodable request (counters)
+        self.reading = reading
+
+    def opening(self, requests, context, cls, method: str, client: str):
+        """The call's first message (None if the client closed its side without one),
+        counted as reading (``Reading``) until it arrives."""
+        key = self.reading.enter(client, context) if self.reading else None
+        try:
+            return self.next(requests, context, cls, method)
+        finally:
+            if key is not None:
+                self.reading.leave(key)
 
     def next(self, requests, context, cls, method: str):
         """The next message of the call, parsed; None when the client closed its side.
@@ -119,8 +228,8 @@ class Receiver:
                           f"the request does not decode as {cls.DESCRIPTOR.full_name}")
         return message
 
-    def first(self, requests, context, cls, method: str):
-        message = self.next(requests, context, cls, method)
+    def first(self, requests, context, cls, method: str, client: str):
+        message = self.opening(requests, context, cls, method, client)
         if message is None:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "no request message was sent")
         return message
@@ -137,19 +246,21 @@ class Receiver:
 
 
 def service_handler(service, implementation, classes: dict[str, str], admission: Admission,
-                    receiver: Receiver, observe=None) -> grpc.GenericRpcHandler:
+                    receiver: Receiver, observe=None, identify=None) -> grpc.GenericRpcHandler:
     """A generic handler for ``service`` (a protobuf ServiceDescriptor) whose methods call
     ``implementation.<Method>(request or request iterator, context)`` on parsed messages.
     ``classes`` names each method's admission class ("*" for all of them); ``observe(method,
-    code)`` is told how every call ended (its status code's name)."""
+    code)`` is told how every call ended (its status code's name); ``identify(context)``
+    names the client a call counts against (default: its peer's address)."""
     handlers = {}
+    calls = Calls(admission, receiver, observe or _ignore,
+                  identify or (lambda context: client_of(context.peer())))
     for method in service.methods:
         cls = message_factory.GetMessageClass(method.input_type)
         fn = getattr(implementation, method.name)
         name = f"{service.full_name}/{method.name}"
         admit = classes.get(method.name) or classes["*"]
-        handlers[method.name] = _method(fn, cls, name, admit, method, admission, receiver,
-                                        observe or _ignore)
+        handlers[method.name] = calls.handler(fn, cls, name, admit, method)
     return grpc.method_handlers_generic_handler(service.full_name, handlers)
 
 
@@ -185,20 +296,43 @@ def observed(observe, name: str, context):
         observe(name, status_of(context, error))
 
 
-def _method(fn, cls, name, admit, method, admission, receiver, observe):
-    if method.client_streaming:
-        def behaviour(requests, context):
-            with observed(observe, name, context), admission.enter(admit, context):
-                yield from fn(receiver.stream(requests, context, cls, name), context)
-        return grpc.stream_stream_rpc_method_handler(behaviour, response_serializer=_serialize)
-    if method.server_streaming:
-        def behaviour(requests, context):
-            with observed(observe, name, context), admission.enter(admit, context):
-                replies = fn(receiver.first(requests, context, cls, name), context)
-                yield from replies or ()
-        return grpc.stream_stream_rpc_method_handler(behaviour, response_serializer=_serialize)
+@dataclass(frozen=True)
+class Calls:
+    """What every method's handler goes through: the request read (as a reading call),
+    then admission, then the implementation; how the call ended is observed."""
 
-    def behaviour(requests, context):
-        with observed(observe, name, context), admission.enter(admit, context):
-            return fn(receiver.first(requests, context, cls, name), context)
-    return grpc.stream_unary_rpc_method_handler(behaviour, response_serializer=_serialize)
+    admission: Admission
+    receiver: Receiver
+    observe: object
+    identify: object
+
+    def handler(self, fn, cls, name: str, admit: str, method):
+        admission, receiver, observe, identify = (self.admission, self.receiver, self.observe,
+                                                  self.identify)
+        if method.client_streaming:
+            def behaviour(requests, context):
+                with observed(observe, name, context):
+                    client = identify(context)
+                    first = receiver.opening(requests, context, cls, name, client)
+                    if first is None:  # the client closed its side at once: nothing to do
+                        return
+                    rest = receiver.stream(requests, context, cls, name)
+                    with admission.enter(admit, context, client):
+                        yield from fn(itertools.chain((first,), rest), context)
+            return grpc.stream_stream_rpc_method_handler(behaviour, response_serializer=_serialize)
+        if method.server_streaming:
+            def behaviour(requests, context):
+                with observed(observe, name, context):
+                    client = identify(context)
+                    request = receiver.first(requests, context, cls, name, client)
+                    with admission.enter(admit, context, client):
+                        yield from fn(request, context) or ()
+            return grpc.stream_stream_rpc_method_handler(behaviour, response_serializer=_serialize)
+
+        def behaviour(requests, context):
+            with observed(observe, name, context):
+                client = identify(context)
+                request = receiver.first(requests, context, cls, name, client)
+                with admission.enter(admit, context, client):
+                    return fn(request, context)
+        return grpc.stream_unary_rpc_method_handler(behaviour, response_serializer=_serialize)

@@ -1,9 +1,12 @@
 """Assembling the daemon: warm-up, gRPC server, health checking, reflection, TLS, tables
 kept in memory, reload, shutdown.
 
-Every service goes through pdbd.rpc (requests parsed by us, admission per class of call,
-a time limit for the request to arrive), so neither undecodable bytes nor calls that
-never send their request, nor Solve traffic, can starve health checks.
+Every service goes through pdbd.rpc (requests parsed by us, a small budget per client for
+calls still waiting for their request, admission per class of call once it arrived), so
+neither undecodable bytes nor calls that never send their request, nor Solve traffic, can
+starve health checks. Connections: idle ones close after --idle-timeout, ones that never
+finish their handshake after the request timeout, and at most a budget of them at once
+(from the open-file limit, raised to its hard limit at start).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import resource
 import signal
 import socket
 import stat
@@ -35,11 +39,11 @@ from .address import parse_address, parse_target
 from .defaults import (DEFAULT_CONNECTION_AGE, DEFAULT_IDLE_SECONDS, DEFAULT_LISTEN,
                        DEFAULT_MAX_QUEUE, DEFAULT_REQUEST_TIMEOUT, default_per_client)
 from . import logs
-from .jobs import Delegation, WorkerPool
+from .jobs import Delegation, Lane, WorkerPool
 from .metrics import Metrics
 from .peers import TrustedProxies
 from .pidfile import PidFile
-from .rpc import Admission, RateLimitedLog, Receiver, service_handler
+from .rpc import Admission, Cap, RateLimitedLog, Reading, Receiver, service_handler
 from .servicer import SERVICE_NAME, Limits, Served, SolverServicer
 from .v1 import solver_pb2 as pb
 
@@ -49,8 +53,20 @@ log = logging.getLogger("pdbd")
 # gets INVALID_ARGUMENT naming the problem; beyond that gRPC refuses it unread.
 MAX_MESSAGE_BYTES = 1 << 20
 SPARE_SOLVES = 8     # solve calls beyond threads + queue: bad boards are answered too
-CALL_CAPS = {"info": 4, "health": 8, "watch": 8, "reflection": 4}
-SPARE_HANDLERS = 8   # threads that only refuse calls beyond their class's cap
+STREAM_SECONDS = 300.0  # a Watch or reflection stream is ended after this (the client reopens)
+
+
+def call_caps(stream_seconds: float) -> dict[str, Cap]:
+    """Calls in progress per class but solve, once their request arrived; health has no
+    cap (never refused while the process lives)."""
+    return {"info": Cap(total=8, per_client=4),
+            "watch": Cap(total=32, per_client=4, expires=stream_seconds),
+            "reflection": Cap(total=8, per_client=4, expires=stream_seconds)}
+
+
+READING_PER_CLIENT, READING_TOTAL = 16, 64  # calls still waiting for their request
+HEALTH_THREADS = 16  # threads beyond every cap: health checks (and refusals) run on them
+FD_RESERVE = 128     # open files kept for the tables, logs and the rest, not connections
 KEEPALIVE_MS, KEEPALIVE_TIMEOUT_MS = 60_000, 20_000
 DRAIN_POLL = 0.05    # seconds between looks at the searches in flight while draining
 
@@ -80,11 +96,37 @@ class Tls:
 
 @dataclass(frozen=True)
 class Connections:
-    """How long a request may take to arrive and a connection may live (seconds)."""
+    """How long a request may take to arrive, a connection and a stream may live (seconds),
+    and how many connections are taken at once."""
 
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     idle: float = DEFAULT_IDLE_SECONDS
     max_age: float = DEFAULT_CONNECTION_AGE
+    max_connections: int | None = None  # None: from the open-file limit (connection_budget)
+    stream_seconds: float = STREAM_SECONDS  # Watch and reflection streams end after this
+
+
+def raise_file_limit() -> int:
+    """Raise the soft limit on open files to the hard limit (as far as allowed); the soft
+    limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):
+            pass
+    return soft
+
+
+def connection_budget() -> int:
+    """Connections to accept at once: the open-file limit less a reserve (each connection
+    is a file descriptor: beyond the limit, accept() fails and every new client times out,
+    health checks included)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        soft = 1 << 20
+    return max(16, min(soft, 1 << 20) - FD_RESERVE)
 
 
 def check_exposure(listen: str, tls: Tls | None, insecure: bool) -> None:
@@ -169,30 +211,40 @@ class Daemon:
                  limits: Limits | None = None, connections: Connections = Connections(),
                  reflection_on: bool = True, tls: Tls | None = None, insecure: bool = False,
                  mlock: bool = False, prefault: bool = True, delegation: Delegation | None = None,
-                 metrics: Metrics | None = None, proxies: TrustedProxies = TrustedProxies()):
+                 metrics: Metrics | None = None, proxies: TrustedProxies = TrustedProxies(),
+                 lane: Lane | None = None):
         check_exposure(listen, tls, insecure)
         threads = threads or os.cpu_count() or 1
         self.metrics = metrics = metrics or Metrics()  # served over HTTP only if asked
         self.pool = WorkerPool(threads, max_queue, on_change=self._update_health,
                                on_finish=self._search_done)
         self.servicer = SolverServicer(tables, self.pool, limits or Limits(), delegation, metrics,
-                                       proxies)
+                                       proxies, lane)
         metrics.watch(self.servicer)
         self.delegation = delegation
         self.health = health.HealthServicer()
-        self.admission = Admission({"solve": threads + max_queue + SPARE_SOLVES, **CALL_CAPS},
-                                   on_busy=metrics.reject)
-        receiver = Receiver(connections.request_timeout, RateLimitedLog(),
-                            on_bad=self.servicer.undecodable)
+        notes = RateLimitedLog()
+        caps = {"solve": Cap(total=threads + max_queue + SPARE_SOLVES),
+                **call_caps(connections.stream_seconds)}
+        self.admission = Admission(caps, on_busy=metrics.reject, notes=notes)
+        self.reading = Reading(READING_PER_CLIENT, READING_TOTAL, notes, on_evict=metrics.reject)
+        receiver = Receiver(connections.request_timeout, notes, on_bad=self.servicer.undecodable,
+                            reading=self.reading)
         limits = self.servicer.limits
         grace = (limits.max_search_seconds or 3600) + 30  # old connections finish their search
+        self.max_connections = connections.max_connections or connection_budget()
+        handlers = self.admission.total + READING_TOTAL + HEALTH_THREADS
+        handshake = min(connections.request_timeout, connections.idle)
         self.server = grpc.server(
-            ThreadPoolExecutor(self.admission.total + SPARE_HANDLERS, thread_name_prefix="pdbd-rpc"),
+            ThreadPoolExecutor(handlers, thread_name_prefix="pdbd-rpc"),
+            maximum_concurrent_rpcs=handlers,  # beyond: refused at once, never queued
             options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                      ("grpc.so_reuseport", 0),  # a second daemon on a busy port must fail
                      ("grpc.max_connection_idle_ms", int(connections.idle * 1000)),
                      ("grpc.max_connection_age_ms", int(connections.max_age * 1000)),
                      ("grpc.max_connection_age_grace_ms", int(grace * 1000)),
+                     ("grpc.server_handshake_timeout_ms", int(handshake * 1000)),
+                     ("grpc.max_allowed_incoming_connections", self.max_connections),
                      ("grpc.keepalive_time_ms", KEEPALIVE_MS),
                      ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS)])
         services = [(pb.DESCRIPTOR.services_by_name["Solver"], self.servicer,
@@ -204,7 +256,8 @@ class Daemon:
             services.append((reflection_pb2.DESCRIPTOR.services_by_name["ServerReflection"],
                              reflection.ReflectionServicer(names), {"*": "reflection"}))
         self.server.add_generic_rpc_handlers(tuple(
-            service_handler(service, impl, classes, self.admission, receiver, metrics.call)
+            service_handler(service, impl, classes, self.admission, receiver, metrics.call,
+                            self.servicer.proxies.client)
             for service, impl, classes in services))
         for name in ("", SERVICE_NAME):
             self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
@@ -397,6 +450,7 @@ def serve_with(args, tls: Tls | None, metrics: Metrics, pid_file: PidFile | None
                  f"{args.cluster_above:,}", info.address, info.nodes, info.cpus)
     elif args.cluster_shared or args.cluster_cache:
         raise BadInput("--cluster-shared and --cluster-cache need --cluster")
+    files = raise_file_limit()
     threads = args.threads or os.cpu_count() or 1
     per_client = (default_per_client(threads, args.max_queue) if args.max_per_client is None
                   else args.max_per_client or None)
@@ -421,6 +475,8 @@ def serve_with(args, tls: Tls | None, metrics: Metrics, pid_file: PidFile | None
                  f"{limits.max_nodes:,}" if limits.max_nodes else "no",
                  f"{limits.max_search_memory >> 20:,}" if limits.max_search_memory else "no",
                  per_client or "any", sizes_text(loaded))
+        log.info("at most %d connections at once (open-file limit %d); more are closed as "
+                 "they arrive", daemon.max_connections, files)
         while not stop.wait(0.5):
             if reload.is_set():
                 reload.clear()

@@ -1,8 +1,9 @@
 """The pdbd.v1.Solver service: validation, admission, waiting, limits, and status codes.
 
-Handlers run on gRPC's own threads and only validate and wait; the searches run on the
-WorkerPool. Requests arrive parsed (pdbd.rpc parses the bytes and answers the undecodable
-ones). Cancellation and deadlines reach the kernel through the job's stop flag:
+Handlers run on gRPC's own threads: they validate, try the search in the fast lane (on the
+handler's thread, within a small node budget: pdbd.jobs.FastLane), and otherwise wait for
+it on the WorkerPool. Requests arrive parsed (pdbd.rpc parses the bytes and answers the
+undecodable ones). Cancellation and deadlines reach the kernel through the job's stop flag:
 ``context.add_callback`` fires when the RPC ends early (client cancel, deadline), and the
 handler itself halts the job when ``context.time_remaining()`` runs out. The server's own
 limits (``Limits``) cap every search's nodes, seconds and memory and each client's searches in
@@ -17,7 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from concurrent.futures import CancelledError, wait
+from concurrent.futures import CancelledError
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +36,7 @@ from pdbtool.tables.trust import TableChanged
 from . import convert
 from .defaults import DEFAULT_MAX_NODES, DEFAULT_MAX_SEARCH_MEMORY, DEFAULT_MAX_SEARCH_SECONDS
 from .batch import solve_batch
-from .jobs import Delegation, Job, QueueFull, WorkerPool
+from .jobs import Delegation, FastLane, Job, Lane, QueueFull, WorkerPool
 from .logs import request_fields
 from .peers import PeerCounts, TrustedProxies, client_of  # noqa: F401 (client_of: pdbd.servicer's)
 from .rpc import LIMIT_KEY, REFUSED_KEY, RateLimitedLog
@@ -178,11 +179,13 @@ class SolverServicer:
 
     def __init__(self, tables: TableSet, pool: WorkerPool, limits: Limits = Limits(),
                  delegation: Delegation | None = None, metrics=None,
-                 proxies: TrustedProxies = TrustedProxies()):
+                 proxies: TrustedProxies = TrustedProxies(), lane: Lane | None = None):
         self.served = Served.of(tables)
         self.proxies = proxies
         self.metrics = metrics  # pdbd.metrics.Metrics, or None
         self.pool = pool
+        default = Lane(slots=pool.threads, per_client=max(1, pool.threads // 2))
+        self.fast = FastLane(lane or default, on_finish=pool.on_finish)
         self.delegation = delegation
         self.limits = limits
         self.peers = PeerCounts(limits.per_client)
@@ -296,23 +299,25 @@ class SolverServicer:
 
     # -- steps -------------------------------------------------------------------------------
 
-    def _admit(self, request, context) -> Job:
+    def _admit(self, request, context, try_lane: bool = True) -> Job:
         """Validate (no search for bad or unsolvable boards), check the table and the
-        client's limit, and queue; or abort the RPC."""
+        client's limit, and search in the fast lane (``try_lane``) or queue; or abort the
+        RPC. A batch's items skip the lane: the pool searches them while the next is read, and
+        none is searched twice."""
         self.counters.add("requests")
         if self._closing:
             self._reject("shutdown")
             abort(context, grpc.StatusCode.UNAVAILABLE, "the server is shutting down")
         served = self._hold()
         try:
-            job = self._admit_on(served, request, context)
+            job = self._admit_on(served, request, context, try_lane)
         except BaseException:
             served.leave()
             raise
         job.future.add_done_callback(lambda _: served.leave())
         return job
 
-    def _admit_on(self, served: Served, request, context) -> Job:
+    def _admit_on(self, served: Served, request, context, try_lane: bool = True) -> Job:
         """``_admit`` with the tables held for the search."""
         try:
             algorithm, server_memory = self.limits.algorithm(convert.algorithm_fields(request))
@@ -343,7 +348,8 @@ class SolverServicer:
         if not context.add_callback(lambda: job.halt(self._why_ended(context))):
             job.halt(self._why_ended(context))  # the RPC is over already
         try:
-            self.pool.submit(job)
+            if not (try_lane and self.fast.run(job, client)):
+                self.pool.submit(job)
         except QueueFull as e:
             self.peers.leave(client)
             self._reject("queue-full")
@@ -421,8 +427,16 @@ class SolverServicer:
                 tick = None  # the kernel returns within about a millisecond
             else:
                 tick = left if tick is None else min(tick, left)
-        done, _ = wait([job.future], timeout=tick)
-        return bool(done)
+        # Not concurrent.futures.wait: it takes a future cancelled in the queue for done only
+        # once the executor dequeues it, which a pool shut down meanwhile never does (the
+        # handler then waited for good). The future's own wait wakes on a cancel.
+        try:
+            job.future.exception(timeout=tick)
+        except CancelledError:
+            pass
+        except TimeoutError:
+            return False
+        return True
 
     def _outcome(self, job: Job, context, stream: bool = False) -> pb.SolveResult:
         """The finished job as a result message, or abort with the status that explains it."""

@@ -113,18 +113,35 @@ def test_shutdown_stops_running_searches():
         assert "shutting down" in e.value.details()
 
 
-def test_sigterm_shuts_down_cleanly(art_dir):
+def sigterm_after_a_solve(art_dir, *options, wait: float = 30) -> tuple[int, str]:
+    """`pdbd serve` with ``options``: one solve, then SIGTERM; its exit code and stderr."""
     port = free_port()
     proc = pdbd_process("serve", "--artifacts", str(art_dir), "--listen", f"127.0.0.1:{port}",
-                        "--threads", "1")
+                        "--threads", "1", *options)
     try:
         with SolverClient(f"127.0.0.1:{port}") as client:
-            client.wait_serving(30)
+            client.wait_serving(wait)
             assert client.solve(EASY8).length == 2
             proc.send_signal(signal.SIGTERM)
-            _, err = proc.communicate(timeout=10)
+            _, err = proc.communicate(timeout=wait)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 0, err
+    return proc.returncode, err
+
+
+def test_sigterm_shuts_down_cleanly(art_dir):
+    code, err = sigterm_after_a_solve(art_dir)
+    assert code == 0, err
     assert "solve 3x3 length=2" in err and "stopped" in err
+
+
+@pytest.mark.cluster
+def test_sigterm_drains_a_daemon_with_a_local_ray_cluster(art_dir, tmp_path):
+    """Issue 40: Ray's start replaced the daemon's SIGTERM handler, so `pdbd serve --cluster
+    local` died at once instead of draining. Now it drains and exits 0 as a plain one does."""
+    pytest.importorskip("ray", reason="the cluster extra is not installed")
+    code, err = sigterm_after_a_solve(art_dir, "--cluster", "local", "--cluster-cache",
+                                      str(tmp_path / "cache"), "--drain", "5", wait=180)
+    assert code == 0, err
+    assert "shutting down" in err and "drained: no search in flight" in err and "stopped" in err
