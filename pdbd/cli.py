@@ -343,7 +343,8 @@ def info(args) -> int:
     print(f"pdbd {d['version']} at {args.server}: up {d['uptime_seconds']:.1f} s, "
           f"{d['threads']} threads, queue {d['max_queue']}")
     for s in d["sizes"]:
-        print(f"serves {s['size']}x{s['size']}: {s['heuristic']} (artifact {s['artifact'] or 'none'})")
+        print(f"serves {s['rows']}x{s['cols']}: {s['heuristic']} "
+              f"(artifact {s['artifact'] or 'none'})")
     limits = d["limits"]
     memory = limits.get("max_search_memory")
     print(f"limits: {limits['max_search_seconds'] or 'no'} s, {limits['max_nodes'] or 'no'} nodes "

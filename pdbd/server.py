@@ -29,6 +29,7 @@ from grpc_health.v1 import health, health_pb2
 from grpc_reflection.v1alpha import reflection, reflection_pb2
 
 from pdbtool import puzzle
+from pdbtool.geometry import as_shape
 from pdbtool.errors import PdbError
 from pdbtool.cli.console import stop_on_signals
 from pdbtool.errors import BadInput
@@ -489,7 +490,8 @@ def serve_with(args, tls: Tls | None, metrics: Metrics, pid_file: PidFile | None
 
 
 def sizes_text(tables) -> str:
-    return ", ".join(f"{s}x{s} ({h.name}, artifact {h.artifact})"
+    """What the tables serve, by shape: "4x4 (pdb 15/7-8 + reflection, artifact ...)"."""
+    return ", ".join(f"{as_shape(s)} ({h.name}, artifact {h.artifact})"
                      for s, h in sorted(tables.heuristics.items()))
 
 

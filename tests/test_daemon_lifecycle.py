@@ -145,3 +145,14 @@ def test_sigterm_drains_a_daemon_with_a_local_ray_cluster(art_dir, tmp_path):
                                       str(tmp_path / "cache"), "--drain", "5", wait=180)
     assert code == 0, err
     assert "shutting down" in err and "drained: no search in flight" in err and "stopped" in err
+
+
+def test_the_start_line_names_each_shape_served():
+    from pdbd.server import sizes_text
+    from pdbtool.geometry import Shape
+
+    tables = TableSet({4: table_free("manhattan", 4), Shape(3, 4): table_free("manhattan",
+                                                                              Shape(3, 4))})
+    text = sizes_text(tables)
+    assert text.startswith("3x4 (manhattan") and ", 4x4 (manhattan" in text, text
+
