@@ -20,6 +20,7 @@ from pdbtool.loading import load_heuristic
 from pdbtool.search.algorithms import Algorithm, exact_distances
 from pdbtool.search.control import SearchControl
 from pdbtool.search.solver import Solver
+from pdbtool.search.threads import NEVER, search_parallel
 from reference import assert_replays, korf100, korf_shortest
 
 OPTIMAL = ("ida-tt", "astar", "rbfs", "sma", "frontier", "bidir")
@@ -69,7 +70,9 @@ def test_tables_serve_every_algorithm(art_dir, oracle8, oracle8_last):
 def test_ida_tt_on_korf_instances_cuts_nodes(art_dir):
     solver = Solver(load_heuristic(art_dir / "15-5-5-5.h5"))
     for _, optimal, board in korf_shortest(3):
-        plain = solver.solve(board, "blank-first")
+        # against IDA* in depth-first order, as IDA*+TT searches (not closest first)
+        plain = search_parallel(solver, solver.prepare(board, "blank-first"), SearchControl(),
+                                serial_below=NEVER)
         tt = solver.solve(board, "blank-first", algorithm=Algorithm("ida-tt", tt_size=1 << 16))
         assert tt.length == plain.length == optimal
         assert tt.nodes_generated <= plain.nodes_generated and "cuts" in tt.note

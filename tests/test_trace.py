@@ -16,6 +16,7 @@ from pdbtool.loading import load_heuristic
 from pdbtool.search import trace
 from pdbtool.search.control import SearchControl
 from pdbtool.search.solver import Solver
+from pdbtool.search.threads import NEVER, search_parallel
 from reference import EXPANDED, GOAL, PRUNED, ida_nodes, korf100, korf_shortest, manhattan
 
 NAMES = {EXPANDED: EXPANDED_NODE, PRUNED: PRUNED_NODE, GOAL: GOAL_NODE}
@@ -59,13 +60,22 @@ def test_traced_search_is_the_plain_search(name):
             assert_same_search(trace.record(solver, b, goal, cap=10**6), solver.solve(b, goal))
 
 
+def depth_first(solver, board):
+    """The search as the tracing kernel runs it: every bound in one kernel call, depth
+    first (not the tasks closest first that a 15-puzzle search on one thread runs)."""
+    return search_parallel(solver, solver.prepare(board, "blank-first"), SearchControl(),
+                           serial_below=NEVER)
+
+
 def test_traced_pdb_searches_are_the_plain_searches(art_dir):
     s8 = Solver(load_heuristic(art_dir / "8-full.h5"))
     for b in boards8(20, 4):
         assert_same_search(trace.record(s8, b, "blank-first"), s8.solve(b, "blank-first"))
     s15 = Solver(load_heuristic(art_dir / "15-5-5-5.h5"))
-    for _, _, b in korf_shortest(2):
-        assert_same_search(trace.record(s15, b, "blank-first", cap=10**6), s15.solve(b, "blank-first"))
+    for _, optimal, b in korf_shortest(2):
+        traced = trace.record(s15, b, "blank-first", cap=10**6)
+        assert_same_search(traced, depth_first(s15, b))
+        assert traced.result["length"] == s15.solve(b, "blank-first").length == optimal
 
 
 def test_nodes_are_those_of_a_recursive_ida_with_manhattan():

@@ -23,8 +23,9 @@ import numpy as np
 from numba import njit
 
 from pdbtool.kernels.heuristic import h_update
-from pdbtool.kernels.ida import (ALL_CLAIMED, FOUND, INF, MAX_DEPTH, NOT_FOUND, STACKS, STOPPED,
-                                 dfs_loop, halted, no_events, slide, undo, unwind)
+from pdbtool.kernels.ida import (ALL_CLAIMED, EXPANDED, FOUND, GENERATED, INF, MAX_DEPTH,
+                                 NOT_FOUND, STACKS, STOPPED, dfs_loop, halted, no_events, slide,
+                                 undo, unwind)
 from pdbtool.kernels.intrinsics import atomic_add, atomic_max, ix
 
 FAR = INF  # closest[i] of a task not expanded at the bound (its root or an ancestor over it)
@@ -108,9 +109,14 @@ def search_tasks(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, en
     and the other threads stop within kernels.ida.SHARE_POLL expansions), at the stop
     flag or at the node budget (budget < 0: none). Returns (status, next bound, expanded,
     generated, length); on FOUND path[:length] holds the blank's cells after the root,
-    otherwise board and pos are back at the root. The walks between tasks are not
-    counted: their nodes are the search's nodes above the split depth, which IDA* counts
-    once an iteration and the threads would count once a task."""
+    otherwise board and pos are back at the root. The walks' nodes (the search's nodes
+    above the split depth) are counted as serial IDA* counts them, once an iteration, in
+    whatever order the tasks are searched: each belongs to the first task below it in
+    depth-first order (``fresh``), which counts it in its row of ``results`` when it is
+    generated or expanded on the way to that task. So an iteration counts the same nodes
+    whatever the order, the threads and the sittings (a resumed search): serial IDA*'s
+    but for the root's expansion and the rare nodes above the split depth with no task
+    below them (every way on pruned by the automaton)."""
     stacks = np.empty((STACKS, MAX_DEPTH + 2), np.int64)
     blanks = np.empty(cells.shape[1] + 1, np.int64)
     return tasks_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, ends, states,
@@ -142,6 +148,11 @@ def tasks_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, ends
         if results[ix(i), RESULT_BOUND] >= 0:
             continue  # finished before this search was resumed: its row says how
         closest[i] = FAR
+        fresh = 0  # the nodes deeper than this on the way to task i are its own to count
+        if i > 0:  # (those above were counted by an earlier task in depth-first order)
+            while fresh < split and cells[i - 1, fresh] == cells[i, fresh]:
+                fresh += 1
+        walk_e, walk_g = zero, zero
         common = 0
         while common < at and cells[i, common] == blanks[common + 1]:
             common += 1
@@ -156,7 +167,8 @@ def tasks_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, ends
             if at + 1 + h > bound:
                 next_bound = min(next_bound, at + 1 + h)
                 slide(board, pos, b, c)
-                finish(results, i, at + 1 + h, zero, zero)
+                walk_e, walk_g = max(zero, at - fresh), max(zero, at + 1 - fresh)
+                finish(results, i, at + 1 + h, walk_e, walk_g)
                 if at < split - 1:  # every task below this node: past them at once
                     for k in range(i + 1, ends[i, at] + 1):
                         closest[k] = FAR
@@ -167,7 +179,14 @@ def tasks_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, ends
             blanks[at] = c
             if h == 0:  # the goal, above the split depth or at it
                 status = FOUND
+                walk_e, walk_g = max(zero, at - 1 - fresh), max(zero, at - fresh)
                 break
+        if at == split:  # its own nodes on the way: depths fresh + 1 to split
+            walk_e, walk_g = max(zero, split - 1 - fresh), max(zero, split - fresh)
+        expanded += walk_e
+        generated += walk_g
+        counters[EXPANDED] += walk_e
+        counters[GENERATED] += walk_g
         if status == FOUND:
             length = at
             break
@@ -183,7 +202,7 @@ def tasks_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, ends
         next_bound = min(next_bound, nb)
         closest[i] = near
         if st == NOT_FOUND:
-            finish(results, i, nb, e, g)
+            finish(results, i, nb, walk_e + e, walk_g + g)
         if st == FOUND:
             status, length = FOUND, split + below
         elif st != NOT_FOUND:

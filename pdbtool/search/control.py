@@ -214,11 +214,9 @@ class Tasks(NamedTuple):
         return cls(nodes, np.arange(n), np.full(n, FAR, np.int64),
                    np.full((n, RESULT_FIELDS), -1, np.int64))
 
-    def reorder(self, closest_first: bool) -> None:
-        """The next iteration's order: closest first (ties in depth-first order), or
-        depth-first."""
-        depth_first = np.arange(len(self.order))
-        self.order[:] = np.lexsort((depth_first, self.closest)) if closest_first else depth_first
+    def reorder(self) -> None:
+        """The next iteration's order: closest first, ties in depth-first order."""
+        self.order[:] = np.lexsort((np.arange(len(self.order)), self.closest))
 
 
 @contextlib.contextmanager

@@ -104,8 +104,8 @@ class Solver:
 
     def kernel_parts(self, threads: int) -> tuple[str, ...]:
         """What an IDA* search on ``threads`` threads compiles before it starts (warm.PARTS):
-        an 8-puzzle on one thread never shares an iteration (search_parallel: not below a
-        million nodes), so its first solve does not wait for those kernels."""
+        a board of 9 cells or fewer on one thread never shares an iteration (search_parallel),
+        so its first solve does not wait for those kernels."""
         return ("serial", "shared") if threads > 1 or self.shape.cells > 9 else ("serial",)
 
     def compile_kernels(self, shared: bool = True) -> None:

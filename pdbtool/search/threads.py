@@ -32,11 +32,15 @@ if TYPE_CHECKING:
     from pdbtool.search.solver import Solver
 
 SHARE_BELOW = 1_000  # on threads, the same (a shared iteration costs a hand-off a thread)
+ONE_THREAD_SHARE_BELOW = 100  # one thread: from the first iteration of this many nodes on,
+# the iterations are searched as tasks, closest first (Korf's 100 with 15/7-8: 16,597 ->
+# 10,197 nodes generated an instance, 0.75x the time of one kernel call for every bound;
+# docs/bench-history/2026-11-25-closest-first-from-the-start.md). Not for boards of 9
+# cells or fewer: their searches are microseconds, and their first solve on a machine
+# would wait for the tasks' kernels to compile.
 SHARED_PER_THREAD = 512  # nodes at the split depth per thread: enough for load balance
-CLOSEST_FIRST_AFTER = 1_000_000  # nodes expanded: after an iteration this large the next
-# searches its tasks closest first; walking between tasks out of depth-first order then
-# costs nothing measurable
 POLLED_AFTER = 1_000_000  # nodes generated: the iterations are long enough for progress
+NEVER = 1 << 62  # serial_below: every iteration in one kernel call
 
 
 def search_bounds(solver: Solver, prepared: PreparedBoard, control: SearchControl, threads: int,
@@ -96,17 +100,18 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
                     threads: int = 1, split: int | None = None,
                     serial_below: int | None = None) -> SolveResult:
     """Solve a prepared board on ``threads`` threads (called by Solver.search; also for
-    one thread, to search the large iterations closest first).
+    one thread, to search the iterations closest first).
 
     The small iterations run serially on this thread (search_bounds), up to the first that
-    generates ``serial_below`` nodes (default SHARE_BELOW, or for one thread
-    CLOSEST_FIRST_AFTER: until then it searches as fast in one kernel call). The others
-    are shared: their tasks are the subtrees below the nodes at depth ``split`` (default
-    ``split_depth``; never deeper than the bound, so the goal is never above it), which
-    the threads claim from a shared counter (kernels.tasks.search_tasks). After an iteration
-    of CLOSEST_FIRST_AFTER expanded nodes the next searches the tasks in the order of the
-    smallest h their search expanded (ties in depth-first order): the goal's subtree is
-    nearly always among the first. This thread searches too, so an iteration costs one
+    generates ``serial_below`` nodes (default SHARE_BELOW, for one thread
+    ONE_THREAD_SHARE_BELOW, or never for a board of 9 cells or fewer on one thread: until
+    then it searches as fast in one kernel call). The others are shared: their tasks are
+    the subtrees below the nodes at depth ``split`` (default ``split_depth``; never deeper
+    than the bound, so the goal is never above it), which the threads claim from a shared
+    counter (kernels.tasks.search_tasks). Each iteration after the first shared one
+    searches the tasks in the order of the smallest h their search expanded in the one
+    before (ties in depth-first order): the goal's subtree is nearly always among the
+    first, so the last iteration ends early. This thread searches too, so an iteration costs one
     hand-off per other thread and iterations of a few milliseconds gain; once the search
     has generated POLLED_AFTER nodes, this thread instead publishes the threads' counters
     every 20 ms while they search (progress; one thread alone searches on this thread and
@@ -122,7 +127,8 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
         split = resume.split  # the saved tasks, whatever the threads now
     split = split_depth(solver.side, threads) if split is None else split
     if serial_below is None:
-        serial_below = SHARE_BELOW if threads > 1 else CLOSEST_FIRST_AFTER
+        serial_below = (SHARE_BELOW if threads > 1 else ONE_THREAD_SHARE_BELOW
+                        if solver.shape.cells > 9 else NEVER)
     claims = np.zeros(1, np.int64)  # the number of the next task of the order
     serial = np.zeros_like(counters)  # the serial iterations' counters
     live = threads == 1  # the one search runs on this thread and counts into ``counters``
@@ -191,7 +197,7 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
                                        int(saved[:, RESULT_GENERATED].sum()), NOT_FOUND))
         if watched and tally.found is None and (stop[0] or tally.status != NOT_FOUND):
             save(bound)  # stopped (Ctrl-C, a deadline, the budget): resumable from here
-        tasks.reorder(closest_first=tally.expanded >= CLOSEST_FIRST_AFTER)
+        tasks.reorder()
         return tally.outcome()
 
     def begin(bound, expanded, generated, iterations, seconds):
