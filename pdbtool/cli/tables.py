@@ -41,7 +41,9 @@ def cmd_verify(args) -> int:
     bars: dict[str, Progress] = {}
 
     def progress(label: str, done: int, total: int) -> None:
-        bar = bars.setdefault(label, Progress(f"exhaustive check, {label}", total, unit="placements"))
+        if label not in bars:
+            bars[label] = Progress(f"exhaustive check, {label}", total, unit="placements")
+        bar = bars[label]
         bar.update(done)
         if done >= total:
             bar.close()

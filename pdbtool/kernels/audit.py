@@ -17,7 +17,7 @@ hold there too (some region's shortest path starts with a move to an entry at mo
 consistency only between placements whose free cells are one region (``whole``).
 
 The value histogram (v = md + 2 * nibble, unreachable entries left out) is counted on the
-way; without ``moves`` only the histogram is counted.
+way; ``histogram`` counts it alone (every ``pdbtool verify``).
 """
 
 import numpy as np
@@ -49,7 +49,7 @@ def note(first_bad, chunk, e, kind, other):
 
 
 @njit(cache=True, parallel=True)
-def audit(packed, lo, hi, moves, goal_entry, n, binom, pw, lw, orders, md_tab, reg_index,
+def audit(packed, lo, hi, goal_entry, n, binom, pw, lw, orders, md_tab, reg_index,
           reg_count, secondary, whole, nbr, nnbr, hist, first_bad):
     """Check the entries of placements lo .. hi - 1 (map x order rank), every region of
     each. ``hist[chunk, v]`` counts the values; ``first_bad[chunk]`` = (entry, kind,
@@ -83,8 +83,6 @@ def audit(packed, lo, hi, moves, goal_entry, n, binom, pw, lw, orders, md_tab, r
                     note(first_bad, chunk, e, TOO_LARGE, -1)
                     continue
                 hist[chunk, v] += 1
-                if not moves:
-                    continue
                 if v == 0 and e != goal_entry:
                     failures[chunk] += 1
                     note(first_bad, chunk, e, FALSE_GOAL, -1)
