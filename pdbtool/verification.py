@@ -147,7 +147,8 @@ def audit_table(meta, data, t, moves: bool, progress=None) -> Audit:
     packed = np.asarray(artifact.table_view(data, t))
     ranks = binomials(n, m), order_weights(m), lex_weights(n, m)
     if not moves:  # an entry past the width is left out: the histogram then differs
-        audit_kernel.histogram(packed, n, *ranks, md_tab, reg.count, reg.secondary, hist)
+        audit_kernel.histogram(packed, n, ranks[0], lex_weights(n, m - 1), md_tab, reg.count,
+                               reg.secondary, order_table(m), hist)
         return Audit(counted(hist), 0, None)
     whole = (np.ones(reg.count.size, np.bool_) if meta.zero_aware
              else regions(shape, m, True).count == 1)

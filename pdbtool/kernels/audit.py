@@ -23,8 +23,8 @@ way; ``histogram`` counts it alone (every ``pdbtool verify``).
 import numpy as np
 from numba import njit, prange
 
-from pdbtool.kernels.ranking import (entry_index, lex_next, lex_unrank, map_rank, order_next,
-                                     order_rank, placement, unrank)
+from pdbtool.kernels.ranking import (entry_index, lex_next, lex_unrank, lowest_bit, map_rank,
+                                     order_rank, placement, unrank_map)
 
 CHUNKS = 256
 # kinds of failure (first_bad[chunk, 1]); 0 = none
@@ -118,48 +118,71 @@ def audit(packed, lo, hi, goal_entry, n, binom, pw, lw, orders, md_tab, reg_inde
 
 
 @njit(cache=True, nogil=True, inline="always")
-def count_value(packed, e, pos, md_tab, hist, slot):
-    nib = nibble(packed, e)
-    if nib == 15:
-        return 0
-    v = 2 * nib
-    for i in range(pos.shape[0]):
-        v += md_tab[i, pos[i]]
-    if v >= hist.shape[1]:
-        return 1
-    hist[slot, v] += 1
-    return 0
+def count(hist, chunk, v, nib, over):
+    """Count value v of a reachable entry (nib != 15) in row ``chunk``; over[chunk] counts
+    the values past the histogram's width."""
+    if nib != 15:
+        if v < hist.shape[1]:
+            hist[chunk, v] += 1
+        else:
+            over[chunk] += 1
 
 
 @njit(cache=True, parallel=True)
-def histogram(packed, n, binom, pw, lw, md_tab, reg_count, secondary, hist):
-    """Count the values of every entry into hist[chunk, v] (hist has CHUNKS rows),
-    stepping from placement to placement as the builder's compact does: region 0 in
-    lexicographic order, then the other regions map by map. The check of the metadata's
-    histogram, without the moves. Returns the entries beyond hist's width."""
+def histogram(packed, n, binom, lw_prefix, md_tab, reg_count, secondary, orders, hist):
+    """Count the values of every entry into hist[chunk, v] (hist has CHUNKS rows): the
+    check of the metadata's histogram, without the moves, at about the speed of reading
+    the table. Region 0 is in lexicographic order, where the entries of one placement of
+    the first m - 1 tiles are consecutive, the last tile on each free cell in turn (its
+    digit is the last one): one unranking of the prefix (ranking.lex_next) and its
+    Manhattan sum serve all of them. The other regions go map by map: the Manhattan sum
+    of each of the map's m! orders once, then each region's m! consecutive entries.
+    Needs m >= 2. Returns the entries past hist's width."""
     m = md_tab.shape[0]
-    mfact = pw[0] * m
+    mfact = orders.shape[0]
     maps = reg_count.shape[0]
-    placements = maps * mfact
-    step = (placements + CHUNKS - 1) // CHUNKS
+    last = n - m + 1  # the radix of the last digit: cells left for the last tile
+    prefixes = maps * mfact // last
+    step = (prefixes + CHUNKS - 1) // CHUNKS
     map_step = (maps + CHUNKS - 1) // CHUNKS
     over = np.zeros(CHUNKS, np.int64)
     for chunk in prange(CHUNKS):
         lo = chunk * step
-        hi = min(placements, lo + step)
-        pos = np.empty(m, np.int64)
+        hi = min(prefixes, lo + step)
+        pos = np.empty(m - 1, np.int64)
         if lo < hi:
-            lex_unrank(lo, n, m, lw, pos)
-        for e in range(lo, hi):
-            over[chunk] += count_value(packed, e, pos, md_tab, hist, chunk)
+            lex_unrank(lo, n, m - 1, lw_prefix, pos)
+        for p in range(lo, hi):
+            occupied = np.int64(0)
+            md = 0
+            for i in range(m - 1):
+                occupied |= np.int64(1) << pos[i]
+                md += md_tab[i, pos[i]]
+            e = p * last
+            for c in range(n):
+                if (occupied >> c) & 1:
+                    continue
+                nib = nibble(packed, e)
+                count(hist, chunk, md + md_tab[m - 1, c] + 2 * nib, nib, over)
+                e += 1
             lex_next(pos, n)
+        cells = np.empty(m, np.int64)
+        md_of = np.empty(mfact, np.int64)
         for r in range(chunk * map_step, min(maps, (chunk + 1) * map_step)):
             if reg_count[r] < 2:
                 continue
-            unrank(r * mfact, n, m, binom, pw, pos)
+            x = unrank_map(r, n, m, binom)
+            for i in range(m):
+                cells[i] = lowest_bit(x)
+                x &= x - 1
             for o in range(mfact):
-                for k in range(1, reg_count[r]):
-                    over[chunk] += count_value(packed, secondary[r] + (k - 1) * mfact + o,
-                                               pos, md_tab, hist, chunk)
-                order_next(pos)
+                md = 0
+                for i in range(m):
+                    md += md_tab[i, cells[orders[o, i]]]
+                md_of[o] = md
+            for k in range(1, reg_count[r]):
+                base = secondary[r] + (k - 1) * mfact
+                for o in range(mfact):
+                    nib = nibble(packed, base + o)
+                    count(hist, chunk, md_of[o] + 2 * nib, nib, over)
     return over.sum()
