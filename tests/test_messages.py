@@ -49,8 +49,9 @@ def test_a_closed_stdout_is_an_error_not_a_silent_success():
 def test_a_full_stdout_is_named():
     with open("/dev/full", "w") as full:
         p = pdbtool("solve", "--heuristic", "manhattan", EASY8, stdout=full)
-    assert p.returncode == 1
-    assert p.stderr == "pdbtool: cannot write the result to stdout: No space left on device\n"
+    assert p.returncode == 1  # (a first run may say before that it compiles kernels)
+    assert p.stderr.splitlines()[-1] == ("pdbtool: cannot write the result to stdout: No "
+                                         "space left on device")
 
 
 def test_the_fallback_is_said_before_the_search(tmp_path, capsys):
