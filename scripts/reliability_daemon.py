@@ -482,7 +482,7 @@ def hard_searches(address: str, client: str, n: int, deadline: float):
 def fair_easy(tmp: Path) -> tuple[str, bool]:
     with pdbd(served_dir(tmp), "--threads", "2", "--trusted-proxy", "127.0.0.1") as d:
         answered(d.address)
-        pool, futures = hard_searches(d.address, "hard-client", 2, 40)
+        pool, _ = hard_searches(d.address, "hard-client", 2, 40)
         within(lambda: counters(d.address)["running"] >= 2, 10)
         times, errors = [], []
         for _ in range(10):
