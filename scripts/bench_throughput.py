@@ -1,0 +1,228 @@
+"""Throughput of pdbd on many boards, and its overhead per board over the in-process search:
+1,000 random 15-puzzles (seeded) with the 15/7-8 tables, solved in-process (as `pdbtool
+solve --file` does, one thread), over gRPC one Solve at a time, and on one SolveBatch call;
+each daemon on one search thread, the client in this process, on loopback.
+
+"Overhead per board" is the wall time beyond the searches' own time (the `seconds` each
+result reports); "over in-process" is the wall time a board beyond the in-process solving
+of the same chunk, what gRPC and the daemon add (the figure the bars take: the searches'
+own times grow with the machine's load, and a batch overlaps them with its transport), and
+the CPU time a board (this process's and the daemon's) beyond in-process: on a loaded
+machine the wall figures mean little (the daemon's process gets a share of the CPUs of its
+own, and gRPC can come out faster than in-process), so the bars take the CPU time. With
+--old REV the daemon of that commit (its pdbd/ package, over this checkout's pdbtool) runs
+beside this one, chunk by chunk: old and new measured in one run.
+
+Builds 15/7-8 into artifacts/ when missing (about 15 minutes, 5 GiB). Rewrites the
+`throughput` section of BENCHMARKS.md and records the two bars (unary <= 0.3 ms and
+batch <= 0.1 ms a board over in-process).
+Usage: scripts/bench throughput   or   .venv/bin/python scripts/bench_throughput.py --old REV
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+from benchlib import (
+    PY,
+    ROOT,
+    ensure_artifact,
+    free_port,
+    machine,
+    record_bar,
+    run,
+    table,
+)
+
+from pdbd.client import SolverClient
+from pdbtool import puzzle
+from pdbtool.loading import load_heuristic
+from pdbtool.search.solver import Solver
+
+SECTION = "throughput"
+SEED = 37
+UNARY_BAR, BATCH_BAR = 0.3, 0.1  # ms a board over in-process: the bars
+SERVE = ("import sys; from pdbd.cli import main; sys.exit(main())",)
+
+
+class Run(NamedTuple):
+    """One way of solving the boards: wall seconds, the searches' own seconds, and the CPU
+    seconds of this process and the daemon's together."""
+
+    wall: float
+    search: float
+    cpu: float
+
+    def overhead_ms(self, n: int) -> float:
+        return (self.wall - self.search) / n * 1000
+
+
+def cpu_seconds(pid: int | None = None) -> float:
+    """CPU time (user + system) of this process, plus the process ``pid``'s if given."""
+    own = time.process_time()
+    if pid is None:
+        return own
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return own + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(fn, pid: int | None = None):
+    """``fn()``'s result, wall seconds and CPU seconds (this process's and ``pid``'s)."""
+    cpu, start = cpu_seconds(pid), time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start, cpu_seconds(pid) - cpu
+
+
+def boards(n: int) -> list[tuple[int, ...]]:
+    rng = random.Random(SEED)
+    return [tuple(puzzle.random_board(4, "blank-last", rng)) for _ in range(n)]
+
+
+def in_process(solver: Solver, todo) -> tuple[Run, list[int]]:
+    results, wall, cpu = timed(lambda: [solver.solve(b) for b in todo])
+    return Run(wall, sum(r.seconds for r in results), cpu), [r.length for r in results]
+
+
+def old_package(rev: str, into: Path) -> Path:
+    """The pdbd/ package of commit ``rev``, extracted under ``into`` (put first on the path:
+    that daemon runs over this checkout's pdbtool)."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "pdbd"], check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+@contextlib.contextmanager
+def daemon(directory: str, path: Path | None):
+    """A client of a running daemon (this checkout's, or the pdbd/ under ``path``), and the
+    daemon's pid."""
+    address = f"127.0.0.1:{free_port()}"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(path)] * (path is not None) + [str(ROOT)]))
+    proc = subprocess.Popen([PY, "-c", *SERVE, "serve", "--artifacts", directory, "--listen",
+                             address, "--threads", "1", "--log-level", "warning",
+                             "--no-prefault"], env=env)
+    try:
+        with SolverClient(address) as c:
+            c.wait_serving(600)
+            yield c, proc.pid
+    finally:
+        proc.terminate()
+        proc.wait(60)
+
+
+def unary(client: SolverClient, pid: int, todo, lengths) -> Run:
+    results, wall, cpu = timed(lambda: [client.solve(b) for b in todo], pid)
+    assert [r.length for r in results] == lengths, "a unary answer differs from in-process"
+    return Run(wall, sum(r.seconds for r in results), cpu)
+
+
+def batch(client: SolverClient, pid: int, todo, lengths) -> Run:
+    results, wall, cpu = timed(lambda: dict(client.solve_batch(todo)), pid)
+    assert [results[i].length for i in range(len(todo))] == lengths, "a batch answer differs"
+    return Run(wall, sum(r.seconds for r in results.values()), cpu)
+
+
+def measure(n: int, chunk: int, old: str | None, artifact: str | None = None) -> str:
+    table_path = Path(artifact) if artifact else ensure_artifact("15/7-8")
+    todo = boards(n)
+    solver = Solver(load_heuristic(table_path))
+    _, lengths = in_process(solver, todo)  # compiled (or loaded), the table's pages read
+    load = os.getloadavg()[0]
+    chunks = [(todo[i:i + chunk], lengths[i:i + chunk]) for i in range(0, n, chunk)]
+    with tempfile.TemporaryDirectory(prefix="pdbd-throughput-") as tmp, \
+            contextlib.ExitStack() as stack:
+        served = Path(tmp) / "served"
+        served.mkdir()
+        for suffix in ("", ".verified"):
+            os.link(str(table_path) + suffix, served / (table_path.name + suffix))
+        versions = {"this checkout": None}
+        if old:
+            versions = {old[:10]: old_package(old, Path(tmp)), **versions}
+        clients = {name: stack.enter_context(daemon(str(served), path))
+                   for name, path in versions.items()}
+        for c, _ in clients.values():
+            for b in todo[:50]:  # the connection up, the daemon's first queries done
+                c.solve(b)
+        runs: dict[tuple, list[Run]] = {}
+        for boards_, lengths_ in chunks:  # every way on each chunk in turn: alike load
+            runs.setdefault(("local",), []).append(in_process(solver, boards_)[0])
+            for name, (c, pid) in clients.items():
+                runs.setdefault((name, 0), []).append(unary(c, pid, boards_, lengths_))
+                runs.setdefault((name, 1), []).append(batch(c, pid, boards_, lengths_))
+
+    def per_board(key) -> float:
+        return statistics.median(r.overhead_ms(chunk) for r in runs[key])
+
+    def over_local(key) -> float:
+        """Wall time a board beyond in-process on the same chunk (median over chunks): what
+        gRPC and the daemon add, robust to the searches' own time growing under load."""
+        return statistics.median((r.wall - local.wall) / chunk * 1000
+                                 for r, local in zip(runs[key], runs[("local",)]))
+
+    def cpu_over_local(key) -> float:
+        """CPU time a board (client and daemon) beyond in-process on the same chunk."""
+        return statistics.median((r.cpu - local.cpu) / chunk * 1000
+                                 for r, local in zip(runs[key], runs[("local",)]))
+
+    def rate(key) -> float:
+        return n / sum(r.wall for r in runs[key])
+
+    local_ms = per_board(("local",))
+    rows = [("in-process (`pdbtool solve --file`), one thread", "", f"{rate(('local',)):,.0f}",
+             f"{local_ms:.3f}", "", "")]
+    figures = {}
+    for name in versions:
+        for i, how in enumerate(("one Solve at a time", "one SolveBatch call")):
+            key = (name, i)
+            figures[key] = wall, cpu = over_local(key), cpu_over_local(key)
+            rows.append((f"gRPC, {how}", name, f"{rate(key):,.0f}", f"{per_board(key):.3f}",
+                         f"{wall:.3f}", f"{cpu:.3f}"))
+    (unary_wall, unary_cpu), (batch_wall, batch_cpu) = (figures["this checkout", 0],
+                                                        figures["this checkout", 1])
+    # Under load the wall figures mean little (the daemon's process gets a CPU share of its
+    # own): the bars take the CPU time, and the figure names both.
+    record_bar(SECTION, f"unary Solve overhead <= {UNARY_BAR} ms a board over in-process",
+               f"{unary_cpu:.2f} ms CPU ({unary_wall:.2f} ms wall, load {load:.0f})",
+               unary_cpu <= UNARY_BAR)
+    record_bar(SECTION, f"SolveBatch overhead <= {BATCH_BAR} ms a board over in-process",
+               f"{batch_cpu:.2f} ms CPU ({batch_wall:.2f} ms wall, load {load:.0f})",
+               batch_cpu <= BATCH_BAR)
+    note = ""
+    if old:
+        o = old[:10]
+        note = (f"\n\nBeside {o} in the same run, over in-process, CPU (wall): unary "
+                f"{figures[o, 0][1]:.3f} ({figures[o, 0][0]:.3f}) -> {unary_cpu:.3f} "
+                f"({unary_wall:.3f}) ms a board, batch {figures[o, 1][1]:.3f} "
+                f"({figures[o, 1][0]:.3f}) -> {batch_cpu:.3f} ({batch_wall:.3f}) ms.")
+    ordered = sorted(lengths)
+    return ("## pdbd throughput: boards in-process, one Solve at a time, one SolveBatch call\n\n"
+            f"{n} random 15-puzzles (seed {SEED}, lengths {ordered[0]}..{ordered[-1]}, median "
+            f"{ordered[n // 2]}), 15/7-8 tables; each daemon on one search thread (`--threads 1 "
+            f"--no-prefault`), the client in the benchmark's process on loopback. The boards go "
+            f"in chunks of {chunk}, each chunk solved every way in turn (so a change in the "
+            f"machine's load falls on each alike); figures a board are medians over the chunks, "
+            f"boards/s over all of them. Machine: {machine()}; load average {load:.1f} at the "
+            f"start (other work on the machine inflates every figure).\n\n"
+            + table(("how", "daemon", "boards/s", "overhead per board ms",
+                     "over in-process, wall ms", "over in-process, CPU ms"), rows) + note)
+
+
+def options(p) -> None:
+    p.add_argument("--n", type=int, default=1000, help="boards (default 1000)")
+    p.add_argument("--chunk", type=int, default=100, help="boards a chunk (default 100)")
+    p.add_argument("--old", metavar="REV", help="also measure the daemon of commit REV, in turns")
+    p.add_argument("--artifact", metavar="H5", help="the 15/7-8 table to use (default: "
+                   "artifacts/, built if missing); its .verified stamp beside it")
+
+
+if __name__ == "__main__":
+    run(SECTION, measure, __doc__, options)
