@@ -67,9 +67,10 @@ def test_the_fallback_is_said_before_the_search(tmp_path, capsys):
     assert "note:" not in capsys.readouterr().err
 
 
-def test_a_full_disk_is_said_plainly_and_leaves_nothing(tmp_path):
+def test_a_full_disk_is_said_plainly_and_leaves_nothing(art_dir, tmp_path):
     """A file-size limit stands in for a full disk (the same failed write, EFBIG): HDF5's
-    text (errno = 27, buf = 0x...) is not the message; no partial file is left."""
+    text (errno = 27, buf = 0x...) is not the message; no partial file is left. (art_dir:
+    the build kernels are compiled and cached before, not under the limit.)"""
     def small_files():
         resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 10, 64 << 10))
 
