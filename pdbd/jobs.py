@@ -248,7 +248,7 @@ class FastLane:
                 control.budget = budget
                 control.counters[:] = 0
                 return False
-        except Exception as e:  # the caller reports it as the pool's future would
+        except Exception as e:  # noqa: BLE001 (kept, as the pool's future keeps it, for the caller)
             traceback.clear_frames(e.__traceback__)
             future.set_exception(e)
         else:
