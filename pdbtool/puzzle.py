@@ -85,7 +85,7 @@ def validate(tiles, shape=None) -> tuple[int, ...]:
         side = math.isqrt(n)
         if side * side != n:
             raise BadInput(f"{n} tiles is not a square board (expected s*s tiles: 4, 9, 16, 25, "
-                           "...; give the shape of another board, e.g. --shape 3x4)")
+                           "...); a board that is not square needs its shape, e.g. --shape 3x4")
         shape = Shape(side, side)
     shape = check_shape(shape)
     if n != shape.cells:

@@ -236,7 +236,7 @@ def test_pdb_on_3x4_and_4x3_equals_an_independent_manhattan_search(rect_tables):
 def test_a_table_of_every_tile_saturates_where_4_bits_end(tmp_path, exact):
     """2x4's exact table: 3 placements lie more than Manhattan + 28 from the goal; they are
     stored as Manhattan + 28 (admissible, consistent), every other one exactly; the search
-    still answers them optimally, and the artifact verifies."""
+    still answers them optimally, and the artifact verifies, exhaustively too."""
     from reference import manhattan
 
     from pdbtool.selection import load_directory
@@ -246,6 +246,8 @@ def test_a_table_of_every_tile_saturates_where_4_bits_end(tmp_path, exact):
                  progress=False)
     assert list(meta.build["saturated_entries"].values()) == [3]
     assert verify(meta.path).ok
+    report = verify(meta.path, exhaustive=True)  # every entry and move: no descent asked of 14
+    assert report.ok, [c for c in report.checks if not c.ok]
     h = load_directory(tmp_path).heuristics[2, 4]
     deep = []
     for board, d in exact((2, 4)).items():
