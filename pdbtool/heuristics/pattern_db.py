@@ -26,8 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pdbtool.errors import ArtifactError
-from pdbtool.errors import BadInput
+from pdbtool.errors import ArtifactError, BadInput
 from pdbtool.geometry import manhattan_table, transpose
 from pdbtool.heuristics.table_free import Heuristic
 from pdbtool.kernels import heuristic as hk
