@@ -5,7 +5,7 @@ on the same boards (an independent solver: every length must agree, every soluti
 Each run is one `pdbtool solve --shape RxC --json --file -` process for all of a shape's
 boards (the tables loaded and the kernels compiled once; the figures are the searches'
 own seconds, the JSON's "seconds"). Boards: uniformly random solvable ones (3x4, 4x3, 2x6,
-and 4x5 as far as --max-4x5-seconds allows), and 4x5 boards scrambled by random walks
+and 4x5 ones within --max-4x5-seconds each), and 4x5 boards scrambled by random walks
 (--walk moves). Manhattan-only IDA* runs with --manhattan-timeout per board; boards it does
 not finish in time are counted, not compared.
 
@@ -128,10 +128,10 @@ def options(p):
     p.add_argument("--count-2x6", type=int, default=100, help="2x6 boards (default 100)")
     p.add_argument("--count-4x5", type=int, default=100, help="scrambled 4x5 boards (default 100)")
     p.add_argument("--walk", type=int, default=100, help="random moves of a scrambled 4x5 board")
-    p.add_argument("--uniform-4x5", type=int, default=100, help="uniformly random 4x5 boards")
+    p.add_argument("--uniform-4x5", type=int, default=20, help="uniformly random 4x5 boards")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--manhattan-timeout", type=float, default=5.0)
-    p.add_argument("--max-4x5-seconds", type=float, default=60.0,
+    p.add_argument("--max-4x5-seconds", type=float, default=30.0,
                    help="per uniformly random 4x5 board")
 
 
