@@ -107,7 +107,7 @@ def parse(text: str, where: str = "catalogue") -> Catalogue:
         shape = Shape.parse(head["shape"])
     else:
         n = max(t for p in partitions for g in p for t in g) + 1
-        side = int(round(n ** 0.5))
+        side = round(n ** 0.5)
         while side * side < n:
             side += 1
         shape = Shape(side, side)
