@@ -82,11 +82,12 @@ class Job:
         """Why it was halted: deadline, cancelled, shutdown; None if it was not."""
         return self.control.reason
 
-    def run(self):
+    def run(self, here_only: bool = False):
+        """The search; a big one over the cluster unless ``here_only`` (the fast lane)."""
         self.started = time.monotonic()
         if self.control.halted:
             raise LimitReached("stopped before the search started")
-        if self.delegation is not None and self.delegation.wants(self):
+        if not here_only and self.delegation is not None and self.delegation.wants(self):
             return self.delegation.search(self)
         return self.solver.search(self.prepared, control=self.control, algorithm=self.algorithm)
 
@@ -235,11 +236,14 @@ class FastLane:
         if not self._eligible(job) or not self._enter(client):
             return False
         budget = control.budget
-        final = budget is not None and budget <= self.lane.nodes  # the job's own budget binds
-        control.budget = budget if final else self.lane.nodes
+        nodes = self.lane.nodes  # never past where a delegating daemon hands a search on
+        if job.delegation is not None and job.delegation.wants(job):
+            nodes = min(nodes, job.delegation.above)
+        final = budget is not None and budget <= nodes  # the job's own budget binds
+        control.budget = budget if final else nodes
         future: Future = Future()
         try:
-            result = job.run()
+            result = job.run(here_only=True)  # the cluster only from the pool
         except LimitReached as e:
             if final or control.reason is not None or getattr(e, "limit", None) == "memory":
                 traceback.clear_frames(e.__traceback__)

@@ -1,4 +1,4 @@
-"""Fewer nodes, lever by lever, each beside the code before in the same minutes (issue 36).
+"""Fewer nodes, lever by lever, each beside the code before in the same minutes.
 
 Korf's 100 with 15/7-8 + reflection on one thread: the search as it is now against every
 bound in one kernel call in depth-first order (the code before closest first from the

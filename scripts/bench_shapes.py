@@ -1,4 +1,4 @@
-"""Rectangular boards (issue 38): per shape, the build of its strongest catalogue (time, peak
+"""Rectangular boards: per shape, the build of its strongest catalogue (time, peak
 memory, size on disk) and solve times on held-out boards with it, beside Manhattan-only IDA*
 on the same boards (an independent solver: every length must agree, every solution replays).
 

@@ -1,4 +1,4 @@
-"""The reliability section (issue 40): every case of the second probe's report, re-run.
+"""The reliability section: every case of the second probe's report, re-run.
 
 Findings 1-7 and the issue's bar: idle calls against health, Solve and Watch, idle and
 surplus connections; rollouts by rename, metadata changes, a refused reload; reload leaks

@@ -1,4 +1,4 @@
-"""The reliability cases against `pdbd serve` and `pdbd web` (findings 1-5 of issue 40, the
+"""The reliability cases against `pdbd serve` and `pdbd web` (findings 1-5 of the second probe, the
 bar, and the daemon's unclear message of item 7). scripts/reliability.py runs them."""
 
 from __future__ import annotations

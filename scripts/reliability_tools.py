@@ -1,4 +1,4 @@
-"""The reliability cases of the library and the command lines (findings 6 and 7 of issue 40,
+"""The reliability cases of the library and the command lines (findings 6 and 7 of the second probe,
 and the unclear messages of item 7): the cluster cache, signals, limits, TLS handshake
 logging, verify's seed and --exhaustive, full and read-only disks, closed outputs,
 unreadable files and homes. scripts/reliability.py runs them."""
