@@ -39,6 +39,7 @@ import ipaddress
 import json
 import logging
 import math
+import re
 import socket
 import ssl
 import threading
@@ -326,9 +327,14 @@ def strip_port(netloc: str) -> str:
     return netloc.removesuffix(":80").removesuffix(":443")
 
 
+NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?")  # left out of a line's identity
+
+
 class Throttle(logging.Filter):
-    """A handler's filter: the same line (logger, level and message template) at most once
-    per ``every`` seconds; the next one let through says how many were suppressed."""
+    """A handler's filter: the same line (logger, level and message template, its numbers
+    and addresses left out: asyncio formats a handle's timer and id into each message) at
+    most once per ``every`` seconds; the next one let through says how many were
+    suppressed."""
 
     def __init__(self, every: float = LOG_EVERY, keep: int = 1000):
         super().__init__()
@@ -338,7 +344,7 @@ class Throttle(logging.Filter):
         self._suppressed: dict[tuple, int] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
-        key = (record.name, record.levelno, str(record.msg))
+        key = (record.name, record.levelno, NUMBERS.sub("#", str(record.msg)))
         now = time.monotonic()
         with self._lock:
             if now - self._last.get(key, float("-inf")) < self.every:
