@@ -15,9 +15,9 @@ from pdbtool.cluster.frontier import FRONTIER_PER_THREAD, frontier
 from pdbtool.cluster.messages import (BATCHES_PER_CPU, IN_FLIGHT_PER_CPU, POLL_SECONDS,
                                       PROGRESS_SECONDS, Batch, BatchResult, ClusterError,
                                       HeuristicSpec, NodeProgress, NodeReport, SubtreeRecord)
+from pdbtool.errors import BadInput
 from pdbtool.kernels.ida import BOUND, BUDGET, EXPANDED, GENERATED, INF, NOT_FOUND, STOPPED
 from pdbtool.result import SolveResult
-from pdbtool.errors import BadInput
 from pdbtool.search.checkpoint import CLUSTER_ALGORITHM, Checkpoint, identity
 from pdbtool.search.control import IterationOutcome, PreparedBoard, SearchControl, Tally
 from pdbtool.search.solver import Solver
