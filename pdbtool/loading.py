@@ -61,6 +61,9 @@ def open_trusted(path) -> Trusted:
 def run_checks(path, pin: trust.Pinned | None = None) -> tuple[str, ...]:
     """Every verify check on a file without a valid stamp (held open as ``pin``);
     ArtifactError on a failure."""
+    log.warning("%s: no valid verification stamp (new here, or copied, linked or touched "
+                "since `pdbtool verify`): every check runs first, seconds to minutes for a "
+                "large table; `pdbtool verify %s` stamps it", path, path)
     start = time.perf_counter()
     report = verify(path, stamp=False, pin=pin)
     if not report.ok:
