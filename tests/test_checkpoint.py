@@ -116,3 +116,27 @@ def test_a_killed_search_leaves_a_whole_checkpoint(tmp_path):
         p.wait(timeout=60)
     saved = Checkpoint.from_json(path.read_text())
     assert saved.identity.heuristic == "manhattan" and saved.bound >= 50
+
+
+@pytest.mark.process
+def test_ctrl_c_saves_the_progress_before_the_command_ends(tmp_path):
+    """Saves are 5 s apart: once the first is on disk, a Ctrl-C right after it must save
+    again (the periodic save would come seconds after the command has ended)."""
+    path = tmp_path / "search.json"
+    p = subprocess.Popen([sys.executable, "-m", "pdbtool", "solve", "--heuristic", "manhattan",
+                          "--goal", "blank-first", "--threads", "2", "--quiet", "--checkpoint",
+                          str(path), "--checkpoint-every", "5", " ".join(map(str, KORF[88]))],
+                         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not path.exists() and time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.01)
+        assert path.exists(), p.stderr.read() if p.poll() is not None else "no save"
+        first = path.stat().st_mtime_ns, Checkpoint.from_json(path.read_text())
+        p.send_signal(signal.SIGINT)
+        assert p.wait(timeout=60) == 130, p.stderr.read()
+    finally:
+        p.kill()
+    last = Checkpoint.from_json(path.read_text())
+    assert path.stat().st_mtime_ns != first[0]
+    assert last.seconds > first[1].seconds

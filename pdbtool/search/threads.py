@@ -181,10 +181,17 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
         futures = [pool.submit(share, k, bound, budget) for k in range(0 if polled else 1, threads)]
         shares = [] if polled else [share(0, bound, budget)]
         if polled:
-            while cf.wait(futures, timeout=0.02).not_done:
-                publish(bound)
-                if watched and keeper.due():
+            try:
+                while cf.wait(futures, timeout=0.02).not_done:
+                    publish(bound)
+                    if watched and keeper.due():
+                        save(bound)
+            except BaseException:  # Ctrl-C or SIGTERM raised here: the others stop, then
+                control.halt()  # the progress is saved as at any other stop
+                cf.wait(futures)
+                if watched:
                     save(bound)
+                raise
         shares += [f.result() for f in futures]
         publish(bound)
         tally = Tally()
