@@ -13,6 +13,7 @@ import signal
 import threading
 import time
 
+import numpy as np
 import pytest
 
 from pdbtool import puzzle
@@ -20,7 +21,7 @@ from pdbtool.errors import ArtifactError, BadInput, LimitReached
 from pdbtool.heuristics.table_free import table_free
 from pdbtool.loading import load_heuristic
 from pdbtool.search.checkpoint import Checkpoint, Checkpointing
-from pdbtool.search.control import SearchControl
+from pdbtool.search.control import SearchControl, closest_first
 from pdbtool.search.solver import Solver
 from pdbtool.tables.builder import build
 from pdbtool.tables.packing import pack
@@ -190,6 +191,9 @@ def test_stopped_by_its_budget_it_resumes_from_its_checkpoint(cluster, art_dir, 
     assert saved.identity.algorithm == "ida on a cluster"
     assert (saved.bound, saved.iterations) == (straight.iterations[-2]["bound"], before)
     assert all(len(row) == 4 for row in saved.finished.values())
+    # the iteration's order, closest first, not the frontier's: the finished batches are
+    # places in it, so the resumed counts below are right only if the order is resumed too
+    assert sorted(saved.order) == list(range(len(saved.order))) != saved.order
     resumed = on_cluster(cluster, solver, board, "blank-first",
                          SearchControl(checkpoint=Checkpointing(path)))
     assert resumed.length == straight.length
@@ -199,6 +203,30 @@ def test_stopped_by_its_budget_it_resumes_from_its_checkpoint(cluster, art_dir, 
     with pytest.raises(BadInput, match="its algorithm 'ida on a cluster', not 'ida'"):
         solver.search(solver.prepare(board, "blank-first"),
                       SearchControl(checkpoint=Checkpointing(path)), threads=2)
+
+
+def test_each_iteration_searches_the_frontier_closest_first(cluster):
+    """The batches of an iteration follow the order made from the one before: by the
+    smallest h each subtree's search expanded (every subtree recorded it), ties in frontier
+    order."""
+    solver = Solver(table_free("linear-conflict", 4))
+    straight = on_cluster(cluster, solver, korf100()[15][2], "blank-first")
+    run = cluster.running
+    n = len(run.nodes)
+    last = {x.index: x.closest for x in run.subtrees if x.bound == straight.iterations[-1]["bound"]}
+    assert last and all(run.closest[i] == c for i, c in last.items())
+    assert (run.order == closest_first(run.closest)).all()
+    before = straight.iterations[-2]["bound"]
+    records = [x for x in run.subtrees if x.bound == before]
+    assert sorted(x.index for x in records) == list(range(n))
+    closest = np.array([x.closest for x in sorted(records, key=lambda x: x.index)])
+    order = closest_first(closest)
+    assert (closest[order][:-1] <= closest[order][1:]).all() and closest.min() < closest.max()
+    run.order[:] = order
+    batches = run.batches({})
+    assert [i for b in batches for i in b.indices] == order.tolist()
+    assert all(b.nodes == [run.nodes[i] for i in b.indices] for b in batches)
+    assert [b.first for b in batches] == np.cumsum([0] + [len(b.nodes) for b in batches])[:-1].tolist()
 
 
 def test_cancellation_stops_the_tasks(cluster):

@@ -1,15 +1,15 @@
 """The cluster's tasks: the root expanded breadth-first to a frontier of subtrees
-(``frontier``), searched one after the other by a node's worker (``search_subtrees``)
-with the same kernel as the threads (Solver.dfs)."""
+(``frontier``), each searched on a node's worker (``search_subtree``) with the same
+kernel as the threads (Solver.dfs)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from pdbtool.kernels.ida import FOUND, INF, MAX_DEPTH, STOPPED
-from pdbtool.search.control import FrontierNode, IterationOutcome, Tally, subtree_outcome
+from pdbtool.kernels.ida import INF, MAX_DEPTH, STOPPED
+from pdbtool.search.control import FrontierNode, IterationOutcome, subtree_outcome
 
 if TYPE_CHECKING:
     from pdbtool.search.solver import Solver
@@ -53,20 +53,20 @@ def frontier(solver: Solver, root, target: int) -> tuple[list[FrontierNode], tup
     return level, None
 
 
-def search_subtrees(solver: Solver, nodes, bound: int, budget: int, halt: np.ndarray,
-                    counters: np.ndarray) -> IterationOutcome:
-    """Search frontier nodes one after the other under ``bound`` (a cluster worker's
-    batch): their outcomes combined. Nodes left when ``halt`` is set are skipped."""
-    tally = Tally()
+class SubtreeSearch(NamedTuple):
+    """One frontier node's subtree searched under a bound."""
+
+    outcome: IterationOutcome
+    closest: int  # the smallest h expanded in it (INF: its root was over the bound): the
+    # driver searches the next iteration's subtrees in this order (closest first)
+
+
+def search_subtree(solver: Solver, node: FrontierNode, bound: int, budget: int,
+                   halt: np.ndarray, counters: np.ndarray) -> SubtreeSearch:
+    """Search a frontier node's subtree under ``bound`` (skipped if ``halt`` is set)."""
+    if halt[0]:
+        return SubtreeSearch(IterationOutcome(None, INF, 0, 0, STOPPED), INF)
     out = np.zeros(MAX_DEPTH + 1, np.int64)
-    for node in nodes:
-        if halt[0]:
-            tally.add(IterationOutcome(None, INF, 0, 0, STOPPED))
-            break
-        left = -1 if budget < 0 else max(0, budget - tally.generated)
-        o = solver.dfs(solver.root(node.board), node.blank, node.automaton_state,
-                       len(node.path), bound, left, halt, counters, out)
-        tally.add(subtree_outcome(node, o, out))
-        if o.status == FOUND:
-            break
-    return tally.outcome()
+    o = solver.dfs(solver.root(node.board), node.blank, node.automaton_state, len(node.path),
+                   bound, budget, halt, counters, out)
+    return SubtreeSearch(subtree_outcome(node, o, out), o.closest)

@@ -113,10 +113,12 @@ class NodeReport(NamedTuple):
 
 
 class Batch(NamedTuple):
-    """Consecutive frontier nodes of one iteration, handed to a node as one task."""
+    """Frontier nodes of one iteration, consecutive in its order (closest first), handed
+    to a node as one task."""
 
-    first: int               # the frontier index of nodes[0]
+    first: int               # the place of nodes[0] in the iteration's order
     nodes: list
+    indices: list            # each node's index in the frontier
 
 
 class SubtreeRecord(NamedTuple):
@@ -128,6 +130,7 @@ class SubtreeRecord(NamedTuple):
     nodes: int               # generated
     seconds: float           # CPU time of its thread: what it takes on a core of its own
     found: bool
+    closest: int             # the smallest h expanded in it (frontier.SubtreeSearch)
 
 
 class BatchResult(NamedTuple):

@@ -16,14 +16,14 @@ from pathlib import Path
 import numpy as np
 
 from pdbtool import __version__
-from pdbtool.cluster.frontier import search_subtrees
+from pdbtool.cluster.frontier import SubtreeSearch, search_subtree
 from pdbtool.cluster.messages import (JOBS_KEPT, Batch, BatchResult, BoardAnswer, ClusterError,
                                       HeuristicSpec, NodeProgress, NodeReport, SubtreeRecord,
                                       TableSource, node_name, ray_module)
 from pdbtool.cluster.ordered_pool import OrderedPool
 from pdbtool.errors import ArtifactError, PdbError
 from pdbtool.kernels.ida import EXPANDED, GENERATED
-from pdbtool.search.control import IterationOutcome, SearchControl, Tally
+from pdbtool.search.control import SearchControl, Tally
 from pdbtool.search.solver import Solver
 from pdbtool.tables.files import private_directory
 
@@ -122,7 +122,8 @@ class NodeWorker:
     when a task needs them.
 
     The searching is done by the node's own pool of ``cpus`` threads, one subtree (or one
-    board) at a time, a job's in frontier order (ordered_pool). A Ray task only hands its
+    board) at a time, a job's in the iteration's order (ordered_pool; closest first, as the
+    driver makes it). A Ray task only hands its
     subtrees to the pool and waits for them, so the node's threads share every batch it
     holds: at the bound that finds the goal they all work on the earliest subtrees, as the
     threads of one machine do, instead of each thread running a whole batch of its own.
@@ -220,10 +221,10 @@ class NodeWorker:
         with self._lock:
             state.rows.append(rows)
 
-        def subtree(k: int, node) -> tuple[IterationOutcome, float]:
+        def subtree(k: int, node) -> tuple[SubtreeSearch, float]:
             t0 = time.thread_time()
-            share = search_subtrees(solver, [node], bound, budget, state.halt, rows[k])
-            if share.found is not None:
+            share = search_subtree(solver, node, bound, budget, state.halt, rows[k])
+            if share.outcome.found is not None:
                 state.halt[0] = 1
             return share, time.thread_time() - t0
 
@@ -232,9 +233,9 @@ class NodeWorker:
         tally, records = Tally(), []
         for k, future in enumerate(futures):
             share, seconds = future.result()
-            tally.add(share)
-            records.append(SubtreeRecord(bound, batch.first + k, share.generated, seconds,
-                                         share.found is not None))
+            tally.add(share.outcome)
+            records.append(SubtreeRecord(bound, batch.indices[k], share.outcome.generated,
+                                         seconds, share.outcome.found is not None, share.closest))
         return BatchResult(tally.outcome(), records)
 
     def solve(self, job: str, spec: HeuristicSpec, index: int, board: tuple, goal: str,
@@ -266,7 +267,7 @@ def warm_up(solver: Solver) -> None:
     board = puzzle.apply_blank_moves(puzzle.goal_board(solver.side, "blank-first"), "R")
     solver.solve(board, "blank-first")
     node = FrontierNode(board, board.index(0), 0, ())
-    search_subtrees(solver, [node], 1, -1, np.zeros(1, np.int64), np.zeros(3, np.int64))
+    search_subtree(solver, node, 1, -1, np.zeros(1, np.int64), np.zeros(3, np.int64))
 
 
 def build_on_node(job) -> tuple:

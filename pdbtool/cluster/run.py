@@ -17,9 +17,11 @@ from pdbtool.cluster.messages import (BATCHES_PER_CPU, IN_FLIGHT_PER_CPU, POLL_S
                                       HeuristicSpec, NodeProgress, NodeReport, SubtreeRecord)
 from pdbtool.errors import BadInput
 from pdbtool.kernels.ida import BOUND, BUDGET, EXPANDED, GENERATED, INF, NOT_FOUND, STOPPED
+from pdbtool.kernels.tasks import FAR
 from pdbtool.result import SolveResult
 from pdbtool.search.checkpoint import CLUSTER_ALGORITHM, Checkpoint, identity
-from pdbtool.search.control import IterationOutcome, PreparedBoard, SearchControl, Tally
+from pdbtool.search.control import (IterationOutcome, PreparedBoard, SearchControl, Tally,
+                                    closest_first)
 from pdbtool.search.solver import Solver
 from pdbtool.search.threads import Counted
 
@@ -124,9 +126,13 @@ class Dispatch:
 
 class SearchRun:
     """One board's search on the cluster: the frontier, the iterations' batches on the
-    nodes' actors, the live counters. With ``control.checkpoint`` the finished batches of
-    the current iteration are saved now and then, and at a stop; ``resume`` (a checkpoint
-    of this search) searches only the batches it lacks (search/checkpoint.py)."""
+    nodes' actors, the live counters. Each iteration after the first searches the
+    frontier's subtrees closest first (by the smallest h their search expanded in the one
+    before; ties in frontier order), as the threads order their tasks: the goal's subtree
+    is nearly always among the first, so the last iteration ends early. With
+    ``control.checkpoint`` the finished batches of the current iteration are saved now and
+    then, and at a stop, with the order; ``resume`` (a checkpoint of this search) searches
+    only the batches it lacks (search/checkpoint.py)."""
 
     def __init__(self, cluster: Cluster, solver: Solver, prepared: PreparedBoard,
                  control: SearchControl, target: int | None, resume: Checkpoint | None = None):
@@ -141,6 +147,8 @@ class SearchRun:
         self.job = uuid.uuid4().hex
         self.serial = np.zeros_like(control.counters)
         self.nodes: list | None = None
+        self.order: np.ndarray | None = None    # the iteration's order of the frontier
+        self.closest: np.ndarray | None = None  # per frontier node, filled as batches end
         self.subtrees: list[SubtreeRecord] = []  # each subtree searched, as its node timed it
         self.live: dict[int, NodeProgress] = {}  # per worker: the last poll
         self.busy = 0
@@ -161,12 +169,13 @@ class SearchRun:
         b = self.before
         self.keeper.save(Checkpoint(
             identity(self.solver, self.prepared, CLUSTER_ALGORITHM), self.target, bound,
-            b.expanded, b.generated, b.iterations, [], [], dict(finished),
-            b.seconds + time.monotonic() - b.at))
+            b.expanded, b.generated, b.iterations, self.order.tolist(),
+            self.closest.tolist(), dict(finished), b.seconds + time.monotonic() - b.at))
 
     def batches(self, finished: dict) -> deque:
-        """The frontier in batches of consecutive nodes, about BATCHES_PER_CPU a CPU, but
-        for the ranges of ``finished`` (first index -> [..., length])."""
+        """The frontier in batches of nodes consecutive in the iteration's order, about
+        BATCHES_PER_CPU a CPU, but for the ranges of ``finished`` (the place in the order
+        of a batch's first node -> [..., length])."""
         n = len(self.nodes)
         per = max(1, n // (BATCHES_PER_CPU * self.cpus))
         todo = np.ones(n, bool)
@@ -184,9 +193,22 @@ class SearchRun:
             j = i
             while j < n and todo[j] and j - i < per:
                 j += 1
-            out.append(Batch(i, self.nodes[i:j]))
+            indices = self.order[i:j].tolist()
+            out.append(Batch(i, [self.nodes[k] for k in indices], indices))
             i = j
         return out
+
+    def resumed(self) -> dict:
+        """The saved iteration's finished batches, and its order (a checkpoint without one,
+        of the code before closest first, searched in frontier order)."""
+        saved, self.resume = self.resume, None
+        n = len(self.nodes)
+        if saved.order:
+            if sorted(saved.order) != list(range(n)) or len(saved.closest) != n:
+                raise BadInput(f"{self.keeper.path}: the checkpoint's order does not fit a "
+                               f"frontier of {n} nodes; it is damaged")
+            self.order[:], self.closest[:] = saved.order, saved.closest
+        return dict(saved.finished)
 
     def iteration(self, bound: int, left: int) -> IterationOutcome:
         """Every subtree under ``bound``, in batches over the nodes."""
@@ -195,9 +217,13 @@ class SearchRun:
             if goal_path is not None:
                 return IterationOutcome(list(goal_path), INF, 0, 0, NOT_FOUND)
             self.nodes = nodes
-        finished: dict = {}  # first frontier index -> [next bound, expanded, generated, length]
+            self.order = np.arange(len(nodes), dtype=np.int64)
+            self.closest = np.full(len(nodes), FAR, np.int64)
+        finished: dict = {}  # first place in the order -> [next bound, expanded, generated, length]
         if self.resume:  # the saved bound: its finished batches are not searched again
-            finished, self.resume = dict(self.resume.finished), None
+            finished = self.resumed()
+        else:
+            self.closest.fill(FAR)
         batches = self.batches(finished)
         tally = Tally()
         if finished:
@@ -216,6 +242,8 @@ class SearchRun:
                 for batch, done in tasks.finished():
                     tally.add(done.outcome, bool(stop[0]))
                     self.subtrees.extend(done.subtrees)
+                    for record in done.subtrees:
+                        self.closest[record.index] = record.closest
                     o = done.outcome
                     if o.status == NOT_FOUND and o.found is None:
                         finished[batch.first] = [int(o.next_bound), int(o.expanded),
@@ -240,6 +268,8 @@ class SearchRun:
                 tally.status = BUDGET  # spent, though no poll caught it while it ran
             if self.keeper is not None and tally.found is None and tally.status != NOT_FOUND:
                 self.save(bound, finished)  # stopped: resumable from here
+            # the next iteration's order: closest first, ties in frontier order
+            self.order[:] = closest_first(self.closest)
             return tally.outcome()
         except BaseException:
             self.cluster._halt_job(self.job, self.workers, list(tasks.refs))

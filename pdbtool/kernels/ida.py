@@ -165,16 +165,17 @@ def dfs(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bo
     to ALL_CLAIMED, and this one stops (STOPPED) within SHARE_POLL expansions; a search
     alone passes an array that stays zero.
 
-    Returns (status, next bound, expanded, generated, length). On FOUND, path[:length]
-    holds the cells the blank visits after the root; otherwise board and pos are restored.
+    Returns (status, next bound, expanded, generated, length, closest: the smallest h
+    expanded, INF if the root was over the bound). On FOUND, path[:length] holds the cells
+    the blank visits after the root; otherwise board and pos are restored.
     budget < 0 means no node limit.
     """
     stacks = np.empty((STACKS, MAX_DEPTH + 2), dtype=np.int64)
     zero = np.int64(0)  # not the literal 0: see dfs_loop
-    status, next_bound, expanded, generated, length, _, _, _ = dfs_loop(
+    status, next_bound, expanded, generated, length, _, _, closest = dfs_loop(
         H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bound,
         budget, stop, counters, path, stacks, no_events(), zero, zero, extras, claims)
-    return status, next_bound, expanded, generated, length
+    return status, next_bound, expanded, generated, length, closest
 
 
 @njit(cache=True, nogil=True, _nrt=False)

@@ -83,6 +83,7 @@ class DfsOutcome(NamedTuple):
     expanded: int
     generated: int
     length: int       # moves of the path below the root (FOUND)
+    closest: int = FAR  # the smallest h expanded (one subtree's search: Solver.dfs)
 
 
 @dataclass
@@ -216,7 +217,13 @@ class Tasks(NamedTuple):
 
     def reorder(self) -> None:
         """The next iteration's order: closest first, ties in depth-first order."""
-        self.order[:] = np.lexsort((np.arange(len(self.order)), self.closest))
+        self.order[:] = closest_first(self.closest)
+
+
+def closest_first(closest: np.ndarray) -> np.ndarray:
+    """Subtrees in the order of the smallest h their search expanded (ties in their own
+    order): the next iteration's order, for the threads' tasks and the cluster's frontier."""
+    return np.lexsort((np.arange(len(closest)), closest))
 
 
 @contextlib.contextmanager
