@@ -10,7 +10,8 @@ nodes (``Batch``); each subtree's size and CPU time come back with the outcome
 
 * **One actor per node** (``NodeWorker``) holds the node's CPUs, maps the tables once and
   searches with a pool of that many threads (the numba kernel releases the GIL), one
-  subtree at a time and a job's subtrees in frontier order, whichever batch they came in:
+  subtree at a time and a job's subtrees in the iteration's order (closest first, as the
+  threads' tasks: SearchRun), whichever batch they came in:
   the node's threads share its batches as one machine's threads share the subtrees. The
   first subtree that reaches the goal halts the job on its node at once. Its control calls
   (load, progress, halt) run in their own concurrency group, so they are answered while

@@ -15,9 +15,10 @@ beside it, synced and renamed over it (tables.files.atomic_output), so a kill at
 moment leaves the last complete save.
 
 The cluster's IDA* (pdbtool.cluster.run) saves the same way: its tasks are batches of
-consecutive frontier nodes, ``split`` is the frontier's size target, a finished batch is
-keyed by its first frontier index and its row carries the batch's length too (so a
-search resumed on a cluster of another size re-batches only the rest), and its identity's
+frontier nodes consecutive in the iteration's order (``order`` and ``closest`` as the
+threads'), ``split`` is the frontier's size target, a finished batch is keyed by its first
+place in the order and its row carries the batch's length too (so a search resumed on a
+cluster of another size re-batches only the rest), and its identity's
 algorithm is ``CLUSTER_ALGORITHM``: a thread search's checkpoint is refused by the cluster
 and the other way round.
 """
@@ -68,7 +69,7 @@ class Checkpoint:
     order: list             # the iteration's order of the tasks
     closest: list           # per task: the smallest h expanded in it (FAR if none)
     finished: dict          # task -> [next bound, expanded, generated], finished tasks only
-                            # (the cluster's: first frontier index -> the same + batch length)
+                            # (the cluster's: first place in the order -> the same + length)
     seconds: float          # the search's time so far, all sittings together
 
     def to_json(self) -> str:
