@@ -8,6 +8,7 @@ it refused or failed).
 
 from __future__ import annotations
 
+import collections
 import re
 import threading
 import time
@@ -29,6 +30,8 @@ from .rpc import CLIENT_KEY, REFUSED_KEY
 from .v1 import solver_pb2 as pb, solver_pb2_grpc as pb_grpc
 
 UINT32_MAX = (1 << 32) - 1
+PER_MESSAGE = 64  # boards at most in one SolveBatch message, by default
+MAX_PER_MESSAGE = 1024  # far within the server's 1 MiB a message (a 5x5 board: about 40 B)
 EMPTY_BOARD = "empty board: give the tiles row by row, 0 for the blank"
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Solver"].full_name
 
@@ -143,6 +146,59 @@ def checked_algorithm(algorithm):
         max_memory=None if max_memory is None else limits.budget(max_memory, "max_memory"))
 
 
+class Runs:
+    """The items of ``source`` read on a thread of their own, at most ``most`` ahead, and
+    taken in runs: each run holds what has been read by the time it is asked for (one item
+    at least, ``most`` at most). A SolveBatch message carries a run: boards read from a
+    file go many a message (a message costs more than a board), while a board typed at
+    a terminal goes at once, never held back to fill a message."""
+
+    def __init__(self, source, most: int):
+        self.most = most
+        self._cond = threading.Condition()
+        self._items: collections.deque = collections.deque()
+        self._done = self._closed = False
+        self._error: BaseException | None = None
+        threading.Thread(target=self._fill, args=(iter(source),), name="pdbd-batch-read",
+                         daemon=True).start()
+
+    def _fill(self, source) -> None:
+        try:
+            for item in source:
+                with self._cond:
+                    while len(self._items) >= self.most and not self._closed:
+                        self._cond.wait()
+                    if self._closed:
+                        return
+                    self._items.append(item)
+                    self._cond.notify_all()
+        except BaseException as e:  # noqa: BLE001 (raised again where the runs are taken)
+            self._error = e
+        finally:
+            with self._cond:
+                self._done = True
+                self._cond.notify_all()
+
+    def __iter__(self):
+        while True:
+            with self._cond:
+                while not self._items and not self._done:
+                    self._cond.wait()
+                if not self._items:
+                    break
+                run = [self._items.popleft() for _ in range(min(self.most, len(self._items)))]
+                self._cond.notify_all()
+            yield run
+        if self._error is not None:
+            raise self._error
+
+    def close(self) -> None:
+        """Stop reading (the thread ends at its next item)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+
 class _Failed:
     """A BatchError in the shape of a grpc.RpcError, so ``translate`` maps it as Solve's."""
 
@@ -226,18 +282,24 @@ class SolverClient:
 
     def solve_batch(self, boards, goal: str = "blank-last", deadline: float | None = None,
                     budget: int | None = None, algorithm=None, on_behalf: str | None = None,
-                    shape=None):
+                    shape=None, per_message: int = PER_MESSAGE):
         """Solve many boards on one call (SolveBatch): yield (index, SolveResult or the
         PdbError Solve would have raised) for each board of ``boards`` (any iterable, read
-        as the server takes them in), as the searches finish, in any order. A board that
-        does not parse here is yielded as its BadInput at once. ``deadline`` covers the
-        whole batch; a failure of the call itself (unreachable, deadline, shutdown) raises."""
+        on a thread of its own as the server takes them in, at most ``per_message`` ahead),
+        as the searches finish, in any order. The boards go up to ``per_message`` a message,
+        as many as have been read when the channel can take the next (``Runs``); 1 sends
+        one a message, as before several a message (and any pdbd with SolveBatch takes
+        them). A board that does not parse here is yielded as its BadInput at once.
+        ``deadline`` covers the whole batch; a failure of the call itself (unreachable,
+        deadline, shutdown) raises."""
+        if not 1 <= per_message <= MAX_PER_MESSAGE:
+            raise BadInput(f"per_message must be 1 to {MAX_PER_MESSAGE}, not {per_message}")
         deadline, budget = checked_limits(deadline, budget)
         algorithm = checked_algorithm(algorithm)
         local: list[tuple[int, PdbError]] = []
         lock = threading.Lock()
 
-        def requests():
+        def items():
             for i, board in enumerate(boards):
                 try:
                     if isinstance(board, PdbError):  # the caller's own (a line not UTF-8)
@@ -247,7 +309,7 @@ class SolverClient:
                     with lock:
                         local.append((i, e))
                     continue
-                yield pb.BatchRequest(id=i, request=convert.solve_request(
+                yield pb.BatchItem(id=i, request=convert.solve_request(
                     tiles, goal, budget, algorithm=algorithm, shape=shape))
 
         def drain_local():
@@ -255,19 +317,31 @@ class SolverClient:
                 out, local[:] = list(local), []
             return out
 
-        call = self._stub.SolveBatch(requests(), timeout=deadline, metadata=behalf(on_behalf))
+        runs = Runs(items(), per_message)
+        if per_message > 1:
+            requests = (pb.BatchRequest(items=run) for run in runs)
+        else:  # as before items: understood by every pdbd with SolveBatch
+            requests = (pb.BatchRequest(id=i.id, request=i.request)
+                        for run in runs for i in run)
+        call = self._stub.SolveBatch(requests, timeout=deadline, metadata=behalf(on_behalf))
         try:
             for reply in call:
                 yield from drain_local()
-                if reply.HasField("result"):
-                    yield reply.id, convert.result_from_message(reply.result)
-                else:
-                    yield reply.id, batch_error(reply.error, self.address)
+                if not reply.results and per_message > 1:
+                    raise ServerUnavailable(f"pdbd at {self.address} answered SolveBatch one "
+                                            "board a message: it predates several boards a "
+                                            "message (upgrade it, or send per_message=1)")
+                for r in reply.results or (reply,):
+                    if r.HasField("result"):
+                        yield r.id, convert.result_from_message(r.result)
+                    else:
+                        yield r.id, batch_error(r.error, self.address)
             yield from drain_local()
         except grpc.RpcError as e:
             raise translate(e, self.address) from None
         finally:
             call.cancel()
+            runs.close()
 
     def info(self, timeout: float | None = 10.0) -> dict:
         try:

@@ -492,9 +492,10 @@ class SolverServicer:
                           extra=self._fields(job, context, stream, "INTERNAL"))
             context.abort(grpc.StatusCode.INTERNAL, short(f"internal error: {e}"))
         self.counters.add("solved")
-        log.info("solve %s length=%d nodes=%d seconds=%.3f artifact=%s", shape,
-                 result.length, result.nodes_generated, result.seconds, result.artifact,
-                 extra=self._fields(job, context, stream, "OK", length=result.length))
+        if log.isEnabledFor(logging.INFO):  # its fields cost more than the line's check
+            log.info("solve %s length=%d nodes=%d seconds=%.3f artifact=%s", shape,
+                     result.length, result.nodes_generated, result.seconds, result.artifact,
+                     extra=self._fields(job, context, stream, "OK", length=result.length))
         return convert.result_message(result, job.queue_seconds)
 
     @staticmethod

@@ -22,6 +22,7 @@ Usage: scripts/bench throughput   or   .venv/bin/python scripts/bench_throughput
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import random
 import statistics
@@ -42,7 +43,7 @@ from benchlib import (
     table,
 )
 
-from pdbd.client import SolverClient
+from pdbd.client import PER_MESSAGE, SolverClient
 from pdbtool import puzzle
 from pdbtool.loading import load_heuristic
 from pdbtool.search.solver import Solver
@@ -50,6 +51,7 @@ from pdbtool.search.solver import Solver
 SECTION = "throughput"
 SEED = 37
 UNARY_BAR, BATCH_BAR = 0.3, 0.1  # ms a board over in-process: the bars
+LIBC = ctypes.CDLL(None, use_errno=True)
 SERVE = ("import sys; from pdbd.cli import main; sys.exit(main())",)
 
 
@@ -66,10 +68,15 @@ class Run(NamedTuple):
 
 
 def cpu_seconds(pid: int | None = None) -> float:
-    """CPU time (user + system) of this process, plus the process ``pid``'s if given."""
+    """CPU time (user + system) of this process, plus the process ``pid``'s if given: its
+    CPU-time clock (clock_getcpuclockid), to the nanosecond, where /proc counts in ticks of
+    10 ms (0.1 ms a board on a chunk of 100, as coarse as the bar)."""
     own = time.process_time()
     if pid is None:
         return own
+    clock = ctypes.c_int()
+    if LIBC.clock_getcpuclockid(pid, ctypes.byref(clock)) == 0:
+        return own + time.clock_gettime(clock.value)
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return own + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
@@ -107,7 +114,9 @@ def daemon(directory: str, path: Path | None):
     address = f"127.0.0.1:{free_port()}"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(path)] * (path is not None) + [str(ROOT)]))
-    proc = subprocess.Popen([PY, "-c", *SERVE, "serve", "--artifacts", directory, "--listen",
+    # -P: not the working directory first on the path (it would put this checkout's pdbd/
+    # before the old one; the editable install's finder comes after the path)
+    proc = subprocess.Popen([PY, "-P", "-c", *SERVE, "serve", "--artifacts", directory, "--listen",
                              address, "--threads", "1", "--log-level", "warning",
                              "--no-prefault"], env=env)
     try:
@@ -125,10 +134,22 @@ def unary(client: SolverClient, pid: int, todo, lengths) -> Run:
     return Run(wall, sum(r.seconds for r in results), cpu)
 
 
-def batch(client: SolverClient, pid: int, todo, lengths) -> Run:
-    results, wall, cpu = timed(lambda: dict(client.solve_batch(todo)), pid)
+def batch(client: SolverClient, pid: int, todo, lengths, per_message: int = PER_MESSAGE) -> Run:
+    results, wall, cpu = timed(lambda: dict(client.solve_batch(todo, per_message=per_message)),
+                               pid)
     assert [results[i].length for i in range(len(todo))] == lengths, "a batch answer differs"
     return Run(wall, sum(r.seconds for r in results.values()), cpu)
+
+
+def single(client: SolverClient, pid: int, todo, lengths) -> Run:
+    return batch(client, pid, todo, lengths, per_message=1)
+
+
+# The ways over gRPC: the old daemon (--old) is asked only the first two (it takes one
+# board a message).
+WAYS = {"unary": ("one Solve at a time", unary),
+        "single": ("one SolveBatch call, one board a message", single),
+        "packed": (f"one SolveBatch call, up to {PER_MESSAGE} boards a message", batch)}
 
 
 def measure(n: int, chunk: int, old: str | None, artifact: str | None = None) -> str:
@@ -142,8 +163,10 @@ def measure(n: int, chunk: int, old: str | None, artifact: str | None = None) ->
             contextlib.ExitStack() as stack:
         served = Path(tmp) / "served"
         served.mkdir()
-        for suffix in ("", ".verified"):
-            os.link(str(table_path) + suffix, served / (table_path.name + suffix))
+        for suffix in ("", ".verified"):  # symlinks: a hard link changes the file's ctime,
+            # which invalidates its stamp (every later load re-checks the whole table)
+            os.symlink(Path(str(table_path) + suffix).resolve(),
+                       served / (table_path.name + suffix))
         versions = {"this checkout": None}
         if old:
             versions = {old[:10]: old_package(old, Path(tmp)), **versions}
@@ -153,11 +176,14 @@ def measure(n: int, chunk: int, old: str | None, artifact: str | None = None) ->
             for b in todo[:50]:  # the connection up, the daemon's first queries done
                 c.solve(b)
         runs: dict[tuple, list[Run]] = {}
+        empty: list[float] = []  # CPU ms of a health Check (no search): a unary call's floor
         for boards_, lengths_ in chunks:  # every way on each chunk in turn: alike load
             runs.setdefault(("local",), []).append(in_process(solver, boards_)[0])
+            c, pid = clients["this checkout"]
+            empty.append(timed(lambda: [c.health() for _ in boards_], pid)[2] / chunk * 1000)
             for name, (c, pid) in clients.items():
-                runs.setdefault((name, 0), []).append(unary(c, pid, boards_, lengths_))
-                runs.setdefault((name, 1), []).append(batch(c, pid, boards_, lengths_))
+                for way, (_, fn) in ways(name).items():
+                    runs.setdefault((name, way), []).append(fn(c, pid, boards_, lengths_))
 
     def per_board(key) -> float:
         return statistics.median(r.overhead_ms(chunk) for r in runs[key])
@@ -181,13 +207,13 @@ def measure(n: int, chunk: int, old: str | None, artifact: str | None = None) ->
              f"{local_ms:.3f}", "", "")]
     figures = {}
     for name in versions:
-        for i, how in enumerate(("one Solve at a time", "one SolveBatch call")):
-            key = (name, i)
+        for way, (how, _) in ways(name).items():
+            key = (name, way)
             figures[key] = wall, cpu = over_local(key), cpu_over_local(key)
             rows.append((f"gRPC, {how}", name, f"{rate(key):,.0f}", f"{per_board(key):.3f}",
                          f"{wall:.3f}", f"{cpu:.3f}"))
-    (unary_wall, unary_cpu), (batch_wall, batch_cpu) = (figures["this checkout", 0],
-                                                        figures["this checkout", 1])
+    (unary_wall, unary_cpu), (batch_wall, batch_cpu) = (figures["this checkout", "unary"],
+                                                        figures["this checkout", "packed"])
     # Under load the wall figures mean little (the daemon's process gets a CPU share of its
     # own): the bars take the CPU time, and the figure names both.
     record_bar(SECTION, f"unary Solve overhead <= {UNARY_BAR} ms a board over in-process",
@@ -199,10 +225,22 @@ def measure(n: int, chunk: int, old: str | None, artifact: str | None = None) ->
     note = ""
     if old:
         o = old[:10]
-        note = (f"\n\nBeside {o} in the same run, over in-process, CPU (wall): unary "
-                f"{figures[o, 0][1]:.3f} ({figures[o, 0][0]:.3f}) -> {unary_cpu:.3f} "
-                f"({unary_wall:.3f}) ms a board, batch {figures[o, 1][1]:.3f} "
-                f"({figures[o, 1][0]:.3f}) -> {batch_cpu:.3f} ({batch_wall:.3f}) ms.")
+        note = (f"\n\nBeside {o} in the same run (its pdbd/ over this checkout's pdbtool, "
+                f"asked by this client), over in-process, CPU (wall) a board: unary "
+                f"{figures[o, 'unary'][1]:.3f} ({figures[o, 'unary'][0]:.3f}) -> "
+                f"{unary_cpu:.3f} ({unary_wall:.3f}) ms, batch one board a message "
+                f"{figures[o, 'single'][1]:.3f} ({figures[o, 'single'][0]:.3f}) -> "
+                f"{figures['this checkout', 'single'][1]:.3f} "
+                f"({figures['this checkout', 'single'][0]:.3f}) ms, and up to {PER_MESSAGE} "
+                f"a message {batch_cpu:.3f} ({batch_wall:.3f}) ms.")
+    note += (f"\n\nAn empty call, a health Check (no search), costs "
+             f"{statistics.median(empty):.3f} ms of CPU (client and daemon, median over the "
+             "chunks): the floor of a unary Solve's overhead in gRPC Python here. SolveBatch "
+             f"sends up to {PER_MESSAGE} boards a request message and several results a reply "
+             "(those finished within 20 ms of one another), so that cost is shared; what is "
+             "left is the daemon's handling of each board (admission, the worker pool's hand-"
+             "off, the result message) and the client's conversion of each result "
+             "(docs/bench-history/2026-11-25-solve-batch-several-a-message.md).")
     ordered = sorted(lengths)
     return ("## pdbd throughput: boards in-process, one Solve at a time, one SolveBatch call\n\n"
             f"{n} random 15-puzzles (seed {SEED}, lengths {ordered[0]}..{ordered[-1]}, median "
@@ -214,6 +252,10 @@ def measure(n: int, chunk: int, old: str | None, artifact: str | None = None) ->
             f"start (other work on the machine inflates every figure).\n\n"
             + table(("how", "daemon", "boards/s", "overhead per board ms",
                      "over in-process, wall ms", "over in-process, CPU ms"), rows) + note)
+
+
+def ways(name: str) -> dict:
+    return WAYS if name == "this checkout" else {k: WAYS[k] for k in ("unary", "single")}
 
 
 def options(p) -> None:

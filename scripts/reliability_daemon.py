@@ -213,7 +213,7 @@ def rollouts(tmp: Path) -> tuple[str, bool]:
     from pdbtool.loading import install
     from pdbtool.tables.packing import pack
 
-    d = served_dir(tmp, copy=True)
+    d = served_dir(tmp)
     packed = tmp / "15-6-6-3.pdbpack"
     pack(d / TABLE, packed)
     before_failed, after_failed, sizes = 0, 0, []
@@ -236,7 +236,7 @@ def rollouts(tmp: Path) -> tuple[str, bool]:
 
 
 def metadata_changes(tmp: Path) -> tuple[str, bool]:
-    d = served_dir(tmp, copy=True)
+    d = served_dir(tmp)
     with pdbd(d) as daemon:
         results = {}
         os.chmod(d / TABLE, 0o600)

@@ -2,12 +2,14 @@
 order), with back-pressure, the call's deadline and cancellation stopping every search;
 `pdbd query --file` on top of it."""
 
+import itertools
 import random
+import threading
 
 import grpc
 import pytest
 
-from pdbd.client import SolverClient
+from pdbd.client import MAX_PER_MESSAGE, Runs, SolverClient
 from pdbd.v1 import solver_pb2 as pb
 from pdbtool.errors import BadInput, LimitReached, Unsolvable
 from serving import (EASY15, HARD, LOYD, info, run_cli, sample, scrape,
@@ -83,3 +85,74 @@ def test_query_file_prints_in_the_files_order(served, tmp_path, capsys):
     assert [line.split(":")[1].strip() for line in err.splitlines()] == ["line 4", "line 5",
                                                                           "line 6"]
     assert "not UTF-8" in err and "unsolvable" in err
+
+
+def test_several_boards_a_message_come_back_several_results_a_message(served, stub,
+                                                                       oracle8_last):
+    """Items in, results packed out (each with its id); a message of one board, as before
+    items, still gets one result a message."""
+    boards = random.Random(7).sample(sorted(oracle8_last), 40)
+    messages = [pb.BatchRequest(items=[pb.BatchItem(id=100 + k + i, request=pb.SolveRequest(
+        tiles=b)) for i, b in enumerate(boards[k:k + 20])]) for k in (0, 20)]
+    messages[1].items.add(id=7, request=pb.SolveRequest(tiles=[1, 2, 3]))
+    replies = list(stub.SolveBatch(iter(messages), timeout=60))
+    assert all(not r.HasField("result") and not r.HasField("error") for r in replies)
+    got = {r.id: r for reply in replies for r in reply.results}
+    assert sorted(got) == [7, *range(100, 140)]
+    assert all(got[100 + i].result.length == oracle8_last[b] for i, b in enumerate(boards))
+    assert got[7].error.code == "INVALID_ARGUMENT" and "not a square" in got[7].error.message
+    single = [pb.BatchRequest(id=i, request=pb.SolveRequest(tiles=b))
+              for i, b in enumerate(boards[:5])]
+    replies = list(stub.SolveBatch(iter(single), timeout=60))
+    assert sorted(r.id for r in replies) == list(range(5)) and not any(r.results for r in replies)
+    assert all(r.result.length == oracle8_last[boards[r.id]] for r in replies)
+
+
+def test_a_board_is_sent_as_soon_as_it_is_read_not_held_for_a_full_message(served):
+    """The client packs what has been read, never waits to fill a message: each board is
+    given only once the one before is answered (as a person typing them would), and all
+    are answered."""
+    boards = [[1, 2, 3, 4, 5, 6, 0, 7, 8], [1, 2, 3, 4, 5, 0, 7, 8, 6], LOYD]
+    answered = threading.Semaphore(0)
+    given = []
+
+    def typed():
+        for b in boards:
+            given.append(b)
+            yield b
+            assert answered.acquire(timeout=60), "the board before was not answered"
+
+    out = {}
+    with SolverClient(served.address) as c:
+        for i, outcome in c.solve_batch(typed()):
+            out[i] = outcome
+            answered.release()
+    assert out[0].length == 2 and out[1].length == 1 and isinstance(out[2], Unsolvable)
+
+
+def test_one_board_a_message_and_the_limits_of_per_message(served, oracle8_last):
+    boards = random.Random(8).sample(sorted(oracle8_last), 30)
+    with SolverClient(served.address) as c:
+        out = dict(c.solve_batch(boards, per_message=1))
+        assert all(out[i].length == oracle8_last[b] for i, b in enumerate(boards))
+        for bad in (0, MAX_PER_MESSAGE + 1):
+            with pytest.raises(BadInput, match="per_message"):
+                list(c.solve_batch(boards, per_message=bad))
+
+
+def test_runs_take_what_has_been_read_and_pass_on_the_sources_error():
+    def source():
+        yield from range(10)
+        raise OSError("disk gone")
+
+    runs = Runs(source(), 4)
+    got = []
+    with pytest.raises(OSError, match="disk gone"):
+        for run in runs:
+            assert 1 <= len(run) <= 4
+            got.extend(run)
+    assert got == list(range(10))
+    endless = Runs(itertools.count(), 3)
+    first = next(iter(endless))
+    endless.close()
+    assert 1 <= len(first) <= 3

@@ -6,6 +6,16 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class BatchRequest(_message.Message):
+    __slots__ = ("id", "request", "items")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    request: SolveRequest
+    items: _containers.RepeatedCompositeFieldContainer[BatchItem]
+    def __init__(self, id: _Optional[int] = ..., request: _Optional[_Union[SolveRequest, _Mapping]] = ..., items: _Optional[_Iterable[_Union[BatchItem, _Mapping]]] = ...) -> None: ...
+
+class BatchItem(_message.Message):
     __slots__ = ("id", "request")
     ID_FIELD_NUMBER: _ClassVar[int]
     REQUEST_FIELD_NUMBER: _ClassVar[int]
@@ -26,14 +36,16 @@ class BatchError(_message.Message):
     def __init__(self, code: _Optional[str] = ..., message: _Optional[str] = ..., limit: _Optional[str] = ..., refused: bool = ...) -> None: ...
 
 class BatchResult(_message.Message):
-    __slots__ = ("id", "result", "error")
+    __slots__ = ("id", "result", "error", "results")
     ID_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
     id: int
     result: SolveResult
     error: BatchError
-    def __init__(self, id: _Optional[int] = ..., result: _Optional[_Union[SolveResult, _Mapping]] = ..., error: _Optional[_Union[BatchError, _Mapping]] = ...) -> None: ...
+    results: _containers.RepeatedCompositeFieldContainer[BatchResult]
+    def __init__(self, id: _Optional[int] = ..., result: _Optional[_Union[SolveResult, _Mapping]] = ..., error: _Optional[_Union[BatchError, _Mapping]] = ..., results: _Optional[_Iterable[_Union[BatchResult, _Mapping]]] = ...) -> None: ...
 
 class SolveRequest(_message.Message):
     __slots__ = ("tiles", "goal", "node_budget", "progress_ms", "algorithm", "weight", "tt_size", "max_memory", "rows", "cols")

@@ -82,12 +82,16 @@ class SolverServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def SolveBatch(self, request_iterator, context):
-        """Many boards on one call: each BatchRequest carries an id the client chooses; each
-        BatchResult carries that id and the SolveResult, or the error Solve would have ended
-        with (its status code, message and pdbd-limit). Results come back as searches finish,
-        in any order. The server reads a request only when it has room for its search (at
-        most per_client, else threads + queue, in flight per call; an item waits for a full
-        queue rather than being refused), so gRPC's flow control holds a fast sender back.
+        """Many boards on one call: each board carries an id the client chooses; its result
+        carries that id and the SolveResult, or the error Solve would have ended with (its
+        status code, message and pdbd-limit). A BatchRequest holds one board (id, request) or
+        several (items); once a call's requests use items, a BatchResult holds in results
+        the results finished by the time it is sent, and those finishing within 20 ms of the
+        first while more boards of the call are in flight (a message costs more than a
+        board); else one result (id, outcome), as before items. Results come as searches finish, in
+        any order. The server reads a request only when it has room for a search (at most
+        per_client, else threads + queue, in flight per call; an item waits for a full queue
+        rather than being refused), so gRPC's flow control holds a fast sender back.
         The call's deadline and cancellation stop every search of the batch; each request
         must arrive within the server's request timeout of the one before (or the client
         closes its side). Status of the call: OK once every result is sent; otherwise as
