@@ -12,6 +12,7 @@ finish their handshake after the request timeout, and at most a budget of them a
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import resource
@@ -37,6 +38,7 @@ from pdbtool.selection import TableSet, load_directory
 from pdbtool.tables import residency
 
 from .address import parse_address, parse_target
+from .connections import ConnectionWatch, tcp_peers, unix_peers
 from .defaults import (DEFAULT_CONNECTION_AGE, DEFAULT_IDLE_SECONDS, DEFAULT_LISTEN,
                        DEFAULT_MAX_QUEUE, DEFAULT_REQUEST_TIMEOUT, default_per_client)
 from . import logs
@@ -105,6 +107,7 @@ class Connections:
     max_age: float = DEFAULT_CONNECTION_AGE
     max_connections: int | None = None  # None: from the open-file limit (connection_budget)
     stream_seconds: float = STREAM_SECONDS  # Watch and reflection streams end after this
+    watch_every: float = 1.0  # seconds between looks at the connections open (the budget)
 
 
 def raise_file_limit() -> int:
@@ -283,8 +286,11 @@ class Daemon:
         if target.kind == "unix":
             os.chmod(target.path, 0o600)  # the owner only: read and write is all a socket needs
             self.address = listen
+            peers = functools.partial(unix_peers, target.path)
         else:
             self.address = str(target.address._replace(port=self.port))
+            peers = functools.partial(tcp_peers, self.port)
+        self.watch = ConnectionWatch(peers, self.max_connections, connections.watch_every)
         # After binding (a busy port fails fast), before serving (no query pays for it).
         if warm:
             warm_up(self.servicer.solvers)
@@ -294,6 +300,7 @@ class Daemon:
 
     def start(self) -> None:
         self.server.start()
+        self.watch.start()
         self._serving = True
         self.health.set("", health_pb2.HealthCheckResponse.SERVING)
         self._update_health()
@@ -315,6 +322,7 @@ class Daemon:
         ``drain`` seconds (Info and health still answer meanwhile); then every search left
         is stopped, gRPC accepts no new call and lets the calls end for up to ``grace``."""
         self._stop.set()
+        self.watch.stop()
         self._serving = False
         self.health.enter_graceful_shutdown()
         self.servicer.refuse_new()

@@ -4,8 +4,10 @@ bar, and the daemon's unclear message of item 7). scripts/reliability.py runs th
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import functools
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -205,6 +207,32 @@ def surplus_connections(tmp: Path) -> tuple[str, bool]:
                 s.close()
         return (f"{ok}/5 health checks SERVING within 2 s beside 1,100 open connections "
                 f"(daemon started with 1,024 fds, now {soft})"), ok == 5
+
+
+def budget_log(tmp: Path) -> tuple[str, bool]:
+    """A daemon whose hard fd limit is 512 (a budget of 384 connections): 500 connections,
+    closed, then 500 again within the minute: gRPC closes those beyond the budget without
+    a word; pdbd's log says so once."""
+    def hard_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (512, 512))
+
+    with pdbd(served_dir(tmp), preexec_fn=hard_limit) as d:
+        mark = len(d.log.lines)
+        for _ in range(2):
+            socks = []
+            try:
+                for _ in range(500):
+                    with contextlib.suppress(OSError):
+                        socks.extend(raw_connections(d.address, 1))
+                time.sleep(3)  # the daemon looks every second
+            finally:
+                for s in socks:
+                    s.close()
+            time.sleep(2)
+        said = [line for line in d.log.lines[mark:] if "at the budget" in line]
+    first = said[0].split(" pdbd ", 1)[-1][:90] if said else "none"
+    return (f"{len(said)} line(s) in 2 rounds of 500 connections against a budget of 384: "
+            f"'{first}...'"), len(said) == 1
 
 
 # -- finding 2: rollouts ----------------------------------------------------------------------
@@ -545,6 +573,8 @@ def cases(tmp: Path) -> list[Case]:
         c("idle-connections", "1", "--idle-timeout 3: 50/50 idle connections closed", idle_connections),
         c("surplus-connections", "1", "1,100 connections under a 1,024-fd start: health still "
           "SERVING within 2 s", surplus_connections),
+        c("budget-log", "1", "connections beyond the budget (a 512-fd daemon, 500 "
+          "connections, twice within a minute): logged once", budget_log),
         c("rollout-rename", "2, bar", "10 rollouts (unpack --force: verify, rename over the "
           "served file): every query answered before and after each SIGHUP; fds and RSS flat",
           rollouts, 400),

@@ -167,8 +167,9 @@ def own_channel(address: str) -> grpc.Channel:
     return grpc.insecure_channel(address, options=[("grpc.use_local_subchannel_pool", 1)])
 
 
-def test_connections_beyond_the_budget_are_closed():
-    daemon = manhattan(threads=1, connections=Connections(max_connections=2))
+def test_connections_beyond_the_budget_are_closed_and_logged_once(caplog):
+    """gRPC closes them without a word; pdbd says so once (with the peer holding them)."""
+    daemon = manhattan(threads=1, connections=Connections(max_connections=2, watch_every=0.05))
     try:
         channels = [own_channel(daemon.address) for _ in range(2)]
         for ch in channels:
@@ -178,6 +179,9 @@ def test_connections_beyond_the_budget_are_closed():
                 check(health_pb2_grpc.HealthStub(third), timeout=2)
             assert e.value.code() in (grpc.StatusCode.UNAVAILABLE,
                                       grpc.StatusCode.DEADLINE_EXCEEDED)
+        assert wait_for(lambda: daemon.watch.warnings == 1, 10)
+        lines = [r.getMessage() for r in caplog.records if "at the budget of 2" in r.getMessage()]
+        assert len(lines) == 1 and "most from: 127.0.0.1 2" in lines[0], lines
         channels.pop().close()
         with own_channel(daemon.address) as again:
             assert wait_for(lambda: _serving(again), 10)
