@@ -6,6 +6,7 @@ abstract pattern states that a built table must equal entry for entry.
 
 from __future__ import annotations
 
+import functools
 import socket
 from collections import deque
 from pathlib import Path
@@ -149,6 +150,43 @@ def manhattan(board, shape=None) -> int:
     cols = rows_cols(shape)[1] if shape else int(len(board) ** 0.5)
     return sum(abs(c // cols - t // cols) + abs(c % cols - t % cols)
                for c, t in enumerate(board) if t)
+
+
+def walking_distance(board, shape) -> int:
+    """Walking distance of a blank-first ``board`` of ``shape`` (rows, cols), from a plain
+    BFS over the count matrices M[line][goal line] of its rows and of its columns (no
+    project code): the tiles' moves between adjacent lines, each into the blank's line."""
+    rows, cols = rows_cols(shape)
+
+    def part(line_of, goal_of, lines, k):
+        m = [[0] * lines for _ in range(lines)]
+        for c, t in enumerate(board):
+            if t:
+                m[line_of(c)][goal_of(t)] += 1
+        return _walking_bfs(lines, k)[tuple(map(tuple, m))]
+
+    h = part(lambda c: c // cols, lambda t: t // cols, rows, cols)
+    return h + part(lambda c: c % cols, lambda t: t % cols, cols, rows)
+
+
+@functools.cache
+def _walking_bfs(lines: int, k: int) -> dict:
+    goal = tuple(tuple(k - (r == 0) if r == g else 0 for g in range(lines)) for r in range(lines))
+    dist, queue = {goal: 0}, deque([goal])
+    while queue:
+        m = queue.popleft()
+        blank = next(r for r in range(lines) if sum(m[r]) == k - 1)
+        for src in (blank - 1, blank + 1):
+            for g in range(lines) if 0 <= src < lines else ():
+                if m[src][g]:
+                    nxt = [list(r) for r in m]
+                    nxt[src][g] -= 1
+                    nxt[blank][g] += 1
+                    nxt = tuple(map(tuple, nxt))
+                    if nxt not in dist:
+                        dist[nxt] = dist[m] + 1
+                        queue.append(nxt)
+    return dist
 
 
 def meet_in_the_middle(board, goal, shape) -> int:

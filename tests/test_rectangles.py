@@ -11,6 +11,7 @@ import random
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from reference import (
     abstract_distances,
@@ -19,12 +20,20 @@ from reference import (
     meet_in_the_middle,
     neighbour_cells,
     reference_table,
+    walking_distance,
 )
 
 from pdbtool import puzzle
 from pdbtool.errors import BadInput
 from pdbtool.geometry import Shape, blank_moves, neighbours, symmetries, transpose
-from pdbtool.heuristics.table_free import TABLE_FREE, table_free
+from pdbtool.heuristics.table_free import (
+    TABLE_FREE,
+    WALKING_MAX_STATES,
+    table_free,
+    walking_part,
+    walking_size,
+    walking_states,
+)
 from pdbtool.search.solver import Solver
 from pdbtool.tables import catalogue
 from pdbtool.tables.builder import build, distance_table
@@ -143,6 +152,86 @@ def test_walking_distance_of_a_rectangle_reads_rows_and_columns_apart():
         for c, t in enumerate(board):
             image[T[c]] = T[t]
         assert h34.value(board) == h43.value(image)
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (2, 5), (5, 2), (3, 4), (4, 3), (4, 4)])
+def test_walking_distance_equals_a_plain_search_of_its_states(shape):
+    """Every board's walking distance equals reference.walking_distance's (a plain BFS of
+    the count matrices, as the table was built before its states were coded compactly),
+    and the table holds exactly the states walking_states counts."""
+    rng = random.Random(5)
+    h = table_free("walking-distance", Shape(*shape))
+    for _ in range(300):
+        board = puzzle.random_board(Shape(*shape), "blank-first", rng)
+        assert h.value(board) == walking_distance(board, shape), board
+    rows, cols = shape
+    assert len(walking_part(rows, cols)[0]) == walking_states(rows, cols)
+    assert len(walking_part(cols, rows)[0]) == walking_states(cols, rows)
+    assert len(h.H.wd_codes) == walking_size(Shape(*shape))
+
+
+def test_walking_distance_counts_its_states_before_building():
+    """walking_states is the size the search finds, on parts of every served kind (up to
+    4x5's row part; its 6 M column part in the slow test below), and the budget refuses
+    5x5, 3x6 and 4x6 by their counts, naming the limit."""
+    for lines, k in [(2, 2), (2, 6), (6, 2), (3, 5), (5, 3), (4, 5), (4, 6), (3, 6)]:
+        assert len(walking_part(lines, k)[0]) == walking_states(lines, k), (lines, k)
+    assert walking_size(Shape(4, 5)) == walking_size(Shape(5, 4)) == 107_712 + 5_977_015
+    for shape in ("5x5", "3x6", "6x3", "4x6", "6x6"):
+        with pytest.raises(BadInput, match=f"it serves shapes of up to {WALKING_MAX_STATES:,}"):
+            table_free("walking-distance", Shape.parse(shape))
+
+
+def test_walking_distance_keeps_a_large_part_and_rebuilds_a_broken_one(tmp_path, monkeypatch):
+    """A part over WALKING_CACHED states is written whole to its cache file and read back
+    from it by a later process (here: after the in-process cache is cleared); a truncated
+    file is not trusted: the part is built again and the file rewritten."""
+    from pdbtool.heuristics import table_free as tf
+
+    monkeypatch.setattr(tf, "walking_cache", lambda lines, k: tmp_path / f"walking-{lines}x{k}.npz")
+    tf.walking_part.cache_clear()
+    try:
+        built = tf.walking_part(6, 2)
+        path = tmp_path / "walking-6x2.npz"
+        assert len(built[0]) > tf.WALKING_CACHED and path.exists()
+        assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary left
+        tf.walking_part.cache_clear()
+        for a, b in zip(tf.walking_part(6, 2), built):
+            assert np.array_equal(a, b)
+        path.write_bytes(path.read_bytes()[:1000])
+        tf.walking_part.cache_clear()
+        for a, b in zip(tf.walking_part(6, 2), built):
+            assert np.array_equal(a, b)
+        assert path.stat().st_size > 1000
+        tf.walking_part(3, 3)  # 105 states: not kept
+        assert not (tmp_path / "walking-3x3.npz").exists()
+    finally:
+        tf.walking_part.cache_clear()
+
+
+@pytest.mark.slow
+def test_walking_distance_of_4x5_is_admissible_and_consistent():
+    """4x5 (6.1 M states): h of a board and of its transpose (a 5x4 board) agree, h never
+    exceeds the length of a random walk that made the board and has its parity, and h
+    changes by one across every move."""
+    rng = random.Random(45)
+    h45, h54 = table_free("walking-distance", Shape(4, 5)), table_free("walking-distance", Shape(5, 4))
+    assert len(walking_part(5, 4)[0]) == walking_states(5, 4)
+    T = transpose(Shape(4, 5))
+    for steps in (10, 30, 60, 200, 1000):
+        for _ in range(20):
+            board = puzzle.random_walk(Shape(4, 5), steps, "blank-first", rng)
+            v = h45.value(board)
+            assert v <= steps and (steps - v) % 2 == 0, (board, v, steps)
+            image = [0] * 20
+            for c, t in enumerate(board):
+                image[T[c]] = T[t]
+            assert h54.value(image) == v
+            b = board.index(0)
+            for c in neighbour_cells(b, (4, 5)):
+                child = list(board)
+                child[b], child[c] = child[c], 0
+                assert abs(h45.value(child) - v) == 1, (board, child)
 
 
 @pytest.mark.parametrize("shape", SMALL)

@@ -8,23 +8,30 @@ never needs to know which heuristic it runs.
 
 from __future__ import annotations
 
-from collections import deque
+import zipfile
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
+from pathlib import Path
 
 import numpy as np
 
 from pdbtool import puzzle
-from pdbtool.errors import BadInput
+from pdbtool.errors import BadInput, PdbError
 from pdbtool.geometry import Shape, as_shape, goal_cells, manhattan_table
+from pdbtool.kernels import CACHE_DIR
 from pdbtool.kernels import heuristic as hk
+from pdbtool.kernels import table_free as tf
 from pdbtool.kernels.table_free import WD_COL_TAG
+from pdbtool.tables.files import atomic_output
 
 TABLE_FREE = ("hamming", "gaschnig", "manhattan", "linear-conflict", "walking-distance")
 PER_TILE_GOALS = ("hamming", "gaschnig", "manhattan")  # serve a goal with the blank anywhere
-# The walking-distance table has 24,964 states for 4x4, millions for 5x5: up to 16 cells
-# (4x4, and rectangles such as 3x5 or 2x6; not 4x5).
-WALKING_MAX_CELLS = 16
+# Walking distance's tables hold a shape's row and column states (walking_states): 4x4
+# 24,964; 3x5 352,560 + 525; 4x5 5,977,015 + 107,712 (316 MB, built in about 15 s on first
+# use, then kept); 3x6 50 M, 5x5 66 M, 4x6 3.0 G: beyond WALKING_MAX_STATES, refused.
+WALKING_MAX_STATES = 8_000_000  # both parts; 52 bytes a state (code, distance, moves)
+WALKING_CACHED = 100_000  # parts larger than this are kept on disk (walking_part)
+WALKING_MAX_CELLS = 16  # the fallback without tables (selection) takes it up to here
 LARGE_MAX_SIDE = 20  # Hamming and Manhattan tables (the constructive solver's check)
 
 
@@ -119,57 +126,89 @@ def walking_tables(shape):
     return (np.concatenate([rc, cc + WD_COL_TAG]), trans, np.concatenate([rd, cd]))
 
 
+@cache
+def walking_states(lines: int, k: int) -> int:
+    """How many walking-distance states ``lines`` lines of k cells have, known before their
+    table is built: the count matrices whose lines hold k tiles (the blank's line k-1) and
+    whose goal lines k (line 0, the blank's goal line, k-1). Every such matrix is reached
+    (tests: equal to the search's count on every shape it serves). Counted line by line
+    over the goal lines' room left, which any order of them counts alike (so sorted); the
+    blank's line may be any of the lines alike."""
+    def contents(total, room):  # the ways to spread ``total`` tiles over ``room``
+        if len(room) == 1:
+            if total <= room[0]:
+                yield (total,)
+            return
+        for x in range(min(total, room[0]) + 1):
+            for rest in contents(total - x, room[1:]):
+                yield (x, *rest)
+
+    @cache
+    def fill(line: int, room: tuple[int, ...]) -> int:
+        if line == lines:
+            return 1
+        total = k - 1 if line == 0 else k
+        return sum(fill(line + 1, tuple(sorted(r - x for r, x in zip(room, c))))
+                   for c in contents(total, room))
+
+    return lines * fill(0, tuple(sorted([k - 1] + [k] * (lines - 1))))
+
+
+def walking_size(shape) -> int:
+    """The states of a shape's walking-distance table: its row part and its column part
+    (one part for a square)."""
+    rows, cols = as_shape(shape)
+    return walking_states(rows, cols) + (walking_states(cols, rows) if rows != cols else 0)
+
+
 @lru_cache(maxsize=None)
 def walking_part(lines: int, k: int):
-    """BFS over walking-distance states of ``lines`` lines of k cells; returns (sorted
-    codes, transitions, distances).
+    """The walking-distance states of ``lines`` lines of k cells: (sorted codes,
+    transitions, distances), as kernels.table_free.wd_search finds them, sorted by code
+    (wd_index finds a board's state by binary search).
 
     A state is the count matrix M[line][goal line] of tiles (blank excluded). In the
     blank-first goal line 0 holds k-1 tiles, the blank's line is the one short of k.
     trans[i, d, g]: the state after a tile whose goal line is g moves into the blank's line
     from the line below (d=0, the tile moves up) or above (d=1); -1 if impossible.
+    Parts of more than WALKING_CACHED states are kept in the kernels' cache directory
+    (kernels.CACHE_DIR, named for the kernels' sources, so a change of the code's format
+    starts afresh) and loaded from there by later processes.
     """
-    s = lines
-    goal = tuple(tuple((k - (r == 0)) if r == g else 0 for g in range(s)) for r in range(s))
-    dist = {goal: 0}
-    queue = deque([goal])
-    edges = {}
-    while queue:
-        m = queue.popleft()
-        br = next(r for r in range(s) if sum(m[r]) == k - 1)
-        out = {}
-        for d, src in ((0, br + 1), (1, br - 1)):
-            if not 0 <= src < s:
-                continue
-            for g in range(s):
-                if m[src][g] == 0:
-                    continue
-                rows = [list(r) for r in m]
-                rows[src][g] -= 1
-                rows[br][g] += 1
-                nxt = tuple(tuple(r) for r in rows)
-                out[d, g] = nxt
-                if nxt not in dist:
-                    dist[nxt] = dist[m] + 1
-                    queue.append(nxt)
-        edges[m] = out
+    path = walking_cache(lines, k)
+    try:
+        with np.load(path) as f:
+            return f["codes"], f["trans"], f["dist"]
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):  # none yet, or broken
+        pass
+    codes, trans, dist = build_walking_part(lines, k)
+    if len(codes) > WALKING_CACHED:
+        keep(path, codes=codes, trans=trans, dist=dist)
+    return codes, trans, dist
 
-    def code(m):
-        v = 0
-        for r in m:
-            for x in r:
-                v = v * (k + 1) + x
-        return v
 
-    states = sorted(dist, key=code)
-    index = {m: i for i, m in enumerate(states)}
-    codes = np.array([code(m) for m in states], dtype=np.int64)
-    trans = np.full((len(states), 2, s), -1, dtype=np.int32)
-    for m, out in edges.items():
-        for (d, g), nxt in out.items():
-            trans[index[m], d, g] = index[nxt]
-    dists = np.array([dist[m] for m in states], dtype=np.int32)
-    return codes, trans, dists
+def walking_cache(lines: int, k: int) -> Path:
+    return Path(CACHE_DIR) / f"walking-{lines}x{k}.npz"
+
+
+def build_walking_part(lines: int, k: int):
+    """walking_part's arrays, built (no cache)."""
+    codes, dist, trans = tf.wd_search(lines, k)
+    order = np.argsort(codes)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    trans = np.where(trans >= 0, rank[trans], -1).astype(np.int32)[order]
+    return codes[order], trans, dist[order]
+
+
+def keep(path: Path, **arrays) -> None:
+    """Write ``arrays`` to ``path`` whole or not at all (tables.files.atomic_output); a
+    cache that cannot be written is left out."""
+    try:
+        with atomic_output(path) as tmp, open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+    except (OSError, PdbError):
+        pass
 
 
 def table_free(name: str, shape, goal_blank: int = 0) -> Heuristic:
@@ -197,9 +236,11 @@ def table_free(name: str, shape, goal_blank: int = 0) -> Heuristic:
         kind, arrays = hk.LINEAR_CONFLICT, dict(tile_tab=manhattan_table(shape),
                                                 line_tab=line_table(shape))
     elif name == "walking-distance":
-        if shape.cells > WALKING_MAX_CELLS:
-            raise BadInput(f"walking distance is available up to 4x4 boards and rectangles of "
-                           f"up to {WALKING_MAX_CELLS} cells, not {shape}")
+        if (states := walking_size(shape)) > WALKING_MAX_STATES:
+            raise BadInput(f"walking distance on {shape} boards would need {states:,} states "
+                           f"({states * 52 / 2**30:,.1f} GiB); it serves shapes of up to "
+                           f"{WALKING_MAX_STATES:,} (4x5: 6.1 M, 316 MB): use linear-conflict "
+                           "or a pattern database")
         codes, trans, dists = walking_tables(shape)
         kind, arrays = hk.WALKING, dict(wd_codes=codes, wd_trans=trans, wd_dist=dists)
     return Heuristic(name, shape, hk.heuristic_arrays(kind, **arrays), hk.state_width(kind, shape, 0),
