@@ -43,7 +43,7 @@ from benchlib import (
     table,
 )
 
-from pdbd.client import PER_MESSAGE, SolverClient
+from pdbd.client import PER_MESSAGE, ServerUnavailable, SolverClient
 from pdbtool import puzzle
 from pdbtool.loading import load_heuristic
 from pdbtool.search.solver import Solver
@@ -172,9 +172,17 @@ def measure(n: int, chunk: int, old: str | None, artifact: str | None = None) ->
             versions = {old[:10]: old_package(old, Path(tmp)), **versions}
         clients = {name: stack.enter_context(daemon(str(served), path))
                    for name, path in versions.items()}
-        for c, _ in clients.values():
+        packs = set()  # the daemons that take several boards a message
+        for name, (c, _) in clients.items():
             for b in todo[:50]:  # the connection up, the daemon's first queries done
                 c.solve(b)
+            with contextlib.suppress(ServerUnavailable):  # one that predates them says so
+                dict(c.solve_batch(todo[:10]))
+                packs.add(name)
+
+        def ways(name: str) -> dict:
+            return WAYS if name in packs else {k: WAYS[k] for k in ("unary", "single")}
+
         runs: dict[tuple, list[Run]] = {}
         empty: list[float] = []  # CPU ms of a health Check (no search): a unary call's floor
         for boards_, lengths_ in chunks:  # every way on each chunk in turn: alike load
@@ -223,7 +231,15 @@ def measure(n: int, chunk: int, old: str | None, artifact: str | None = None) ->
                f"{batch_cpu:.2f} ms CPU ({batch_wall:.2f} ms wall, load {load:.0f})",
                batch_cpu <= BATCH_BAR)
     note = ""
-    if old:
+    if old and (old[:10], "packed") in figures:
+        o = old[:10]
+        note = (f"\n\nBeside {o} in the same run (its pdbd/ over this checkout's pdbtool, "
+                f"asked by this client), over in-process, CPU (wall) a board: unary "
+                f"{figures[o, 'unary'][1]:.3f} ({figures[o, 'unary'][0]:.3f}) -> "
+                f"{unary_cpu:.3f} ({unary_wall:.3f}) ms, up to {PER_MESSAGE} boards a "
+                f"message {figures[o, 'packed'][1]:.3f} ({figures[o, 'packed'][0]:.3f}) -> "
+                f"{batch_cpu:.3f} ({batch_wall:.3f}) ms.")
+    elif old:
         o = old[:10]
         note = (f"\n\nBeside {o} in the same run (its pdbd/ over this checkout's pdbtool, "
                 f"asked by this client), over in-process, CPU (wall) a board: unary "
@@ -254,8 +270,6 @@ def measure(n: int, chunk: int, old: str | None, artifact: str | None = None) ->
                      "over in-process, wall ms", "over in-process, CPU ms"), rows) + note)
 
 
-def ways(name: str) -> dict:
-    return WAYS if name == "this checkout" else {k: WAYS[k] for k in ("unary", "single")}
 
 
 def options(p) -> None:
