@@ -17,6 +17,19 @@ def test_every_partition_splits_the_tiles():
             assert sorted(t for g in p for t in g) == list(range(1, c.cells)), c.name
 
 
+def test_4x6_blocks_share_one_table_through_a_rectangles_symmetries():
+    """24/4x6: the three 2x3 blocks of six tiles are mirror and half-turn images of one
+    another (a rectangle has no diagonal), so two tables serve the four groups."""
+    c = catalogue.get("24/4x6")
+    assert c.shape == (4, 6) and c.cells == 24
+    plan = catalogue.plan_tables(c)
+    assert plan.tables == [(1, 2, 6, 7, 8), (3, 4, 5, 9, 10, 11)]
+    assert [g.table for g in plan.groups] == [0, 1, 1, 1]
+    for tiles, ti, sigma, _ in plan.groups:
+        assert [sigma[t] for t in tiles] == list(plan.tables[ti])
+        assert sigma in symmetries(c.shape)
+
+
 def test_plans_share_tables_through_symmetries():
     plan = catalogue.plan_tables(catalogue.get("24/6-6-6-6"))
     assert plan.tables == [(1, 5, 6, 10, 11, 12), (2, 3, 4, 7, 8, 9)]
