@@ -4,16 +4,17 @@ on the same boards (an independent solver: every length must agree, every soluti
 
 Each run is one `pdbtool solve --shape RxC --json --file -` process for all of a shape's
 boards (the tables loaded and the kernels compiled once; the figures are the searches'
-own seconds, the JSON's "seconds"). Boards: uniformly random solvable ones (3x4, 4x3, 2x6),
-4x5 boards scrambled by random walks (--walk moves), and the 100 uniformly random 4x5 boards
-of scripts/bench-state/4x5-uniform.txt (a fixed set, so each run measures the same boards),
-each searched within --max-4x5-seconds: a board not answered by then is recorded as stopped,
-with the bound its search had proven (the length is at least that), never a guessed length.
-Each answer is checked by an independent solver, IDA* without tables (Manhattan, or
---oracle-4x5 on the uniformly random 4x5 boards, run on the answered ones only), within its
-own timeout per board; boards it does not finish in time are counted, not compared. The
-uniformly random 4x5 boards' outcomes, board by board, go to
-scripts/bench-state/4x5-uniform.json.
+own seconds, the JSON's "seconds"). Boards: uniformly random solvable ones (3x4, 4x3, 2x6);
+4x5 boards scrambled by random walks (--walk moves); the 100 uniformly random 4x5 boards of
+scripts/bench-state/4x5-uniform.txt (a fixed set, so each run measures the same boards),
+each within --max-4x5-seconds; 4x6 and 6x4 boards scrambled by --walk-4x6 moves (24/4x6
+serves both), each within --max-4x6-seconds. A board not answered in its time is recorded
+as stopped, with the bound its search had proven (the length is at least that), never a
+guessed length. Each answer is checked by an independent solver, IDA* without tables
+(Manhattan; --oracle-4x5 on the uniformly random 4x5 boards; linear conflict on 4x6 and
+6x4), on the answered boards, within its own timeout per board; boards it does not finish
+in time are counted, not compared. The uniformly random 4x5 boards' outcomes, board by
+board, go to scripts/bench-state/4x5-uniform.json.
 
 Rewrites the `shapes` section of BENCHMARKS.md. Usage: scripts/bench shapes
 """
@@ -93,9 +94,12 @@ def ms(x: float) -> str:
 
 
 def runs_of(count: int, count_2x6: int, count_4x5: int, walk: int, max_4x5_seconds: float,
-            manhattan_timeout: float, oracle_4x5: str, oracle_4x5_timeout: float) -> list[Run]:
+            manhattan_timeout: float, oracle_4x5: str, oracle_4x5_timeout: float, count_4x6: int,
+            walk_4x6: int, max_4x6_seconds: float) -> list[Run]:
     """The rows, in order; each draw its own seed (the uniformly random 4x5 boards, drawn
-    with SEED + 4, are kept in UNIFORM_4X5)."""
+    with SEED + 4, are kept in UNIFORM_4X5). 4x6 and 6x4 (24/4x6 serves both): scrambled
+    boards, each within max_4x6_seconds, checked by linear-conflict IDA* (walking distance
+    refuses 4x6)."""
     md = manhattan_timeout
     return [Run(Shape(3, 4), "12/3x4", boards_of(Shape(3, 4), count, None, SEED), "uniformly random",
                 oracle_timeout=md),
@@ -106,7 +110,10 @@ def runs_of(count: int, count_2x6: int, count_4x5: int, walk: int, max_4x5_secon
             Run(Shape(4, 5), "20/4x5", boards_of(Shape(4, 5), count_4x5, walk, SEED + 3),
                 f"scrambled by {walk} moves", oracle_timeout=md),
             Run(Shape(4, 5), "20/4x5", board_file(UNIFORM_4X5), "uniformly random", max_4x5_seconds,
-                oracle_4x5, oracle_4x5_timeout)]
+                oracle_4x5, oracle_4x5_timeout)] + [
+            Run(shape, "24/4x6", boards_of(shape, count_4x6, walk_4x6, SEED + 7 + k), f"scrambled by {walk_4x6} moves",
+                max_4x6_seconds, "linear-conflict", md)
+            for k, shape in enumerate([Shape(4, 6), Shape(6, 4)]) if count_4x6]
 
 
 def measure_run(r: Run, threads: int) -> tuple[list, list[dict], list[dict | None]]:
@@ -199,9 +206,10 @@ def walking_4x5(boards: list[tuple[int, ...]], walk: int, timeout: float, thread
 
 def measure(count: int, count_2x6: int, count_4x5: int, walk: int, threads: int,
             manhattan_timeout: float, max_4x5_seconds: float, oracle_4x5: str,
-            oracle_4x5_timeout: float, walking_boards: int, walking_walk: int) -> str:
+            oracle_4x5_timeout: float, walking_boards: int, walking_walk: int, count_4x6: int,
+            walk_4x6: int, max_4x6_seconds: float) -> str:
     runs = runs_of(count, count_2x6, count_4x5, walk, max_4x5_seconds, manhattan_timeout,
-                   oracle_4x5, oracle_4x5_timeout)
+                   oracle_4x5, oracle_4x5_timeout, count_4x6, walk_4x6, max_4x6_seconds)
     builds, rows, notes = {}, [], []
     for r in runs:
         builds[r.catalogue] = artifact.read_meta(ensure_artifact(r.catalogue))
@@ -212,7 +220,12 @@ def measure(count: int, count_2x6: int, count_4x5: int, walk: int, threads: int,
             record_bar(SECTION, f"every {r.shape} board in milliseconds (12/3x4, uniformly random)",
                        f"max {ms(max(secs))}, median {ms(statistics.median(secs))} over {len(secs)} "
                        f"boards; lengths = {r.oracle} IDA* on {row[9]}", max(secs) < 0.1)
-        if r.limit is not None:
+        if r.catalogue == "24/4x6":
+            record_bar(SECTION, f"{r.shape} boards (24/4x6, {threads} threads) measured and recorded",
+                       f"{len(secs)} of {len(pdb)} boards {r.kind} within {r.limit:g} s each: median "
+                       f"{ms(statistics.median(secs))}, max {ms(max(secs))}" if secs else "none answered",
+                       "recorded")
+        elif r.limit is not None:
             keep_outcomes(r, pdb, oracle, threads)
             bounds = sorted(proven_bound(a) for a in pdb if "length" not in a)
             record_bar(SECTION, f"4x5 boards (20/4x5, {threads} threads) measured and recorded",
@@ -236,7 +249,7 @@ def measure(count: int, count_2x6: int, count_4x5: int, walk: int, threads: int,
         (f"Solves: held-out boards, one `pdbtool solve --shape RxC --json --file -` process per "
          f"shape and heuristic, {threads} thread(s); search seconds per board (the JSON's "
          f"`seconds`); the uniformly random 4x5 boards (scripts/bench-state/4x5-uniform.txt) "
-         f"within {max_4x5_seconds:g} s each. Each answer is replayed and its length compared "
+         f"within {max_4x5_seconds:g} s each, 4x6 and 6x4 boards within {max_4x6_seconds:g} s each. Each answer is replayed and its length compared "
          "with an independent solver's, IDA* without tables, on the answered boards, within "
          "the timeout shown per board: every length agrees where both finished."), "",
         table(["shape", "catalogue", "boards", "answered", "median length", "median", "max",
@@ -261,6 +274,9 @@ def options(p):
     p.add_argument("--walking-boards", type=int, default=50,
                    help="scrambled 4x5 boards for walking distance beside Manhattan")
     p.add_argument("--walking-walk", type=int, default=60, help="their random moves")
+    p.add_argument("--count-4x6", type=int, default=20, help="scrambled 4x6 boards, and as many 6x4")
+    p.add_argument("--walk-4x6", type=int, default=100, help="random moves of a scrambled 4x6 board")
+    p.add_argument("--max-4x6-seconds", type=float, default=60.0, help="per 4x6 or 6x4 board")
 
 
 if __name__ == "__main__":
