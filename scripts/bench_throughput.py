@@ -141,6 +141,11 @@ def batch(client: SolverClient, pid: int, todo, lengths, per_message: int = PER_
     return Run(wall, sum(r.seconds for r in results.values()), cpu)
 
 
+def health_checks(client: SolverClient, pid: int, n: int) -> float:
+    """CPU seconds (this process's and the daemon's) of ``n`` health Checks."""
+    return timed(lambda: [client.health() for _ in range(n)], pid)[2]
+
+
 def single(client: SolverClient, pid: int, todo, lengths) -> Run:
     return batch(client, pid, todo, lengths, per_message=1)
 
@@ -187,8 +192,7 @@ def measure(n: int, chunk: int, old: str | None, artifact: str | None = None) ->
         empty: list[float] = []  # CPU ms of a health Check (no search): a unary call's floor
         for boards_, lengths_ in chunks:  # every way on each chunk in turn: alike load
             runs.setdefault(("local",), []).append(in_process(solver, boards_)[0])
-            c, pid = clients["this checkout"]
-            empty.append(timed(lambda: [c.health() for _ in boards_], pid)[2] / chunk * 1000)
+            empty.append(health_checks(*clients["this checkout"], len(boards_)) / chunk * 1000)
             for name, (c, pid) in clients.items():
                 for way, (_, fn) in ways(name).items():
                     runs.setdefault((name, way), []).append(fn(c, pid, boards_, lengths_))
