@@ -38,7 +38,7 @@ from pdbtool.selection import TableSet, load_directory
 from pdbtool.tables import residency
 
 from .address import parse_address, parse_target
-from .connections import ConnectionWatch, tcp_peers, unix_peers
+from .connections import ConnectionWatch, open_files, tcp_peers, unix_peers
 from .defaults import (DEFAULT_CONNECTION_AGE, DEFAULT_IDLE_SECONDS, DEFAULT_LISTEN,
                        DEFAULT_MAX_QUEUE, DEFAULT_REQUEST_TIMEOUT, default_per_client)
 from . import logs
@@ -290,7 +290,8 @@ class Daemon:
         else:
             self.address = str(target.address._replace(port=self.port))
             peers = functools.partial(tcp_peers, self.port)
-        self.watch = ConnectionWatch(peers, self.max_connections, connections.watch_every)
+        self.watch = ConnectionWatch(peers, self.max_connections, connections.watch_every,
+                                     files=open_files)
         # After binding (a busy port fails fast), before serving (no query pays for it).
         if warm:
             warm_up(self.servicer.solvers)

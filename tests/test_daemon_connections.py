@@ -45,4 +45,11 @@ def test_the_watch_says_it_once_until_the_connections_fall_below_and_a_minute_pa
             watch.look()
     said = [r.getMessage() for r in caplog.records]
     assert watch.warnings == 1 and len([m for m in said if "at the budget" in m]) == 1
-    assert any("below the budget of 2 again" in m for m in said)
+    assert any("than the budget of 2 again" in m for m in said)
+
+
+def test_below_the_budget_by_open_files_proc_net_is_not_read():
+    def peers():
+        raise AssertionError("read /proc/net although the open files are below the budget")
+
+    ConnectionWatch(peers, 100, files=lambda: 99).look()
