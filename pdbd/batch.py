@@ -5,7 +5,11 @@ A reader thread takes requests off the stream only while the batch has room (``w
 searches in flight), so gRPC's flow control holds a faster sender back; each board goes
 through the servicer's own admission and outcome (``_admit``, ``_outcome``) with an
 ``ItemContext``: the call's context for the peer, the deadline and cancellation, but an
-abort ends only that item (a BatchError), not the call. Results are sent as searches
+abort ends only that item (a BatchError), not the call. Admission searches the board in
+the fast lane on the reader's thread, as a unary Solve is searched on its handler's (the
+same budget, slots and share per client, but only while a slot is free and no other call
+waits for one: a batch never holds the lane against unary calls); a board past the lane's
+nodes, or with the lane busy, goes to the worker pool. Results are sent as searches
 finish, in any order. A client that sends several boards a message (``items``) gets several
 results a message: those finished by the time one is sent, and those that finish within
 ``LINGER`` of the first while more boards of the call are in flight (a message costs the
@@ -106,14 +110,15 @@ def boards_of(message: pb.BatchRequest) -> list[tuple[int, pb.SolveRequest]]:
 
 
 def ready(finished: queue.Queue, pending, linger: float = 0.0) -> list:
-    """What has finished: the next entry (waited for), then every one there already, up
-    to PER_MESSAGE; with ``linger`` (seconds), also those that finish within that time of
-    the first while ``pending(n)`` (more boards in flight beyond the ``n`` taken)."""
-    out = [finished.get()]
+    """What has finished: the next entry (a list of results, waited for), then every one
+    there already, up to about PER_MESSAGE results; with ``linger`` (seconds), also those
+    that finish within that time of the first while ``pending(n)`` (more boards in flight
+    beyond the ``n`` taken)."""
+    out = list(finished.get())
     end = time.monotonic() + linger
     while len(out) < PER_MESSAGE:
         try:
-            out.append(finished.get_nowait())
+            out.extend(finished.get_nowait())
             continue
         except queue.Empty:
             pass
@@ -121,7 +126,7 @@ def ready(finished: queue.Queue, pending, linger: float = 0.0) -> list:
         if left <= 0 or not pending(len(out)):
             break
         try:
-            out.append(finished.get(timeout=left))
+            out.extend(finished.get(timeout=left))
         except queue.Empty:
             break
     return out
@@ -132,19 +137,31 @@ def solve_batch(servicer, requests, context):
     pool = servicer.pool
     window = servicer.limits.per_client or (pool.threads + pool.max_queue)
     room = threading.Semaphore(window)
-    finished: queue.Queue = queue.Queue()
+    finished: queue.Queue = queue.Queue()  # lists of (id, job or None, context or error)
     callbacks = Callbacks(context)
     client = servicer.proxies.client(context)
     stopped: list[str] = []
     packed = threading.Event()  # the client sends items: results go several a message
     counts = [0, 0]  # boards admitted (by the reader), answered (sent, or in this message)
+    held: list = []  # answered on the reader's thread, not yet handed on
+    since = [0.0]  # when the first of them was answered
+
+    def hand_on() -> None:
+        """The reader's answers to the sending thread, as one entry (one wake-up)."""
+        if held:
+            finished.put(list(held))
+            held.clear()
 
     def wait_for_room() -> bool:
         """Until the pool has a slot and the client room for one more (an item waits,
         rather than being refused); False if the call ends or the server stops."""
-        while not room.acquire(timeout=0.1):
-            if not context.is_active():
-                return False
+        if not room.acquire(blocking=False):
+            hand_on()  # never hold answers while waiting
+            while not room.acquire(timeout=0.1):
+                if not context.is_active():
+                    return False
+        if pool.full or not servicer.peers.has_room(client):
+            hand_on()
         while pool.full or not servicer.peers.has_room(client):
             if not context.is_active() or servicer._closing:
                 break
@@ -152,23 +169,37 @@ def solve_batch(servicer, requests, context):
         return context.is_active()
 
     def done(entry) -> None:
-        """A board is answered (its result to send): room for the next."""
+        """A board is answered on another thread (its result to send): room for the next."""
         room.release()
-        finished.put(entry)
+        finished.put([entry])
+
+    def answered_here(entry) -> None:
+        """A board answered on the reader's thread (the fast lane, or refused): held up to
+        LINGER with the next ones when packed, so the sender wakes once for several."""
+        room.release()
+        if not held:
+            since[0] = time.monotonic()
+        held.append(entry)
+        if (not packed.is_set() or len(held) >= PER_MESSAGE
+                or time.monotonic() - since[0] >= LINGER):
+            hand_on()
 
     def admit(key: int, ident: int, request) -> None:
         ctx = ItemContext(context, callbacks, key)
         try:
-            job = servicer._admit(request, ctx, try_lane=False)
+            job = servicer._admit(request, ctx, deferring=True)
         except ItemAborted as e:
-            done((ident, None, e))
+            answered_here((ident, None, e))
             return
         except Exception as e:  # a bug: this item fails, the batch goes on (and ends)
             log.exception("batch item %d failed", ident)
-            done((ident, None, ItemAborted(grpc.StatusCode.INTERNAL, f"internal error: {e}",
-                                           {})))
+            answered_here((ident, None, ItemAborted(grpc.StatusCode.INTERNAL,
+                                                    f"internal error: {e}", {})))
             return
-        job.future.add_done_callback(lambda _: done((ident, job, ctx)))
+        if job.future.done():  # searched in the fast lane, on this thread
+            answered_here((ident, job, ctx))
+        else:
+            job.future.add_done_callback(lambda _: done((ident, job, ctx)))
 
     def read() -> None:
         n = 0
@@ -185,10 +216,12 @@ def solve_batch(servicer, requests, context):
                     n += 1
                     counts[0] = n
                     admit(n, ident, request)
+                hand_on()  # before waiting for the next message
         except BaseException:  # an undecodable request (aborted), a dropped call
             stopped.append("failed")
         finally:
-            finished.put((END, n, None))
+            hand_on()
+            finished.put([(END, n, None)])
 
     def outcome(ident: int, job, ctx) -> pb.BatchResult:
         if job is None:
@@ -214,8 +247,8 @@ def solve_batch(servicer, requests, context):
             counts[1] += 1
             out.append(outcome(ident, job, ctx))
         if packed.is_set():
-            if out:
-                yield pb.BatchResult(results=out)
+            for start in range(0, len(out), PER_MESSAGE):
+                yield pb.BatchResult(results=out[start:start + PER_MESSAGE])
         else:
             yield from out
     if "failed" in stopped and context.code() is not None:  # the reader's abort

@@ -225,15 +225,18 @@ class FastLane:
         self._room = threading.Condition()
         self._n: dict[str, int] = {}
         self._busy = 0
+        self._waiting = 0  # callers waiting for a slot (a batch's board defers to them)
         self.answered = 0  # searches answered here (the rest went on to the pool)
 
-    def run(self, job: Job, client: str) -> bool:
+    def run(self, job: Job, client: str, deferring: bool = False) -> bool:
         """Search ``job`` here if it may be: True when ``job.future`` holds its outcome
         (the result, or the error that ended it), False when it is for the pool (not
         IDA*, no slot free in time, or not done within the lane's nodes: its counters are
-        then reset, its budget and stop flag kept)."""
+        then reset, its budget and stop flag kept). ``deferring`` (a batch's board, whose
+        reader would otherwise hold a slot board after board): only a slot free at once,
+        and none while another call waits for one."""
         control = job.control
-        if not self._eligible(job) or not self._enter(client):
+        if not self._eligible(job) or not self._enter(client, deferring):
             return False
         budget = control.budget
         nodes = self.lane.nodes  # never past where a delegating daemon hands a search on
@@ -269,11 +272,23 @@ class FastLane:
     def _eligible(self, job: Job) -> bool:
         return self.lane.slots > 0 and (job.algorithm is None or job.algorithm.name == "ida")
 
-    def _enter(self, client: str) -> bool:
+    def _enter(self, client: str, deferring: bool = False) -> bool:
         lane = self.lane
+
+        def free() -> bool:
+            return self._busy < lane.slots and self._n.get(client, 0) < lane.per_client
+
         with self._room:
-            ok = self._room.wait_for(lambda: self._busy < lane.slots
-                                     and self._n.get(client, 0) < lane.per_client, lane.wait)
+            if deferring:
+                ok = self._waiting == 0 and free()
+            elif free():
+                ok = True
+            else:
+                self._waiting += 1
+                try:
+                    ok = self._room.wait_for(free, lane.wait)
+                finally:
+                    self._waiting -= 1
             if ok:
                 self._busy += 1
                 self._n[client] = self._n.get(client, 0) + 1

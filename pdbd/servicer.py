@@ -299,25 +299,25 @@ class SolverServicer:
 
     # -- steps -------------------------------------------------------------------------------
 
-    def _admit(self, request, context, try_lane: bool = True) -> Job:
+    def _admit(self, request, context, deferring: bool = False) -> Job:
         """Validate (no search for bad or unsolvable boards), check the table and the
-        client's limit, and search in the fast lane (``try_lane``) or queue; or abort the
-        RPC. A batch's items skip the lane: the pool searches them while the next is read, and
-        none is searched twice."""
+        client's limit, and search in the fast lane or queue; or abort the RPC. A batch's
+        board (``deferring``) takes the lane only when a slot is free at once and no other
+        call waits for one (FastLane.run): else, or past the lane's nodes, the pool."""
         self.counters.add("requests")
         if self._closing:
             self._reject("shutdown")
             abort(context, grpc.StatusCode.UNAVAILABLE, "the server is shutting down")
         served = self._hold()
         try:
-            job = self._admit_on(served, request, context, try_lane)
+            job = self._admit_on(served, request, context, deferring)
         except BaseException:
             served.leave()
             raise
         job.future.add_done_callback(lambda _: served.leave())
         return job
 
-    def _admit_on(self, served: Served, request, context, try_lane: bool = True) -> Job:
+    def _admit_on(self, served: Served, request, context, deferring: bool = False) -> Job:
         """``_admit`` with the tables held for the search."""
         try:
             algorithm, server_memory = self.limits.algorithm(convert.algorithm_fields(request))
@@ -348,7 +348,7 @@ class SolverServicer:
         if not context.add_callback(lambda: job.halt(self._why_ended(context))):
             job.halt(self._why_ended(context))  # the RPC is over already
         try:
-            if not (try_lane and self.fast.run(job, client)):
+            if not self.fast.run(job, client, deferring):
                 self.pool.submit(job)
         except QueueFull as e:
             self.peers.leave(client)
