@@ -10,6 +10,7 @@ import grpc
 import pytest
 
 from pdbd.client import MAX_PER_MESSAGE, Runs, SolverClient
+from pdbd.jobs import FastLane, Lane
 from pdbd.v1 import solver_pb2 as pb
 from pdbtool.errors import BadInput, LimitReached, Unsolvable
 from serving import (EASY15, HARD, LOYD, info, run_cli, sample, scrape,
@@ -45,6 +46,39 @@ def test_a_batch_answers_every_board_as_solve_would(served, oracle8_last):
     assert grew("pdbd_requests_total", method="pdbd.v1.Solver/SolveBatch", code="OK") == 1
     assert grew("pdbd_search_duration_seconds_count", size="3x3") == n
     assert grew("pdbd_rejected_total", reason="queue-full") == 0
+
+
+def test_a_batchs_boards_are_searched_in_the_fast_lane_while_it_is_free(served, oracle8_last):
+    """Every board of a batch is searched in the fast lane (on the batch's reader thread)
+    when no other call wants it, and answered as Solve answers it."""
+    boards = random.Random(9).sample(sorted(oracle8_last), 50)
+    before = served.servicer.fast.answered
+    with SolverClient(served.address) as c:
+        out = dict(c.solve_batch(boards))
+    assert all(out[i].length == oracle8_last[b] for i, b in enumerate(boards))
+    assert served.servicer.fast.answered - before == len(boards)
+
+
+def test_a_batch_never_takes_the_fast_lane_from_a_call_waiting_for_it():
+    """A batch's board (``deferring``) takes a lane slot only when one is free at once and
+    no other call waits for one; a waiting call gets the next slot freed."""
+    lane = FastLane(Lane(slots=2, per_client=1, wait=30))
+    assert lane._enter("a")
+    entered = threading.Event()
+    waiter = threading.Thread(target=lambda: lane._enter("a") and entered.set())
+    waiter.start()  # client a's second search waits: a has its one slot of the two
+    try:
+        assert wait_for(lambda: lane._waiting == 1, 10)
+        assert not lane._enter("batch", deferring=True)  # a slot is free, but a call waits
+        lane._leave("a")
+        assert entered.wait(10)  # the waiting call has the slot freed
+    finally:
+        waiter.join(10)
+    assert lane._enter("batch", deferring=True)  # the other slot: free, nobody waiting
+    assert not lane._enter("batch", deferring=True)  # none free (and its share: one)
+    lane._leave("batch")
+    lane._leave("a")
+    assert lane._busy == 0 and lane._waiting == 0
 
 
 def test_a_batch_larger_than_the_queue_waits_for_room(slow):
