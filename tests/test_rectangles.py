@@ -34,6 +34,7 @@ from pdbtool.heuristics.table_free import (
     walking_size,
     walking_states,
 )
+from pdbtool.search.algorithms import Algorithm
 from pdbtool.search.solver import Solver
 from pdbtool.tables import catalogue
 from pdbtool.tables.builder import build, distance_table
@@ -248,6 +249,77 @@ def test_ida_equals_bfs_on_random_boards(shape, exact):
                 assert r["length"] == dist[board], (shape, goal, name, board)
                 assert (r["rows"], r["cols"]) == shape
                 assert_replays(r, board, goal)
+
+
+# --- every algorithm on rectangles --------------------------------------------------------------
+
+KEYED = ("ida-tt", "astar", "sma", "frontier", "bidir")
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (3, 2), (2, 4), (4, 2), (2, 5), (5, 2)])
+def test_keyed_searches_equal_bfs_on_rectangles(shape, exact):
+    """IDA* with a transposition table, A*, SMA*, frontier search and bidirectional search
+    (breadth-first from both ends up to 9 cells, MM above) on random boards of each small
+    shape, both goals, the goal itself and a board a move away included: every length is
+    BFS's, every answer replays."""
+    rng = random.Random(61)
+    for goal in ("blank-first", "blank-last"):
+        dist = exact(shape, goal)
+        near = [b for b, d in dist.items() if d <= 1]
+        boards = rng.sample(sorted(dist), 4) + near[:2]
+        for name in KEYED:
+            for heuristic in ("manhattan", "linear-conflict"):
+                solver = Solver(table_free(heuristic, Shape(*shape)))
+                for board in boards:
+                    r = solver.solve(board, goal, algorithm=Algorithm(name)).to_dict()
+                    assert r["length"] == dist[board], (shape, goal, name, heuristic, board)
+                    assert r["optimal"] and (r["rows"], r["cols"]) == shape
+                    assert_replays(r, board, goal)
+
+
+def test_frontier_search_answers_the_goal_and_a_board_a_move_away():
+    """The frontier search's path needs a middle node strictly inside it: at 0 or 1 moves
+    it had none, and the 3x3 goal board read an unset middle key (a write out of bounds:
+    a crash at exit) while a board a move away was an internal error."""
+    solver = Solver(table_free("manhattan", 3))
+    for board, length in (((0, 1, 2, 3, 4, 5, 6, 7, 8), 0), ((1, 0, 2, 3, 4, 5, 6, 7, 8), 1)):
+        r = solver.solve(board, "blank-first", algorithm=Algorithm("frontier")).to_dict()
+        assert r["length"] == length
+        assert_replays(r, board, "blank-first")
+
+
+@pytest.mark.parametrize("rows", range(2, 7))
+def test_greedy_solves_every_shape(rows, exact):
+    """The constructive solver on every rows x cols board (2 to 6 each), for both goals
+    and a goal with the blank inside: every answer replays; on the small shapes it is no
+    shorter than BFS's."""
+    rng = random.Random(rows)
+    for cols in range(2, 7):
+        shape = Shape(rows, cols)
+        n = shape.cells
+        inside = ",".join(map(str, tuple(range(1, n // 2)) + (0,) + tuple(range(n // 2, n))))
+        for goal in ("blank-first", "blank-last", inside):
+            solver = Solver(table_free("hamming", shape, puzzle.frame(shape, goal).goal_blank))
+            for _ in range(6):
+                board = puzzle.random_board(shape, goal, rng)
+                r = solver.solve(board, goal, algorithm=Algorithm("greedy")).to_dict()
+                assert not r["optimal"] and (r["rows"], r["cols"]) == shape
+                assert_replays(r, board, goal)
+                if n <= 8 and "," not in goal:
+                    assert r["length"] >= exact((rows, cols), goal)[board]
+
+
+def test_keyed_searches_refuse_boards_beyond_two_words():
+    """A state key holds up to 25 cells: 4x6 and 6x4 are served, 5x6 is refused naming
+    the limit and the searches that take it."""
+    for name in KEYED:
+        Algorithm(name).check_shape(Shape(4, 6))
+        Algorithm(name).check_shape(Shape(6, 4))
+        with pytest.raises(BadInput, match="boards of up to 25 cells .*, not 5x6; ida, wida and rbfs"):
+            Algorithm(name).check_shape(Shape(5, 6))
+    Algorithm("greedy").check_shape(Shape(6, 5))
+    with pytest.raises(BadInput, match="bfs up to 9 cells"):
+        Algorithm("bfs").check_shape(Shape(2, 5))
 
 
 # --- pattern databases on rectangles ----------------------------------------------------------

@@ -1,8 +1,9 @@
 """The constructive solver of seed 000 section 10.2: polynomial, far from optimal.
 
-Towards the blank-last goal (tile c + 1 at cell c, the blank in the bottom-right corner):
+Towards the blank-last goal (tile c + 1 at cell c, the blank in the bottom-right corner), on
+a board of ``s`` columns and any number of rows (2 or more of each):
 
-1. rows 0 .. s-3, top down: the tiles of the row left to right, each walked to its cell
+1. rows 0 .. rows-3, top down: the tiles of the row left to right, each walked to its cell
    one step at a time (the blank routed round it by BFS, never through a fixed cell); the
    row's last two tiles A, B by the usual trick: A into B's cell, B below it, then the
    blank from A's cell goes right and down;
@@ -178,13 +179,15 @@ def pair(board, pos, s, nbr, nnbr, blocked, xa, xb, d, out, length, prev, queue)
 @njit(cache=True, nogil=True)
 def greedy(board, pos, s, nbr, nnbr, out):
     """Solve towards the blank-last goal; returns (status, length), out[:length] the
-    blank's cells. FAILED if the board is unsolvable (or out is too small)."""
-    n = s * s
+    blank's cells. FAILED if the board is unsolvable (or out is too small). ``s``: the
+    board's columns; its rows follow from its cells."""
+    n = board.shape[0]
+    rows = n // s
     blocked = np.zeros(n, np.bool_)
     prev = np.empty(n, np.int64)
     queue = np.empty(n, np.int64)
     length = 0
-    for r in range(s - 2):
+    for r in range(rows - 2):
         for c in range(s - 2):
             x = r * s + c
             length = place(board, pos, s, nbr, nnbr, blocked, x + 1, x, out, length, prev, queue)
@@ -196,11 +199,11 @@ def greedy(board, pos, s, nbr, nnbr, out):
         if length < 0:
             return FAILED, 0
     for c in range(s - 2):
-        length = pair(board, pos, s, nbr, nnbr, blocked, (s - 2) * s + c, (s - 1) * s + c, 1, out,
-                      length, prev, queue)
+        length = pair(board, pos, s, nbr, nnbr, blocked, (rows - 2) * s + c, (rows - 1) * s + c, 1,
+                      out, length, prev, queue)
         if length < 0:
             return FAILED, 0
-    x0 = (s - 2) * s + s - 2
+    x0 = (rows - 2) * s + s - 2
     cycle = (x0 + 1, x0, x0 + s, x0 + s + 1)  # from the corner: up, left, down, right
     length = route(board, pos, nbr, nnbr, blocked, n - 1, out, length, prev, queue)
     for _ in range(3):

@@ -2,8 +2,8 @@
 transposition table): plain numba helpers over int64.
 
 Cell c < n - 1 holds its tile in ``bits`` bits at word c // per, shift (c % per) * bits;
-the last cell is left out (its tile is the one missing). Two words hold boards up to 5x5
-(24 cells of 5 bits); ``layout`` refuses larger ones.
+the last cell is left out (its tile is the one missing). Two words hold boards of up to 25
+cells (5x5, 4x6: 24 cells of 5 bits); ``layout`` refuses larger ones.
 """
 
 from __future__ import annotations
@@ -11,17 +11,16 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-KEY_MAX_SIDE = 5
+KEY_MAX_CELLS = 25
 HASH_MULT = np.int64(-7046029254386353131)  # 0x9E3779B97F4A7C15, Fibonacci hashing
 
 
-def layout(side: int) -> tuple[int, int]:
-    """(bits per cell, cells per word) of a side's keys."""
-    n = side * side
-    bits = max(1, (n - 1).bit_length())
+def layout(cells: int) -> tuple[int, int]:
+    """(bits per cell, cells per word) of the keys of boards of ``cells`` cells."""
+    bits = max(1, (cells - 1).bit_length())
     per = 64 // bits
-    if side > KEY_MAX_SIDE or n - 1 > 2 * per:
-        raise ValueError(f"state keys serve boards up to {KEY_MAX_SIDE}x{KEY_MAX_SIDE}")
+    if cells > KEY_MAX_CELLS or cells - 1 > 2 * per:
+        raise ValueError(f"state keys serve boards of up to {KEY_MAX_CELLS} cells")
     return bits, per
 
 

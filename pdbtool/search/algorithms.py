@@ -42,8 +42,9 @@ MIN_MAX_MEMORY = 1 << 16
 DEFAULT_TT_SIZE = 1 << 20     # IDA*+TT: entries (32 MiB)
 DEFAULT_WEIGHT = 1.5
 BFS_MAX_SIDE = 3
-KEYED_MAX_SIDE = 5  # A* and IDA*+TT key a state in two words (state_key_kernel)
-RECTANGLES = ("ida", "wida", "rbfs")  # the algorithms that serve boards that are not square
+KEYED_MAX_SIDE = 5  # A* and IDA*+TT key a state in two words (kernels.state_key)
+KEYED = ("astar", "ida-tt", "sma", "frontier", "bidir")  # boards of up to KEY_MAX_CELLS cells
+RECTANGLES = ("ida", "wida", "rbfs", "greedy", *KEYED)  # serve boards that are not square
 LIMIT_REASONS = {STOPPED: "search stopped (cancelled or deadline)", BUDGET: "node budget exhausted"}
 
 
@@ -97,13 +98,18 @@ class Algorithm:
 
     def check_shape(self, shape) -> None:
         """Refuse, with the reason, a board shape (or a square's side) this algorithm cannot
-        serve. Rectangles: the depth-first searches (ida, wida, rbfs), and bfs up to 9
-        cells."""
+        serve. Rectangles: the depth-first searches (ida, wida, rbfs), greedy, the keyed
+        ones up to KEY_MAX_CELLS cells (4x6, 6x4; not 5x6), and bfs up to 9 cells."""
+        from pdbtool.kernels.state_key import KEY_MAX_CELLS
+
         shape = as_shape(shape)
         if shape.square:
             return self.check_side(shape.rows)
         if self.name == "bfs" and shape.cells <= BFS_MAX_SIDE ** 2:
             return
+        if self.name in KEYED and shape.cells > KEY_MAX_CELLS:
+            raise BadInput(f"{self.name} keys a state in two words: boards of up to {KEY_MAX_CELLS} "
+                           f"cells (5x5, 4x6), not {shape}; ida, wida and rbfs search it")
         if self.name not in RECTANGLES:
             raise BadInput(f"{self.name} serves square boards; a {shape} board takes "
                            f"{', '.join(RECTANGLES)}" + (f", or bfs up to {BFS_MAX_SIDE ** 2} cells"
@@ -163,7 +169,7 @@ def _ida_tt(solver, prepared, algorithm, control):
     else:
         gw = hw = 1
         size = 1 << ((algorithm.tt_size or DEFAULT_TT_SIZE).bit_length() - 1)
-        bits, per = layout(side)
+        bits, per = layout(solver.shape.cells)
     tt = transposition_table(size)
     path = np.zeros(depth + 1, np.int64)
     bounds = np.zeros(depth + 1, np.int64)
@@ -197,12 +203,12 @@ def _astar(solver, prepared, algorithm, control):
     from pdbtool.kernels.astar import BYTES_PER_STATE, MEMORY, astar, trace
     from pdbtool.kernels.state_key import layout
 
-    side = solver.side
-    bits, per = layout(side)
+    side, n = solver.side, solver.shape.cells
+    bits, per = layout(n)
     budget_bytes = algorithm.max_memory or DEFAULT_MAX_MEMORY
     # Never more slots than reachable states (the 8-puzzle's 181,440): the hash table is
     # touched at random, so an oversized one costs a page fault per state.
-    reachable = math.factorial(side * side) // 2
+    reachable = math.factorial(n) // 2
     cap = max(16, min(budget_bytes // BYTES_PER_STATE, reachable, (1 << 31) - 2))
     root = solver.root(prepared.image, 1)
     keys = np.zeros((cap, 2), np.int64)
@@ -227,7 +233,7 @@ def _astar(solver, prepared, algorithm, control):
     if status != FOUND:
         _limit(status, "astar", generated, seconds)
     out = np.zeros(MAX_DEPTH + 1, np.int64)
-    length = trace(keys, parent, goal, side * side, bits, per, root.board.copy(), root.pos.copy(), out)
+    length = trace(keys, parent, goal, n, bits, per, root.board.copy(), root.pos.copy(), out)
     r = solver.result(prepared, out[:length], expanded, generated, seconds, root.h, [],
                       algorithm="astar", peak_memory=memory)
     r.note = _join(r.note, f"held {int(held):,} states, {int(peak):,} open at most")
@@ -301,19 +307,20 @@ def _greedy(solver, prepared, algorithm, control):
     blank back: the answer reaches the goal itself."""
     from pdbtool.kernels.greedy import OK, greedy
 
-    side, n = solver.side, solver.side ** 2
+    shape = solver.shape
+    rows, side, n = shape.rows, shape.cols, shape.cells
     target = prepared.frame.target
     gb = target.index(0)
     walk = [gb // side * side + c for c in range(gb % side + 1, side)] + \
-        [r * side + side - 1 for r in range(gb // side + 1, side)]
-    corner = puzzle.apply_blank_moves(target, _letters(side, gb, walk))
+        [r * side + side - 1 for r in range(gb // side + 1, rows)]
+    corner = puzzle.apply_blank_moves(target, _letters(shape, gb, walk), shape)
     label = {t: c + 1 for c, t in enumerate(corner) if t}
     label[0] = 0
     board = np.array([label[t] for t in prepared.board], np.int64)
     pos = np.empty(n, np.int64)
     pos[board] = np.arange(n)
-    nbr, nnbr = neighbour_arrays(side)
-    out = np.zeros(64 * side ** 3 + 64, np.int64)
+    nbr, nnbr = neighbour_arrays(shape)
+    out = np.zeros(64 * max(shape) ** 3 + 64, np.int64)
     t0 = time.perf_counter()
     status, length = greedy(board, pos, side, nbr, nnbr, out)
     seconds = time.perf_counter() - t0
@@ -327,9 +334,9 @@ def _greedy(solver, prepared, algorithm, control):
     return r
 
 
-def _letters(side, start, cells):
+def _letters(shape, start, cells):
     out, b = [], start
     for c in cells:
-        out.append(puzzle.step_letter(side, b, c))
+        out.append(puzzle.step_letter(shape, b, c))
         b = c
     return "".join(out)

@@ -19,7 +19,7 @@ from pdbtool.kernels.heuristic import PER_TILE, h_init, heuristic_arrays
 from pdbtool.kernels.ida import BUDGET, FOUND, MAX_DEPTH, STOPPED
 from pdbtool.kernels.state_key import board_of, key_of, layout
 
-BIDIR_BFS_MAX_SIDE = 3  # breadth-first from both ends up to 3x3; MM above
+BIDIR_BFS_MAX_CELLS = 9  # breadth-first from both ends up to 3x3 (or 2x4); MM above
 REASONS = {STOPPED: "search stopped (cancelled or deadline)", BUDGET: "node budget exhausted"}
 
 
@@ -45,19 +45,20 @@ def _mib(x: int) -> str:
     return f"{x / 2**20:,.4g} MiB" if x >= 1 << 20 else f"{x:,} bytes"
 
 
-def _key(board, side):
-    bits, per = layout(side)
-    k0, k1 = key_of(np.asarray(board, np.int64), side * side, bits, per)
+def _key(board):
+    bits, per = layout(len(board))
+    k0, k1 = key_of(np.asarray(board, np.int64), len(board), bits, per)
     return np.int64(k0), np.int64(k1)
 
 
-def manhattan_to(target, side: int):
-    """Heuristic arrays of the Manhattan distance towards any board ``target`` (PER_TILE)."""
-    n = side * side
+def manhattan_to(target, cols: int):
+    """Heuristic arrays of the Manhattan distance towards any board ``target`` of ``cols``
+    columns (PER_TILE)."""
+    n = len(target)
     where = np.empty(n, np.int64)
     where[np.asarray(target, np.int64)] = np.arange(n)
     c = np.arange(n)
-    tab = np.abs(c // side - where[:, None] // side) + np.abs(c % side - where[:, None] % side)
+    tab = np.abs(c // cols - where[:, None] // cols) + np.abs(c % cols - where[:, None] % cols)
     tab[0, :] = 0
     return heuristic_arrays(PER_TILE, tile_tab=tab.astype(np.int32))
 
@@ -75,10 +76,10 @@ def _sma(solver, prepared, algorithm, control):
     from pdbtool.kernels.sma import BYTES_PER_NODE, MEMORY, sma
 
     side = solver.side
-    bits, per = layout(side)
+    bits, per = layout(solver.shape.cells)
     cap = int(max(2, min(algorithm.max_memory // BYTES_PER_NODE, (1 << 31) - 2)))
     root = solver.root(prepared.image, 1)
-    t0, t1 = _key(prepared.frame.image_goal, side)
+    t0, t1 = _key(prepared.frame.image_goal)
     z = np.zeros
     keys, gs, lb, st, par = z((cap, 2), np.int64), z(cap, np.uint8), z(cap, np.int32), \
         z(cap, np.int32), z(cap, np.int32)
@@ -116,19 +117,20 @@ class _Frontier:
     def __init__(self, solver, control, max_bytes):
         from pdbtool.kernels.frontier import BYTES_PER_NODE
         self.solver, self.control, self.side = solver, control, solver.side
-        self.bits, self.per = layout(self.side)
+        self.bits, self.per = layout(solver.shape.cells)
         self.max_cap = int(max(16, min(max_bytes // BYTES_PER_NODE, (1 << 31) - 2,
-                                       math.factorial(self.side ** 2) // 2)))
+                                       math.factorial(solver.shape.cells) // 2)))
         self.max_bytes = max_bytes
         self.expanded = self.generated = self.runs = self.peak = 0
         self.top_expanded = self.top_generated = 0
 
     def run(self, H, width, start, target, cap):
-        """(goal's g, middle's g, middle board) of frontier A* from start to target."""
+        """(goal's g, middle's g, middle board) of frontier A* from start to target (no
+        middle board when the target is a move away or the start itself)."""
         from pdbtool.kernels.frontier import MEMORY, frontier
 
-        n = self.side ** 2
-        t0, t1 = _key(target, self.side)
+        n = len(target)
+        t0, t1 = _key(target)
         cap = min(cap, self.max_cap)
         while True:
             board, pos, rows = _rows(H, width, self.side, start)
@@ -160,6 +162,8 @@ class _Frontier:
                               "raise --max-memory or use ida")
             if status != FOUND:
                 _limit(status, "frontier", self.generated, time.perf_counter() - self.t_start)
+            if g < 2:  # no node strictly inside the path: the kernel set no middle to decode
+                return int(g), int(midg_), None
             middle = np.zeros(n, np.int64)
             board_of(mid_out[0], mid_out[1], n, self.bits, self.per, middle, np.zeros(n, np.int64))
             return int(g), int(midg_), tuple(int(x) for x in middle)
@@ -173,10 +177,10 @@ class _Frontier:
         g, midg, middle = self.run(H, width, start, target, cap)
         if length is None:  # the first run: what the answer's node counts report
             self.top_expanded, self.top_generated = self.expanded, self.generated
+        if g <= 1 and length is None:  # the board itself is a move from the goal, or on it
+            return [target.index(0)] if g else []
         if g != (length if length is not None else g) or not (0 < midg < g):
             raise PdbError(f"internal error: frontier search's middle node at {midg} of {g} moves")
-        if g <= 1:
-            return [target.index(0)] if g else []
         first = self.path(manhattan_to(middle, self.side), 1, start, middle, midg)
         return first + self.path(H, width, middle, target, g - midg)
 
@@ -187,7 +191,7 @@ def _frontier(solver, prepared, algorithm, control):
         # a node is expanded once; with an inconsistent h that may be before its best g
         note = (f"frontier search needs a consistent heuristic; {heuristic.name} is not, "
                 "so it searched with manhattan")
-        heuristic = table_free("manhattan", solver.side, heuristic.goal_blank)
+        heuristic = table_free("manhattan", solver.shape, heuristic.goal_blank)
     f = _Frontier(solver, control, algorithm.max_memory)
     f.t_start = start = time.perf_counter()
     image, goal = prepared.image, prepared.frame.image_goal
@@ -205,7 +209,7 @@ def _frontier(solver, prepared, algorithm, control):
 # -- bidirectional -------------------------------------------------------------------------
 
 def _bidir(solver, prepared, algorithm, control):
-    if solver.side <= BIDIR_BFS_MAX_SIDE:
+    if solver.shape.cells <= BIDIR_BFS_MAX_CELLS:
         return _bibfs(solver, prepared, algorithm, control)
     return mm(solver, prepared, algorithm, control)
 
@@ -214,14 +218,14 @@ def _bibfs(solver, prepared, algorithm, control):
     from pdbtool.kernels.bfs import rank
     from pdbtool.kernels.bidir import bfs_trace, bibfs
 
-    n = solver.side ** 2
+    n = solver.shape.cells
     fact = np.array([math.factorial(i) for i in range(n + 1)], np.int64)
-    nbr, nnbr = neighbour_arrays(solver.side)
+    nbr, nnbr = neighbour_arrays(solver.shape)
     states = math.factorial(n)
     need = 2 * states * 5 + 2 * (states // 2 + 1) * 4
     if need > algorithm.max_memory:
         raise _memory(f"bidir: breadth-first from both ends needs {_mib(need)} on a "
-                      f"{solver.side}x{solver.side} board, more than --max-memory "
+                      f"{solver.shape} board, more than --max-memory "
                       f"{_mib(algorithm.max_memory)}")
     dist_f, dist_b = np.full(states, -1, np.int8), np.full(states, -1, np.int8)
     parent_f, parent_b = np.zeros(states, np.int32), np.zeros(states, np.int32)
@@ -253,8 +257,8 @@ def mm(solver, prepared, algorithm, control):
     from pdbtool.kernels.bidir import BYTES_PER_STATE, MEMORY, mm as mm_kernel, mm_trace
 
     side = solver.side
-    n = side * side
-    bits, per = layout(side)
+    n = solver.shape.cells
+    bits, per = layout(n)
     cap = int(max(16, min(algorithm.max_memory // (2 * BYTES_PER_STATE), (1 << 31) - 2,
                           math.factorial(n) // 2)))
     image, goal = prepared.image, prepared.frame.image_goal
