@@ -159,8 +159,10 @@ def keep_outcomes(r: Run, pdb: list[dict], oracle: list[dict | None], threads: i
         else:
             out.update(stopped_after_seconds=r.limit, length_at_least=proven_bound(a))
         rows.append(out)
-    OUTCOMES_4X5.write_text(json.dumps({"machine": machine(), "catalogue": r.catalogue, "threads": threads,
-                                        "limit_seconds": r.limit, "boards": rows}, indent=1) + "\n")
+    head = json.dumps({"machine": machine(), "catalogue": r.catalogue, "threads": threads,
+                       "limit_seconds": r.limit})
+    OUTCOMES_4X5.write_text(head[:-1] + ', "boards": [\n' + ",\n".join(" " + json.dumps(x) for x in rows)
+                            + "\n]}\n")  # one board a line
 
 
 def walking_4x5(boards: list[tuple[int, ...]], walk: int, timeout: float, threads: int) -> str:
