@@ -123,10 +123,10 @@ class NodeWorker:
 
     The searching is done by the node's own pool of ``cpus`` threads, one subtree (or one
     board) at a time, a job's in the iteration's order (ordered_pool; closest first, as the
-    driver makes it). A Ray task only hands its
-    subtrees to the pool and waits for them, so the node's threads share every batch it
-    holds: at the bound that finds the goal they all work on the earliest subtrees, as the
-    threads of one machine do, instead of each thread running a whole batch of its own.
+    driver makes it). A Ray task only hands its subtrees to the pool and waits for them,
+    so the node's threads share every batch it holds: at the bound that finds the goal
+    they all work on the earliest subtrees, as the threads of one machine do, instead of
+    each thread running a whole batch of its own.
     (One thread per batch made #40 search 9.1M nodes at its last bound against 5.0-5.6M on
     threads: the goal's batch ran on one thread while the other searched later batches.)"""
 
