@@ -59,7 +59,8 @@ NO_LIMIT = 1 << 30
 
 def incremental_matches_full(h, side, steps, seed):
     """Walk randomly; after each move the kernel's incremental row equals a recomputation,
-    and with a limit below h, the lazy update returns a lower bound of h above the limit."""
+    and with a limit below h, the lazy update returns a lower bound of h above the limit;
+    the same with the first read found ahead of the move (first_read), as the search does."""
     rng = random.Random(seed)
     board, pos = board_arrays(puzzle.random_board(side, "blank-first", rng))
     row = np.zeros(h.width, np.int32)
@@ -69,18 +70,23 @@ def incremental_matches_full(h, side, steps, seed):
         b = int(pos[0])
         c = rng.choice(nbrs[b])
         t = int(board[c])
+        ahead = hk.first_read(h.H, board, pos, row, t, c, b)  # before the move, as the search
+        assert (ahead[2] >= 0) == (type(h.H).KIND == hk.PDB)
         board[b], board[c] = t, 0
         pos[t], pos[0] = b, c
         full = h.state(board)
-        lazy = hk.h_update(h.H, side, board, pos, row, np.zeros_like(row), t, c, b,
-                           int(full[hk.ROW_H]) - 3)
-        assert full[hk.ROW_H] - 3 < lazy <= full[hk.ROW_H]
-        new = np.zeros_like(row)
-        hk.h_update(h.H, side, board, pos, row, new, t, c, b, NO_LIMIT)
-        if type(h.H).KIND == hk.PDB:  # which of equal sums is "best" is only an order hint
-            new[hk.PDB_BEST] = full[hk.PDB_BEST]
-        assert new[hk.ROW_H] == full[hk.ROW_H] and (new == full).all(), (board.tolist(), new, full)
-        row = new
+        rows = []
+        for first in (hk.no_first(), ahead):
+            lazy = hk.h_update(h.H, side, board, pos, row, np.zeros_like(row), t, c, b,
+                               int(full[hk.ROW_H]) - 3, first)
+            assert full[hk.ROW_H] - 3 < lazy <= full[hk.ROW_H]
+            new = np.zeros_like(row)
+            hk.h_update(h.H, side, board, pos, row, new, t, c, b, NO_LIMIT, first)
+            if type(h.H).KIND == hk.PDB:  # which of equal sums is "best" is only an order hint
+                new[hk.PDB_BEST] = full[hk.PDB_BEST]
+            assert new[hk.ROW_H] == full[hk.ROW_H] and (new == full).all(), (board.tolist(), new, full)
+            rows.append(new)
+        row = rows[1]
 
 
 @pytest.mark.parametrize("name", TABLE_FREE)
@@ -88,8 +94,19 @@ def test_incremental_update_equals_recomputation(name):
     incremental_matches_full(table_free(name, 4), 4, 300, 1)
 
 
+def test_pdb_incremental_min_over_blank(tmp_path):
+    """Tables of the minimum over the blank's cells are read whole (not by parity)."""
+    from pdbtool.tables.builder import build
+
+    meta = build("15/5-5-5", tmp_path, zero_aware=False, progress=False)
+    h = load_heuristic(meta.path)
+    assert not h.H.zero_aware
+    incremental_matches_full(h, 4, 500, 3)
+
+
 def test_pdb_incremental_and_reflection(art_dir, oracle8):
     h = load_heuristic(art_dir / "15-5-5-5.h5")
+    assert h.H.zero_aware
     incremental_matches_full(h, 4, 500, 2)
     # 8/full with reflection is exact: both sums equal the BFS distance (md + 2 * entries).
     h8 = load_heuristic(art_dir / "8-full.h5")

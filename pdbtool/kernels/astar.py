@@ -16,7 +16,7 @@ The heuristic is evaluated as the IDA* kernel does: each expanded state's row fr
 import numpy as np
 from numba import njit
 
-from pdbtool.kernels.heuristic import h_init, h_update
+from pdbtool.kernels.heuristic import h_init, h_update, no_first
 from pdbtool.kernels.ida import BOUND, FOUND, INF, NOT_FOUND, poll, publish, slide
 from pdbtool.kernels.state_key import board_of, key_moved, key_of, slot_of
 
@@ -72,7 +72,7 @@ def look_at_child(H, s, board, pos, rows, c, b, k0, k1, n, bits, per, limit):
     """The child in which the tile at cell c slides into the blank at b, looked at and
     taken back: (its h, as h_update derives it from rows[0] into rows[1], and its key)."""
     t = slide(board, pos, c, b)
-    h = h_update(H, s, board, pos, rows[0], rows[1], t, c, b, limit)
+    h = h_update(H, s, board, pos, rows[0], rows[1], t, c, b, limit, no_first())
     slide(board, pos, b, c)
     c0, c1 = key_moved(k0, k1, t, c, b, n, bits, per)
     return h, c0, c1

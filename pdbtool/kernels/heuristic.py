@@ -390,7 +390,7 @@ def broken_derivation(H, s, board, pos, row, moves, nmoves):
         c = moves[b, k] >> 2
         t = board[c]
         board[b], board[c], pos[t], pos[0] = t, 0, b, c
-        h = h_update(H, s, board, pos, row, derived, t, c, b, no_limit)
+        h = h_update(H, s, board, pos, row, derived, t, c, b, no_limit, no_first())
         broken = h_init(H, s, board, pos, fresh) != h
         if derived[PDB_MD] != 0:  # h_update stops at the goal, its entries unread
             for col in range(PDB_SUMS, rank_col):
@@ -427,8 +427,39 @@ def start_reads(H, board, pos, prev, row, tile, src, dst, read):
     return started & ~read
 
 
+@njit(cache=True, nogil=True, inline="always")
+def no_first():
+    """h_update's ``first`` from a caller that did not look ahead (first_read)."""
+    none = np.int64(-1)  # not a literal: see h_update
+    return none, none, none
+
+
+@njit(cache=True, nogil=True, inline="always")
+def first_read(H, board, pos, row, tile, src, dst):
+    """Where h_update will read first for the child in which ``tile`` moves from src to
+    dst (board, pos and row: the parent's, left as they were): the lookup of the parent's
+    best sum that holds the tile, as (rank, mask, entry index); its entry starts loading
+    now. The search calls it for every child of a node as it expands the node and hands
+    each child's triple to h_update, so that the children's reads wait for memory
+    together and nothing is ranked twice. (-1, -1, -1) for other kinds."""
+    if kind_of(H) != PDB:
+        return np.int64(-1), np.int64(-1), np.int64(-1)
+    l = H.tile_lk[ix(tile), ix(row[PDB_BEST])]
+    _, rank_col, mask_col = columns(H)
+    lex, occupied = moved_rank(H, board, row[ix(rank_col + l)], row[ix(mask_col + l)], l,
+                               tile, src, dst)
+    pos[ix(tile)] = dst  # entry_index reads the lookup's tiles' cells
+    e = entry_index(H, pos, l, src, lex, occupied)
+    pos[ix(tile)] = src
+    if H.zero_aware:
+        prefetch(H.parity, parity_index(H, l, e) >> 3)
+    else:
+        prefetch(H.table, H.lk_off[ix(l)] + (e >> 1))
+    return np.int64(lex), np.int64(occupied), np.int64(e)
+
+
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True)
-def h_update(H, s, board, pos, prev, row, tile, src, dst, limit):
+def h_update(H, s, board, pos, prev, row, tile, src, dst, limit, first):
     """After ``tile`` moved from cell src to cell dst (board and pos already updated; the
     blank is now at src), derive the state row from the previous one; return the new h.
     A kind may stop early and return a lower bound on h once that exceeds ``limit`` (the
@@ -436,7 +467,9 @@ def h_update(H, s, board, pos, prev, row, tile, src, dst, limit):
     constant (kind_of), so each kind gets a kernel without the others' branches. LLVM
     inlines it (``forceinline``): numba's own inlining typed it again at every call site,
     half a minute of a first solve; the search is as fast. Callers pass ``limit`` as an
-    int64 variable, never a literal, which numba would compile a copy for (ida.dfs_loop)."""
+    int64 variable, never a literal, which numba would compile a copy for (ida.dfs_loop).
+    ``first``: the (rank, mask, entry index) first_read found for this child, or a triple
+    with a negative entry index (no_first(): h_update finds it itself)."""
     kind = kind_of(H)
     if kind == PER_TILE:
         h = prev[ROW_H] + H.tile_tab[tile, dst] - H.tile_tab[tile, src]
@@ -507,6 +540,12 @@ def h_update(H, s, board, pos, prev, row, tile, src, dst, limit):
             v = row[col]
         elif indexed & bit:  # its index is in the row (start_reads)
             v = moved_entry(H, l, row[col], prev[col], dmd)
+            read |= bit
+        elif k == 0 and first[2] >= 0:  # the search found its index (first_read)
+            _, rank_col, mask_col = columns(H)
+            row[ix(rank_col + l)] = first[0]
+            row[ix(mask_col + l)] = first[1]
+            v = moved_entry(H, l, first[2], prev[col], dmd)
             read |= bit
         else:
             v = moved_entry(H, l, moved_entry_index(H, board, pos, prev, row, l, tile, src, dst),

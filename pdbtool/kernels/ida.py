@@ -27,7 +27,7 @@ f is g + h; the bound is the iteration's. Beyond the cap the search goes on unre
 import numpy as np
 from numba import njit
 
-from pdbtool.kernels.heuristic import h_init, h_update
+from pdbtool.kernels.heuristic import PDB, first_read, h_init, h_update, kind_of
 from pdbtool.kernels.ida_tt import active, tt_seen
 from pdbtool.kernels.intrinsics import ix, prefetch
 from pdbtool.kernels.state_key import key_moved, key_of, slot_of
@@ -41,7 +41,8 @@ POLL = 4096
 EV_ITERATION, EV_G, EV_H, EV_CELL, EV_OUTCOME = 0, 1, 2, 3, 4
 EVENT_FIELDS = 5
 EXPANDED_NODE, PRUNED_NODE, GOAL_NODE = 0, 1, 2
-STACKS = 5  # rows of a search's stacks (dfs_loop)
+FIRST = 5  # stacks[FIRST + 3 k + i, depth]: the k-th move's first_read (i: rank, mask, entry)
+STACKS = FIRST + 3 * 4  # rows of a search's stacks (dfs_loop)
 ALL_CLAIMED = 1 << 62  # claims[0] once a thread found the goal: the others stop at a poll
 SHARE_POLL = 256  # expansions between a sharing thread's looks at claims[0]
 
@@ -119,6 +120,33 @@ def next_child(board, pos, moves, nmoves, fsm, blanks, it, automaton, depth):
         state = fsm[ix(automaton[ix(depth)]), ix(move & 3)]
         if state >= 0:
             return depth, move >> 2, state
+
+
+@njit(cache=True, nogil=True, inline="always")
+def look_ahead(H, board, pos, moves, nmoves, fsm, row, stacks, depth, b, state):
+    """For each move the automaton allows from the node at ``depth`` (blank at b,
+    automaton state ``state``, heuristic row ``row``): the first read of its child
+    (kernels.heuristic.first_read), started now and kept in stacks[FIRST + 3 k:, depth]
+    for h_update. Only for tables: the children's reads then wait for memory together."""
+    if kind_of(H) != PDB:
+        return
+    for k in range(nmoves[ix(b)]):
+        move = moves[ix(b), ix(k)]
+        if fsm[ix(state), ix(move & 3)] >= 0:
+            c = move >> 2
+            r = FIRST + 3 * k
+            stacks[ix(r), ix(depth)], stacks[ix(r + 1), ix(depth)], stacks[ix(r + 2), ix(depth)] = \
+                first_read(H, board, pos, row, board[ix(c)], c, b)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def looked_ahead(H, stacks, it, depth):
+    """The first read look_ahead kept for the move just taken from the node at ``depth``."""
+    if kind_of(H) != PDB:
+        none = np.int64(-1)
+        return none, none, none
+    r = FIRST + 3 * (it[ix(depth)] - 1)
+    return stacks[ix(r), ix(depth)], stacks[ix(r + 1), ix(depth)], stacks[ix(r + 2), ix(depth)]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -218,6 +246,7 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
     blanks[0] = root_blank
     automaton[0] = root_state
     it[0] = 0
+    look_ahead(H, board, pos, moves, nmoves, fsm, hs[0], stacks, 0, root_blank, root_state)
     if use_tt:
         k0s[0], k1s[0] = key_of(board, board.shape[0], extras.bits, extras.per)
         tt_seen(extras.tt, slot_of(k0s[0], k1s[0], mask), k0s[0], k1s[0], 0, iteration + 1)
@@ -241,7 +270,8 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
         # One call of the inlined h_update, not one per branch: each inlined copy costs
         # seconds of compiling (the first solve on a machine waits for them).
         limit = (bound - extras.gw * g) // extras.hw if on else bound - g
-        h = h_update(H, s, board, pos, hs[ix(depth)], hs[ix(depth + 1)], t, c, b, limit)
+        h = h_update(H, s, board, pos, hs[ix(depth)], hs[ix(depth + 1)], t, c, b, limit,
+                     looked_ahead(H, stacks, it, depth))
         f = extras.gw * g + extras.hw * h if on else g + h
         if f > bound or (on and h > 0 and g >= extras.max_depth):
             n = record(events, n, iteration, g, h, c, PRUNED_NODE)
@@ -265,6 +295,7 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
         blanks[ix(depth)] = c
         automaton[ix(depth)] = next_state
         it[ix(depth)] = 0
+        look_ahead(H, board, pos, moves, nmoves, fsm, hs[ix(depth)], stacks, depth, c, next_state)
         expanded += 1
         if h < closest:
             closest = h

@@ -17,7 +17,7 @@ Returns (status, length, expanded, generated).
 import numpy as np
 from numba import njit
 
-from pdbtool.kernels.heuristic import h_update
+from pdbtool.kernels.heuristic import h_update, no_first
 from pdbtool.kernels.ida import (BOUND, FOUND, INF, MAX_DEPTH, NOT_FOUND, poll, publish, slide,
                                  undo, unwind)
 
@@ -60,7 +60,7 @@ def rbfs_loop(H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budget, st
                 continue
             c = move >> 2
             t = slide(board, pos, c, b)
-            h = h_update(H, s, board, pos, rows[depth], rows[depth + 1], t, c, b, no_limit)
+            h = h_update(H, s, board, pos, rows[depth], rows[depth + 1], t, c, b, no_limit, no_first())
             slide(board, pos, b, c)
             generated += 1
             fc = depth + 1 + h
@@ -98,7 +98,7 @@ def rbfs_loop(H, s, board, pos, moves, nmoves, fsm, rows, root_blank, budget, st
             c = ccell[depth, best]
             b = blank[depth]
             t = slide(board, pos, c, b)
-            h = h_update(H, s, board, pos, rows[depth], rows[depth + 1], t, c, b, no_limit)
+            h = h_update(H, s, board, pos, rows[depth], rows[depth + 1], t, c, b, no_limit, no_first())
             cur[depth] = best
             B[depth + 1] = min(B[depth], second)
             counters[BOUND] = fb

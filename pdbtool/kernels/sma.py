@@ -31,7 +31,7 @@ import numpy as np
 from numba import njit
 
 from pdbtool.kernels.astar import MAX_G, MEMORY, expand, take_slot, trace
-from pdbtool.kernels.heuristic import h_update
+from pdbtool.kernels.heuristic import h_update, no_first
 from pdbtool.kernels.ida import FOUND, INF, NOT_FOUND, publish, slide
 from pdbtool.kernels.state_key import key_moved, key_of
 
@@ -200,7 +200,7 @@ def sma(H, s, board, pos, moves, nmoves, fsm, rows, bits, per, t0, t1, keys, gs,
         c = move >> 2
         ns = fsm[st[n], move & 3]
         t = slide(board, pos, c, b)
-        h = h_update(H, s, board, pos, rows[0], rows[1], t, c, b, no_limit)
+        h = h_update(H, s, board, pos, rows[0], rows[1], t, c, b, no_limit, no_first())
         generated += 1
         c0, c1 = key_moved(keys[n, 0], keys[n, 1], t, c, b, n_cells, bits, per)
         gc = np.int64(gs[n]) + 1

@@ -22,7 +22,7 @@ before the last are complete, and only the last one ends sooner.
 import numpy as np
 from numba import njit
 
-from pdbtool.kernels.heuristic import h_update
+from pdbtool.kernels.heuristic import h_update, no_first
 from pdbtool.kernels.ida import (ALL_CLAIMED, EXPANDED, FOUND, GENERATED, INF, MAX_DEPTH,
                                  NOT_FOUND, STACKS, STOPPED, dfs_loop, halted, no_events, slide,
                                  undo, unwind)
@@ -163,7 +163,7 @@ def tasks_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, ends
             c, b = cells[i, at], blanks[at]
             t = slide(board, pos, c, b)
             h = h_update(H, s, board, pos, hs[ix(at)], hs[ix(at + 1)], t, c, b,
-                         bound - at - 1)
+                         bound - at - 1, no_first())
             if at + 1 + h > bound:
                 next_bound = min(next_bound, at + 1 + h)
                 slide(board, pos, b, c)
