@@ -62,6 +62,8 @@ def incremental_matches_full(h, side, steps, seed):
     and with a limit below h, the lazy update returns a lower bound of h above the limit;
     the same with the first read found ahead of the move (first_read), as the search does."""
     rng = random.Random(seed)
+    pdb = type(h.H).KIND == hk.PDB
+    H = h.H._replace(look_ahead=np.int64(1)) if pdb else h.H  # first_read on any table
     board, pos = board_arrays(puzzle.random_board(side, "blank-first", rng))
     row = np.zeros(h.width, np.int32)
     hk.h_init(h.H, side, board, pos, row)
@@ -70,18 +72,18 @@ def incremental_matches_full(h, side, steps, seed):
         b = int(pos[0])
         c = rng.choice(nbrs[b])
         t = int(board[c])
-        ahead = hk.first_read(h.H, board, pos, row, t, c, b)  # before the move, as the search
-        assert (ahead[2] >= 0) == (type(h.H).KIND == hk.PDB)
+        ahead = hk.first_read(H, board, pos, row, t, c, b)  # before the move, as the search
+        assert (ahead[2] >= 0) == pdb
         board[b], board[c] = t, 0
         pos[t], pos[0] = b, c
         full = h.state(board)
         rows = []
         for first in (hk.no_first(), ahead):
-            lazy = hk.h_update(h.H, side, board, pos, row, np.zeros_like(row), t, c, b,
+            lazy = hk.h_update(H, side, board, pos, row, np.zeros_like(row), t, c, b,
                                int(full[hk.ROW_H]) - 3, first)
             assert full[hk.ROW_H] - 3 < lazy <= full[hk.ROW_H]
             new = np.zeros_like(row)
-            hk.h_update(h.H, side, board, pos, row, new, t, c, b, NO_LIMIT, first)
+            hk.h_update(H, side, board, pos, row, new, t, c, b, NO_LIMIT, first)
             if type(h.H).KIND == hk.PDB:  # which of equal sums is "best" is only an order hint
                 new[hk.PDB_BEST] = full[hk.PDB_BEST]
             assert new[hk.ROW_H] == full[hk.ROW_H] and (new == full).all(), (board.tolist(), new, full)

@@ -1,6 +1,7 @@
 """IDA* lengths against exact oracles; replay; goal isomorphism; limits; parallel = serial."""
 
 import concurrent.futures as cf
+import dataclasses
 import random
 import threading
 import time
@@ -63,6 +64,27 @@ def test_korf_instances_with_5_5_5(art_dir):
         assert r.length == optimal
         assert puzzle.apply_tile_moves(board, r.moves) == tuple(range(16))
         assert r.iterations[-1]["bound"] == optimal and r.initial_h <= optimal
+
+
+def test_looking_ahead_searches_the_same_tree(art_dir, oracle8):
+    """With HeuristicArrays.look_ahead (the children's first reads found and started at
+    their parent, kernels.ida.look_ahead) a search generates the same nodes and finds the
+    same lengths as without: on 8/full (every length the BFS one) and on Korf's shortest
+    with 15/5-5-5, serial IDA* and the threads' tasks alike."""
+    for name, boards, goal in (("8-full.h5", random_8_boards(200, 21), "blank-first"),
+                               ("15-5-5-5.h5", [b for _, _, b in korf_shortest(4)], "blank-first")):
+        plain = load_heuristic(art_dir / name)
+        ahead = dataclasses.replace(plain, H=plain.H._replace(look_ahead=np.int64(1)))
+        assert not plain.H.look_ahead  # small tables: their reads are near one another
+        for b in boards:
+            for threads, serial_below in ((1, NEVER), (1, None), (2, None)):
+                r0, r1 = (search_parallel(s, s.prepare(b, goal), SearchControl(), threads=threads,
+                                          serial_below=serial_below)
+                          for s in (Solver(plain), Solver(ahead)))
+                assert (r1.length, r1.nodes_generated) == (r0.length, r0.nodes_generated) or \
+                    threads > 1 and r1.length == r0.length  # the threads' last iteration races
+                if name == "8-full.h5":
+                    assert r1.length == oracle8[b]
 
 
 def test_statistics_are_reported():

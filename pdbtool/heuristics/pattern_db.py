@@ -22,6 +22,7 @@ h = md + 2 * max over the sums (kernels.heuristic.h_init / h_update).
 from __future__ import annotations
 
 import threading
+from math import comb, factorial
 from typing import NamedTuple
 
 import numpy as np
@@ -96,6 +97,24 @@ def check_layout(meta: artifact.ArtifactMeta) -> None:
             raise ArtifactError(f"{where}: group {list(g.tiles)} does not fit its table")
 
 
+SCATTERED_BYTES = 64 << 20  # see scattered
+
+
+def scattered(reg, cells: int, m: int) -> bool:
+    """Whether a zero-aware table of m tiles on a board of ``cells`` cells is read far
+    from where its last read was, so that the search should look ahead at its children's
+    first reads (kernels.ida.look_ahead): its parity bits (what a move reads) exceed
+    SCATTERED_BYTES and most of its entries are a blank's outside region 0 (kept in map x
+    order, while region 0's lexicographic order keeps a parent's and a child's entries
+    close). Measured beside the search without it: 15/7-8 (the 8-tile table's 178 MB
+    of bits, 64% outside region 0) 0.90x the time on one thread; 15/6-6-3 (small
+    tables) 1.15x, 24/6-6-6-6 (30% outside) 1.12x, 24/small 1.02x
+    (docs/bench-history/2026-11-26-looking-ahead.md)."""
+    entries = int(reg.secondary[-1])
+    placements = comb(cells, m) * factorial(m)
+    return entries // 8 >= SCATTERED_BYTES and 2 * (entries - placements) > entries
+
+
 def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool = True,
                    source=None, shape=None) -> Heuristic:
     """The max-of-additive heuristic of an artifact's catalogue over its table data, for
@@ -126,8 +145,10 @@ def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool 
     mmax = max(len(x.tiles) for x in lk)
     # Region arrays per tile count, concatenated; each lookup points at its count's.
     index_parts, offset_parts, outside_parts, rbase, obase, mbase = [], [], [], {}, {}, {}
+    ahead = False
     for m in sorted({len(x.tiles) for x in lk}):
         reg = regions(meta.shape, m, meta.zero_aware)
+        ahead |= meta.zero_aware and scattered(reg, n, m)
         rbase[m] = sum(a.size for a in index_parts)
         obase[m] = sum(a.size for a in offset_parts)
         mbase[m] = sum(a.size for a in outside_parts)
@@ -174,6 +195,7 @@ def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool 
         lk_mbase=np.array([mbase[len(x.tiles)] for x in lk], np.int64),
         lk_digit=digit, lk_cell=cell,
         parity=hk.read_only(parity_of(data) if meta.zero_aware else np.zeros(1, np.uint8)),
+        look_ahead=np.int64(ahead),
     )
     name = f"pdb {meta.partition}" + ("" if meta.zero_aware else " (min over blank)") + \
         (" + reflection" if reflect else "") + (" transposed" if transposed else "")

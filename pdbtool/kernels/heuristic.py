@@ -80,6 +80,8 @@ class HeuristicArrays(NamedTuple):
                              # (lk_cmap inverted)
     parity: np.ndarray       # uint8[]: zero-aware tables, the lowest bit of each 4-bit entry
                              # of ``table``, eight a byte (parity_bits); what a move reads
+    look_ahead: np.int64     # 1: the search starts its children's first reads together
+                             # (first_read; pattern_db.scattered says when that pays)
 
 
 # The kind is the class of the arrays. numba types a NamedTuple by its class, so every
@@ -151,6 +153,7 @@ def placeholder_arrays() -> dict:
         lk_digit=np.zeros((1, 1), np.int64),
         lk_cell=np.zeros((1, 1), np.int64),
         parity=read_only(np.zeros(1, np.uint8)),
+        look_ahead=np.int64(0),
     )
 
 
@@ -441,8 +444,9 @@ def first_read(H, board, pos, row, tile, src, dst):
     best sum that holds the tile, as (rank, mask, entry index); its entry starts loading
     now. The search calls it for every child of a node as it expands the node and hands
     each child's triple to h_update, so that the children's reads wait for memory
-    together and nothing is ranked twice. (-1, -1, -1) for other kinds."""
-    if kind_of(H) != PDB:
+    together and nothing is ranked twice. (-1, -1, -1) for other kinds and for tables
+    without ``look_ahead``."""
+    if kind_of(H) != PDB or not H.look_ahead:
         return np.int64(-1), np.int64(-1), np.int64(-1)
     l = H.tile_lk[ix(tile), ix(row[PDB_BEST])]
     _, rank_col, mask_col = columns(H)

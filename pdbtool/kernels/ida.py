@@ -127,8 +127,9 @@ def look_ahead(H, board, pos, moves, nmoves, fsm, row, stacks, depth, b, state):
     """For each move the automaton allows from the node at ``depth`` (blank at b,
     automaton state ``state``, heuristic row ``row``): the first read of its child
     (kernels.heuristic.first_read), started now and kept in stacks[FIRST + 3 k:, depth]
-    for h_update. Only for tables: the children's reads then wait for memory together."""
-    if kind_of(H) != PDB:
+    for h_update. Only for tables that ask for it (HeuristicArrays.look_ahead): the
+    children's reads then wait for memory together."""
+    if kind_of(H) != PDB or not H.look_ahead:
         return
     for k in range(nmoves[ix(b)]):
         move = moves[ix(b), ix(k)]
@@ -142,7 +143,7 @@ def look_ahead(H, board, pos, moves, nmoves, fsm, row, stacks, depth, b, state):
 @njit(cache=True, nogil=True, inline="always")
 def looked_ahead(H, stacks, it, depth):
     """The first read look_ahead kept for the move just taken from the node at ``depth``."""
-    if kind_of(H) != PDB:
+    if kind_of(H) != PDB or not H.look_ahead:
         none = np.int64(-1)
         return none, none, none
     r = FIRST + 3 * (it[ix(depth)] - 1)
