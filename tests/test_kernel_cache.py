@@ -109,3 +109,41 @@ def test_an_edit_of_an_inlined_kernel_takes_effect(tmp_path):
     (fake / "a.py").write_text("from numba import njit\n@njit(cache=True)\n"
                                "def value():\n    return 2\n")
     assert run() == 2
+
+
+PROBE = r"""
+import sys
+from numba.core import event
+compiled = []
+class Listener(event.Listener):
+    def on_start(self, ev):
+        compiled.append(ev.data["dispatcher"].py_func.__name__)
+    def on_end(self, ev):
+        pass
+event.register("numba:compile", Listener())
+from pdbtool.loading import load_heuristic
+from pdbtool.search.solver import Solver
+r = Solver(load_heuristic(sys.argv[1])).solve((1, 2, 0, 3, 4, 5, 6, 7, 8), "blank-first")
+assert r.length == 2, r.length
+print(" ".join(compiled))
+"""
+
+
+def test_the_kernels_compiled_aside_serve_a_table_search(art_dir, tmp_path):
+    """`python -m pdbtool.search.precompile KIND`, the child that a first solve starts on
+    the other core (search.warm.aside), compiles IDA*'s kernels into an empty cache, and a
+    solver with a real table of that kind then loads them instead of compiling them again
+    (the child's output is discarded: a child that fails would only show as a slow first
+    solve)."""
+    from pdbtool.kernels import heuristic as hk
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    child = subprocess.run([sys.executable, "-m", "pdbtool.search.precompile", str(hk.PDB)],
+                           env=env, capture_output=True, text=True, timeout=900)
+    assert child.returncode == 0, child.stderr
+    probe = subprocess.run([sys.executable, "-c", PROBE, str(art_dir / "8-full.h5")], env=env,
+                           capture_output=True, text=True, timeout=900)
+    assert probe.returncode == 0, probe.stderr
+    compiled = probe.stdout.split()
+    assert "ida" not in compiled and "dfs_loop" not in compiled and "h_update" not in compiled, \
+        compiled

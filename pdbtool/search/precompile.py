@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 
+from pdbtool.geometry import as_shape
 from pdbtool.heuristics.table_free import Heuristic, board_arrays
 from pdbtool.kernels import heuristic as hk
 from pdbtool.kernels.ida import MAX_DEPTH
@@ -19,7 +20,8 @@ def compile_search(kind: int, side: int = 4) -> None:
     ``kind``, compiled in this process from placeholder arrays: the root's h is 0, so the
     search returns at the root without reading them. The side does not change the types."""
     H = hk.heuristic_arrays(kind)
-    solver = Solver(Heuristic("placeholder", side, H, hk.state_width(kind, side)))
+    shape = as_shape(side)
+    solver = Solver(Heuristic("placeholder", shape, H, hk.state_width(kind, shape)))
     board, pos = board_arrays(list(range(side * side)))
     rows = np.zeros((MAX_DEPTH + 2, solver.heuristic.width), np.int32)
     solver.iterate(Root(board, pos, rows), 0, SearchControl(budget=1))
