@@ -437,7 +437,7 @@ def no_first():
     return none, none, none
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
 def first_read(H, board, pos, row, tile, src, dst):
     """Where h_update will read first for the child in which ``tile`` moves from src to
     dst (board, pos and row: the parent's, left as they were): the lookup of the parent's

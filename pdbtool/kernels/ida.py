@@ -122,7 +122,7 @@ def next_child(board, pos, moves, nmoves, fsm, blanks, it, automaton, depth):
             return depth, move >> 2, state
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, _nrt=False)
 def look_ahead(H, board, pos, moves, nmoves, fsm, row, stacks, depth, b, state):
     """For each move the automaton allows from the node at ``depth`` (blank at b,
     automaton state ``state``, heuristic row ``row``): the first read of its child
@@ -247,7 +247,8 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
     blanks[0] = root_blank
     automaton[0] = root_state
     it[0] = 0
-    look_ahead(H, board, pos, moves, nmoves, fsm, hs[0], stacks, 0, root_blank, root_state)
+    for k in range(4):  # the root's children are ranked by h_update (one call site of
+        stacks[FIRST + 3 * k + 2, 0] = -1  # look_ahead: each inlined copy costs compiling)
     if use_tt:
         k0s[0], k1s[0] = key_of(board, board.shape[0], extras.bits, extras.per)
         tt_seen(extras.tt, slot_of(k0s[0], k1s[0], mask), k0s[0], k1s[0], 0, iteration + 1)
