@@ -398,7 +398,7 @@ def warm_up(solvers) -> None:
 
     for shape, solver in sorted(solvers.items()):
         board = puzzle.apply_blank_moves(puzzle.goal_board(shape, "blank-last"), "L", shape)
-        pending = warm.pending(solver.heuristic.H.KIND, solver.kernel_parts(1))
+        pending = warm.pending(type(solver.heuristic.H), solver.kernel_parts(1))
         if pending:
             log.info("compiling the search kernels for %s (%s) on this machine, once, before "
                      "listening: about %.0f s ('pdbtool warm' does it ahead of time)", shape,

@@ -63,7 +63,7 @@ def incremental_matches_full(h, side, steps, seed):
     the same with the first read found ahead of the move (first_read), as the search does."""
     rng = random.Random(seed)
     pdb = type(h.H).KIND == hk.PDB
-    H = h.H._replace(look_ahead=np.int64(1)) if pdb else h.H  # first_read on any table
+    H = hk.PDB_AHEAD(*h.H) if pdb else h.H  # first_read on any table
     board, pos = board_arrays(puzzle.random_board(side, "blank-first", rng))
     row = np.zeros(h.width, np.int32)
     hk.h_init(h.H, side, board, pos, row)

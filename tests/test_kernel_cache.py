@@ -130,15 +130,13 @@ print(" ".join(compiled))
 
 
 def test_the_kernels_compiled_aside_serve_a_table_search(art_dir, tmp_path):
-    """`python -m pdbtool.search.precompile KIND`, the child that a first solve starts on
+    """`python -m pdbtool.search.precompile CLASS`, the child that a first solve starts on
     the other core (search.warm.aside), compiles IDA*'s kernels into an empty cache, and a
-    solver with a real table of that kind then loads them instead of compiling them again
-    (the child's output is discarded: a child that fails would only show as a slow first
-    solve)."""
-    from pdbtool.kernels import heuristic as hk
-
+    solver with a real table whose arrays are of that class then loads them instead of
+    compiling them again (the child's output is discarded: a child that fails would only
+    show as a slow first solve)."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
-    child = subprocess.run([sys.executable, "-m", "pdbtool.search.precompile", str(hk.PDB)],
+    child = subprocess.run([sys.executable, "-m", "pdbtool.search.precompile", "PdbArrays"],
                            env=env, capture_output=True, text=True, timeout=900)
     assert child.returncode == 0, child.stderr
     probe = subprocess.run([sys.executable, "-c", PROBE, str(art_dir / "8-full.h5")], env=env,

@@ -12,6 +12,7 @@ import pytest
 from pdbtool import puzzle
 from pdbtool.errors import BadInput, LimitReached, Unsolvable
 from pdbtool.heuristics.table_free import TABLE_FREE, table_free
+from pdbtool.kernels import heuristic as hk
 from pdbtool.kernels.ida import GENERATED, MAX_DEPTH, NOT_FOUND
 from pdbtool.kernels.tasks import FAR, RESULT_FIELDS
 from pdbtool.loading import load_heuristic
@@ -67,15 +68,15 @@ def test_korf_instances_with_5_5_5(art_dir):
 
 
 def test_looking_ahead_searches_the_same_tree(art_dir, oracle8):
-    """With HeuristicArrays.look_ahead (the children's first reads found and started at
-    their parent, kernels.ida.look_ahead) a search generates the same nodes and finds the
-    same lengths as without: on 8/full (every length the BFS one) and on Korf's shortest
-    with 15/5-5-5, serial IDA* and the threads' tasks alike."""
+    """Looking ahead (kernels.heuristic.PDB_AHEAD: the children's first reads found and
+    started at their parent, kernels.ida.look_ahead) a search generates the same nodes and
+    finds the same lengths as without: on 8/full (every length the BFS one) and on Korf's
+    shortest with 15/5-5-5, serial IDA* and the threads' tasks alike."""
     for name, boards, goal in (("8-full.h5", random_8_boards(200, 21), "blank-first"),
                                ("15-5-5-5.h5", [b for _, _, b in korf_shortest(4)], "blank-first")):
         plain = load_heuristic(art_dir / name)
-        ahead = dataclasses.replace(plain, H=plain.H._replace(look_ahead=np.int64(1)))
-        assert not plain.H.look_ahead  # small tables: their reads are near one another
+        ahead = dataclasses.replace(plain, H=hk.PDB_AHEAD(*plain.H))
+        assert not plain.H.AHEAD  # small tables: their reads are near one another
         for b in boards:
             for threads, serial_below in ((1, NEVER), (1, None), (2, None)):
                 r0, r1 = (search_parallel(s, s.prepare(b, goal), SearchControl(), threads=threads,

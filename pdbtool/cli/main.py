@@ -88,7 +88,7 @@ def announce_compile(solver, threads: int) -> None:
     """Say so before a search waits for its kernels to compile (the first on a machine)."""
     from pdbtool.search import warm
 
-    seconds = warm.pending(solver.heuristic.H.KIND, solver.kernel_parts(threads))
+    seconds = warm.pending(type(solver.heuristic.H), solver.kernel_parts(threads))
     if seconds:
         print(f"{PROG}: compiling the search kernels for this machine, once: about "
               f"{seconds:.0f} s ('pdbtool warm' does it ahead of time)", file=sys.stderr, flush=True)

@@ -103,10 +103,10 @@ SCATTERED_BYTES = 64 << 20  # see scattered
 def scattered(reg, cells: int, m: int) -> bool:
     """Whether a zero-aware table of m tiles on a board of ``cells`` cells is read far
     from where its last read was, so that the search should look ahead at its children's
-    first reads (kernels.ida.look_ahead): its parity bits (what a move reads) exceed
-    SCATTERED_BYTES and most of its entries are a blank's outside region 0 (kept in map x
-    order, while region 0's lexicographic order keeps a parent's and a child's entries
-    close). Measured beside the search without it: 15/7-8 (the 8-tile table's 178 MB
+    first reads (kernels.ida.look_ahead; arrays of class kernels.heuristic.PDB_AHEAD): its
+    parity bits (what a move reads) exceed SCATTERED_BYTES and most of its entries are a
+    blank's outside region 0 (kept in map x order, while region 0's lexicographic order
+    keeps a parent's and a child's entries close). Measured beside the search without it: 15/7-8 (the 8-tile table's 178 MB
     of bits, 64% outside region 0) 0.90x the time on one thread; 15/6-6-3 (small
     tables) 1.15x, 24/6-6-6-6 (30% outside) 1.12x, 24/small 1.02x
     (docs/bench-history/2026-11-26-looking-ahead.md)."""
@@ -177,7 +177,7 @@ def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool 
         digit[l, list(x.tiles)] = range(len(x.tiles))
     cell = np.argsort(np.array([x.cell_map for x in lk], np.int64), axis=1)
     H = hk.heuristic_arrays(
-        hk.PDB,
+        hk.PDB, ahead,
         tile_tab=manhattan_table(shape),
         lk_tiles=tiles, lk_pw=pw, lk_lw=lw,
         lk_m=np.array([len(x.tiles) for x in lk], np.int64),
@@ -195,7 +195,6 @@ def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool 
         lk_mbase=np.array([mbase[len(x.tiles)] for x in lk], np.int64),
         lk_digit=digit, lk_cell=cell,
         parity=hk.read_only(parity_of(data) if meta.zero_aware else np.zeros(1, np.uint8)),
-        look_ahead=np.int64(ahead),
     )
     name = f"pdb {meta.partition}" + ("" if meta.zero_aware else " (min over blank)") + \
         (" + reflection" if reflect else "") + (" transposed" if transposed else "")

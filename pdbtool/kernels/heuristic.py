@@ -80,8 +80,6 @@ class HeuristicArrays(NamedTuple):
                              # (lk_cmap inverted)
     parity: np.ndarray       # uint8[]: zero-aware tables, the lowest bit of each 4-bit entry
                              # of ``table``, eight a byte (parity_bits); what a move reads
-    look_ahead: np.int64     # 1: the search starts its children's first reads together
-                             # (first_read; pattern_db.scattered says when that pays)
 
 
 # The kind is the class of the arrays. numba types a NamedTuple by its class, so every
@@ -89,10 +87,13 @@ class HeuristicArrays(NamedTuple):
 # each kind's kernels are free of the other kinds' branches, and Python calls the kernels
 # directly, whatever the kind.
 
-def _arrays_class(kind: int, name: str) -> type:
+def _arrays_class(kind: int, name: str, ahead: bool = False) -> type:
     """HeuristicArrays' subclass for one kind, a module attribute of its own name (numba's
-    cache refers to the class by name)."""
-    cls = type(name, (HeuristicArrays,), {"__slots__": (), "KIND": kind, "__module__": __name__})
+    cache refers to the class by name). ``ahead``: the search looks ahead at its children's
+    first table reads (kernels.ida.look_ahead; a class of its own, so that the kernels of
+    the other tables are compiled without that code)."""
+    cls = type(name, (HeuristicArrays,), {"__slots__": (), "KIND": kind, "AHEAD": int(ahead),
+                                          "__module__": __name__})
     globals()[name] = cls
     return cls
 
@@ -100,6 +101,8 @@ def _arrays_class(kind: int, name: str) -> type:
 ARRAYS_OF_KIND = {kind: _arrays_class(kind, name) for kind, name in (
     (PER_TILE, "PerTileArrays"), (LINEAR_CONFLICT, "LinearConflictArrays"),
     (WALKING, "WalkingArrays"), (PDB, "PdbArrays"), (GASCHNIG, "GaschnigArrays"))}
+PDB_AHEAD = _arrays_class(PDB, "PdbAheadArrays", ahead=True)  # pattern_db.scattered's tables
+ARRAYS_CLASSES = {cls.__name__: cls for cls in (*ARRAYS_OF_KIND.values(), PDB_AHEAD)}
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -108,9 +111,18 @@ def kind_of(H):
     return class_constant(H, "KIND")
 
 
-def heuristic_arrays(kind: int, **arrays) -> HeuristicArrays:
-    """The arrays of a heuristic of ``kind``: those given, placeholders in the other slots."""
-    return ARRAYS_OF_KIND[kind](**{**placeholder_arrays(), **arrays})
+@njit(cache=True, nogil=True, inline="always")
+def looks_ahead(H):
+    """Whether the search looks ahead at the children's first reads (PDB_AHEAD), a
+    compile-time constant in a kernel."""
+    return class_constant(H, "AHEAD")
+
+
+def heuristic_arrays(kind: int, ahead: bool = False, **arrays) -> HeuristicArrays:
+    """The arrays of a heuristic of ``kind`` (tables: ``ahead`` for PDB_AHEAD): those
+    given, placeholders in the other slots."""
+    cls = PDB_AHEAD if ahead and kind == PDB else ARRAYS_OF_KIND[kind]
+    return cls(**{**placeholder_arrays(), **arrays})
 
 
 def read_only(a: np.ndarray) -> np.ndarray:
@@ -153,7 +165,6 @@ def placeholder_arrays() -> dict:
         lk_digit=np.zeros((1, 1), np.int64),
         lk_cell=np.zeros((1, 1), np.int64),
         parity=read_only(np.zeros(1, np.uint8)),
-        look_ahead=np.int64(0),
     )
 
 
@@ -445,8 +456,8 @@ def first_read(H, board, pos, row, tile, src, dst):
     now. The search calls it for every child of a node as it expands the node and hands
     each child's triple to h_update, so that the children's reads wait for memory
     together and nothing is ranked twice. (-1, -1, -1) for other kinds and for tables
-    without ``look_ahead``."""
-    if kind_of(H) != PDB or not H.look_ahead:
+    that do not look ahead (looks_ahead)."""
+    if kind_of(H) != PDB or not looks_ahead(H):
         return np.int64(-1), np.int64(-1), np.int64(-1)
     l = H.tile_lk[ix(tile), ix(row[PDB_BEST])]
     _, rank_col, mask_col = columns(H)

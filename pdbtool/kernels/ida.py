@@ -27,7 +27,7 @@ f is g + h; the bound is the iteration's. Beyond the cap the search goes on unre
 import numpy as np
 from numba import njit
 
-from pdbtool.kernels.heuristic import PDB, first_read, h_init, h_update, kind_of
+from pdbtool.kernels.heuristic import PDB, first_read, h_init, h_update, kind_of, looks_ahead
 from pdbtool.kernels.ida_tt import active, tt_seen
 from pdbtool.kernels.intrinsics import ix, prefetch
 from pdbtool.kernels.state_key import key_moved, key_of, slot_of
@@ -127,9 +127,9 @@ def look_ahead(H, board, pos, moves, nmoves, fsm, row, stacks, depth, b, state):
     """For each move the automaton allows from the node at ``depth`` (blank at b,
     automaton state ``state``, heuristic row ``row``): the first read of its child
     (kernels.heuristic.first_read), started now and kept in stacks[FIRST + 3 k:, depth]
-    for h_update. Only for tables that ask for it (HeuristicArrays.look_ahead): the
+    for h_update. Only for the tables that look ahead (kernels.heuristic.PDB_AHEAD): the
     children's reads then wait for memory together."""
-    if kind_of(H) != PDB or not H.look_ahead:
+    if kind_of(H) != PDB or not looks_ahead(H):
         return
     for k in range(nmoves[ix(b)]):
         move = moves[ix(b), ix(k)]
@@ -143,7 +143,7 @@ def look_ahead(H, board, pos, moves, nmoves, fsm, row, stacks, depth, b, state):
 @njit(cache=True, nogil=True, inline="always")
 def looked_ahead(H, stacks, it, depth):
     """The first read look_ahead kept for the move just taken from the node at ``depth``."""
-    if kind_of(H) != PDB or not H.look_ahead:
+    if kind_of(H) != PDB or not looks_ahead(H):
         none = np.int64(-1)
         return none, none, none
     r = FIRST + 3 * (it[ix(depth)] - 1)

@@ -1,5 +1,7 @@
-"""``python -m pdbtool.search.precompile KIND``: IDA*'s search kernels for one heuristic kind,
-compiled into numba's cache from placeholder arrays (search.warm.aside's child process)."""
+"""``python -m pdbtool.search.precompile CLASS``: IDA*'s search kernels for the heuristics
+whose arrays are of one class (kernels.heuristic.ARRAYS_CLASSES: a kind, and for tables
+whether the search looks ahead), compiled into numba's cache from placeholder arrays
+(search.warm.aside's child process)."""
 
 from __future__ import annotations
 
@@ -15,13 +17,15 @@ from pdbtool.search.control import Root, SearchControl
 from pdbtool.search.solver import Solver
 
 
-def compile_search(kind: int, side: int = 4) -> None:
-    """IDA*'s search kernels (kernels.ida.ida, dfs_loop, h_update) for heuristics of
-    ``kind``, compiled in this process from placeholder arrays: the root's h is 0, so the
-    search returns at the root without reading them. The side does not change the types."""
-    H = hk.heuristic_arrays(kind)
+def compile_search(cls: type, side: int = 4) -> None:
+    """IDA*'s search kernels (kernels.ida.ida, dfs_loop, h_update) for heuristics whose
+    arrays are of class ``cls``, compiled in this process from placeholder arrays: the
+    root's h is 0, so the search returns at the root without reading them. The side does
+    not change the types."""
+    H = hk.heuristic_arrays(cls.KIND, bool(cls.AHEAD))
+    assert type(H) is cls
     shape = as_shape(side)
-    solver = Solver(Heuristic("placeholder", shape, H, hk.state_width(kind, shape)))
+    solver = Solver(Heuristic("placeholder", shape, H, hk.state_width(cls.KIND, shape)))
     board, pos = board_arrays(list(range(side * side)))
     rows = np.zeros((MAX_DEPTH + 2, solver.heuristic.width), np.int32)
     solver.iterate(Root(board, pos, rows), 0, SearchControl(budget=1))
@@ -30,11 +34,11 @@ def compile_search(kind: int, side: int = 4) -> None:
 def main(argv=None) -> int:
 
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1 or not args[0].isdigit() or int(args[0]) not in hk.ARRAYS_OF_KIND:
-        kinds = sorted(hk.ARRAYS_OF_KIND)
-        print(f"usage: python -m pdbtool.search.precompile KIND (one of {kinds})", file=sys.stderr)
+    if len(args) != 1 or args[0] not in hk.ARRAYS_CLASSES:
+        print("usage: python -m pdbtool.search.precompile CLASS (one of "
+              f"{', '.join(sorted(hk.ARRAYS_CLASSES))})", file=sys.stderr)
         return 2
-    compile_search(int(args[0]))
+    compile_search(hk.ARRAYS_CLASSES[args[0]])
     return 0
 
 

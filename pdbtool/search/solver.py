@@ -116,9 +116,9 @@ class Solver:
         if a search that did not ask for them gets there. Once per solver and part."""
         if "serial" in self._compiled and ("shared" in self._compiled or not shared):
             return
-        kind = self.heuristic.H.KIND
+        cls = type(self.heuristic.H)
         if "serial" not in self._compiled:
-            child = warm.aside(kind)  # IDA*'s loop compiles beside, on the other core ...
+            child = warm.aside(cls)  # IDA*'s loop compiles beside, on the other core ...
             tiles = list(range(self.shape.cells))
             try:
                 goal = self.root(tiles)  # ... the heuristic and the root's check here,
@@ -127,14 +127,14 @@ class Solver:
                 warm.wait(child)
             self.iterate(goal, 0, SearchControl(budget=1))  # a node or so: the call is the point
             self._compiled.add("serial")
-            warm.mark_ready(kind, "serial")
+            warm.mark_ready(cls, "serial")
         if shared and "shared" not in self._compiled:
             goal = self.root(list(range(self.shape.cells)))
             self.search_tasks(goal, 0, Tasks.below(self, 0, 1), -1, 1,  # bound -1: the root
                               np.zeros(1, np.int64), np.zeros(COUNTERS, np.int64),
                               np.zeros(MAX_DEPTH + 1, np.int64), np.zeros(1, np.int64))
             self._compiled.add("shared")
-            warm.mark_ready(kind, "shared")
+            warm.mark_ready(cls, "shared")
 
     def _search_serial(self, prepared: PreparedBoard, control: SearchControl,
                        events: np.ndarray | None) -> SolveResult:

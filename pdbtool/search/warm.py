@@ -2,14 +2,16 @@
 
 numba compiles a kernel on its first call and keeps the machine code in its cache
 (kernels/cache.py), so only the first solve on a machine waits: for a table, about 10 s of
-compiling on one core (BENCHMARKS.md, first run). Every heuristic of a kind has the same
-numba types (kernels.heuristic: placeholders of the slots' own types), so what a kind's
-IDA* needs can be compiled without its tables: ``python -m pdbtool.search.warm KIND`` does it in a
-child process (``aside``), from a root whose h is 0 (the search returns at once and reads
-no table), while the solver compiles the rest here (the heuristic at the root, the root's
-check, the answer's check). Then the search's kernels load from the cache.
+compiling on one core (BENCHMARKS.md, first run). Every heuristic whose arrays are of one
+class (a kind, and for tables whether the search looks ahead: kernels.heuristic.
+ARRAYS_CLASSES) has the same numba types (placeholders of the slots' own types), so what
+its IDA* needs can be compiled without its tables: ``python -m pdbtool.search.precompile
+CLASS`` does it in a child process (``aside``), from a root whose h is 0 (the search
+returns at once and reads no table), while the solver compiles the rest here (the
+heuristic at the root, the root's check, the answer's check). Then the search's kernels
+load from the cache.
 
-``ready``/``mark_ready`` keep a mark per kind in the cache directory once a solver has
+``ready``/``mark_ready`` keep a mark per class in the cache directory once a solver has
 compiled (or loaded) a part, so that a warm machine starts no child and the command lines
 can say beforehand that a compile is coming (``pending``).
 """
@@ -30,17 +32,18 @@ ESTIMATE = {"serial": {hk.PDB: 9.0}, "shared": {hk.PDB: 2.5}}
 DEFAULT_ESTIMATE = {"serial": 5.0, "shared": 2.0}
 
 
-def _mark(kind: int, part: str) -> Path:
-    return CACHE_DIR / "ready" / f"{hk.ARRAYS_OF_KIND[kind].__name__}-{part}"
+def _mark(cls: type, part: str) -> Path:
+    return CACHE_DIR / "ready" / f"{cls.__name__}-{part}"
 
 
-def ready(kind: int, part: str) -> bool:
-    """Whether a solver on this machine compiled ``part`` for heuristics of ``kind``."""
-    return _mark(kind, part).exists()
+def ready(cls: type, part: str) -> bool:
+    """Whether a solver on this machine compiled ``part`` for heuristics whose arrays are
+    of class ``cls`` (kernels.heuristic.ARRAYS_CLASSES)."""
+    return _mark(cls, part).exists()
 
 
-def mark_ready(kind: int, part: str) -> None:
-    mark = _mark(kind, part)
+def mark_ready(cls: type, part: str) -> None:
+    mark = _mark(cls, part)
     try:
         mark.parent.mkdir(parents=True, exist_ok=True)
         mark.touch()
@@ -48,26 +51,28 @@ def mark_ready(kind: int, part: str) -> None:
         pass
 
 
-def pending(kind: int, parts) -> float:
-    """Seconds of compiling still ahead of the first search of a heuristic of ``kind`` with
-    ``parts`` (0 if none): an estimate for a line that says so, never a promise."""
+def pending(cls: type, parts) -> float:
+    """Seconds of compiling still ahead of the first search of a heuristic whose arrays are
+    of class ``cls``, with ``parts`` (0 if none): an estimate for a line that says so, never
+    a promise."""
     cores = max(1, min(2, os.cpu_count() or 1))
     seconds = 0.0
     for part in parts:
-        if not ready(kind, part):
-            seconds += ESTIMATE[part].get(kind, DEFAULT_ESTIMATE[part])
+        if not ready(cls, part):
+            seconds += ESTIMATE[part].get(cls.KIND, DEFAULT_ESTIMATE[part])
     return seconds / (1.6 if cores > 1 else 1.0)
 
 
-def aside(kind: int) -> subprocess.Popen | None:
-    """Start compiling IDA*'s search kernels for ``kind`` in a child process (None if they
-    are compiled already or this machine has one core): the caller compiles the rest
-    meanwhile, then waits (``wait``). The child's output is discarded: if it fails, the
-    caller compiles the kernels itself, as it would without it."""
-    if ready(kind, "serial") or (os.cpu_count() or 1) < 2:
+def aside(cls: type) -> subprocess.Popen | None:
+    """Start compiling IDA*'s search kernels for heuristics of class ``cls`` in a child
+    process (None if they are compiled already or this machine has one core): the caller
+    compiles the rest meanwhile, then waits (``wait``). The child's output is discarded: if
+    it fails, the caller compiles the kernels itself, as it would without it
+    (tests/test_kernel_cache.py checks that it does not fail)."""
+    if ready(cls, "serial") or (os.cpu_count() or 1) < 2:
         return None
     try:
-        return subprocess.Popen([sys.executable, "-m", "pdbtool.search.precompile", str(kind)],
+        return subprocess.Popen([sys.executable, "-m", "pdbtool.search.precompile", cls.__name__],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
     except OSError:
