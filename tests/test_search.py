@@ -88,6 +88,40 @@ def test_looking_ahead_searches_the_same_tree(art_dir, oracle8):
                     assert r1.length == oracle8[b]
 
 
+def test_look_ahead_fills_the_stacks_only_for_tables_that_look_ahead(art_dir):
+    """kernels.ida.look_ahead keeps each allowed child's first read (first_read's rank, mask
+    and index) on the stacks for a PDB_AHEAD table, and does nothing for the others (their
+    kernels are compiled without it)."""
+    from numba import njit
+
+    from pdbtool.heuristics.table_free import board_arrays
+    from pdbtool.kernels.ida import FIRST, STACKS, look_ahead
+
+    @njit
+    def expand(H, board, pos, moves, nmoves, fsm, row, stacks, b):
+        look_ahead(H, board, pos, moves, nmoves, fsm, row, stacks, 0, b, 0)
+
+    plain = load_heuristic(art_dir / "15-5-5-5.h5")
+    ahead = dataclasses.replace(plain, H=hk.PDB_AHEAD(*plain.H))
+    rng = random.Random(8)
+    for _ in range(5):
+        board, pos = board_arrays(puzzle.random_board(4, "blank-first", rng))
+        for h in (plain, ahead):
+            solver = Solver(h)
+            row = h.state(board)
+            stacks = np.full((STACKS, 2), -7, np.int64)
+            b = int(pos[0])
+            expand(h.H, board, pos, solver.moves, solver.nmoves, solver.fsm, row, stacks, b)
+            for k in range(solver.nmoves[b]):
+                c = int(solver.moves[b, k]) >> 2
+                kept = tuple(stacks[FIRST + 3 * k:FIRST + 3 * k + 3, 0])
+                if h is plain or solver.fsm[0, solver.moves[b, k] & 3] < 0:
+                    assert kept == (-7, -7, -7)
+                else:
+                    assert kept == hk.first_read(h.H, board, pos, row, int(board[c]), c, b)
+                    assert kept[2] >= 0
+
+
 def test_statistics_are_reported():
     r = Solver(table_free("manhattan", 3)).solve((8, 6, 7, 2, 5, 4, 3, 0, 1))
     assert r.length == 31 and r.nodes_generated >= r.nodes_expanded > 0

@@ -26,6 +26,7 @@ f is g + h; the bound is the iteration's. Beyond the cap the search goes on unre
 
 import numpy as np
 from numba import njit
+from numba.extending import overload
 
 from pdbtool.kernels.heuristic import PDB, first_read, h_init, h_update, kind_of, looks_ahead
 from pdbtool.kernels.ida_tt import active, tt_seen
@@ -122,22 +123,33 @@ def next_child(board, pos, moves, nmoves, fsm, blanks, it, automaton, depth):
             return depth, move >> 2, state
 
 
-@njit(cache=True, nogil=True, _nrt=False)
 def look_ahead(H, board, pos, moves, nmoves, fsm, row, stacks, depth, b, state):
     """For each move the automaton allows from the node at ``depth`` (blank at b,
     automaton state ``state``, heuristic row ``row``): the first read of its child
     (kernels.heuristic.first_read), started now and kept in stacks[FIRST + 3 k:, depth]
     for h_update. Only for the tables that look ahead (kernels.heuristic.PDB_AHEAD): the
-    children's reads then wait for memory together."""
-    if kind_of(H) != PDB or not looks_ahead(H):
-        return
-    for k in range(nmoves[ix(b)]):
-        move = moves[ix(b), ix(k)]
-        if fsm[ix(state), ix(move & 3)] >= 0:
-            c = move >> 2
-            r = FIRST + 3 * k
-            stacks[ix(r), ix(depth)], stacks[ix(r + 1), ix(depth)], stacks[ix(r + 2), ix(depth)] = \
-                first_read(H, board, pos, row, board[ix(c)], c, b)
+    children's reads then wait for memory together. For the others a kernel calls a
+    function that does nothing (chosen by the arrays' class when numba types the call,
+    below), so that their kernels do not compile first_read at all: every first solve on a
+    machine waits for what the search loop compiles."""
+    raise TypeError("look_ahead is called from kernels only")
+
+
+@overload(look_ahead, jit_options={"nogil": True, "_nrt": False})
+def _look_ahead_by_class(H, board, pos, moves, nmoves, fsm, row, stacks, depth, b, state):
+    cls = H.instance_class
+    if cls.KIND != PDB or not cls.AHEAD:
+        return lambda H, board, pos, moves, nmoves, fsm, row, stacks, depth, b, state: None
+
+    def ahead(H, board, pos, moves, nmoves, fsm, row, stacks, depth, b, state):
+        for k in range(nmoves[ix(b)]):
+            move = moves[ix(b), ix(k)]
+            if fsm[ix(state), ix(move & 3)] >= 0:
+                c = move >> 2
+                r = FIRST + 3 * k
+                stacks[ix(r), ix(depth)], stacks[ix(r + 1), ix(depth)], \
+                    stacks[ix(r + 2), ix(depth)] = first_read(H, board, pos, row, board[ix(c)], c, b)
+    return ahead
 
 
 @njit(cache=True, nogil=True, inline="always")
