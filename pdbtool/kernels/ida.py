@@ -259,8 +259,8 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
     blanks[0] = root_blank
     automaton[0] = root_state
     it[0] = 0
-    for k in range(4):  # the root's children are ranked by h_update (one call site of
-        stacks[FIRST + 3 * k + 2, 0] = -1  # look_ahead: each inlined copy costs compiling)
+    for k in range(4):  # the root's children are ranked by h_update: look_ahead runs
+        stacks[FIRST + 3 * k + 2, 0] = -1  # where a node is expanded, its one call site
     if use_tt:
         k0s[0], k1s[0] = key_of(board, board.shape[0], extras.bits, extras.per)
         tt_seen(extras.tt, slot_of(k0s[0], k1s[0], mask), k0s[0], k1s[0], 0, iteration + 1)
