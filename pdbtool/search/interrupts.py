@@ -83,3 +83,45 @@ class MainThreadSearches:
 
 
 MAIN_THREAD_SEARCHES = MainThreadSearches()
+
+
+class Deferred:
+    """A HALTING signal that arrived while the main thread waited for a search's threads
+    (``deferring``): ``signum`` (None if none) and ``raise_now``, which hands it to the
+    handler it would have met (KeyboardInterrupt, console.Terminated) once the caller has
+    done what must come first (a checkpoint's save)."""
+
+    def __init__(self):
+        self.signum: int | None = None
+
+    def raise_now(self) -> None:
+        if self.signum is not None:
+            signal.raise_signal(self.signum)
+
+
+@contextlib.contextmanager
+def deferring(control):
+    """Around the main thread's wait for a search's threads: a HALTING signal halts
+    ``control`` (the threads stop at their next poll) and is kept in the Deferred this
+    yields instead of raising where the wait happens to be: an exception raised inside
+    concurrent.futures' locking could leave a future's lock held and the wait for the
+    halted threads hanging. Off the main thread it does nothing (signals go to the main
+    thread only)."""
+    deferred = Deferred()
+    if threading.current_thread() is not threading.main_thread():
+        yield deferred
+        return
+
+    def keep(signum, frame):  # no locks in a handler: the flag the kernels poll, the signal
+        control.stop[0] = 1
+        if deferred.signum is None:
+            deferred.signum = signum
+
+    previous = {s: signal.signal(s, keep) for s in sorted(HALTING)}
+    try:
+        yield deferred
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if deferred.signum is not None:
+            control.halt("cancelled")  # the reason, now that no handler runs
