@@ -25,7 +25,6 @@ from pdbtool.kernels.ida import (BOUND, EXPANDED, FOUND, GENERATED, INF, MAX_DEP
 from pdbtool.kernels.tasks import RESULT_BOUND, RESULT_EXPANDED, RESULT_GENERATED
 from pdbtool.result import SolveResult
 from pdbtool.search.checkpoint import Checkpoint, finished_rows, identity
-from pdbtool.search.interrupts import deferring
 from pdbtool.search.control import (FrontierNode, IterationOutcome, PreparedBoard, SearchControl,
                                     Tally, Tasks, limit_reached, subtree_outcome)
 
@@ -182,22 +181,17 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
         futures = [pool.submit(share, k, bound, budget) for k in range(0 if polled else 1, threads)]
         shares = [] if polled else [share(0, bound, budget)]
         if polled:
-            with deferring(control) as signalled:  # Ctrl-C or SIGTERM: halted, kept
-                try:
-                    while cf.wait(futures, timeout=0.02).not_done:
-                        publish(bound)
-                        if watched and keeper.due():
-                            save(bound)
-                except BaseException:  # the others stop, then the progress is saved as at
-                    control.halt()  # any other stop
-                    cf.wait(futures)
-                    if watched:
+            try:
+                while cf.wait(futures, timeout=0.02).not_done:
+                    publish(bound)
+                    if watched and keeper.due():
                         save(bound)
-                    raise
-            if signalled.signum is not None:  # the threads stopped at the signal: saved,
-                if watched:  # then it takes its course (KeyboardInterrupt, Terminated)
+            except BaseException:  # Ctrl-C or SIGTERM raised here: the others stop, then
+                control.halt()  # the progress is saved as at any other stop
+                cf.wait(futures)
+                if watched:
                     save(bound)
-                signalled.raise_now()
+                raise
         shares += [f.result() for f in futures]
         publish(bound)
         tally = Tally()
