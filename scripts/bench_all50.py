@@ -92,9 +92,9 @@ def solve_one(k: int, board, art: Path, running: dict, deadline: float, idle: bo
             running["wall_seconds"] = before_wall + time.monotonic() - start
             save_record(record)
             if time.monotonic() > deadline and p.poll() is None:
-                p.send_signal(signal.SIGINT)  # the search saves its progress and stops
-    except KeyboardInterrupt:
-        p.send_signal(signal.SIGINT)
+                p.send_signal(signal.SIGTERM)  # the search saves its progress and stops
+    except KeyboardInterrupt:  # (SIGTERM, not SIGINT: a runner started in the background
+        p.send_signal(signal.SIGTERM)  # passes SIGINT on ignored, and the search ignored it)
         raise
     finally:
         out, err = p.communicate()

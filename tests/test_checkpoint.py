@@ -123,13 +123,16 @@ def test_ctrl_c_saves_the_progress_before_the_command_ends(tmp_path):
     """Saves are 5 s apart: once the first is on disk, a Ctrl-C right after it must save
     again (the periodic save would come seconds after the command has ended). The board is
     one that Manhattan IDA* cannot solve within the test (Korf & Felner's 24-puzzle #1, 95
-    moves, days of search), so the Ctrl-C always comes first."""
+    moves, days of search), so the Ctrl-C always comes first; and SIGINT is the default in
+    the child whatever this process inherited (a background job's children start with it
+    ignored, and Python then installs no KeyboardInterrupt)."""
     path = tmp_path / "search.json"
     board = {n: b for n, _, b in instances("korf24_50.txt")}[1]
     p = subprocess.Popen([sys.executable, "-m", "pdbtool", "solve", "--heuristic", "manhattan",
                           "--goal", "blank-first", "--threads", "2", "--quiet", "--checkpoint",
                           str(path), "--checkpoint-every", "5", " ".join(map(str, board))],
-                         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 120
         while not path.exists() and time.monotonic() < deadline and p.poll() is None:
