@@ -119,12 +119,12 @@ class ConnectionWatch:
         now = time.monotonic()
         if n >= self.budget and not self._full and now - self._said >= self.quiet:
             self._full, self._said = True, now
-            self.warnings += 1
             top = ", ".join(f"{peer} {k}" for peer, k in peers.most_common(TOP_PEERS))
             log.warning("%d connections open, at the budget of %d (the open-file limit less "
                         "a reserve): new ones are closed as they arrive until some close; "
                         "most from: %s (said once; again if it recurs a minute later)", n,
                         self.budget, top)
+            self.warnings += 1  # after the line: a reader that sees the count finds the line
         elif n < self.budget and self._full:
             self._full = False
             log.info("fewer connections open than the budget of %d again", self.budget)
