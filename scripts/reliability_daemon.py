@@ -21,15 +21,30 @@ from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from reliability_harness import (
+    BIN,
+    TABLE,
+    Case,
+    Log,
+    fd_limit,
+    fds,
+    in_dir,
+    pdbd,
+    rss_mib,
+    served_dir,
+    spawn,
+    stop,
+    table_mappings,
+    table_source,
+    within,
+)
+from serving import never_sending
 
 from pdbd.client import SolverClient
 from pdbd.v1 import solver_pb2 as pb
 from pdbd.v1 import solver_pb2_grpc as pb_grpc
 from pdbtool.errors import PdbError
 from pdbtool.search.algorithms import Algorithm
-from reliability import (BIN, TABLE, Case, Log, fd_limit, fds, in_dir, pdbd, rss_mib,
-                         served_dir, spawn, stop, table_mappings, table_source, within)
-from serving import never_sending
 
 EASY15 = tuple(range(1, 14)) + (0, 14, 15)  # two moves from the blank-last goal
 # Two of the 80-move positions (the most any 15-puzzle needs): minutes with 15/6-6-3.

@@ -17,9 +17,25 @@ import sys
 import time
 from pathlib import Path
 
+from reliability_harness import (
+    BIN,
+    TABLE,
+    Case,
+    Log,
+    alive,
+    descendants,
+    in_dir,
+    pdbd,
+    pdbtool,
+    served_dir,
+    spawn,
+    stop,
+    table_source,
+    unprivileged,
+    within,
+)
+
 from pdbd.client import SolverClient
-from reliability import (BIN, TABLE, Case, Log, alive, descendants, in_dir, pdbd, pdbtool,
-                         served_dir, spawn, stop, table_source, unprivileged, within)
 
 KORF88 = "15 2 12 11 14 13 9 5 1 3 8 7 0 10 6 4"  # 6.0e9 nodes with Manhattan distance
 KORF1 = "14 13 15 7 11 12 9 5 6 0 2 1 4 8 10 3"

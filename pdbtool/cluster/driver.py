@@ -301,7 +301,7 @@ class Cluster:
                     nxt += 1
         finally:
             if tasks.refs:
-                self._halt_job(job, workers, list(tasks.refs))
+                self.halt_job(job, workers, list(tasks.refs))
 
     # -- a catalogue's tables ----------------------------------------------------------
 
@@ -340,14 +340,15 @@ class Cluster:
                 self.ray.cancel(ref, force=True)
         return out
 
-    # -- shared by the above -----------------------------------------------------------
+    # -- shared by the above and by the runs (run.py) -----------------------------------
 
-    def _lose(self, w: Worker, e: BaseException, what: str) -> None:
+    def lose(self, w: Worker, e: BaseException, what: str) -> None:
+        """Mark a worker lost (once) and say so, and what becomes of its work (``what``)."""
         if w.lost is None:
             w.lost = first_line(e)
             self.notify(f"node {w.node.name} lost ({w.lost}); {what}")
 
-    def _halt_job(self, job: str, workers: list[Worker], refs: list) -> None:
+    def halt_job(self, job: str, workers: list[Worker], refs: list) -> None:
         """Halt a job everywhere: the running kernels stop within a poll, the queued
         tasks are cancelled."""
         for w in workers:

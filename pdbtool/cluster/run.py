@@ -119,7 +119,7 @@ class Dispatch:
                     self.ray.exceptions.ActorUnschedulableError) as e:
                 # dead for good, or to be restarted on a node that is gone (its node
                 # affinity is hard): the node is lost either way
-                self.cluster._lose(w, e, self.what)
+                self.cluster.lose(w, e, self.what)
                 self.todo.appendleft(item)
         return out
 
@@ -255,7 +255,7 @@ class SearchRun:
                     if not halted:
                         halted = True
                         tasks.todo.clear()
-                        self.cluster._halt_job(self.job, [], list(tasks.refs))
+                        self.cluster.halt_job(self.job, [], list(tasks.refs))
                         self._halt_actors()
                 if (budget is not None and tally.found is None and not halted
                         and self.control.counters[GENERATED] > budget):
@@ -272,7 +272,7 @@ class SearchRun:
             self.order[:] = closest_first(self.closest)
             return tally.outcome()
         except BaseException:
-            self.cluster._halt_job(self.job, self.workers, list(tasks.refs))
+            self.cluster.halt_job(self.job, self.workers, list(tasks.refs))
             raise
 
     def _poll(self, bound: int) -> None:
