@@ -300,4 +300,5 @@ class FastLane:
             n = self._n.pop(client) - 1
             if n:
                 self._n[client] = n
-            self._room.notify_all()
+            if self._waiting:  # (under the lock, as the waiters count themselves)
+                self._room.notify_all()

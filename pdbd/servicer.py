@@ -329,12 +329,18 @@ class SolverServicer:
         except Unsolvable as e:
             self.counters.add("failed")
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, short(str(e)))
+        # The table file (the search checks it again, before and after: no answer comes
+        # from a changed file either way). A batch checks it once a request message
+        # (``context.checked``: the files checked for this message), not once a board.
+        source, checked = solver.heuristic.source, getattr(context, "checked", None)
         try:
-            if solver.heuristic.source:  # the table file (the search checks it again)
-                solver.heuristic.source.check()
+            if source and (checked is None or source not in checked):
+                source.check()
+                if checked is not None:
+                    checked.add(source)
         except TableChanged as e:
             self._refuse_changed(e, context)
-        client = self.proxies.client(context)
+        client = getattr(context, "client", None) or self.proxies.client(context)
         if not self.peers.enter(client):
             self._reject("per-client")
             context.set_trailing_metadata(((LIMIT_KEY, "per-client"),))
