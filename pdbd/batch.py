@@ -234,7 +234,7 @@ def solve_batch(servicer, requests, context):
             return {"id": ident, "error": ctx.message()}
         callbacks.discard(ctx.key)
         try:
-            return {"id": ident, "result": servicer._outcome(job, ctx)}
+            return {"id": ident, "result": servicer._outcome(job, ctx, fields=True)}
         except ItemAborted as e:
             return {"id": ident, "error": e.message()}
 
