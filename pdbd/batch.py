@@ -34,7 +34,9 @@ METHOD = "pdbd.v1.Solver/SolveBatch"
 WAIT_SECONDS = 0.005  # between looks for room while the pool is full
 END = object()
 PER_MESSAGE = 256  # results at most in one BatchResult (about 100 KB)
-LINGER = 0.02  # seconds a packed result waits for others to share its message
+LINGER = 0.05  # seconds a packed result waits for others to share its message (0.02 before:
+# about 13 results a reply on one search thread at 3 ms a board, 0.05: about 20; a reply costs
+# the two ends about 0.5 ms of CPU together, docs/bench-history/2026-11-26-solve-batch-overhead.md)
 
 
 class ItemAborted(Exception):
