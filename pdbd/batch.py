@@ -34,7 +34,9 @@ METHOD = "pdbd.v1.Solver/SolveBatch"
 WAIT_SECONDS = 0.005  # between looks for room while the pool is full
 END = object()
 PER_MESSAGE = 256  # results at most in one BatchResult (about 100 KB)
-LINGER = 0.02  # seconds a packed result waits for others to share its message
+LINGER = 0.05  # seconds a packed result waits for others to share its message (0.02 before:
+# about 13 results a reply on one search thread at 3 ms a board, 0.05: about 20; a reply costs
+# the two ends about 0.5 ms of CPU together, docs/bench-history/2026-11-26-solve-batch-overhead.md)
 
 
 class ItemAborted(Exception):
@@ -79,12 +81,16 @@ class Callbacks:
 
 
 class ItemContext:
-    """The call's context as one item of the batch sees it."""
+    """The call's context as one item of the batch sees it: also the call's ``client``
+    (found once a call) and the table files ``checked`` for the item's request message
+    (SolverServicer._admit_on checks each once a message)."""
 
     method = METHOD
 
-    def __init__(self, context, callbacks: Callbacks, key: int):
+    def __init__(self, context, callbacks: Callbacks, key: int, client: str | None = None,
+                 checked: set | None = None):
         self._context, self._callbacks, self.key = context, callbacks, key
+        self.client, self.checked = client, checked
         self._metadata: dict[str, str] = {}
 
     def abort(self, code, details):
@@ -184,8 +190,8 @@ def solve_batch(servicer, requests, context):
                 or time.monotonic() - since[0] >= LINGER):
             hand_on()
 
-    def admit(key: int, ident: int, request) -> None:
-        ctx = ItemContext(context, callbacks, key)
+    def admit(key: int, ident: int, request, checked: set) -> None:
+        ctx = ItemContext(context, callbacks, key, client, checked)
         try:
             job = servicer._admit(request, ctx, deferring=True)
         except ItemAborted as e:
@@ -207,6 +213,7 @@ def solve_batch(servicer, requests, context):
             for message in requests:
                 if message.items:
                     packed.set()  # before the first admission: every result goes packed
+                checked: set = set()  # the table files checked for this message
                 for ident, request in boards_of(message):
                     if servicer._closing:
                         stopped.append("shutdown")
@@ -215,7 +222,7 @@ def solve_batch(servicer, requests, context):
                         return
                     n += 1
                     counts[0] = n
-                    admit(n, ident, request)
+                    admit(n, ident, request, checked)
                 hand_on()  # before waiting for the next message
         except BaseException:  # an undecodable request (aborted), a dropped call
             stopped.append("failed")
@@ -223,14 +230,15 @@ def solve_batch(servicer, requests, context):
             hand_on()
             finished.put([(END, n, None)])
 
-    def outcome(ident: int, job, ctx) -> pb.BatchResult:
+    def outcome(ident: int, job, ctx) -> dict:
+        """A board's BatchResult fields: its id, and its result or its error."""
         if job is None:
-            return pb.BatchResult(id=ident, error=ctx.message())
+            return {"id": ident, "error": ctx.message()}
         callbacks.discard(ctx.key)
         try:
-            return pb.BatchResult(id=ident, result=servicer._outcome(job, ctx))
+            return {"id": ident, "result": servicer._outcome(job, ctx, fields=True)}
         except ItemAborted as e:
-            return pb.BatchResult(id=ident, error=e.message())
+            return {"id": ident, "error": e.message()}
 
     def in_flight(taken: int) -> bool:
         """More boards admitted than answered and the ``taken`` (finished, not yet sent)."""
@@ -239,18 +247,26 @@ def solve_batch(servicer, requests, context):
     threading.Thread(target=read, name="pdbd-batch", daemon=True).start()
     expected = None
     while expected is None or counts[1] < expected:
-        out = []
-        for ident, job, ctx in ready(finished, in_flight, LINGER if packed.is_set() else 0.0):
+        if packed.is_set():  # each result made in its reply (one copy of its message)
+            reply = pb.BatchResult()
+            for ident, job, ctx in ready(finished, in_flight, LINGER):
+                if ident is END:
+                    expected = job
+                    continue
+                counts[1] += 1
+                if len(reply.results) == PER_MESSAGE:
+                    yield reply
+                    reply = pb.BatchResult()
+                reply.results.add(**outcome(ident, job, ctx))
+            if reply.results:
+                yield reply
+            continue
+        for ident, job, ctx in ready(finished, in_flight):
             if ident is END:
                 expected = job
                 continue
             counts[1] += 1
-            out.append(outcome(ident, job, ctx))
-        if packed.is_set():
-            for start in range(0, len(out), PER_MESSAGE):
-                yield pb.BatchResult(results=out[start:start + PER_MESSAGE])
-        else:
-            yield from out
+            yield pb.BatchResult(**outcome(ident, job, ctx))
     if "failed" in stopped and context.code() is not None:  # the reader's abort
         context.abort(context.code(), context.details() or "")
     if "shutdown" in stopped:

@@ -9,6 +9,7 @@ it refused or failed).
 from __future__ import annotations
 
 import collections
+import itertools
 import re
 import threading
 import time
@@ -199,6 +200,22 @@ class Runs:
             self._cond.notify_all()
 
 
+class Chunks:
+    """The items of ``source`` in runs of ``most`` (the last may be shorter), taken on the
+    caller's thread: for a source whose items are all at hand (a list of boards), where
+    ``Runs`` would pass each over from a thread of its own."""
+
+    def __init__(self, source, most: int):
+        self._source, self.most = iter(source), most
+
+    def __iter__(self):
+        while run := list(itertools.islice(self._source, self.most)):
+            yield run
+
+    def close(self) -> None:
+        pass
+
+
 class _Failed:
     """A BatchError in the shape of a grpc.RpcError, so ``translate`` maps it as Solve's."""
 
@@ -285,7 +302,8 @@ class SolverClient:
                     shape=None, per_message: int = PER_MESSAGE):
         """Solve many boards on one call (SolveBatch): yield (index, SolveResult or the
         PdbError Solve would have raised) for each board of ``boards`` (any iterable, read
-        on a thread of its own as the server takes them in, at most ``per_message`` ahead),
+        on a thread of its own as the server takes them in, at most ``per_message`` ahead;
+        a list or tuple is taken ``per_message`` at a time as the channel takes them),
         as the searches finish, in any order. The boards go up to ``per_message`` a message,
         as many as have been read when the channel can take the next (``Runs``); 1 sends
         one a message, as before several a message (and any pdbd with SolveBatch takes
@@ -298,6 +316,10 @@ class SolverClient:
         algorithm = checked_algorithm(algorithm)
         local: list[tuple[int, PdbError]] = []
         lock = threading.Lock()
+        # The request's fields but the tiles, the same for every board: each item is made
+        # in its message from them (a SolveRequest made apart would be copied in, twice).
+        common = {f.name: v for f, v in convert.solve_request(
+            (), goal, budget, algorithm=algorithm, shape=shape).ListFields()}
 
         def items():
             for i, board in enumerate(boards):
@@ -309,20 +331,29 @@ class SolverClient:
                     with lock:
                         local.append((i, e))
                     continue
-                yield pb.BatchItem(id=i, request=convert.solve_request(
-                    tiles, goal, budget, algorithm=algorithm, shape=shape))
+                yield i, {"tiles": tiles, **common}
+
+        def message(run) -> pb.BatchRequest:
+            m = pb.BatchRequest()
+            add = m.items.add
+            for i, request in run:
+                add(id=i, request=request)
+            return m
 
         def drain_local():
             with lock:
                 out, local[:] = list(local), []
             return out
 
-        runs = Runs(items(), per_message)
+        if isinstance(boards, (list, tuple)):  # every board read already: full messages,
+            runs = Chunks(items(), per_message)  # without a thread to read them
+        else:
+            runs = Runs(items(), per_message)
         if per_message > 1:
-            requests = (pb.BatchRequest(items=run) for run in runs)
+            requests = (message(run) for run in runs)
         else:  # as before items: understood by every pdbd with SolveBatch
-            requests = (pb.BatchRequest(id=i.id, request=i.request)
-                        for run in runs for i in run)
+            requests = (pb.BatchRequest(id=i, request=request)
+                        for run in runs for i, request in run)
         call = self._stub.SolveBatch(requests, timeout=deadline, metadata=behalf(on_behalf))
         try:
             for reply in call:

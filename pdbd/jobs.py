@@ -15,6 +15,7 @@ an easy query is answered within about that time whatever the pool is busy with.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import traceback
@@ -24,6 +25,45 @@ from dataclasses import dataclass
 from pdbtool.errors import LimitReached
 from pdbtool.search.control import PreparedBoard, SearchControl
 from pdbtool.search.solver import Solver
+
+log = logging.getLogger("pdbd")
+
+
+class Done:
+    """A search's outcome known when it is made (the fast lane's): a finished Future's
+    methods, without the lock and condition a Future takes in each (nothing changes it)."""
+
+    __slots__ = ("_result", "_exception")
+
+    def __init__(self, result=None, exception: BaseException | None = None):
+        self._result, self._exception = result, exception
+
+    def done(self) -> bool:
+        return True
+
+    def cancelled(self) -> bool:
+        return False
+
+    def running(self) -> bool:
+        return False
+
+    def cancel(self) -> bool:
+        return False  # too late: as a finished Future's
+
+    def result(self, timeout=None):
+        if self._exception is not None:
+            raise self._exception
+        return self._result
+
+    def exception(self, timeout=None) -> BaseException | None:
+        return self._exception
+
+    def add_done_callback(self, fn) -> None:
+        """Called at once, as a finished Future calls it (a failure logged, not raised)."""
+        try:
+            fn(self)
+        except Exception:
+            log.exception("exception calling callback for %r", self)
 
 
 class QueueFull(Exception):
@@ -72,7 +112,7 @@ class Job:
         self.solver, self.prepared, self.algorithm = solver, prepared, algorithm
         self.delegation = delegation
         self.control = SearchControl(budget=budget, timeout=timeout, timeout_reason="time-limit")
-        self.future: Future | None = None
+        self.future: Future | Done | None = None
         self.client: str | None = None  # whom it counts against (pdbd.peers)
         self.submitted = time.monotonic()
         self.started: float | None = None
@@ -244,22 +284,21 @@ class FastLane:
             nodes = min(nodes, job.delegation.above)
         final = budget is not None and budget <= nodes  # the job's own budget binds
         control.budget = budget if final else nodes
-        future: Future = Future()
         try:
             result = job.run(here_only=True)  # the cluster only from the pool
         except LimitReached as e:
             if final or control.reason is not None or getattr(e, "limit", None) == "memory":
                 traceback.clear_frames(e.__traceback__)
-                future.set_exception(e)
+                future = Done(exception=e)
             else:  # the lane's budget ran out: to the pool, from the start
                 control.budget = budget
                 control.counters[:] = 0
                 return False
         except Exception as e:  # noqa: BLE001 (kept, as the pool's future keeps it, for the caller)
             traceback.clear_frames(e.__traceback__)
-            future.set_exception(e)
+            future = Done(exception=e)
         else:
-            future.set_result(result)
+            future = Done(result)
         finally:
             self._leave(client)
         job.future = future
@@ -300,4 +339,5 @@ class FastLane:
             n = self._n.pop(client) - 1
             if n:
                 self._n[client] = n
-            self._room.notify_all()
+            if self._waiting:  # (under the lock, as the waiters count themselves)
+                self._room.notify_all()

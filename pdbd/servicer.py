@@ -329,12 +329,18 @@ class SolverServicer:
         except Unsolvable as e:
             self.counters.add("failed")
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, short(str(e)))
+        # The table file (the search checks it again, before and after: no answer comes
+        # from a changed file either way). A batch checks it once a request message
+        # (``context.checked``: the files checked for this message), not once a board.
+        source, checked = solver.heuristic.source, getattr(context, "checked", None)
         try:
-            if solver.heuristic.source:  # the table file (the search checks it again)
-                solver.heuristic.source.check()
+            if source and (checked is None or source not in checked):
+                source.check()
+                if checked is not None:
+                    checked.add(source)
         except TableChanged as e:
             self._refuse_changed(e, context)
-        client = self.proxies.client(context)
+        client = getattr(context, "client", None) or self.proxies.client(context)
         if not self.peers.enter(client):
             self._reject("per-client")
             context.set_trailing_metadata(((LIMIT_KEY, "per-client"),))
@@ -438,10 +444,11 @@ class SolverServicer:
             return False
         return True
 
-    def _outcome(self, job: Job, context, stream: bool = False) -> pb.SolveResult:
-        """The finished job as a result message, or abort with the status that explains it."""
+    def _outcome(self, job: Job, context, stream: bool = False, fields: bool = False):
+        """The finished job as a result message (``fields``: its fields, as a dict), or
+        abort with the status that explains it."""
         try:
-            return self._outcome_of(job, context, stream)
+            return self._outcome_of(job, context, stream, fields)
         finally:
             # Raised here by result(), the search's exception (kept in the future) got
             # this frame, which holds the job, which holds the future: a cycle keeping the
@@ -452,7 +459,7 @@ class SolverServicer:
                 if error is not None:
                     error.__traceback__ = None
 
-    def _outcome_of(self, job: Job, context, stream: bool) -> pb.SolveResult:
+    def _outcome_of(self, job: Job, context, stream: bool, fields: bool = False):
         shape = job.solver.shape
         try:
             result = job.future.result()
@@ -496,6 +503,8 @@ class SolverServicer:
             log.info("solve %s length=%d nodes=%d seconds=%.3f artifact=%s", shape,
                      result.length, result.nodes_generated, result.seconds, result.artifact,
                      extra=self._fields(job, context, stream, "OK", length=result.length))
+        if fields:
+            return convert.result_fields(result, job.queue_seconds)
         return convert.result_message(result, job.queue_seconds)
 
     @staticmethod

@@ -43,6 +43,7 @@ from benchlib import (
     table,
 )
 
+from pdbd.batch import LINGER
 from pdbd.client import PER_MESSAGE, ServerUnavailable, SolverClient
 from pdbtool import puzzle
 from pdbtool.loading import load_heuristic
@@ -257,11 +258,12 @@ def measure(n: int, chunk: int, old: str | None, artifact: str | None = None) ->
              f"{statistics.median(empty):.3f} ms of CPU (client and daemon, median over the "
              "chunks): the floor of a unary Solve's overhead in gRPC Python here. SolveBatch "
              f"sends up to {PER_MESSAGE} boards a request message and several results a reply "
-             "(those finished within 20 ms of one another), so that cost is shared; what is "
+             f"(those finished within {LINGER * 1000:g} ms of one another), so that cost is "
+             "shared; what is "
              "left is the daemon's handling of each board (admission, its search in the fast "
              "lane or the worker pool's hand-off, the result message) and the client's "
-             "conversion of each result (docs/bench-history/2026-11-25-solve-batch-fast-"
-             "lane.md).")
+             "conversion of each result (docs/bench-history/2026-11-26-solve-batch-"
+             "overhead.md).")
     ordered = sorted(lengths)
     return ("## pdbd throughput: boards in-process, one Solve at a time, one SolveBatch call\n\n"
             f"{n} random 15-puzzles (seed {SEED}, lengths {ordered[0]}..{ordered[-1]}, median "

@@ -9,11 +9,12 @@ import threading
 import grpc
 import pytest
 
-from pdbd.client import MAX_PER_MESSAGE, Runs, SolverClient
+from pdbd.client import MAX_PER_MESSAGE, Chunks, Runs, ServerUnavailable, SolverClient
 from pdbd.jobs import FastLane, Lane
 from pdbd.v1 import solver_pb2 as pb
 from pdbtool.errors import BadInput, LimitReached, Unsolvable
-from serving import (EASY15, HARD, LOYD, info, run_cli, sample, scrape,
+from pdbtool.selection import load_directory
+from serving import (EASY15, HARD, LOYD, info, run_cli, running_daemon, sample, scrape,
                      wait_for, worker_free_within)
 
 pytestmark = pytest.mark.process
@@ -190,3 +191,68 @@ def test_runs_take_what_has_been_read_and_pass_on_the_sources_error():
     first = next(iter(endless))
     endless.close()
     assert 1 <= len(first) <= 3
+
+
+def test_a_lists_boards_go_per_message_at_a_time_each_with_its_request_fields(served,
+                                                                            monkeypatch):
+    """A list of boards is taken ``per_message`` a message without a reading thread
+    (Chunks); each item carries its id and the fields every board shares (goal, budget)."""
+    sent = []
+    real = SolverClient.solve_batch
+
+    with SolverClient(served.address) as c:
+        stub_call = c._stub.SolveBatch
+
+        def spy(requests, **kw):
+            def seen():
+                for m in requests:
+                    sent.append(m)
+                    yield m
+            return stub_call(seen(), **kw)
+
+        monkeypatch.setattr(c._stub, "SolveBatch", spy)
+        boards = [EASY15, (1, 2, 3, 4, 5, 6, 0, 7, 8), "1 2 x", LOYD, EASY15]
+        out = dict(real(c, boards, goal="blank-last", budget=10**6, per_message=2))
+    assert [[i.id for i in m.items] for m in sent] == [[0, 1], [3, 4]]  # "1 2 x": local
+    assert all(i.request.goal == "blank-last" and i.request.node_budget == 10**6
+               for m in sent for i in m.items)
+    assert list(sent[0].items[0].request.tiles) == list(EASY15)
+    assert out[0].length == 2 and out[1].length == 2 and out[4].length == 2
+    assert isinstance(out[2], BadInput) and isinstance(out[3], Unsolvable)
+    assert list(Chunks(range(5), 2)) == [[0, 1], [2, 3], [4]]
+
+
+def test_a_table_changed_mid_batch_never_answers_from_the_changed_file(served_dir,
+                                                                       oracle8_last,
+                                                                       monkeypatch):
+    """The table file is checked at admission once a request message, and by every search
+    before and after: a file changed in the middle of a message (after that message's
+    check) is refused for the rest of it and every later message, each board with its id."""
+    from pdbtool.tables import artifact
+
+    daemon = running_daemon(load_directory(served_dir, require=True), threads=1, max_queue=4)
+    try:
+        boards = random.Random(12).sample(sorted(oracle8_last), 8)
+        path = served_dir / "8-full.h5"
+        prepare = daemon.servicer._prepare
+
+        def changing(served, request, algorithm):
+            if tuple(request.tiles) == tuple(boards[2]):  # b0, b1 answered; b2 admitted
+                meta = artifact.read_meta(path)  # after the message's check
+                with open(path, "r+b") as f:
+                    f.seek(meta.data_offset + 100)
+                    b = f.read(1)
+                    f.seek(meta.data_offset + 100)
+                    f.write(bytes([b[0] ^ 0x01]))
+            return prepare(served, request, algorithm)
+
+        monkeypatch.setattr(daemon.servicer, "_prepare", changing)
+        with SolverClient(daemon.address) as c:
+            out = dict(c.solve_batch(boards, per_message=4))
+    finally:
+        daemon.stop(grace=1)
+    assert sorted(out) == list(range(8))
+    assert [out[i].length for i in (0, 1)] == [oracle8_last[boards[i]] for i in (0, 1)]
+    for i in range(2, 8):  # the rest of b2's message, and the next message
+        assert isinstance(out[i], ServerUnavailable), (i, out[i])
+        assert "8-full.h5 changed on disk" in str(out[i])
