@@ -133,8 +133,8 @@ def test_the_kernels_compiled_aside_serve_a_table_search(art_dir, tmp_path):
     """`python -m pdbtool.search.precompile CLASS`, the child that a first solve starts on
     the other core (search.warm.aside), compiles IDA*'s kernels into an empty cache, and a
     solver with a real table whose arrays are of that class then loads them instead of
-    compiling them again (the child's output is discarded: a child that fails would only
-    show as a slow first solve)."""
+    compiling them again (a child that fails shows only as a warning and a slow first
+    solve: see the test below)."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
     child = subprocess.run([sys.executable, "-m", "pdbtool.search.precompile", "PdbArrays"],
                            env=env, capture_output=True, text=True, timeout=900)
@@ -145,3 +145,36 @@ def test_the_kernels_compiled_aside_serve_a_table_search(art_dir, tmp_path):
     compiled = probe.stdout.split()
     assert "ida" not in compiled and "dfs_loop" not in compiled and "h_update" not in compiled, \
         compiled
+
+
+def test_a_failing_child_is_a_warning_with_its_last_line(monkeypatch, caplog):
+    """search.warm: when the child compiling aside fails, waiting for it logs a warning with
+    its exit code and the last line of its stderr (the caller compiles the kernels itself)."""
+    from pdbtool.kernels import heuristic as hk
+    from pdbtool.search import warm
+
+    monkeypatch.setattr(warm, "ready", lambda cls, part: False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)  # (one core: no child at all)
+    monkeypatch.setattr(warm, "PRECOMPILE", (sys.executable, "-c",
+                                             "import sys; print('a line'); "
+                                             "sys.exit('precompile broke: ' + sys.argv[1])"))
+    child = warm.aside(hk.ARRAYS_CLASSES["PdbArrays"])
+    with caplog.at_level("WARNING", logger="pdbtool"):
+        warm.wait(child)
+    assert child.stderr.closed
+    [record] = [r for r in caplog.records if "child process failed" in r.getMessage()]
+    assert "(exit 1: precompile broke: PdbArrays)" in record.getMessage()
+
+
+def test_a_child_that_succeeds_says_nothing(monkeypatch, caplog):
+    from pdbtool.kernels import heuristic as hk
+    from pdbtool.search import warm
+
+    monkeypatch.setattr(warm, "ready", lambda cls, part: False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(warm, "PRECOMPILE", (sys.executable, "-c", "print('fine')"))
+    child = warm.aside(hk.ARRAYS_CLASSES["PdbArrays"])
+    assert child is not None
+    with caplog.at_level("WARNING", logger="pdbtool"):
+        warm.wait(child)
+    assert not [r for r in caplog.records if "child process failed" in r.getMessage()]

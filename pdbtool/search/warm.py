@@ -18,10 +18,13 @@ can say beforehand that a compile is coming (``pending``).
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+from typing import IO, NamedTuple
 
 from pdbtool.kernels import CACHE_DIR
 from pdbtool.kernels import heuristic as hk
@@ -30,6 +33,9 @@ PARTS = ("serial", "shared")  # Solver.kernel_parts: IDA* on one thread; the sha
 # Seconds of compiling on one core of the machines in BENCHMARKS.md, for the announcements.
 ESTIMATE = {"serial": {hk.PDB: 9.0}, "shared": {hk.PDB: 2.5}}
 DEFAULT_ESTIMATE = {"serial": 5.0, "shared": 2.0}
+PRECOMPILE = (sys.executable, "-m", "pdbtool.search.precompile")  # + the class's name
+
+log = logging.getLogger("pdbtool")
 
 
 def _mark(cls: type, part: str) -> Path:
@@ -63,29 +69,48 @@ def pending(cls: type, parts) -> float:
     return seconds / (1.6 if cores > 1 else 1.0)
 
 
-def aside(cls: type) -> subprocess.Popen | None:
+class Aside(NamedTuple):
+    """``aside``'s child process and the file its stderr goes to."""
+
+    process: subprocess.Popen
+    stderr: IO[bytes]
+
+
+def aside(cls: type) -> Aside | None:
     """Start compiling IDA*'s search kernels for heuristics of class ``cls`` in a child
     process (None if they are compiled already or this machine has one core): the caller
-    compiles the rest meanwhile, then waits (``wait``). The child's output is discarded: if
-    it fails, the caller compiles the kernels itself, as it would without it
-    (tests/test_kernel_cache.py checks that it does not fail)."""
+    compiles the rest meanwhile, then waits (``wait``). If the child fails, the caller
+    compiles the kernels itself, as it would without it, and ``wait`` says so in a warning
+    with the child's last line of stderr (tests/test_kernel_cache.py checks that it does
+    not fail: it once did, silently, and every first solve took 4x as long)."""
     if ready(cls, "serial") or (os.cpu_count() or 1) < 2:
         return None
+    stderr = tempfile.TemporaryFile()  # a file, not a pipe: nothing read until the end
     try:
-        return subprocess.Popen([sys.executable, "-m", "pdbtool.search.precompile", cls.__name__],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        process = subprocess.Popen([*PRECOMPILE, cls.__name__], stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=stderr)
     except OSError:
+        stderr.close()
         return None
+    return Aside(process, stderr)
 
 
-def wait(child: subprocess.Popen | None) -> None:
-    """Wait for ``aside``'s child; if this process is interrupted, the child stops too."""
+def wait(child: Aside | None) -> None:
+    """Wait for ``aside``'s child (a failure is a warning: this process compiles what it
+    did not); if this process is interrupted, the child stops too."""
     if child is None:
         return
-    try:
-        child.wait()
-    except BaseException:
-        child.kill()
-        child.wait()
-        raise
+    process, stderr = child
+    with stderr:
+        try:
+            process.wait()
+        except BaseException:
+            process.kill()
+            process.wait()
+            raise
+        if process.returncode != 0:  # (negative: a signal's number)
+            stderr.seek(0)
+            lines = stderr.read().decode(errors="replace").strip().splitlines()
+            log.warning("compiling the search kernels in a child process failed (exit %d%s); "
+                        "this process compiles them itself, which takes longer",
+                        process.returncode, f": {lines[-1]}" if lines else "")
