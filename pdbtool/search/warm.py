@@ -85,7 +85,10 @@ def aside(cls: type) -> Aside | None:
     not fail: it once did, silently, and every first solve took 4x as long)."""
     if ready(cls, "serial") or (os.cpu_count() or 1) < 2:
         return None
-    stderr = tempfile.TemporaryFile()  # a file, not a pipe: nothing read until the end
+    try:
+        stderr = tempfile.TemporaryFile()  # a file, not a pipe: nothing read until the end
+    except OSError:  # no writable temporary directory: the child's last line is lost
+        stderr = open(os.devnull, "w+b")  # noqa: SIM115 (closed by ``wait``)
     try:
         process = subprocess.Popen([*PRECOMPILE, cls.__name__], stdin=subprocess.DEVNULL,
                                    stdout=subprocess.DEVNULL, stderr=stderr)
