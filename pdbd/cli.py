@@ -16,12 +16,7 @@ import os
 import signal
 import sys
 from types import SimpleNamespace
-
-# gRPC's C core writes its own INFO lines to stderr, one per failed TLS handshake among them
-# (a client speaking plaintext to a TLS port made 250 KB/s of log): the command keeps only
-# the core's errors unless GRPC_VERBOSITY says otherwise. It must be set before gRPC loads.
-if "grpc" not in sys.modules:
-    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+from typing import TYPE_CHECKING
 
 from pdbtool.cli.cluster import add_shipping_options
 from pdbtool.cli.console import (arg_budget, arg_seconds, arg_shape, arg_size, batch_exit_code, emit,
@@ -29,19 +24,38 @@ from pdbtool.cli.console import (arg_budget, arg_seconds, arg_shape, arg_size, b
                                  search_line, stop_on_signals, version_text)
 from pdbtool.errors import BadInput, PdbError
 
-from . import logs
-from .client import EMPTY_BOARD, ClientTls, SolverClient
+from . import handshakes, logs
 from .logs import FORMATS, LEVELS
 from .defaults import (DEFAULT_CONNECTION_AGE, DEFAULT_IDLE_SECONDS, DEFAULT_LISTEN,
                        DEFAULT_MAX_NODES, DEFAULT_MAX_QUEUE, DEFAULT_MAX_SEARCH_MEMORY,
                        DEFAULT_MAX_SEARCH_SECONDS, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SERVER,
                        DEFAULT_WEB_LISTEN, DEFAULT_CLUSTER_ABOVE)
 
+if TYPE_CHECKING:  # the client loads gRPC: imported where a command needs it
+    from .client import ClientTls, SolverClient
+
 PROG = "pdbd"
 
 
 def main(argv=None) -> int:
-    return run(PROG, parser().parse_args(argv))
+    args = parser().parse_args(argv)
+    core_logging(args)
+    return run(PROG, args)
+
+
+def core_logging(args) -> None:
+    """What gRPC's C core may write to stderr, decided before gRPC loads (this module loads
+    it only in the commands). It writes its own lines straight to file descriptor 2, one a
+    failed TLS handshake among them (a client speaking plaintext to a TLS port made 250
+    KB/s): a TLS server reads them back and logs each peer's failures at most once a minute
+    (pdbd/handshakes.py); every other command keeps only the core's errors, unless
+    GRPC_VERBOSITY says otherwise."""
+    if getattr(args, "tls_cert", None) and args.command == "serve":
+        level = "debug" if args.verbose else args.log_level
+        if handshakes.capture(args.log_format, level, args.tls_log_every):
+            return
+    if "grpc" not in sys.modules:
+        os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -93,6 +107,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--no-reflection", action="store_true", help="do not serve server reflection")
     s.add_argument("--tls-cert", metavar="PEM", help="serve TLS with this certificate chain")
     s.add_argument("--tls-key", metavar="PEM", help="... and this private key")
+    s.add_argument("--tls-log-every", type=arg_seconds, default=handshakes.INTERVAL,
+                   metavar="S", help="log a peer's failed TLS handshakes at most once in S "
+                   f"seconds, with their count (default {handshakes.INTERVAL:g})")
     s.add_argument("--client-ca", metavar="PEM",
                    help="require client certificates signed by this CA (mutual TLS)")
     s.add_argument("--insecure", action="store_true",
@@ -203,12 +220,16 @@ def add_server(p):
 
 
 def client_tls(args) -> ClientTls | None:
+    from .client import ClientTls
+
     if args.tls_ca or args.tls_cert or args.tls_key:
         return ClientTls(args.tls_ca, args.tls_cert, args.tls_key, args.tls_server_name)
     return None
 
 
 def client(args) -> SolverClient:
+    from .client import SolverClient
+
     return SolverClient(args.server, tls=client_tls(args))
 
 
@@ -258,6 +279,8 @@ def serve(args) -> int:
 # -- clients -------------------------------------------------------------------------------
 
 def read_board(args) -> str:
+    from .client import EMPTY_BOARD
+
     text = " ".join(args.board) if args.board else read_stdin()
     if not text.strip():
         raise BadInput(EMPTY_BOARD)

@@ -137,6 +137,11 @@ class Drained:
         self._reader = threading.Thread(target=self.lines.extend, args=(proc.stderr,), daemon=True)
         self._reader.start()
 
+    @property
+    def closed(self) -> bool:
+        """Every holder of the process's stderr has closed it (its children too)."""
+        return not self._reader.is_alive()
+
     def text(self, timeout: float = 30) -> str:
         """All of it, once the process has closed its stderr (after it exited)."""
         self._reader.join(timeout)

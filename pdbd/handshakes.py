@@ -1,0 +1,265 @@
+"""Failed TLS handshakes, logged per peer at most once a minute.
+
+gRPC Python shows a server nothing of a connection whose handshake fails: it never becomes
+a call, and there is no hook. Only the C core's handshaker trace names the peer
+(``grpc.internal.endpoint_peer_address=...`` in the record of the failure), and the core
+writes it straight to file descriptor 2. So a TLS server turns the trace on and reads it
+back in a process of its own (``capture``, before gRPC loads):
+
+* gRPC gets ``GRPC_VERBOSITY=DEBUG`` and ``GRPC_TRACE=handshaker``, and the daemon's file
+  descriptor 2 becomes a pipe (its write end non-blocking: the core never waits for the
+  reader; a line the reader cannot take in time is lost, not the call);
+* the reader, ``python -m pdbd.handshakes``, keeps the daemon's real stderr. It passes on
+  the core's errors (what it showed before at ``GRPC_VERBOSITY=ERROR``) and anything that is not the core's (a child's output, a
+  fatal error's trace: the reader outlives the daemon until the pipe's last writer is gone)
+  and drops the rest of the trace (about 5 KB a connection, nothing a call);
+* each failure is a ``Failure`` (peer, reason), and ``Throttle`` lets one line a peer
+  address through a minute (``pdbd.tls``, WARNING, with the daemon's log format), then one
+  line with the count of those it held back; at most ``BURST`` lines a minute in all, the
+  rest counted in one line a minute.
+
+The daemon's own log lines go to the real stderr directly (``sys.stderr``); they never pass
+through the pipe. An operator who sets ``GRPC_VERBOSITY`` or ``GRPC_TRACE`` gets the core's
+lines as they asked, and no capture. Loads neither numba nor grpc.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import faulthandler
+import fcntl
+import logging
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+import urllib.parse
+from typing import Iterator, NamedTuple
+
+from . import logs
+
+INTERVAL = 60.0   # seconds between two lines about one peer
+BURST = 20        # lines about failures in any one interval, all peers together
+MAX_PEERS = 4096  # peers remembered; the oldest forgotten first
+RECORD_WAIT = 0.2  # seconds a core record waits for more lines before it is sorted
+PIPE_BYTES = 1 << 20  # the pipe's buffer: about 200 connections' trace
+
+log = logging.getLogger("pdbd.tls")
+
+# An absl log line of the core: level, date, time, thread, file:line] text.
+_CORE = re.compile(rb"^([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^ \]]+:\d+\] ")
+_FAILED = re.compile(rb"CallNextHandshakerLocked: error=(?!OK )(.*?)(?:: OK)?\s*$", re.M)
+# The lines a core record goes on with: an error's source trace, the handshaker's arguments
+# after its error. Any other line is not the core's, and passes, whatever came before it.
+_CONTINUED = re.compile(rb"^(=== Source Location Trace|[\w./-]+\.(cc|h|c):\d+\s*$| shutdown=|\s*$)")
+_PEER = re.compile(rb"endpoint_peer_address=([a-z0-9]+:[^,}\s]+)")
+
+
+class Failure(NamedTuple):
+    peer: str    # the client's address without its port, or "unknown"
+    reason: str  # the core's error, e.g. "... SSL_ERROR_SSL: ... WRONG_VERSION_NUMBER"
+
+
+def peer_host(address: str) -> str:
+    """``ipv4:127.0.0.1:5000`` -> ``127.0.0.1``; ``ipv6:%5B::1%5D:5000`` -> ``::1``;
+    ``unix:/path`` -> ``unix:/path``."""
+    scheme, _, rest = urllib.parse.unquote(address).partition(":")
+    if scheme == "ipv4":
+        return rest.rpartition(":")[0] or rest
+    if scheme == "ipv6":
+        host = rest.rpartition(":")[0] if "]" in rest else rest
+        return host.strip("[]")
+    return f"{scheme}:{rest}"
+
+
+class Trace:
+    """Split what the core writes into records (a core line and the lines it goes on with)
+    and sort them: ``feed`` yields each failed handshake as a ``Failure`` and each record to pass
+    on as bytes (the core's W, E and F records but its DEBUG-level notice, and every line
+    that is not the core's)."""
+
+    def __init__(self):
+        self._partial = b""
+        self._record: list[bytes] = []  # the current core record's lines
+
+    def feed(self, chunk: bytes) -> Iterator[Failure | bytes]:
+        lines = (self._partial + chunk).split(b"\n")
+        self._partial = lines.pop()
+        for line in lines:
+            yield from self._line(line + b"\n")
+
+    @property
+    def open(self) -> bool:
+        """A core record is waiting for lines that may go on with it."""
+        return bool(self._record)
+
+    def flush(self) -> Iterator[Failure | bytes]:
+        """What is left at the end of the stream."""
+        if self._partial:
+            yield from self._line(self._partial + b"\n")
+            self._partial = b""
+        yield from self.close()
+
+    def _line(self, line: bytes) -> Iterator[Failure | bytes]:
+        if _CORE.match(line):
+            yield from self.close()
+            self._record = [line]
+        elif self._record and _CONTINUED.match(line):
+            self._record.append(line)
+        else:  # not the core's (a child's, a fatal error's): passed on as it is
+            yield line
+
+    def close(self) -> Iterator[Failure | bytes]:
+        """Sort the record open now (the reader's, when the core goes quiet)."""
+        record, self._record = b"".join(self._record), []
+        if not record:
+            return
+        level = record[:1]
+        failed = _FAILED.search(record) if b"CallNextHandshakerLocked" in record else None
+        if failed:
+            peer = _PEER.search(record)
+            yield Failure(peer_host(peer.group(1).decode()) if peer else "unknown",
+                          failed.group(1).strip().decode(errors="replace") or "unknown error")
+        elif level in (b"E", b"F"):  # what the core showed at GRPC_VERBOSITY=ERROR
+            yield record
+
+
+class Throttle:
+    """At most one line a peer an ``interval``, and ``burst`` lines an interval in all."""
+
+    def __init__(self, interval: float = INTERVAL, burst: int = BURST,
+                 max_peers: int = MAX_PEERS):
+        self.interval, self.burst, self.max_peers = interval, burst, max_peers
+        self._peers: collections.OrderedDict[str, list] = collections.OrderedDict()
+        self._window, self._lines, self._dropped = 0.0, 0, 0  # all peers' budget
+
+    def note(self, failure: Failure, now: float) -> list[str]:
+        """The lines to log for one failure (none while its peer is held back)."""
+        lines = self.due(now)
+        entry = self._peers.get(failure.peer)
+        if entry is not None:
+            self._peers.move_to_end(failure.peer)
+            if now - entry[0] < self.interval:
+                entry[1] += 1
+                entry[2] = failure.reason
+                return lines
+            held = entry[1]
+        else:
+            held = 0
+            while len(self._peers) >= self.max_peers:
+                self._peers.popitem(last=False)
+        self._peers[failure.peer] = [now, 0, failure.reason]
+        line = f"TLS handshake from {failure.peer} failed: {failure.reason}"
+        if held:
+            line += f" ({held} more from it in the last {now - entry[0]:.0f} s)"
+        return lines + self._spend(line, now)
+
+    def due(self, now: float, final: bool = False) -> list[str]:
+        """Lines for peers held back whose interval is over (``final``: every one held
+        back), and the count of the lines the burst limit dropped."""
+        lines = []
+        for peer, entry in list(self._peers.items()):
+            if entry[1] and (final or now - entry[0] >= self.interval):
+                lines += self._spend(f"TLS handshakes from {peer}: {entry[1]} more failed in "
+                                     f"the last {now - entry[0]:.0f} s: {entry[2]}", now)
+                entry[0], entry[1] = now, 0
+        if self._dropped and (final or now - self._window >= self.interval):
+            lines.append(f"{self._dropped} more lines about failed TLS handshakes dropped in "
+                         f"the last {now - self._window:.0f} s (at most {self.burst} a "
+                         f"{self.interval:.0f} s)")
+            self._dropped = 0
+        return lines
+
+    def _spend(self, line: str, now: float) -> list[str]:
+        if now - self._window >= self.interval:
+            self._window, self._lines = now, 0
+        if self._lines >= self.burst:
+            self._dropped += 1
+            return []
+        self._lines += 1
+        return [line]
+
+
+def read(stream, out, throttle: Throttle, clock=time.monotonic) -> None:
+    """The reader: ``stream`` (the pipe, raw) until its end, the failures through
+    ``throttle`` to the log, what passes to ``out`` (raw)."""
+    trace = Trace()
+    fd = stream.fileno()
+    while True:
+        # A record still open goes out once the core is quiet for a moment (its next line
+        # would have closed it); otherwise wake now and then for the lines held back.
+        wait = RECORD_WAIT if trace.open else throttle.interval / 4
+        ready, _, _ = select.select([fd], [], [], wait)
+        chunk = os.read(fd, 1 << 16) if ready else None
+        items = trace.close() if chunk is None else trace.feed(chunk) if chunk else trace.flush()
+        lines = []
+        for item in items:
+            if isinstance(item, Failure):
+                lines += throttle.note(item, clock())
+            else:
+                out.write(item)
+                out.flush()
+        for line in lines + throttle.due(clock(), final=chunk == b""):
+            log.warning(line)
+        if chunk == b"":
+            return
+
+
+def capture(log_format: str, log_level: str, interval: float = INTERVAL) -> bool:
+    """In the daemon, before gRPC loads: the handshaker trace on, file descriptor 2 a pipe
+    to a reader process, ``sys.stderr`` (and faulthandler) the real stderr. False, and
+    nothing done, where gRPC is loaded already or the operator set its log variables."""
+    if "grpc" in sys.modules or {"GRPC_VERBOSITY", "GRPC_TRACE"} & set(os.environ):
+        return False
+    try:
+        sys.stderr.flush()
+        real = os.dup(2)
+    except (AttributeError, OSError, ValueError):  # no stderr to keep: nothing to read back
+        return False
+    read_end, write_end = os.pipe()
+    try:
+        subprocess.Popen(
+            [sys.executable, "-m", "pdbd.handshakes", "--log-format", log_format,
+             "--log-level", log_level, "--interval", str(interval)], stdin=read_end, stdout=subprocess.DEVNULL,
+            stderr=real, close_fds=True, start_new_session=True)
+    except OSError:
+        for fd in (real, read_end, write_end):
+            os.close(fd)
+        return False
+    os.close(read_end)
+    with contextlib.suppress(OSError):  # room for bursts (Linux; up to pipe-max-size)
+        fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    fcntl.fcntl(write_end, fcntl.F_SETFL, fcntl.fcntl(write_end, fcntl.F_GETFL) | os.O_NONBLOCK)
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    sys.stderr = os.fdopen(real, "w", buffering=1, errors="backslashreplace")
+    faulthandler.enable(sys.stderr)
+    os.environ["GRPC_VERBOSITY"] = "DEBUG"
+    os.environ["GRPC_TRACE"] = "handshaker"
+    return True
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m pdbd.handshakes",
+                                description="pdbd serve's reader of gRPC's handshaker trace "
+                                            "(stdin): failed TLS handshakes logged per peer")
+    p.add_argument("--log-format", choices=logs.FORMATS, default="text")
+    p.add_argument("--log-level", choices=logs.LEVELS, default="info")
+    p.add_argument("--interval", type=float, default=INTERVAL,
+                   help=f"seconds between two lines about one peer (default {INTERVAL:g})")
+    args = p.parse_args(argv)
+    # The daemon's signals are not this process's: it ends when the daemon's pipe does.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    logs.setup(args.log_format, args.log_level)
+    read(sys.stdin.buffer, sys.stderr.buffer, Throttle(args.interval))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

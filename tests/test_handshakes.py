@@ -1,0 +1,112 @@
+"""Failed TLS handshakes logged per peer at most once an interval (issue 40; pdbd/handshakes.py):
+the core's trace sorted into failures and lines to pass on, and the throttle. The daemon
+end to end is in tests/test_daemon_admission.py (a real TLS server, 50 plaintext clients)."""
+
+import logging
+import os
+import threading
+from pathlib import Path
+
+from pdbd.handshakes import Failure, Throttle, Trace, peer_host, read
+
+TRACE = Path(__file__).parent / "data" / "grpc-handshaker-trace.txt"
+SSL_HTTP = ("UNKNOWN: Ssl handshake failed (TSI_PROTOCOL_FAILURE): SSL_ERROR_SSL: "
+            "error:1000009c:SSL routines:OPENSSL_internal:HTTP_REQUEST: Invalid certificate "
+            "verification context")
+
+
+def sorted_trace(data: bytes, chunk: int) -> list:
+    trace = Trace()
+    items = []
+    for i in range(0, len(data), chunk):
+        items += trace.feed(data[i:i + chunk])
+    return items + list(trace.flush())
+
+
+def test_the_trace_gives_each_failed_handshake_with_its_peer_and_passes_the_rest():
+    data = TRACE.read_bytes()
+    expected = [
+        b"----- ipv4 plaintext\n",
+        Failure("127.0.0.1", SSL_HTTP),
+        b"----- ipv4 TLS, one health check\n",  # a good handshake: nothing
+        b"----- ipv6 plaintext\n",
+        Failure("::1", SSL_HTTP),
+        b"----- silent until the handshake timeout\n",
+        Failure("::1", "UNAVAILABLE: Handshake read failed (Endpoint closing)"),
+        b"----- closed at once\n",
+        Failure("127.0.0.1", "UNAVAILABLE: Handshake read failed (Socket closed)"),
+        b"----- pending at the server's stop\n",
+        Failure("127.0.0.1", "UNAVAILABLE: Handshake read failed (Endpoint closing)"),
+        b"----- end\n",
+    ]
+    for chunk in (len(data), 4096, 97, 1):  # however the pipe cuts it
+        assert sorted_trace(data, chunk) == expected
+
+
+def test_the_cores_errors_and_lines_not_its_own_pass_even_inside_a_record():
+    info = b"I1126 06:47:39.917801    3081 channel_trace.h:396] handshake manager 0x7f:  calling\n"
+    error = (b"E1126 06:47:40.000001    3081 chttp2_server.cc:12] something broke\n"
+             b"=== Source Location Trace: === \n"
+             b"src/core/util/status_helper.cc:68\n")
+    crash = b"Fatal Python error: Segmentation fault\n\nThread 0x01 (most recent call first):\n"
+    items = sorted_trace(info + crash + info + error + b"  File \"x.py\", line 1\n", 4096)
+    # the blank line of the crash goes with the open record (a core record's own go on with
+    # one); the error record is sorted when the stream (or, in the reader, the core) stops
+    assert items == [b"Fatal Python error: Segmentation fault\n",
+                     b"Thread 0x01 (most recent call first):\n", b"  File \"x.py\", line 1\n",
+                     error]
+
+
+def test_peer_addresses_lose_their_port():
+    assert peer_host("ipv4:127.0.0.1:47106") == "127.0.0.1"
+    assert peer_host("ipv6:%5B::1%5D:56302") == "::1"
+    assert peer_host("ipv6:%5B2001:db8::7%5D:1") == "2001:db8::7"
+    assert peer_host("unix:/run/pdbd.sock") == "unix:/run/pdbd.sock"
+
+
+def test_one_line_a_peer_an_interval_then_the_count_held_back():
+    t = Throttle(interval=60, burst=20)
+    a, b = Failure("10.0.0.1", "bad"), Failure("10.0.0.2", "worse")
+    assert t.note(a, 0) == ["TLS handshake from 10.0.0.1 failed: bad"]
+    assert t.note(a, 1) == [] and t.note(a, 2) == []
+    assert t.note(b, 3) == ["TLS handshake from 10.0.0.2 failed: worse"]  # its own budget
+    assert t.due(59) == []
+    assert t.due(60) == ["TLS handshakes from 10.0.0.1: 2 more failed in the last 60 s: bad"]
+    assert t.due(61) == []  # said once; b held none back
+    assert t.note(a, 70) == []  # within the minute of the count's line
+    assert t.due(70, final=True) == [
+        "TLS handshakes from 10.0.0.1: 1 more failed in the last 10 s: bad"]
+    assert t.note(b, 200) == ["TLS handshake from 10.0.0.2 failed: worse"]
+
+
+def test_many_peers_are_held_to_a_burst_an_interval_and_a_bounded_memory():
+    t = Throttle(interval=60, burst=5, max_peers=100)
+    lines = []
+    for i in range(300):
+        lines += t.note(Failure(f"10.0.{i // 256}.{i % 256}", "bad"), i / 10)
+    assert len(lines) == 5
+    assert len(t._peers) == 100
+    assert t.due(60) == ["295 more lines about failed TLS handshakes dropped in the last 60 s "
+                         "(at most 5 a 60 s)"]
+
+
+def test_the_reader_logs_failures_and_passes_the_rest_until_the_pipe_ends(caplog, tmp_path):
+    read_end, write_end = os.pipe()
+    data = TRACE.read_bytes()
+    writer = threading.Thread(target=lambda: (os.write(write_end, data), os.close(write_end)))
+    writer.start()
+    out = tmp_path / "out"
+    with caplog.at_level(logging.WARNING, "pdbd.tls"), open(out, "wb") as sink, \
+            os.fdopen(read_end, "rb", buffering=0) as stream:
+        read(stream, sink, Throttle(interval=60))
+    writer.join()
+    assert out.read_bytes().count(b"-----") == 7 and b"handshaker" not in out.read_bytes()
+    assert [r.getMessage() for r in caplog.records] == [
+        f"TLS handshake from 127.0.0.1 failed: {SSL_HTTP}",
+        f"TLS handshake from ::1 failed: {SSL_HTTP}",
+        # at the pipe's end, what was held back (the peer heard from last, last)
+        "TLS handshakes from ::1: 1 more failed in the last 0 s: "
+        "UNAVAILABLE: Handshake read failed (Endpoint closing)",
+        "TLS handshakes from 127.0.0.1: 2 more failed in the last 0 s: "
+        "UNAVAILABLE: Handshake read failed (Endpoint closing)",
+    ]
