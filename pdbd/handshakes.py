@@ -10,13 +10,14 @@ back in a process of its own (``capture``, before gRPC loads):
   descriptor 2 becomes a pipe (its write end non-blocking: the core never waits for the
   reader; a line the reader cannot take in time is lost, not the call);
 * the reader, ``python -m pdbd.handshakes``, keeps the daemon's real stderr. It passes on
-  the core's errors (what it showed before at ``GRPC_VERBOSITY=ERROR``) and anything that is not the core's (a child's output, a
-  fatal error's trace: the reader outlives the daemon until the pipe's last writer is gone)
-  and drops the rest of the trace (about 5 KB a connection, nothing a call);
+  the core's errors (what ``GRPC_VERBOSITY=ERROR`` showed before) and every line that is
+  not the core's (a child's output, a fatal error's trace: the reader outlives the daemon
+  until the pipe's last writer is gone), and drops the rest of the trace (about 5 KB a
+  connection, nothing a call);
 * each failure is a ``Failure`` (peer, reason), and ``Throttle`` lets one line a peer
-  address through a minute (``pdbd.tls``, WARNING, with the daemon's log format), then one
-  line with the count of those it held back; at most ``BURST`` lines a minute in all, the
-  rest counted in one line a minute.
+  address through a minute (``pdbd.tls``, WARNING, in the daemon's log format; ``pdbd serve
+  --tls-log-every``), then one line with the count of those it held back (at the end too);
+  at most ``BURST`` lines a minute in all, the rest counted in one line.
 
 The daemon's own log lines go to the real stderr directly (``sys.stderr``); they never pass
 through the pipe. An operator who sets ``GRPC_VERBOSITY`` or ``GRPC_TRACE`` gets the core's
@@ -39,6 +40,7 @@ import subprocess
 import sys
 import time
 import urllib.parse
+from dataclasses import dataclass
 from typing import Iterator, NamedTuple
 
 from . import logs
@@ -129,45 +131,56 @@ class Trace:
             yield record
 
 
+@dataclass
+class _Peer:
+    since: float  # when its last line was logged
+    held: int = 0  # failures since, not logged one by one
+    reason: str = ""  # the last of them
+
+
 class Throttle:
     """At most one line a peer an ``interval``, and ``burst`` lines an interval in all."""
 
     def __init__(self, interval: float = INTERVAL, burst: int = BURST,
                  max_peers: int = MAX_PEERS):
         self.interval, self.burst, self.max_peers = interval, burst, max_peers
-        self._peers: collections.OrderedDict[str, list] = collections.OrderedDict()
+        self._peers: collections.OrderedDict[str, _Peer] = collections.OrderedDict()
+        self._holding: set[str] = set()  # the peers with failures held back
         self._window, self._lines, self._dropped = 0.0, 0, 0  # all peers' budget
+        self._next_look = 0.0  # when ``due`` looks at the peers held back again
 
     def note(self, failure: Failure, now: float) -> list[str]:
         """The lines to log for one failure (none while its peer is held back)."""
         lines = self.due(now)
-        entry = self._peers.get(failure.peer)
-        if entry is not None:
+        peer = self._peers.get(failure.peer)
+        if peer is not None:
             self._peers.move_to_end(failure.peer)
-            if now - entry[0] < self.interval:
-                entry[1] += 1
-                entry[2] = failure.reason
+            if now - peer.since < self.interval:
+                peer.held += 1
+                peer.reason = failure.reason
+                self._holding.add(failure.peer)
                 return lines
-            held = entry[1]
-        else:
-            held = 0
-            while len(self._peers) >= self.max_peers:
-                self._peers.popitem(last=False)
-        self._peers[failure.peer] = [now, 0, failure.reason]
-        line = f"TLS handshake from {failure.peer} failed: {failure.reason}"
-        if held:
-            line += f" ({held} more from it in the last {now - entry[0]:.0f} s)"
-        return lines + self._spend(line, now)
+        while len(self._peers) >= self.max_peers:
+            self._holding.discard(self._peers.popitem(last=False)[0])
+        self._peers[failure.peer] = _Peer(now)
+        return lines + self._spend(f"TLS handshake from {failure.peer} failed: "
+                                   f"{failure.reason}", now)
 
     def due(self, now: float, final: bool = False) -> list[str]:
         """Lines for peers held back whose interval is over (``final``: every one held
         back), and the count of the lines the burst limit dropped."""
         lines = []
-        for peer, entry in list(self._peers.items()):
-            if entry[1] and (final or now - entry[0] >= self.interval):
-                lines += self._spend(f"TLS handshakes from {peer}: {entry[1]} more failed in "
-                                     f"the last {now - entry[0]:.0f} s: {entry[2]}", now)
-                entry[0], entry[1] = now, 0
+        if not final and now < self._next_look:  # a look at most every quarter interval
+            return lines
+        self._next_look = now + self.interval / 4
+        for name in sorted(self._holding, key=lambda n: self._peers[n].since):  # oldest first
+            peer = self._peers[name]
+            if final or now - peer.since >= self.interval:
+                lines += self._spend(f"TLS handshakes from {name}: {peer.held} more failed "
+                                     f"in the last {now - peer.since:.0f} s: {peer.reason}",
+                                     now)
+                peer.since, peer.held = now, 0
+                self._holding.discard(name)
         if self._dropped and (final or now - self._window >= self.interval):
             lines.append(f"{self._dropped} more lines about failed TLS handshakes dropped in "
                          f"the last {now - self._window:.0f} s (at most {self.burst} a "

@@ -71,12 +71,14 @@ def test_one_line_a_peer_an_interval_then_the_count_held_back():
     assert t.note(a, 1) == [] and t.note(a, 2) == []
     assert t.note(b, 3) == ["TLS handshake from 10.0.0.2 failed: worse"]  # its own budget
     assert t.due(59) == []
-    assert t.due(60) == ["TLS handshakes from 10.0.0.1: 2 more failed in the last 60 s: bad"]
-    assert t.due(61) == []  # said once; b held none back
-    assert t.note(a, 70) == []  # within the minute of the count's line
-    assert t.due(70, final=True) == [
+    assert t.due(60) == []  # looked at 59: the next look a quarter interval later
+    assert t.due(75) == ["TLS handshakes from 10.0.0.1: 2 more failed in the last 75 s: bad"]
+    assert t.due(200) == []  # said once; b held none back
+    assert t.note(a, 210) == ["TLS handshake from 10.0.0.1 failed: bad"]
+    assert t.note(a, 220) == []  # within the minute of its line
+    assert t.due(220, final=True) == [
         "TLS handshakes from 10.0.0.1: 1 more failed in the last 10 s: bad"]
-    assert t.note(b, 200) == ["TLS handshake from 10.0.0.2 failed: worse"]
+    assert t.note(b, 300) == ["TLS handshake from 10.0.0.2 failed: worse"]
 
 
 def test_many_peers_are_held_to_a_burst_an_interval_and_a_bounded_memory():
@@ -104,9 +106,9 @@ def test_the_reader_logs_failures_and_passes_the_rest_until_the_pipe_ends(caplog
     assert [r.getMessage() for r in caplog.records] == [
         f"TLS handshake from 127.0.0.1 failed: {SSL_HTTP}",
         f"TLS handshake from ::1 failed: {SSL_HTTP}",
-        # at the pipe's end, what was held back (the peer heard from last, last)
-        "TLS handshakes from ::1: 1 more failed in the last 0 s: "
-        "UNAVAILABLE: Handshake read failed (Endpoint closing)",
+        # at the pipe's end, what was held back (the peer logged first, first)
         "TLS handshakes from 127.0.0.1: 2 more failed in the last 0 s: "
+        "UNAVAILABLE: Handshake read failed (Endpoint closing)",
+        "TLS handshakes from ::1: 1 more failed in the last 0 s: "
         "UNAVAILABLE: Handshake read failed (Endpoint closing)",
     ]
