@@ -81,9 +81,9 @@ def peer_host(address: str) -> str:
 
 class Trace:
     """Split what the core writes into records (a core line and the lines it goes on with)
-    and sort them: ``feed`` yields each failed handshake as a ``Failure`` and each record to pass
-    on as bytes (the core's W, E and F records but its DEBUG-level notice, and every line
-    that is not the core's)."""
+    and sort them: ``feed`` yields each failed handshake as a ``Failure`` and what is to
+    pass on as bytes (the core's E and F records, and every line that is not the core's);
+    the rest of the trace is dropped."""
 
     def __init__(self):
         self._partial = b""
@@ -238,8 +238,9 @@ def capture(log_format: str, log_level: str, interval: float = INTERVAL) -> bool
     try:
         subprocess.Popen(
             [sys.executable, "-m", "pdbd.handshakes", "--log-format", log_format,
-             "--log-level", log_level, "--interval", str(interval)], stdin=read_end, stdout=subprocess.DEVNULL,
-            stderr=real, close_fds=True, start_new_session=True)
+             "--log-level", log_level, "--interval", str(interval)],
+            stdin=read_end, stdout=subprocess.DEVNULL, stderr=real, close_fds=True,
+            start_new_session=True)
     except OSError:
         for fd in (real, read_end, write_end):
             os.close(fd)
