@@ -22,6 +22,7 @@ Usage: scripts/bench throughput   or   .venv/bin/python scripts/bench_throughput
 from __future__ import annotations
 
 import contextlib
+import gc
 import ctypes
 import os
 import random
@@ -83,7 +84,10 @@ def cpu_seconds(pid: int | None = None) -> float:
 
 
 def timed(fn, pid: int | None = None):
-    """``fn()``'s result, wall seconds and CPU seconds (this process's and ``pid``'s)."""
+    """``fn()``'s result, wall seconds and CPU seconds (this process's and ``pid``'s). Each
+    starts with this process's garbage collected: a collection that the run before made
+    due is not charged to this one."""
+    gc.collect()
     cpu, start = cpu_seconds(pid), time.perf_counter()
     out = fn()
     return out, time.perf_counter() - start, cpu_seconds(pid) - cpu
@@ -191,10 +195,12 @@ def measure(n: int, chunk: int, old: str | None, artifact: str | None = None) ->
 
         runs: dict[tuple, list[Run]] = {}
         empty: list[float] = []  # CPU ms of a health Check (no search): a unary call's floor
-        for boards_, lengths_ in chunks:  # every way on each chunk in turn: alike load
+        for k, (boards_, lengths_) in enumerate(chunks):  # every way on each chunk in
+            # turn: alike load; the daemons in turns first and second (the order alone
+            # moved a daemon's figure by 0.05 ms a board)
             runs.setdefault(("local",), []).append(in_process(solver, boards_)[0])
             empty.append(health_checks(*clients["this checkout"], len(boards_)) / chunk * 1000)
-            for name, (c, pid) in clients.items():
+            for name, (c, pid) in list(clients.items())[::-1 if k % 2 else 1]:
                 for way, (_, fn) in ways(name).items():
                     runs.setdefault((name, way), []).append(fn(c, pid, boards_, lengths_))
 
