@@ -6,22 +6,30 @@ a call, and there is no hook. Only the C core's handshaker trace names the peer
 writes it straight to file descriptor 2. So a TLS server turns the trace on and reads it
 back in a process of its own (``capture``, before gRPC loads):
 
-* gRPC gets ``GRPC_VERBOSITY=DEBUG`` and ``GRPC_TRACE=handshaker``, and the daemon's file
-  descriptor 2 becomes a pipe (its write end non-blocking: the core never waits for the
-  reader; a line the reader cannot take in time is lost, not the call);
+* gRPC loads with ``GRPC_VERBOSITY=DEBUG`` and ``GRPC_TRACE=handshaker`` (taken out of the
+  environment again once it has read them: the daemon's children do not trace), and the
+  daemon's file descriptor 2 becomes a pipe, its write end non-blocking: the core never
+  waits for the reader; a line the reader cannot take in time is lost, not the call
+  (children inherit the pipe as their stderr, non-blocking too);
 * the reader, ``python -m pdbd.handshakes``, keeps the daemon's real stderr. It passes on
   the core's errors (what ``GRPC_VERBOSITY=ERROR`` showed before) and every line that is
   not the core's (a child's output, a fatal error's trace: the reader outlives the daemon
   until the pipe's last writer is gone), and drops the rest of the trace (about 5 KB a
-  connection, nothing a call);
-* each failure is a ``Failure`` (peer, reason), and ``Throttle`` lets one line a peer
-  address through a minute (``pdbd.tls``, WARNING, in the daemon's log format; ``pdbd serve
+  connection, nothing a call). A reader that ends while the daemon lives is started
+  again (``Capture``), three times in a row at most, each time said on the real stderr;
+* each failure of the server's side is a ``Failure`` (peer, reason; the daemon's own
+  outgoing connections do not count), and ``Throttle`` lets one line a peer address
+  through a minute (``pdbd.tls``, WARNING, in the daemon's log format; ``pdbd serve
   --tls-log-every``), then one line with the count of those it held back (at the end too);
   at most ``BURST`` lines a minute in all, the rest counted in one line.
 
-The daemon's own log lines go to the real stderr directly (``sys.stderr``); they never pass
+The reasons are the core's words: a handshake that timed out reads "Handshake read failed
+(Endpoint closing)", one still running when the daemon stops too. The trace's format is
+the core's internal one, read as grpcio 1.85 writes it (tests/data/grpc-handshaker-
+trace.txt; older cores' "handshake_manager 0x..: error=" also matched, untested). The
+daemon's own log lines go to the real stderr directly (``sys.stderr``); they never pass
 through the pipe. An operator who sets ``GRPC_VERBOSITY`` or ``GRPC_TRACE`` gets the core's
-lines as they asked, and no capture. Loads neither numba nor grpc.
+lines as they asked, and no capture. The reader loads neither numba nor grpc.
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 from dataclasses import dataclass
@@ -50,12 +59,19 @@ BURST = 20        # lines about failures in any one interval, all peers together
 MAX_PEERS = 4096  # peers remembered; the oldest forgotten first
 RECORD_WAIT = 0.2  # seconds a core record waits for more lines before it is sorted
 PIPE_BYTES = 1 << 20  # the pipe's buffer: about 200 connections' trace
+MAX_LINE = 1 << 16  # a longer line is passed on in pieces, not gathered without end
+RESTARTS = 3  # readers started again in a row before the core's lines go to /dev/null
 
 log = logging.getLogger("pdbd.tls")
 
-# An absl log line of the core: level, date, time, thread, file:line] text.
-_CORE = re.compile(rb"^([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^ \]]+:\d+\] ")
-_FAILED = re.compile(rb"CallNextHandshakerLocked: error=(?!OK )(.*?)(?:: OK)?\s*$", re.M)
+# An absl log line of the core: level, date, time (or, before absl is set up, 0000 and
+# 00:00:SECONDS), thread, file:line] text.
+_CORE = re.compile(rb"^([IWEF])\d{4} [\d:.]+ +\d+ [^ \]]+:\d+\] ")
+# A handshake that ended in an error (grpcio 1.85; older cores say "handshake_manager 0x..:
+# error=..."), and the server's side of it (the client's side has no server credentials).
+_FAILED = re.compile(rb"(?:CallNextHandshakerLocked|handshake_manager 0x[0-9a-f]+): "
+                     rb"error=(?!OK )(.*?)(?:: OK)?\s*$", re.M)
+_SERVER = b"grpc.internal.server_credentials="
 # The lines a core record goes on with: an error's source trace, the handshaker's arguments
 # after its error. Any other line is not the core's, and passes, whatever came before it.
 _CONTINUED = re.compile(rb"^(=== Source Location Trace|[\w./-]+\.(cc|h|c):\d+\s*$| shutdown=|\s*$)")
@@ -94,6 +110,10 @@ class Trace:
         self._partial = lines.pop()
         for line in lines:
             yield from self._line(line + b"\n")
+        if len(self._partial) > MAX_LINE:  # no line of the core's: passed on as it comes
+            yield from self.close()
+            yield self._partial
+            self._partial = b""
 
     @property
     def open(self) -> bool:
@@ -113,7 +133,9 @@ class Trace:
             self._record = [line]
         elif self._record and _CONTINUED.match(line):
             self._record.append(line)
-        else:  # not the core's (a child's, a fatal error's): passed on as it is
+        else:  # not the core's (a child's, a fatal error's): passed on as it is, after
+            if self._record[:1] and self._record[0][:1] in b"EF":  # a core error before it
+                yield from self.close()
             yield line
 
     def close(self) -> Iterator[Failure | bytes]:
@@ -122,7 +144,7 @@ class Trace:
         if not record:
             return
         level = record[:1]
-        failed = _FAILED.search(record) if b"CallNextHandshakerLocked" in record else None
+        failed = _FAILED.search(record) if _SERVER in record else None
         if failed:
             peer = _PEER.search(record)
             yield Failure(peer_host(peer.group(1).decode()) if peer else "unknown",
@@ -152,19 +174,22 @@ class Throttle:
     def note(self, failure: Failure, now: float) -> list[str]:
         """The lines to log for one failure (none while its peer is held back)."""
         lines = self.due(now)
-        peer = self._peers.get(failure.peer)
+        name, peer = failure.peer, self._peers.get(failure.peer)
+        line = f"TLS handshake from {name} failed: {failure.reason}"
         if peer is not None:
-            self._peers.move_to_end(failure.peer)
+            self._peers.move_to_end(name)
             if now - peer.since < self.interval:
                 peer.held += 1
                 peer.reason = failure.reason
-                self._holding.add(failure.peer)
+                self._holding.add(name)
                 return lines
+            if peer.held:  # its minute is over, and ``due`` has not said so yet
+                line += f" ({peer.held} more from it in the {now - peer.since:.0f} s before)"
+            self._holding.discard(name)
         while len(self._peers) >= self.max_peers:
             self._holding.discard(self._peers.popitem(last=False)[0])
-        self._peers[failure.peer] = _Peer(now)
-        return lines + self._spend(f"TLS handshake from {failure.peer} failed: "
-                                   f"{failure.reason}", now)
+        self._peers[name] = _Peer(now)
+        return lines + self._spend(line, now)
 
     def due(self, now: float, final: bool = False) -> list[str]:
         """Lines for peers held back whose interval is over (``final``: every one held
@@ -173,7 +198,7 @@ class Throttle:
         if not final and now < self._next_look:  # a look at most every quarter interval
             return lines
         self._next_look = now + self.interval / 4
-        for name in sorted(self._holding, key=lambda n: self._peers[n].since):  # oldest first
+        for name in sorted(self._holding, key=lambda n: (self._peers[n].since, n)):  # oldest
             peer = self._peers[name]
             if final or now - peer.since >= self.interval:
                 lines += self._spend(f"TLS handshakes from {name}: {peer.held} more failed "
@@ -224,9 +249,12 @@ def read(stream, out, throttle: Throttle, clock=time.monotonic) -> None:
 
 
 def capture(log_format: str, log_level: str, interval: float = INTERVAL) -> bool:
-    """In the daemon, before gRPC loads: the handshaker trace on, file descriptor 2 a pipe
-    to a reader process, ``sys.stderr`` (and faulthandler) the real stderr. False, and
-    nothing done, where gRPC is loaded already or the operator set its log variables."""
+    """In the daemon, before gRPC loads: file descriptor 2 a pipe to a reader process
+    (``Capture``), ``sys.stderr`` (and faulthandler) the real stderr, and gRPC loaded with
+    the handshaker trace on (its two variables then taken out of the environment again,
+    so the daemon's children, Ray's among them, do not trace). False, and nothing done,
+    where gRPC is loaded already, the operator set its log variables, or there is no
+    stderr to keep."""
     if "grpc" in sys.modules or {"GRPC_VERBOSITY", "GRPC_TRACE"} & set(os.environ):
         return False
     try:
@@ -234,28 +262,73 @@ def capture(log_format: str, log_level: str, interval: float = INTERVAL) -> bool
         real = os.dup(2)
     except (AttributeError, OSError, ValueError):  # no stderr to keep: nothing to read back
         return False
-    read_end, write_end = os.pipe()
+    argv = [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []),  # -P: not
+            "-m", "pdbd.handshakes", "--log-format", log_format, "--log-level", log_level,
+            "--interval", str(interval)]  # a pdbd/ in the working directory
     try:
-        subprocess.Popen(
-            [sys.executable, "-m", "pdbd.handshakes", "--log-format", log_format,
-             "--log-level", log_level, "--interval", str(interval)],
-            stdin=read_end, stdout=subprocess.DEVNULL, stderr=real, close_fds=True,
-            start_new_session=True)
+        Capture(real, argv).start()
     except OSError:
-        for fd in (real, read_end, write_end):
-            os.close(fd)
+        os.close(real)
         return False
-    os.close(read_end)
-    with contextlib.suppress(OSError):  # room for bursts (Linux; up to pipe-max-size)
-        fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
-    fcntl.fcntl(write_end, fcntl.F_SETFL, fcntl.fcntl(write_end, fcntl.F_GETFL) | os.O_NONBLOCK)
-    os.dup2(write_end, 2)
-    os.close(write_end)
     sys.stderr = os.fdopen(real, "w", buffering=1, errors="backslashreplace")
     faulthandler.enable(sys.stderr)
-    os.environ["GRPC_VERBOSITY"] = "DEBUG"
-    os.environ["GRPC_TRACE"] = "handshaker"
+    os.environ.update(GRPC_VERBOSITY="DEBUG", GRPC_TRACE="handshaker")
+    try:
+        import grpc  # noqa: F401 (the core reads its log settings as it loads)
+    finally:
+        del os.environ["GRPC_VERBOSITY"], os.environ["GRPC_TRACE"]
     return True
+
+
+class Capture:
+    """The daemon's side of the reader: file descriptor 2 a pipe to ``python -m
+    pdbd.handshakes`` (``argv``), whose stderr is ``real``; a reader that ends while the
+    daemon lives is started again, RESTARTS times in a row at most (a reader that ran a
+    minute starts the count afresh), then the core's lines go to /dev/null; each said on
+    the real stderr."""
+
+    def __init__(self, real: int, argv: list[str]):
+        self.real, self.argv = real, argv
+        self._restarts = 0
+
+    def start(self) -> None:
+        """Start a reader and point file descriptor 2 at it; a thread watches it."""
+        read_end, write_end = os.pipe()
+        try:
+            proc = subprocess.Popen(self.argv, stdin=read_end, stdout=subprocess.DEVNULL,
+                                    stderr=self.real, close_fds=True, start_new_session=True)
+        except OSError:
+            os.close(write_end)
+            raise
+        finally:
+            os.close(read_end)
+        with contextlib.suppress(OSError):  # room for bursts (Linux; up to pipe-max-size)
+            fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        fcntl.fcntl(write_end, fcntl.F_SETFL,
+                    fcntl.fcntl(write_end, fcntl.F_GETFL) | os.O_NONBLOCK)
+        os.dup2(write_end, 2)
+        os.close(write_end)
+        threading.Thread(target=self._watch, args=(proc, time.monotonic()),
+                         name="pdbd-tls-reader", daemon=True).start()
+
+    def _watch(self, proc: subprocess.Popen, started: float) -> None:
+        code = proc.wait()
+        if time.monotonic() - started > 60:
+            self._restarts = 0
+        daemon = logging.getLogger("pdbd")
+        if self._restarts < RESTARTS:
+            self._restarts += 1
+            daemon.warning("the reader of gRPC's handshake trace ended (exit %s): starting "
+                           "another", code)
+            with contextlib.suppress(OSError):
+                self.start()
+                return
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 2)
+        os.close(null)
+        daemon.error("the reader of gRPC's handshake trace ended (exit %s) and could not be "
+                     "kept: failed TLS handshakes and gRPC's own errors are no longer "
+                     "logged", code)
 
 
 def main(argv=None) -> int:

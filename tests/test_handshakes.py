@@ -5,6 +5,7 @@ end to end is in tests/test_daemon_admission.py (a real TLS server, 50 plaintext
 import logging
 import os
 import threading
+import time
 from pathlib import Path
 
 from pdbd.handshakes import Failure, Throttle, Trace, peer_host, read
@@ -51,10 +52,10 @@ def test_the_cores_errors_and_lines_not_its_own_pass_even_inside_a_record():
     crash = b"Fatal Python error: Segmentation fault\n\nThread 0x01 (most recent call first):\n"
     items = sorted_trace(info + crash + info + error + b"  File \"x.py\", line 1\n", 4096)
     # the blank line of the crash goes with the open record (a core record's own go on with
-    # one); the error record is sorted when the stream (or, in the reader, the core) stops
+    # one); a core error goes out before a foreign line after it, in the order written
     assert items == [b"Fatal Python error: Segmentation fault\n",
-                     b"Thread 0x01 (most recent call first):\n", b"  File \"x.py\", line 1\n",
-                     error]
+                     b"Thread 0x01 (most recent call first):\n", error,
+                     b"  File \"x.py\", line 1\n"]
 
 
 def test_peer_addresses_lose_their_port():
@@ -100,7 +101,7 @@ def test_the_reader_logs_failures_and_passes_the_rest_until_the_pipe_ends(caplog
     out = tmp_path / "out"
     with caplog.at_level(logging.WARNING, "pdbd.tls"), open(out, "wb") as sink, \
             os.fdopen(read_end, "rb", buffering=0) as stream:
-        read(stream, sink, Throttle(interval=60))
+        read(stream, sink, Throttle(interval=60), clock=lambda: 100.0)  # one moment
     writer.join()
     assert out.read_bytes().count(b"-----") == 7 and b"handshaker" not in out.read_bytes()
     assert [r.getMessage() for r in caplog.records] == [
@@ -112,3 +113,52 @@ def test_the_reader_logs_failures_and_passes_the_rest_until_the_pipe_ends(caplog
         "TLS handshakes from ::1: 1 more failed in the last 0 s: "
         "UNAVAILABLE: Handshake read failed (Endpoint closing)",
     ]
+
+
+def test_a_peer_whose_minute_ended_between_looks_is_counted_not_lost():
+    t = Throttle(interval=60, burst=20)
+    a = Failure("10.0.0.1", "bad")
+    assert t.note(a, 0) == ["TLS handshake from 10.0.0.1 failed: bad"]
+    assert t.note(a, 10) == []
+    assert t.due(50) == []
+    # at 61 its minute is over, but the next look is not due until 65: said with the line
+    assert t.note(a, 61) == ["TLS handshake from 10.0.0.1 failed: bad "
+                             "(1 more from it in the 61 s before)"]
+    assert t.due(200) == [] and t.due(300, final=True) == []
+
+
+def test_only_the_servers_failed_handshakes_count_and_the_early_time_format_is_the_cores():
+    data = TRACE.read_bytes()
+    failure = data[data.index(b"I1126 06:51:32.594674"):]
+    failure = failure[:failure.index(b"\nI1126", 10) + 1]
+    assert sorted_trace(failure, 4096) == [Failure("127.0.0.1", SSL_HTTP)]
+    client_side = failure.replace(b"grpc.internal.server_credentials=",
+                                  b"grpc.internal.channel_credentials=")
+    assert sorted_trace(client_side, 4096) == []  # a daemon's own outgoing connection
+    early = b"I0000 00:00:1772163580.568798    3081 handshaker.cc:80] adding handshaker\n"
+    assert sorted_trace(early + b"x\n", 4096) == [b"x\n"]  # the core's, dropped
+
+
+def test_a_line_without_end_is_passed_on_in_pieces():
+    trace = Trace()
+    out = list(trace.feed(b"y" * 70_000)) + list(trace.feed(b"z\n"))
+    assert b"".join(out) == b"y" * 70_000 + b"z\n"
+
+
+def test_the_reader_sorts_an_open_record_once_the_core_is_quiet(caplog):
+    data = TRACE.read_bytes()
+    failure = data[data.index(b"I1126 06:51:32.594674"):]
+    failure = failure[:failure.index(b"\nI1126", 10) + 1]  # no core line after it
+    read_end, write_end = os.pipe()
+    os.write(write_end, failure)
+    with caplog.at_level(logging.WARNING, "pdbd.tls"), \
+            os.fdopen(read_end, "rb", buffering=0) as stream, open(os.devnull, "wb") as sink:
+        reader = threading.Thread(target=read, args=(stream, sink, Throttle(interval=60)))
+        reader.start()
+        deadline = time.monotonic() + 10
+        while not caplog.records and time.monotonic() < deadline:
+            time.sleep(0.05)
+        logged = [r.getMessage() for r in caplog.records]  # before the pipe's end
+        os.close(write_end)
+        reader.join(10)
+    assert logged == [f"TLS handshake from 127.0.0.1 failed: {SSL_HTTP}"]
