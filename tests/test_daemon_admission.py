@@ -254,30 +254,43 @@ def test_a_search_not_done_in_the_fast_lane_goes_on_in_the_pool():
         daemon.stop(grace=1)
 
 
-def test_failed_tls_handshakes_are_logged_per_peer_without_flooding(art_dir, pki):
-    """Issue 40: failed TLS handshakes were logged for each one (250 KB/s from one client),
-    then not at all. Here 50 of them (plaintext HTTP to the TLS port) give one line naming
-    the peer and, when the daemon stops, one with the count held back; a TLS client is
-    answered meanwhile, and the trace's reader process ends with the daemon."""
+@contextlib.contextmanager
+def tls_daemon(art_dir, pki, *options):
+    """A TLS `pdbd serve` process on loopback: its port, a client of it (serving), and its
+    stderr as it comes; stopped with SIGTERM after the block (killed if it hangs)."""
     port = free_port()
     proc = pdbd_process("serve", "--artifacts", str(art_dir), "--listen", f"127.0.0.1:{port}",
                         "--threads", "1", "--tls-cert", str(pki / "server.pem"),
-                        "--tls-key", str(pki / "server.key"), "--log-format", "json")
+                        "--tls-key", str(pki / "server.key"), *options)
     err = Drained(proc)
     try:
         with SolverClient(f"127.0.0.1:{port}", tls=ClientTls(str(pki / "ca.pem"))) as client:
             client.wait_serving(60)
-            for _ in range(50):
-                with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-                    s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-                    with contextlib.suppress(OSError):
-                        s.recv(100)
-            assert client.solve(EASY15, "blank-last").length == 2
+            yield proc, port, client, err
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def plaintext(port: int) -> None:
+    """One connection speaking HTTP/1.1 to the TLS port: a failed handshake."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        with contextlib.suppress(OSError):
+            s.recv(100)
+
+
+def test_failed_tls_handshakes_are_logged_per_peer_without_flooding(art_dir, pki):
+    """Issue 40: failed TLS handshakes were logged for each one (250 KB/s from one client),
+    then not at all. Here 50 of them (plaintext HTTP to the TLS port) give one line naming
+    the peer and, when the daemon stops, one with the count held back; a TLS client is
+    answered meanwhile, and the trace's reader process ends with the daemon."""
+    with tls_daemon(art_dir, pki, "--log-format", "json") as (_, port, client, err):
+        for _ in range(50):
+            plaintext(port)
+        assert client.solve(EASY15, "blank-last").length == 2
     text = err.text()
     assert err.closed, "the reader of the handshaker trace outlived the daemon"
     lines = [json.loads(line) for line in text.splitlines()]  # every line the daemon's JSON
@@ -295,44 +308,26 @@ def test_failed_tls_handshakes_are_logged_per_peer_without_flooding(art_dir, pki
 def test_a_reader_of_the_handshake_trace_that_dies_is_replaced(art_dir, pki):
     """The reader process killed: the daemon says so and starts another, which logs the
     next failed handshake (pdbd/handshakes.py, Capture)."""
-    port = free_port()
-    proc = pdbd_process("serve", "--artifacts", str(art_dir), "--listen", f"127.0.0.1:{port}",
-                        "--threads", "1", "--tls-cert", str(pki / "server.pem"),
-                        "--tls-key", str(pki / "server.key"))
-    err = Drained(proc)
+    with tls_daemon(art_dir, pki) as (proc, port, client, err):
 
-    def plaintext() -> None:
-        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-            with contextlib.suppress(OSError):
-                s.recv(100)
+        def readers() -> list[int]:
+            children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+            return [int(c) for c in children
+                    if b"pdbd.handshakes" in Path(f"/proc/{c}/cmdline").read_bytes()]
 
-    def readers() -> list[int]:
-        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
-        return [int(c) for c in children
-                if b"pdbd.handshakes" in Path(f"/proc/{c}/cmdline").read_bytes()]
+        def logged(text: str) -> int:
+            return sum(text in line for line in err.lines)
 
-    def logged(text: str) -> bool:
-        return any(text in line for line in err.lines)
-
-    try:
-        with SolverClient(f"127.0.0.1:{port}", tls=ClientTls(str(pki / "ca.pem"))) as client:
-            client.wait_serving(60)
-            plaintext()
-            assert wait_for(lambda: logged("TLS handshake from 127.0.0.1 failed"), 10)
-            first = readers()
-            assert len(first) == 1
-            os.kill(first[0], signal.SIGKILL)
-            assert wait_for(lambda: logged("handshake trace ended (exit -9): starting another"), 10)
-            assert wait_for(lambda: readers() and readers() != first, 10)
-            plaintext()
-            assert wait_for(lambda: sum("TLS handshake from 127.0.0.1 failed" in line
-                                        for line in err.lines) == 2, 10), err.lines[-5:]
-            assert client.solve(EASY15, "blank-last").length == 2
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+        plaintext(port)
+        assert wait_for(lambda: logged("TLS handshake from 127.0.0.1 failed"), 10)
+        first = readers()
+        assert len(first) == 1
+        os.kill(first[0], signal.SIGKILL)
+        assert wait_for(lambda: logged("handshake trace ended (exit -9): starting another"), 10)
+        assert wait_for(lambda: readers() and readers() != first, 10)
+        plaintext(port)
+        assert wait_for(lambda: logged("TLS handshake from 127.0.0.1 failed") == 2, 10), \
+            err.lines[-5:]
+        assert client.solve(EASY15, "blank-last").length == 2
     err.text()
     assert err.closed
