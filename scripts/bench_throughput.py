@@ -22,8 +22,8 @@ Usage: scripts/bench throughput   or   .venv/bin/python scripts/bench_throughput
 from __future__ import annotations
 
 import contextlib
-import gc
 import ctypes
+import gc
 import os
 import random
 import statistics
@@ -196,8 +196,9 @@ def measure(n: int, chunk: int, old: str | None, artifact: str | None = None) ->
         runs: dict[tuple, list[Run]] = {}
         empty: list[float] = []  # CPU ms of a health Check (no search): a unary call's floor
         for k, (boards_, lengths_) in enumerate(chunks):  # every way on each chunk in
-            # turn: alike load; the daemons in turns first and second (the order alone
-            # moved a daemon's figure by 0.05 ms a board)
+            # turn: alike load; the daemons in turns first and second (two copies of one
+            # daemon still differ by up to 0.05 ms a board, whichever goes first:
+            # docs/bench-history/2026-11-26-solve-batch-overhead.md)
             runs.setdefault(("local",), []).append(in_process(solver, boards_)[0])
             empty.append(health_checks(*clients["this checkout"], len(boards_)) / chunk * 1000)
             for name, (c, pid) in list(clients.items())[::-1 if k % 2 else 1]:
