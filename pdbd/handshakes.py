@@ -15,7 +15,9 @@ back in a process of its own (``capture``, before gRPC loads):
   the core's errors (what ``GRPC_VERBOSITY=ERROR`` showed before) and every line that is
   not the core's (a child's output, a fatal error's trace: the reader outlives the daemon
   until the pipe's last writer is gone), and drops the rest of the trace (about 5 KB a
-  connection, nothing a call). A reader that ends while the daemon lives is started
+  connection, nothing a call); what passes is held to 1 MiB a minute (``Passing``: should
+  the core's format change so that its trace no longer reads as its own, the flood stops
+  there, counted in one line). A reader that ends while the daemon lives is started
   again (``Capture``), three times in a row at most, each time said on the real stderr;
 * each failure of the server's side is a ``Failure`` (peer, reason; the daemon's own
   outgoing connections do not count), and ``Throttle`` lets one line a peer address
@@ -61,6 +63,7 @@ RECORD_WAIT = 0.2  # seconds a core record waits for more lines before it is sor
 PIPE_BYTES = 1 << 20  # the pipe's buffer: about 200 connections' trace
 MAX_LINE = 1 << 16  # a longer line is passed on in pieces, not gathered without end
 RESTARTS = 3  # readers started again in a row before the core's lines go to /dev/null
+PASS_BYTES = 1 << 20  # bytes passed on a minute at most (a crash's trace is a few KB)
 
 log = logging.getLogger("pdbd.tls")
 
@@ -225,8 +228,8 @@ class Throttle:
 
 def read(stream, out, throttle: Throttle, clock=time.monotonic) -> None:
     """The reader: ``stream`` (the pipe, raw) until its end, the failures through
-    ``throttle`` to the log, what passes to ``out`` (raw)."""
-    trace = Trace()
+    ``throttle`` to the log, what passes to ``out`` (raw, through a ``Passing``)."""
+    trace, passing = Trace(), Passing(throttle.interval)
     fd = stream.fileno()
     while True:
         # A record still open goes out once the core is quiet for a moment (its next line
@@ -235,17 +238,47 @@ def read(stream, out, throttle: Throttle, clock=time.monotonic) -> None:
         ready, _, _ = select.select([fd], [], [], wait)
         chunk = os.read(fd, 1 << 16) if ready else None
         items = trace.close() if chunk is None else trace.feed(chunk) if chunk else trace.flush()
-        lines = []
+        lines, now = [], clock()
         for item in items:
             if isinstance(item, Failure):
-                lines += throttle.note(item, clock())
-            else:
+                lines += throttle.note(item, now)
+            elif passing.take(len(item), now):
                 out.write(item)
                 out.flush()
-        for line in lines + throttle.due(clock(), final=chunk == b""):
+        lines += throttle.due(now, final=chunk == b"") + passing.said(now, final=chunk == b"")
+        for line in lines:
             log.warning(line)
         if chunk == b"":
             return
+
+
+class Passing:
+    """What passes on (the core's errors, other lines): at most ``limit`` bytes an
+    ``interval``, the rest dropped and counted in one line (should the core's format change
+    so that its trace no longer reads as its own, a flood is held to this)."""
+
+    def __init__(self, interval: float = INTERVAL, limit: int = PASS_BYTES):
+        self.interval, self.limit = interval, limit
+        self._window, self._bytes, self._dropped = 0.0, 0, 0
+
+    def take(self, size: int, now: float) -> bool:
+        if now - self._window >= self.interval and not self._dropped:
+            self._window, self._bytes = now, 0
+        if self._bytes + size > self.limit:
+            self._dropped += 1
+            return False
+        self._bytes += size
+        return True
+
+    def said(self, now: float, final: bool = False) -> list[str]:
+        """The line about what was dropped, once its interval is over."""
+        if not self._dropped or not (final or now - self._window >= self.interval):
+            return []
+        line = (f"{self._dropped} lines of stderr (gRPC's errors, the daemon's children's) "
+                f"dropped in the last {now - self._window:.0f} s: at most "
+                f"{self.limit:,} bytes pass a {self.interval:.0f} s")
+        self._window, self._bytes, self._dropped = now, 0, 0
+        return [line]
 
 
 def capture(log_format: str, log_level: str, interval: float = INTERVAL) -> bool:

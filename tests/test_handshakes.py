@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from pdbd.handshakes import Failure, Throttle, Trace, peer_host, read
+from pdbd.handshakes import Failure, Passing, Throttle, Trace, peer_host, read
 
 TRACE = Path(__file__).parent / "data" / "grpc-handshaker-trace.txt"
 SSL_HTTP = ("UNKNOWN: Ssl handshake failed (TSI_PROTOCOL_FAILURE): SSL_ERROR_SSL: "
@@ -162,3 +162,13 @@ def test_the_reader_sorts_an_open_record_once_the_core_is_quiet(caplog):
         os.close(write_end)
         reader.join(10)
     assert logged == [f"TLS handshake from 127.0.0.1 failed: {SSL_HTTP}"]
+
+
+def test_what_passes_is_held_to_a_budget_and_the_rest_counted():
+    p = Passing(interval=60, limit=1000)
+    assert all(p.take(100, t) for t in range(10))  # 1,000 bytes
+    assert not p.take(100, 11) and not p.take(1, 12)  # over: dropped, counted
+    assert p.said(30) == []
+    assert p.said(61) == ["2 lines of stderr (gRPC's errors, the daemon's children's) dropped "
+                          "in the last 61 s: at most 1,000 bytes pass a 60 s"]
+    assert p.take(900, 62)  # a new interval
