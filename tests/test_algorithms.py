@@ -109,7 +109,9 @@ def test_greedy_replays_from_3x3_to_20x20():
     b = puzzle.random_board(20, "blank-last", rng)
     t0 = time.perf_counter()
     Solver(table_free("hamming", 20)).solve(b, algorithm="greedy")
-    assert time.perf_counter() - t0 < 1.0
+    # a guard against a constructive solve that wanders, not a speed figure (it takes about
+    # a millisecond: scripts/bench algorithms)
+    assert time.perf_counter() - t0 < 10.0
 
 
 def test_searches_refuse_what_they_cannot_serve():

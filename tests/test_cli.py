@@ -73,7 +73,7 @@ def test_a_first_run_compiles_before_the_clock_starts(tmp_path):
     out = json.loads(p.stdout)
     assert out["length"] == 31
     assert any(tmp_path.rglob("*.nbi")), "the kernels were not compiled into the empty cache"
-    assert wall > 2 and out["seconds"] < 0.5, (wall, out["seconds"])
+    assert out["seconds"] < 0.5 and out["seconds"] < wall / 4, (wall, out["seconds"])
 
 
 @pytest.mark.process
@@ -306,8 +306,9 @@ def test_a_lost_ctrl_c_is_raised_again_when_the_search_ends():
 def test_ctrl_c_stops_a_solve_on_the_main_thread(threads, after):
     """The kernel runs on the main thread (no GIL, no Python handler until it returns):
     the signal's wakeup byte halts it. With 2 threads, 0.3 s is in the serial iterations
-    and 3 s in the parallel ones. Korf's #88 runs for minutes with Manhattan distance: the
-    signal always comes while it searches."""
+    and 3 s in the parallel ones. Korf's #88 runs for about 20 s with Manhattan distance on
+    two threads here: the signal comes while it searches (and a timer that has not fired
+    is cancelled, never to interrupt a later test)."""
     import signal
     import threading
 
@@ -320,12 +321,14 @@ def test_ctrl_c_stops_a_solve_on_the_main_thread(threads, after):
     solver.solve(tuple(range(16)), "blank-first", threads=threads)  # compile first
     control = SearchControl()
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    ctrl_c = threading.Timer(after, os.kill, args=(os.getpid(), signal.SIGINT))
     try:
-        threading.Timer(after, os.kill, args=(os.getpid(), signal.SIGINT)).start()  # Ctrl-C
+        ctrl_c.start()
         start = time.monotonic()
         with pytest.raises(KeyboardInterrupt):
             solver.solve(hard, "blank-first", threads=threads, control=control)
     finally:
+        ctrl_c.cancel()
         signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - start < after + 1.2
     assert control.halted and control.reason == "cancelled"

@@ -117,7 +117,7 @@ def test_daemon_deadline_stops_the_cluster_tasks(delegating):
     from pdbd.client import SolverClient
 
     with SolverClient(delegating.address) as c, pytest.raises(LimitReached, match="deadline"):
-        c.solve(HARD, "blank-first", deadline=8.0)
+        c.solve(HARD, "blank-first", deadline=4.0)  # HARD: about 20 s on 2 CPUs
     assert info(delegating)["cluster"]["delegated"] == 1
     assert wait_for(lambda: info(delegating)["cluster"]["busy"] == 0, 15)
     assert wait_for(lambda: info(delegating)["counters"]["running"] == 0, 15)

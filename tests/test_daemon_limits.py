@@ -1,11 +1,12 @@
 """pdbd's limits: deadlines, cancellation, node budgets, the queue, the message size.
 
 ``slow`` serves the 15-puzzle with Manhattan distance on one thread with a queue of one,
-so a hard board searches for minutes unless the stop flag works: every test that stops a
+so a hard board searches for tens of seconds unless the stop flag works: every test that stops a
 search also checks that the worker is free again at once.
 """
 
 import collections
+import random
 import time
 
 import grpc
@@ -29,11 +30,13 @@ def test_deadline_stops_the_search(slow, slow_stub):
     assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
     ok, took = worker_free_within(slow, 0.1)
     assert ok, f"worker still busy {took:.3f} s after the deadline"
-    # The single worker takes the next query at once.
+    # The single worker takes the next query at once, not after HARD (tens of seconds on
+    # this worker): the bounds are loose, what they tell apart is a second against tens.
     t = time.monotonic()
-    slow_stub.Solve(pb.SolveRequest(tiles=puzzle.random_walk(4, 12)), timeout=5)
-    assert time.monotonic() - t < 0.1
-    assert time.monotonic() - start < 1.0
+    slow_stub.Solve(pb.SolveRequest(tiles=puzzle.random_walk(4, 12, rng=random.Random(7))),
+                    timeout=5)
+    assert time.monotonic() - t < 1.0
+    assert time.monotonic() - start < 3.0
     assert info(slow)["counters"]["cancelled"] == before["cancelled"] + 1
 
 

@@ -16,8 +16,8 @@ from pdbtool.errors import BadInput
 from pdbtool.selection import load_directory
 from pdbtool.tables import artifact, residency, trust
 from reference import free_port
-from serving import (EASY8, EASY15, HARDEST, change_under, channel_stub, pdbd_process, running_daemon,
-                     wait_for)
+from serving import (EASY8, EASY15, HARDEST, Drained, change_under, channel_stub, pdbd_process,
+                     running_daemon, wait_for)
 
 
 def serving_copy(art_dir, tmp_path, *names):
@@ -58,6 +58,7 @@ def test_a_changed_table_is_refused_and_sighup_reloads(art_dir, tmp_path):
     d = serving_copy(art_dir, tmp_path, "8-full.h5")
     served = d / "8-full.h5"
     proc, client = start(d)
+    log = Drained(proc)  # read as it comes: the refused reload is waited for below
     try:
         assert client.solve(EASY8).length == 2
         os.truncate(served, served.stat().st_size // 2)  # killed pdbd with SIGBUS before
@@ -80,10 +81,14 @@ def test_a_changed_table_is_refused_and_sighup_reloads(art_dir, tmp_path):
         # A reload that fails verification keeps the tables loaded before.
         (d / "15-5-5-5.h5").write_bytes(b"not an artifact")
         proc.send_signal(signal.SIGHUP)
-        time.sleep(1.0)
+        assert wait_for(lambda: any("reload refused" in line for line in log.lines), 30)
         assert client.solve(EASY8).length == 2
     finally:
-        err = stop(proc, client)
+        client.close()
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+        err = log.text()
     assert "changed on disk" in err and "reload refused" in err and "reloaded" in err
     assert "Traceback" not in err and proc.returncode == 0
 

@@ -387,6 +387,9 @@ def test_pdb_on_a_rectangle_and_its_transpose_equals_bfs(rect_tables, exact):
 
 
 def test_pdb_on_3x4_and_4x3_equals_an_independent_manhattan_search(rect_tables):
+    """Random boards: the tables' search and a Manhattan search agree (the tables with fewer
+    nodes). Boards 24 random moves out: both equal a breadth-first search from both ends,
+    which uses no project code (reference.meet_in_the_middle)."""
     from pdbtool.selection import load_directory
 
     tables = load_directory(rect_tables[0])
@@ -399,6 +402,10 @@ def test_pdb_on_3x4_and_4x3_equals_an_independent_manhattan_search(rect_tables):
             a, b = pdb.solve(board, goal), md.solve(board, goal)
             assert a.length == b.length and a.nodes_generated < b.nodes_generated
             assert_replays(a.to_dict(), board, goal)
+            for _ in range(3):
+                near = puzzle.random_walk(shape, 24, goal, rng)
+                exact_length = meet_in_the_middle(near, goal_of(shape, goal), shape)
+                assert pdb.solve(near, goal).length == md.solve(near, goal).length == exact_length
 
 
 def test_a_table_of_every_tile_saturates_where_4_bits_end(tmp_path, exact):

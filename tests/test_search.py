@@ -136,7 +136,7 @@ def test_unsolvable_and_wrong_size_are_refused():
         Solver(table_free("manhattan", 4)).solve((1, 2, 3, 4, 5, 6, 7, 8, 0))
 
 
-# Korf's #88: the hardest of the 100 for Manhattan distance, minutes on any thread count
+# Korf's #88: the hardest of the 100 for Manhattan distance, tens of seconds on any thread count
 # (1.4 billion nodes in its first 15 s), so a halt after a fraction of a second always finds
 # it searching. (Korf's #1, which they halted before, ends in 0.2-0.6 s: they raced it.)
 KORF88 = korf100()[87][2]

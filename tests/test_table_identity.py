@@ -139,5 +139,5 @@ def test_a_search_on_a_touched_file_still_answers_after(served_dir):
     subprocess.run(["touch", str(served_dir / "8-full.h5")], check=True)
     assert wait_for(lambda: _serving(h.source), 15)
     assert Solver(h).solve(EASY8, control=SearchControl()).length == 2
-    signal.getsignal(lease.SIGNAL)  # the lease's handler stays installed
+    assert signal.getsignal(lease.SIGNAL) is lease._on_signal  # the lease's handler stays
     h.source.release()
