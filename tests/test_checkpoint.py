@@ -64,6 +64,40 @@ def test_a_checkpoint_of_another_search_is_refused(art_dir, tmp_path):
         search(solver, KORF[88], SearchControl(checkpoint=Checkpointing(path)))
 
 
+@pytest.mark.parametrize("field, value, says", [
+    ("split", 10 ** 9, "deeper than any search of this program splits"),
+    ("split", 0, "split is 0, not an integer >= 1"),
+    ("bound", -2, "bound is -2"),
+    ("bound", "60", "bound is '60'"),
+    ("expanded", True, "expanded is True"),
+    ("seconds", float("nan"), "seconds is nan"),
+    ("order", "reversed", "order is not an order of the tasks"),
+    ("order", "short", "order is not an order of the tasks"),
+    ("closest", "short", "closest does not list the"),
+    ("finished", {"999999": [60, 1, 1]}, "finished names task 999999"),
+    ("finished", {"0": [60, -1, 5]}, "finished task 0's figures"),
+    ("iterations", [{"bound": 50}], "iterations is not a list of"),
+])
+def test_a_damaged_or_edited_checkpoint_is_refused(art_dir, tmp_path, field, value, says):
+    """Each field of a checkpoint is checked before a search resumes from it: a tampered
+    split depth would have listed the nodes of a depth no kernel can stop, other values a
+    search that counts wrong or never ends."""
+    solver = Solver(load_heuristic(art_dir / "15-5-5-5.h5"))
+    path = tmp_path / "search.json"
+    with pytest.raises(LimitReached):
+        search(solver, KORF[88], SearchControl(budget=200_000,
+                                               checkpoint=Checkpointing(path, every=1e9)))
+    d = json.loads(path.read_text())
+    if value == "reversed":
+        value = d["order"][::-1] + [len(d["order"]) + 3]
+    elif value == "short":
+        value = d[field][:-1]
+    d[field] = value
+    path.write_text(json.dumps(d))
+    with pytest.raises(BadInput, match=says):
+        search(solver, KORF[88], SearchControl(checkpoint=Checkpointing(path)))
+
+
 def test_the_options_are_checked(tmp_path):
     with pytest.raises(BadInput, match="positive"):
         Checkpointing(tmp_path / "c.json", every=0)

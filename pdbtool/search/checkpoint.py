@@ -80,13 +80,52 @@ class Checkpoint:
 
     @classmethod
     def from_json(cls, text: str) -> Checkpoint:
+        """The checkpoint in ``text``; ValueError naming the first field that is not what
+        this program writes (a damaged or edited file is never searched from)."""
         d = json.loads(text)
-        if d.pop("format", None) != FORMAT:
+        if not isinstance(d, dict) or d.pop("format", None) != FORMAT:
             raise ValueError("not a pdbtool checkpoint of this version")
         ident = d.pop("identity")
         ident["board"] = tuple(ident["board"])
         d["finished"] = {int(k): v for k, v in d["finished"].items()}
-        return cls(identity=Identity(**ident), **d)
+        saved = cls(identity=Identity(**ident), **d)
+        saved.check()
+        return saved
+
+    def check(self) -> None:
+        """ValueError unless every field has the type and range a search writes."""
+        def count(name, x, low=0):
+            if type(x) is not int or x < low:
+                raise ValueError(f"{name} is {x!r}, not an integer >= {low}")
+
+        count("split", self.split, 1)
+        count("bound", self.bound)
+        count("expanded", self.expanded)
+        count("generated", self.generated)
+        if type(self.seconds) not in (int, float) or not 0 <= self.seconds < float("inf"):
+            raise ValueError(f"seconds is {self.seconds!r}, not a finite number >= 0")
+        if not isinstance(self.iterations, list) or not all(
+                isinstance(i, dict) and set(i) == {"bound", "nodes"} for i in self.iterations):
+            raise ValueError("iterations is not a list of {bound, nodes}")
+        for i in self.iterations:
+            count("an iteration's bound", i["bound"])
+            count("an iteration's nodes", i["nodes"])
+        if not isinstance(self.order, list) or not all(type(x) is int for x in self.order) \
+                or sorted(self.order) != list(range(len(self.order))):
+            raise ValueError("order is not an order of the tasks (each of 0 .. n - 1 once)")
+        n = len(self.order)
+        if not isinstance(self.closest, list) or len(self.closest) != n:
+            raise ValueError(f"closest does not list the {n} tasks of order")
+        for c in self.closest:
+            count("a task's closest h", c)
+        for k, row in self.finished.items():
+            if not 0 <= k < n:
+                raise ValueError(f"finished names task {k}, of {n}")
+            if not isinstance(row, list) or len(row) not in (3, 4):
+                raise ValueError(f"finished task {k}: {row!r} is not [next bound, expanded, "
+                                 "generated(, length)]")
+            for x in row:
+                count(f"finished task {k}'s figures", x)
 
 
 def identity(solver: Solver, prepared: PreparedBoard, algorithm: str = "ida") -> Identity:

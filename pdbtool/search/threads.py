@@ -39,6 +39,7 @@ ONE_THREAD_SHARE_BELOW = 100  # one thread: from the first iteration of this man
 # cells or fewer: their searches are microseconds, and their first solve on a machine
 # would wait for the tasks' kernels to compile.
 SHARED_PER_THREAD = 512  # nodes at the split depth per thread: enough for load balance
+MAX_SPLIT_THREADS = 4096  # a saved split depth deeper than that many threads' is refused
 POLLED_AFTER = 1_000_000  # nodes generated: the iterations are long enough for progress
 NEVER = 1 << 62  # serial_below: every iteration in one kernel call
 
@@ -124,6 +125,10 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
     keeper = control.checkpoint  # checkpoint.Checkpointing, or None
     resume = keeper.load(identity(solver, prepared)) if keeper else None
     if resume:
+        if resume.split > split_depth(solver.side, MAX_SPLIT_THREADS):  # listing the nodes
+            # that deep would take a kernel that nothing stops hours and gigabytes
+            raise BadInput(f"{keeper.path}: the checkpoint's tasks lie {resume.split} moves "
+                           "deep, deeper than any search of this program splits; it is damaged")
         split = resume.split  # the saved tasks, whatever the threads now
     split = split_depth(solver.side, threads) if split is None else split
     if serial_below is None:
