@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import operator
 import re
 import threading
 import time
@@ -87,12 +88,15 @@ def board_tiles(board) -> list[int]:
         board = [t for t in re.split(r"[\s,]+", board.strip()) if t]
     tiles = []
     for t in board:
-        try:
-            v = int(t)
+        try:  # a text's digits or an integer; never a float or a bool, which int() would
+            v = int(t) if isinstance(t, str) else operator.index(t)  # round or take as 0/1
+            if isinstance(t, bool):
+                raise TypeError
         except (TypeError, ValueError):
             raise BadInput(f"not an integer: {t!r} (tiles are whole numbers, 0 is the blank)") from None
         if not 0 <= v <= UINT32_MAX:
-            raise BadInput(f"tile {v} out of range: tiles are 0 (the blank) to N")
+            raise BadInput(f"tile {v} out of range: tiles are whole numbers from 0 (the blank) "
+                           "to the number of cells less one")
         tiles.append(v)
     if not tiles:
         raise BadInput(EMPTY_BOARD)

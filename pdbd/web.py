@@ -85,17 +85,27 @@ def number(value, name: str, kind=float):
     """An optional positive number from JSON or a query string; BadInput names the field."""
     if value is None or value == "":
         return None
+    if kind is int and isinstance(value, float):  # int() would round it
+        raise BadInput(f"{name} must be a whole number, not {value!r}")
     try:
         v = kind(value)
-    except (TypeError, ValueError):
-        raise BadInput(f"{name} must be a number, not {value!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise BadInput(f"{name} must be a{' whole' * (kind is int)} number, not {value!r}") from None
     if isinstance(value, bool) or not (math.isfinite(v) and v > 0):
         raise BadInput(f"{name} must be more than 0, not {value!r}")
     return v
 
 
+FIELDS = ("board", "goal", "deadline", "budget", "shape")  # what a request may name
+
+
 def solve_args(fields) -> dict:
-    """The arguments of SolverClient.solve from request fields (a dict or query params)."""
+    """The arguments of SolverClient.solve from request fields (a dict or query params);
+    a field it does not know is refused (a misspelt "deadline" must not pass silently)."""
+    unknown = sorted(set(fields) - set(FIELDS))
+    if unknown:
+        raise BadInput(f"unknown field{'s' * (len(unknown) > 1)} {', '.join(map(repr, unknown))}: "
+                       f"a request names {', '.join(FIELDS)}")
     board = fields.get("board")
     if not isinstance(board, (str, list)):
         raise BadInput('no board: give "board" as the tiles row by row ("1 2 3 ..." or a list), '

@@ -89,6 +89,26 @@ def test_bad_input_is_400_with_the_cli_message(case, web, served, capsys):
         assert err.strip() == "pdbtool: " + r.json()["error"] and code == r.json()["exit_code"]
 
 
+@pytest.mark.parametrize("body, says", [
+    ({"board": [8.9, 6, 7, 2, 5, 4, 3, 0, 1.2]}, "not an integer: 8.9"),
+    ({"board": [8, 6, 7, 2, 5, 4, 3, True, False]}, "not an integer: True"),
+    ('{"board": [1e400, 6, 7, 2, 5, 4, 3, 0, 1]}', "not an integer: inf"),  # as sent
+    ({"board": "8 6 7 2 5 4 3 0 1", "algorithm": "foo"}, "unknown field 'algorithm'"),
+    ({"board": "8 6 7 2 5 4 3 0 1", "dedline": 5}, "unknown field 'dedline'"),
+    ({"board": "8 6 7 2 5 4 3 0 1", "budget": 1000.5}, "budget must be a whole number"),
+])
+def test_json_that_no_board_text_could_say_is_refused(web, body, says):
+    """Mistakes only JSON can make: a float or a bool for a tile (int() would round it or
+    read 1 and 0), a number too large for a float, a field the API does not know, a budget
+    with a fraction: 400, never an answer to another board or a server error."""
+    if isinstance(body, str):  # JSON that Python's encoder would not write
+        r = httpx.post(web + "api/solve", content=body, headers={"content-type": "application/json"})
+    else:
+        r = httpx.post(web + "api/solve", json=body)
+    assert r.status_code == 400 and says in r.json()["error"], r.text
+    assert r.json()["exit_code"] == 2
+
+
 def test_malformed_requests_limits_and_an_unreachable_daemon(web, served):
     for content, message in ((b"{", "not JSON"), (b"[1, 2]", "JSON object"),
                              (b'{"board": 7}', "no board"),

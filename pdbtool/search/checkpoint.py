@@ -153,11 +153,14 @@ class Checkpointing:
         naming the difference for a checkpoint of another search, or a file that is not
         a checkpoint."""
         try:
-            text = self.path.read_text()
+            text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return None
         except OSError as e:
             raise BadInput(f"{self.path}: cannot read the checkpoint ({e.strerror})") from None
+        except UnicodeDecodeError:
+            raise BadInput(f"{self.path} is not a pdbtool checkpoint (not UTF-8 text); give "
+                           "another file, or remove it to start afresh") from None
         try:
             saved = Checkpoint.from_json(text)
         except (ValueError, TypeError, KeyError) as e:

@@ -94,6 +94,8 @@ def load(path) -> Trace:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as e:
         raise BadInput(f"cannot read {path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise BadInput(f"{path}: not a pdbtool trace (not UTF-8 text)") from None
     try:
         d = json.loads(text)
     except json.JSONDecodeError as e:
