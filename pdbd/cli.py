@@ -19,7 +19,8 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from pdbtool.cli.cluster import add_shipping_options
-from pdbtool.cli.console import (arg_budget, arg_seconds, arg_shape, arg_size, batch_exit_code, emit,
+from pdbtool.cli.console import (arg_budget, arg_seconds, arg_shape, arg_size, arg_threads,
+                                 batch_exit_code, emit,
                                  input_lines, read_stdin, report_error, result_text, run,
                                  search_line, stop_on_signals, version_text)
 from pdbtool.errors import BadInput, PdbError
@@ -74,7 +75,7 @@ def parser() -> argparse.ArgumentParser:
                         "--insecure; port 0 picks a free one)")
     s.add_argument("--pid-file", metavar="PATH", help="write the process id to PATH once "
                    "serving (for kill -HUP), remove it at exit; refuses a running process's file")
-    s.add_argument("--threads", type=positive, default=None, metavar="N",
+    s.add_argument("--threads", type=arg_threads, default=None, metavar="N",
                    help="search threads (default: one per core)")
     s.add_argument("--max-queue", type=non_negative, default=DEFAULT_MAX_QUEUE, metavar="Q",
                    help=f"searches allowed to wait for a thread; beyond, RESOURCE_EXHAUSTED "

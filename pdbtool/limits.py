@@ -15,6 +15,8 @@ from pdbtool.errors import BadInput
 MAX_BUDGET = (1 << 63) - 1  # the kernels count nodes in int64
 MAX_SECONDS = 2e6           # about 23 days: gRPC takes its durations in milliseconds in a
                             # 32-bit integer (at most 24.8 days); larger limits crashed pdbd
+MAX_THREADS = 1024          # more would only queue: a thread each, and the split depth grows
+                            # with them (10^8 threads asked for gigabytes before a node)
 
 
 def budget(value, what: str = "node budget") -> int:
@@ -27,6 +29,19 @@ def budget(value, what: str = "node budget") -> int:
         raise BadInput(f"{what} must be a whole number, not {value!r}") from None
     if not 1 <= n <= MAX_BUDGET:
         raise BadInput(f"{what} must be from 1 to {MAX_BUDGET:,} (2^63 - 1), not {n:,}")
+    return n
+
+
+def threads(value, what: str = "threads") -> int:
+    """A number of threads: a whole number from 1 to MAX_THREADS."""
+    try:
+        n = int(value)
+        if n != value and not isinstance(value, str):
+            raise ValueError
+    except (TypeError, ValueError, OverflowError):
+        raise BadInput(f"{what} must be a whole number, not {value!r}") from None
+    if not 1 <= n <= MAX_THREADS:
+        raise BadInput(f"{what} must be from 1 to {MAX_THREADS}, not {n:,}")
     return n
 
 

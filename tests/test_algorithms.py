@@ -67,6 +67,20 @@ def test_tables_serve_every_algorithm(art_dir, oracle8, oracle8_last):
             assert solver.solve(b, "blank-last", algorithm=name).length == oracle8_last[b]
 
 
+def test_every_algorithm_reports_the_start_s_h(art_dir):
+    """initial_h is the heuristic's value of the start, as the answer's check computes it
+    (path_h[0]), whatever the algorithm: A*, SMA* and MM reuse the root's rows as they
+    search, and reported the last node's h instead."""
+    solver = Solver(load_heuristic(art_dir / "15-5-5-5.h5"))
+    board = puzzle.random_walk(4, 30, "blank-first", random.Random(4))
+    lengths = set()
+    for name in ("ida", "ida-tt", "astar", "rbfs", "sma", "frontier", "bidir"):
+        r = solver.solve(board, "blank-first", algorithm=name)
+        assert r.initial_h == r.path_h[0] > 1, (name, r.initial_h, r.path_h[:3])
+        lengths.add(r.length)
+    assert len(lengths) == 1
+
+
 def test_ida_tt_on_korf_instances_cuts_nodes(art_dir):
     solver = Solver(load_heuristic(art_dir / "15-5-5-5.h5"))
     for _, optimal, board in korf_shortest(3):

@@ -136,6 +136,14 @@ def arg_budget(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def arg_threads(text: str) -> int:
+    """argparse type: a number of threads, checked as every tool checks it."""
+    try:
+        return limits.threads(text)
+    except BadInput as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def arg_seconds(text: str) -> float:
     """argparse type: seconds (a deadline or timeout), checked as every tool checks them."""
     try:

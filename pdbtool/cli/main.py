@@ -19,7 +19,7 @@ from pdbtool import puzzle
 from pdbtool.cli import PROG
 from pdbtool.cli.cluster import add_cluster_option, add_shipping_options, open_cluster
 from pdbtool.cli.console import (STDOUT_CLOSED, SearchReporter, arg_budget, arg_seconds, arg_shape,
-                                 arg_size, batch_exit_code, emit, input_lines, plural,
+                                 arg_size, arg_threads, batch_exit_code, emit, input_lines, plural,
                                  report_error, result_text, run, version_text)
 from pdbtool.cli.tables import (cmd_build, cmd_info, cmd_list, cmd_pack, cmd_partitions,
                                 cmd_unpack, cmd_verify, cmd_warm)
@@ -313,7 +313,7 @@ def add_solve_options(p) -> None:
     p.add_argument("--no-reflect", action="store_true", help="do not max with the reflected board's value")
     p.add_argument("--no-prune", action="store_true",
                    help="prune only the move back, not duplicate move sequences (for comparison)")
-    p.add_argument("--threads", type=positive_int, default=1,
+    p.add_argument("--threads", type=arg_threads, default=1,
                    help="search one board on N threads (default 1; a trace records nodes only on 1)")
     p.add_argument("--budget", type=arg_budget,
                    help="give up after about this many nodes generated (exit 4); checked between "
@@ -330,7 +330,7 @@ def shipping_command(sub, name, func, help, output_help):
     p = sub.add_parser(name, help=help)
     p.add_argument("path")
     p.add_argument("-o", "--output", required=True, help=output_help)
-    p.add_argument("--threads", type=positive_int, default=os.cpu_count(),
+    p.add_argument("--threads", type=arg_threads, default=os.cpu_count(),
                    help="threads (default: all cores)")
     p.add_argument("--force", action="store_true",
                    help="replace an existing output file (never the input, never a non-regular file)")
@@ -463,7 +463,7 @@ def parser() -> argparse.ArgumentParser:
         "Without it, the first solve on a machine compiles them (about 10 s)."))
     w.add_argument("--artifacts", metavar="DIR", default=None,
                    help=f"directory of *.h5 artifacts (default ./{DEFAULT_ARTIFACTS} if it exists)")
-    w.add_argument("--threads", type=positive_int, default=os.cpu_count() or 1,
+    w.add_argument("--threads", type=arg_threads, default=os.cpu_count() or 1,
                    help="the threads the searches will use (default: all cores)")
     w.add_argument("--json", action="store_true")
     w.set_defaults(func=cmd_warm)

@@ -211,6 +211,7 @@ def _astar(solver, prepared, algorithm, control):
     reachable = math.factorial(n) // 2
     cap = max(16, min(budget_bytes // BYTES_PER_STATE, reachable, (1 << 31) - 2))
     root = solver.root(prepared.image, 1)
+    h0 = root.h  # the kernel reuses the root's rows as it goes
     keys = np.zeros((cap, 2), np.int64)
     parent = np.zeros(cap, np.int32)
     gs = np.zeros(cap, np.uint8)
@@ -234,7 +235,7 @@ def _astar(solver, prepared, algorithm, control):
         _limit(status, "astar", generated, seconds)
     out = np.zeros(MAX_DEPTH + 1, np.int64)
     length = trace(keys, parent, goal, n, bits, per, root.board.copy(), root.pos.copy(), out)
-    r = solver.result(prepared, out[:length], expanded, generated, seconds, root.h, [],
+    r = solver.result(prepared, out[:length], expanded, generated, seconds, h0, [],
                       algorithm="astar", peak_memory=memory)
     r.note = _join(r.note, f"held {int(held):,} states, {int(peak):,} open at most")
     return r

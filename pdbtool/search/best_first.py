@@ -79,6 +79,7 @@ def _sma(solver, prepared, algorithm, control):
     bits, per = layout(solver.shape.cells)
     cap = int(max(2, min(algorithm.max_memory // BYTES_PER_NODE, (1 << 31) - 2)))
     root = solver.root(prepared.image, 1)
+    h0 = root.h  # the kernel reuses the root's rows as it goes
     t0, t1 = _key(prepared.frame.image_goal)
     z = np.zeros
     keys, gs, lb, st, par = z((cap, 2), np.int64), z(cap, np.uint8), z(cap, np.int32), \
@@ -99,7 +100,7 @@ def _sma(solver, prepared, algorithm, control):
                       f"{int(dropped):,} states dropped, {seconds:.3f} s; raise --max-memory")
     if status != FOUND:
         _limit(status, "sma", generated, seconds)
-    r = solver.result(prepared, out[:length], expanded, generated, seconds, root.h, [],
+    r = solver.result(prepared, out[:length], expanded, generated, seconds, h0, [],
                       algorithm="sma", peak_memory=int(peak) * BYTES_PER_NODE)
     r.dropped, r.reexpanded = int(dropped), int(regenerated)
     r.note = _join(r.note, f"held {int(peak):,} of {cap:,} nodes; dropped {int(dropped):,} "
@@ -264,6 +265,7 @@ def mm(solver, prepared, algorithm, control):
     image, goal = prepared.image, prepared.frame.image_goal
     h = solver.heuristic
     board_f, pos_f, rows_f = _rows(h.H, h.width, side, image)
+    h0 = int(rows_f[0, 0])  # the kernel reuses the rows as it goes
     HB = manhattan_to(image, side)
     board_b, pos_b, rows_b = _rows(HB, 1, side, goal)
     z = np.zeros
@@ -290,7 +292,7 @@ def mm(solver, prepared, algorithm, control):
         cells = out[:k][::-1][1:].tolist()
         k = mm_trace(arrays[1][0], arrays[1][1], jb, n, bits, per, *scratch, out)
         cells += out[1:k].tolist()
-    r = solver.result(prepared, cells, expanded, generated, seconds, int(rows_f[0, 0]), [],
+    r = solver.result(prepared, cells, expanded, generated, seconds, h0, [],
                       algorithm="bidir", peak_memory=memory)
     r.note = _join(r.note, f"MM: forward with {h.name}, backward with Manhattan distance to the "
                            f"start; held {int(held):,} states")

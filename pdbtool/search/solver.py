@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from pdbtool import puzzle
+from pdbtool import limits, puzzle
 from pdbtool.errors import ArtifactError, BadInput, PdbError
 from pdbtool.geometry import blank_moves
 from pdbtool.heuristics.move_pruning import pruning_fsm
@@ -87,6 +87,7 @@ class Solver:
         A table file that changed (or is opened for writing during the search: its lease,
         trust.Pinned) raises trust.TableChanged instead of an answer."""
         control = control or SearchControl()
+        threads = limits.threads(threads)
         algorithm = Algorithm(algorithm) if isinstance(algorithm, str) else algorithm or IDA
         algorithm.check_shape(self.shape)
         if events is not None and threads > 1:
