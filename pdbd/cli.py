@@ -319,9 +319,15 @@ def query_file(args) -> int:
     algorithm = SimpleNamespace(name=args.algorithm, weight=args.weight, tt_size=args.tt_size,
                                 max_memory=args.max_memory)
     lines: list[int] = []  # the line number of each board sent, by its index
+    source = input_lines(args.file)
+    if args.file != "-":  # opened here, not on gRPC's thread (where it failed as "Exception
+        try:  # iterating requests" of the whole call)
+            open(args.file, "rb").close()
+        except OSError as e:
+            raise BadInput(f"cannot read {args.file}: {e.strerror}") from None
 
     def boards():
-        for lineno, line in input_lines(args.file):
+        for lineno, line in source:
             if not isinstance(line, BadInput):
                 line = line.split("#")[0].strip()
                 if not line:

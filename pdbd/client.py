@@ -21,7 +21,7 @@ from types import SimpleNamespace
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from pdbtool import limits
+from pdbtool import limits, puzzle
 from pdbtool.errors import BadInput, LimitReached, PdbError, Unsolvable
 from pdbtool.result import SolveResult
 
@@ -82,6 +82,9 @@ def refused(err: grpc.RpcError) -> bool:
     return any(key == REFUSED_KEY for key, _ in err.trailing_metadata() or ())
 
 
+MAX_TILES = puzzle.MAX_SIDE ** 2
+
+
 def board_tiles(board) -> list[int]:
     """Tiles from text ("1 2 3, 4 ...") or a sequence of ints; the server validates the rest."""
     if isinstance(board, str):
@@ -100,6 +103,9 @@ def board_tiles(board) -> list[int]:
         tiles.append(v)
     if not tiles:
         raise BadInput(EMPTY_BOARD)
+    if len(tiles) > MAX_TILES:  # the server would refuse the whole call's message for it
+        raise BadInput(f"{len(tiles):,} tiles: a board has at most {MAX_TILES} "
+                       f"({puzzle.MAX_SIDE}x{puzzle.MAX_SIDE})")
     return tiles
 
 

@@ -122,6 +122,22 @@ def test_query_file_prints_in_the_files_order(served, tmp_path, capsys):
     assert "not UTF-8" in err and "unsolvable" in err
 
 
+def test_query_file_that_cannot_be_read_or_has_a_huge_line(served, tmp_path, capsys):
+    """A missing file or a directory is named before any call (it was "Exception iterating
+    requests" of the call); a line of a million tiles is that line's error, the other
+    boards are answered (the server would have refused the whole call's message)."""
+    for missing in (tmp_path / "nope.txt", tmp_path):
+        code, _, err = run_cli(capsys, "query", "--server", served.address, "--file", str(missing))
+        assert code == 2 and f"cannot read {missing}" in err, err
+    f = tmp_path / "boards.txt"
+    f.write_text("1 2 3 4 5 6 0 7 8\n" + " ".join(["1"] * 1_000_000) + "\n1 2 3 4 5 0 7 8 6\n")
+    code, out, err = run_cli(capsys, "query", "--server", served.address, "--file", str(f))
+    assert code == 2, err
+    assert [line for line in out.splitlines() if line.startswith("length")] == [
+        "length 2  moves 7 8", "length 1  moves 6"]
+    assert "line 2" in err and "1,000,000 tiles: a board has at most 400" in err, err
+
+
 def test_several_boards_a_message_come_back_several_results_a_message(served, stub,
                                                                        oracle8_last):
     """Items in, results packed out (each with its id); a message of one board, as before
