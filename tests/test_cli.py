@@ -98,6 +98,12 @@ def test_file_mode_one_line_per_board(tmp_path):
 def test_table_commands(tmp_path, capsys):
     assert main(["build", "8/full", "--out", str(tmp_path), "--quiet"]) == 0
     path = tmp_path / "8-full.h5"
+    built = path.stat().st_mtime_ns
+    assert main(["build", "8/full", "--out", str(tmp_path), "--quiet"]) == 2  # never by surprise
+    assert "8-full.h5 exists: give --force" in capsys.readouterr().err
+    assert path.stat().st_mtime_ns == built
+    assert main(["build", "8/full", "--out", str(tmp_path), "--quiet", "--force"]) == 0
+    assert path.stat().st_mtime_ns != built
     assert main(["verify", str(path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out.splitlines()[-1])["ok"]
     assert main(["info", str(path), "--json"]) == 0

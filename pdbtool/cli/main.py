@@ -412,14 +412,16 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--min-over-blank", action="store_true",
                    help="keep one entry per placement (the minimum over the blank's regions), "
                         "as Korf & Felner's tables; default: one per region (zero-aware)")
-    b.add_argument("--workers", type=positive_int, default=os.cpu_count(),
+    b.add_argument("--workers", type=arg_threads, default=os.cpu_count(),
                    help="cores to use, processes x threads (default: all cores)")
-    b.add_argument("--processes", type=positive_int,
+    b.add_argument("--processes", type=arg_threads,
                    help="worker processes, one table each (default: one per table up to --workers, "
                         "or one when a single table is most of the work)")
     add_cluster_option(b, "build the tables as tasks on the nodes of a Ray cluster ('local': "
                           "on this machine); the artifact is written here")
     b.add_argument("--out", default=DEFAULT_ARTIFACTS, help=f"output directory (default {DEFAULT_ARTIFACTS})")
+    b.add_argument("--force", action="store_true",
+                   help="replace an artifact of the same name in the output directory")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=cmd_build)

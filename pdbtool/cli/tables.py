@@ -4,6 +4,7 @@ selection)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from contextlib import nullcontext
 from pathlib import Path
@@ -19,7 +20,12 @@ def cmd_build(args) -> int:
     from pdbtool.tables.builder import build
     from pdbtool.tables.catalogue import get
 
-    get(args.partition)  # an unknown name is bad input before the cluster is contacted
+    cat = get(args.partition)  # an unknown name is bad input before the cluster is contacted
+    target = Path(args.out) / artifact.artifact_filename(
+        cat.name + ("-min" if args.min_over_blank else ""))
+    if os.path.lexists(target) and not args.force:  # before minutes of building, not after
+        raise BadInput(f"{target} exists: give --force to build it again (the old file is "
+                       "replaced only once the new one is whole)")
     with open_cluster(args) if args.cluster else nullcontext() as cluster:
         try:
             meta = build(args.partition, args.out, zero_aware=not args.min_over_blank,
