@@ -28,6 +28,7 @@ from pdbtool.result import SolveResult
 from . import convert
 from .address import parse_target
 from .defaults import DEFAULT_SERVER
+from .pem import check_pem
 from .rpc import CLIENT_KEY, REFUSED_KEY
 from .v1 import solver_pb2 as pb, solver_pb2_grpc as pb_grpc
 
@@ -64,6 +65,8 @@ def translate(err: grpc.RpcError, address: str) -> PdbError:
             message = f"pdbd at {address} refused: {details}"
         elif code == grpc.StatusCode.UNAVAILABLE:
             message = f"cannot reach pdbd at {address}: {details}"
+            if "Socket closed" in details:  # what a plaintext call to a TLS server gets
+                message += " (a pdbd that serves TLS closes plaintext connections: give --tls-ca)"
         else:
             message = f"pdbd at {address} failed: {code.name}: {details}"
         cls = ServerUnavailable
@@ -128,6 +131,7 @@ class ClientTls:
                     for k, v in (("ca", self.ca), ("cert", self.cert), ("key", self.key))}
         except OSError as e:
             raise BadInput(f"cannot read TLS file {e.filename}: {e.strerror}") from None
+        check_pem(self.cert, self.key, self.ca)
         return grpc.ssl_channel_credentials(root_certificates=read["ca"],
                                             private_key=read["key"],
                                             certificate_chain=read["cert"])

@@ -44,6 +44,7 @@ from .defaults import (DEFAULT_CONNECTION_AGE, DEFAULT_IDLE_SECONDS, DEFAULT_LIS
 from . import logs
 from .jobs import Delegation, Lane, WorkerPool
 from .metrics import Metrics
+from .pem import check_pem
 from .peers import TrustedProxies
 from .pidfile import PidFile
 from .rpc import Admission, Cap, RateLimitedLog, Reading, Receiver, service_handler
@@ -93,6 +94,7 @@ class Tls:
             ca = Path(self.client_ca).read_bytes() if self.client_ca else None
         except OSError as e:
             raise ListenError(f"cannot read TLS file {e.filename}: {e.strerror}") from None
+        check_pem(self.cert, self.key, self.client_ca, ListenError)
         return grpc.ssl_server_credentials([pair], root_certificates=ca,
                                            require_client_auth=ca is not None)
 

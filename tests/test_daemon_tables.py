@@ -195,8 +195,9 @@ def test_tls_and_mutual_tls(art_dir, pki):
     try:
         with SolverClient(daemon.address, tls=ClientTls(str(pki / "ca.pem"))) as client:
             assert client.solve(EASY8).length == 2
-        with SolverClient(daemon.address) as plain, pytest.raises(ServerUnavailable):
-            plain.health(timeout=2)
+        with SolverClient(daemon.address) as plain, pytest.raises(ServerUnavailable) as e:
+            plain.solve(EASY8, deadline=5)
+        assert "give --tls-ca" in str(e.value), e.value  # the hint for a plaintext call
     finally:
         daemon.stop(grace=1)
     daemon = running_daemon(tables, threads=1, tls=Tls(pki / "server.pem", pki / "server.key",
@@ -211,6 +212,26 @@ def test_tls_and_mutual_tls(art_dir, pki):
             assert client.solve(EASY8).length == 2
     finally:
         daemon.stop(grace=1)
+
+
+def test_pem_files_that_openssl_cannot_use_are_named(art_dir, pki, tmp_path):
+    """A key that is not the certificate's, or a CA file with no certificate in it, is
+    named before gRPC sees it: the server's bind failed ("cannot listen"), a client's
+    handshake failed ("Failed to create security handshaker"), neither naming the file."""
+    from pdbd.server import ListenError
+
+    tables = load_directory(art_dir)
+    with pytest.raises(ListenError, match=r"cannot use the certificate .*server\.pem with the "
+                                          r"key .*client\.key: KEY_VALUES_MISMATCH"):
+        running_daemon(tables, threads=1, tls=Tls(pki / "server.pem", pki / "client.key"))
+    not_pem = tmp_path / "ca.txt"
+    not_pem.write_text("not a certificate\n")
+    with pytest.raises(BadInput, match=r"cannot use the CA certificates .*ca\.txt"):
+        SolverClient("127.0.0.1:1", tls=ClientTls(str(not_pem)))
+    with pytest.raises(BadInput, match=r"cannot use the certificate .*client\.pem with the key "
+                                       r".*server\.key"):
+        SolverClient("127.0.0.1:1", tls=ClientTls(str(pki / "ca.pem"), str(pki / "client.pem"),
+                                                  str(pki / "server.key")))
 
 
 @pytest.mark.process
