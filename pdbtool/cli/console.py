@@ -144,12 +144,17 @@ def arg_threads(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def arg_seconds(text: str) -> float:
+def arg_seconds(text: str, what: str = "timeout") -> float:
     """argparse type: seconds (a deadline or timeout), checked as every tool checks them."""
     try:
-        return limits.seconds(text)
+        return limits.seconds(text, what)
     except BadInput as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def arg_interval(text: str) -> float:
+    """argparse type: seconds between two saves (--checkpoint-every)."""
+    return arg_seconds(text, "the interval")
 
 
 def arg_size(text: str) -> int:

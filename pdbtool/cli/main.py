@@ -18,8 +18,8 @@ from pathlib import Path
 from pdbtool import puzzle
 from pdbtool.cli import PROG
 from pdbtool.cli.cluster import add_cluster_option, add_shipping_options, open_cluster
-from pdbtool.cli.console import (STDOUT_CLOSED, SearchReporter, arg_budget, arg_seconds, arg_shape,
-                                 arg_size, arg_threads, batch_exit_code, emit, input_lines, plural,
+from pdbtool.cli.console import (STDOUT_CLOSED, SearchReporter, arg_budget, arg_interval,
+                                 arg_seconds, arg_shape, arg_size, arg_threads, batch_exit_code, emit, input_lines, plural,
                                  report_error, result_text, run, version_text)
 from pdbtool.cli.tables import (cmd_build, cmd_info, cmd_list, cmd_pack, cmd_partitions,
                                 cmd_unpack, cmd_verify, cmd_warm)
@@ -362,7 +362,7 @@ def parser() -> argparse.ArgumentParser:
         "exists (IDA*, one board, on threads or over --cluster): a killed or interrupted search started again with the "
         "same FILE goes on where the last save left it, with the same answer and node "
         "counts; removed once the answer is printed"))
-    s.add_argument("--checkpoint-every", type=arg_seconds, default=DEFAULT_EVERY, metavar="S",
+    s.add_argument("--checkpoint-every", type=arg_interval, default=DEFAULT_EVERY, metavar="S",
                    help=f"seconds between saves (default {DEFAULT_EVERY:g})")
     s.add_argument("--trace", metavar="FILE.json",
                    help="also write a trace of the search: iterations, h along the path and, on one "

@@ -145,8 +145,9 @@ def search_with(solver, prepared, control, *, algorithm: Algorithm, threads: int
                 algorithm, max_memory=algorithm.max_memory or DEFAULT_MAX_MEMORY), control)
         return run(solver, prepared, algorithm, control)
     except MemoryError:  # the arrays asked for (--tt-size, --max-memory) cannot be had
+        option = "--tt-size" if algorithm.name == "ida-tt" else "--max-memory"
         raise LimitReached(f"{algorithm.name}: not enough memory for the arrays it asked for; "
-                           "lower --tt-size or --max-memory", limit="memory") from None
+                           f"lower {option}", limit="memory") from None
 
 
 def _limit(status, name, generated, seconds):
