@@ -215,7 +215,18 @@ def test_trace_file_round_trip_and_refusals(tmp_path):
     d = t.to_dict()
     d["events"]["g"].pop()
     (tmp_path / "z.json").write_text(json.dumps(d))
+    (tmp_path / "b.json").write_bytes(b"\xf8\xff binary")
+    edits = {"short.json": ("board", [1, 2, 3]), "negative.json": ("length", -5),
+             "moves.json": ("blank_moves", "UU"), "letters.json": ("blank_moves", "xy")}
+    for name, (field, value) in edits.items():
+        d = json.loads(path.read_text())  # the trace as saved (to_dict shares its events)
+        d["result"][field] = value
+        (tmp_path / name).write_text(json.dumps(d))
     for name, message in (("x.json", "not a pdbtool trace"), ("y.json", "not JSON"),
-                          ("z.json", "equal length"), ("missing.json", "cannot read")):
+                          ("z.json", "equal length"), ("missing.json", "cannot read"),
+                          ("b.json", "not UTF-8"), ("short.json", "result is damaged"),
+                          ("negative.json", "do not take its board to its goal"),
+                          ("moves.json", "do not take its board to its goal"),
+                          ("letters.json", "result is damaged")):
         with pytest.raises(BadInput, match=message):
             trace.load(tmp_path / name)

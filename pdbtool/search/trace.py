@@ -22,7 +22,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from pdbtool.errors import BadInput
+from pdbtool import puzzle
+from pdbtool.errors import BadInput, PdbError
 from pdbtool.result import SolveResult
 
 TRACE_FORMAT = "pdbtool-trace"
@@ -86,7 +87,26 @@ def from_dict(d: dict, source: str = "trace") -> Trace:
                                or len({len(events[c]) for c in COLUMNS}) != 1):
         raise BadInput(f"{source}: the trace's events are not columns {', '.join(COLUMNS)} "
                        "of equal length")
+    check_replays(result, source)
     return Trace(result, events, int(d.get("events_cap", 0)), str(d.get("note", "")))
+
+
+def check_replays(result: dict, source: str) -> None:
+    """BadInput unless the trace's result is a board whose moves take it to its goal in
+    its length: a damaged or edited trace is refused, never animated."""
+    try:
+        shape = (result["rows"], result["cols"]) if result.get("rows") else None
+        board = puzzle.validate(result["board"], shape)
+        shape = puzzle.shape_of(board, shape)
+        target = puzzle.frame(shape, puzzle.check_goal(result["goal"], shape)).target
+        letters = result["blank_moves"]
+        ok = isinstance(letters, str) and len(letters) == result["length"] \
+            and puzzle.apply_blank_moves(board, letters, shape) == target
+    except (PdbError, KeyError, TypeError, ValueError) as e:
+        raise BadInput(f"{source}: the trace's result is damaged ({e})") from None
+    if not ok:
+        raise BadInput(f"{source}: the trace's moves do not take its board to its goal in its "
+                       "length; the trace is damaged")
 
 
 def load(path) -> Trace:
