@@ -187,8 +187,8 @@ def test_client_raises_pdbtool_errors(served):
             client.solve([1, 1, 2, 3, 4, 5, 6, 7, 0])
         with pytest.raises(BadInput, match="not an integer"):
             client.solve("1 2 x")
-        with pytest.raises(BadInput, match="larger than max"):
-            client.solve(list(range(500_000)))  # over the 1 MiB transport limit
+        with pytest.raises(BadInput, match="500,000 tiles: a board has at most 400"):
+            client.solve(list(range(500_000)))  # refused here, not by the 1 MiB transport limit
         with pytest.raises(Unsolvable, match="parity|parities"):
             client.solve([1, 2, 3, 4, 5, 6, 8, 7, 0])
     with SolverClient(f"127.0.0.1:{free_port()}") as client:
