@@ -21,12 +21,7 @@ MAX_THREADS = 1024          # more would only queue: a thread each, and the spli
 
 def budget(value, what: str = "node budget") -> int:
     """A node budget: a whole number from 1 to 2^63 - 1."""
-    try:
-        n = int(value)
-        if n != value and not isinstance(value, str):
-            raise ValueError
-    except (TypeError, ValueError, OverflowError):
-        raise BadInput(f"{what} must be a whole number, not {value!r}") from None
+    n = whole_number(value, what)
     if not 1 <= n <= MAX_BUDGET:
         raise BadInput(f"{what} must be from 1 to {MAX_BUDGET:,} (2^63 - 1), not {n:,}")
     return n
@@ -34,14 +29,21 @@ def budget(value, what: str = "node budget") -> int:
 
 def threads(value, what: str = "threads") -> int:
     """A number of threads: a whole number from 1 to MAX_THREADS."""
+    n = whole_number(value, what)
+    if not 1 <= n <= MAX_THREADS:
+        raise BadInput(f"{what} must be from 1 to {MAX_THREADS}, not {n:,}")
+    return n
+
+
+def whole_number(value, what: str) -> int:
+    """``value`` (an int, or its digits as text) as an int; BadInput for a fraction, a
+    float that is not whole, or anything else."""
     try:
         n = int(value)
         if n != value and not isinstance(value, str):
             raise ValueError
     except (TypeError, ValueError, OverflowError):
         raise BadInput(f"{what} must be a whole number, not {value!r}") from None
-    if not 1 <= n <= MAX_THREADS:
-        raise BadInput(f"{what} must be from 1 to {MAX_THREADS}, not {n:,}")
     return n
 
 
