@@ -20,9 +20,8 @@ from typing import TYPE_CHECKING
 
 from pdbtool.cli.cluster import add_shipping_options
 from pdbtool.cli.console import (arg_budget, arg_seconds, arg_shape, arg_size, arg_threads,
-                                 batch_exit_code, emit,
-                                 input_lines, read_stdin, report_error, result_text, run,
-                                 search_line, stop_on_signals, version_text)
+                                 batch_exit_code, emit, input_lines, read_stdin, report_error,
+                                 result_text, run, search_line, stop_on_signals, version_text)
 from pdbtool.errors import BadInput, PdbError
 
 from . import handshakes, logs
@@ -319,15 +318,16 @@ def query_file(args) -> int:
     algorithm = SimpleNamespace(name=args.algorithm, weight=args.weight, tt_size=args.tt_size,
                                 max_memory=args.max_memory)
     lines: list[int] = []  # the line number of each board sent, by its index
-    source = input_lines(args.file)
-    if args.file != "-":  # opened here, not on gRPC's thread (where it failed as "Exception
-        try:  # iterating requests" of the whole call)
+    if args.file != "-":
+        # Opened once here: on gRPC's thread, which reads the boards, a file that cannot be
+        # read failed the whole call as "Exception iterating requests".
+        try:
             open(args.file, "rb").close()
         except OSError as e:
             raise BadInput(f"cannot read {args.file}: {e.strerror}") from None
 
     def boards():
-        for lineno, line in source:
+        for lineno, line in input_lines(args.file):
             if not isinstance(line, BadInput):
                 line = line.split("#")[0].strip()
                 if not line:

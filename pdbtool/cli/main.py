@@ -19,8 +19,9 @@ from pdbtool import puzzle
 from pdbtool.cli import PROG
 from pdbtool.cli.cluster import add_cluster_option, add_shipping_options, open_cluster
 from pdbtool.cli.console import (STDOUT_CLOSED, SearchReporter, arg_budget, arg_interval,
-                                 arg_seconds, arg_shape, arg_size, arg_threads, batch_exit_code, emit, input_lines, plural,
-                                 report_error, result_text, run, version_text)
+                                 arg_seconds, arg_shape, arg_size, arg_threads, batch_exit_code,
+                                 emit, input_lines, plural, report_error, result_text, run,
+                                 version_text)
 from pdbtool.cli.tables import (cmd_build, cmd_info, cmd_list, cmd_pack, cmd_partitions,
                                 cmd_unpack, cmd_verify, cmd_warm)
 from pdbtool.errors import EXIT_UNSOLVABLE, BadInput, PdbError
