@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from pdbtool import limits
 from pdbtool.errors import BadInput, LimitReached
 from pdbtool.kernels.ida import (BOUND, EXPANDED, FOUND, GENERATED, INF, MAX_DEPTH, NOT_FOUND,
                                  STOPPED)
@@ -39,7 +40,6 @@ ONE_THREAD_SHARE_BELOW = 100  # one thread: from the first iteration of this man
 # cells or fewer: their searches are microseconds, and their first solve on a machine
 # would wait for the tasks' kernels to compile.
 SHARED_PER_THREAD = 512  # nodes at the split depth per thread: enough for load balance
-MAX_SPLIT_THREADS = 4096  # a saved split depth deeper than that many threads' is refused
 POLLED_AFTER = 1_000_000  # nodes generated: the iterations are long enough for progress
 NEVER = 1 << 62  # serial_below: every iteration in one kernel call
 
@@ -125,7 +125,7 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
     keeper = control.checkpoint  # checkpoint.Checkpointing, or None
     resume = keeper.load(identity(solver, prepared)) if keeper else None
     if resume:
-        if resume.split > split_depth(solver.side, MAX_SPLIT_THREADS):  # listing the nodes
+        if resume.split > split_depth(solver.side, limits.MAX_THREADS):  # listing the nodes
             # that deep would take a kernel that nothing stops hours and gigabytes
             raise BadInput(f"{keeper.path}: the checkpoint's tasks lie {resume.split} moves "
                            "deep, deeper than any search of this program splits; it is damaged")
