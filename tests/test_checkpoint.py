@@ -40,7 +40,10 @@ def test_stopped_by_its_budget_it_resumes_to_the_same_answer_and_counts(art_dir,
     saved = Checkpoint.from_json(path.read_text())
     assert straight.initial_h <= saved.bound <= straight.length
     assert saved.expanded > 0 and saved.finished  # iterations before, and tasks of this one
-    resumed = search(solver, KORF[88], SearchControl(checkpoint=Checkpointing(path)))
+    said = []  # pdbtool solve says "resuming the search saved in FILE" from on_resume
+    resumed = search(solver, KORF[88], SearchControl(checkpoint=Checkpointing(
+        path, on_resume=said.append)))
+    assert said == [path]
     assert (resumed.length, resumed.moves) == (straight.length, straight.moves)
     assert resumed.nodes_generated == straight.nodes_generated
     assert resumed.nodes_expanded == straight.nodes_expanded
@@ -94,8 +97,11 @@ def test_a_damaged_or_edited_checkpoint_is_refused(art_dir, tmp_path, field, val
         value = d[field][:-1]
     d[field] = value
     path.write_text(json.dumps(d))
+    said = []
     with pytest.raises(BadInput, match=says):
-        search(solver, KORF[88], SearchControl(checkpoint=Checkpointing(path)))
+        search(solver, KORF[88], SearchControl(checkpoint=Checkpointing(path,
+                                                                        on_resume=said.append)))
+    assert said == []  # never "resuming" a file that is then refused
 
 
 def test_the_options_are_checked(tmp_path):

@@ -64,15 +64,16 @@ def solve_traced(args, text, solvers, algorithm, cap: int):
 
 def keeper_of(args):
     """The --checkpoint file's keeper (search.checkpoint.Checkpointing), or None; says so
-    when it resumes a saved search."""
+    when it resumes a saved search (after the file was checked)."""
     if not getattr(args, "checkpoint", None):
         return None
     from pdbtool.search.checkpoint import Checkpointing
 
-    keeper = Checkpointing(args.checkpoint, args.checkpoint_every)
-    if keeper.path.exists() and not args.quiet:
-        print(f"{PROG}: resuming the search saved in {keeper.path}", file=sys.stderr, flush=True)
-    return keeper
+    def said(path) -> None:  # once the saved search is checked and found to be this one
+        print(f"{PROG}: resuming the search saved in {path}", file=sys.stderr, flush=True)
+
+    return Checkpointing(args.checkpoint, args.checkpoint_every,
+                         on_resume=None if args.quiet else said)
 
 
 def note_heuristic(args, solver) -> None:

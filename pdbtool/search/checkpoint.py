@@ -139,8 +139,9 @@ def identity(solver: Solver, prepared: PreparedBoard, algorithm: str = "ida") ->
 class Checkpointing:
     """Where and how often a search saves its progress (``SearchControl.checkpoint``)."""
 
-    def __init__(self, path, every: float = DEFAULT_EVERY):
+    def __init__(self, path, every: float = DEFAULT_EVERY, on_resume=None):
         self.path, self.every = Path(path), float(every)
+        self.on_resume = on_resume  # called with the path once a saved search is accepted
         if self.every <= 0:
             raise BadInput(f"--checkpoint-every must be positive, not {every:g}")
         if self.path.is_dir():
@@ -148,10 +149,11 @@ class Checkpointing:
         self._last = time.monotonic()
         self.saves = 0
 
-    def load(self, identity: Identity) -> Checkpoint | None:
+    def load(self, identity: Identity, max_split: int | None = None) -> Checkpoint | None:
         """The saved progress of this search, or None if there is no file yet. BadInput
         naming the difference for a checkpoint of another search, or a file that is not
-        a checkpoint."""
+        a checkpoint, or whose split is over ``max_split`` (the threads' split depth, whose
+        nodes a kernel that nothing stops would list)."""
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -173,6 +175,11 @@ class Checkpointing:
             raise BadInput(f"{self.path} is the checkpoint of another search: its "
                            f"{'; '.join(differs)}; give another file, or remove it to start "
                            "afresh")
+        if max_split is not None and saved.split > max_split:
+            raise BadInput(f"{self.path}: the checkpoint's tasks lie {saved.split} moves deep, "
+                           "deeper than any search of this program splits; it is damaged")
+        if self.on_resume:
+            self.on_resume(self.path)
         return saved
 
     def due(self) -> bool:

@@ -123,12 +123,9 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
     bf = prepared.image
     stop, counters = control.stop, control.counters
     keeper = control.checkpoint  # checkpoint.Checkpointing, or None
-    resume = keeper.load(identity(solver, prepared)) if keeper else None
+    resume = keeper.load(identity(solver, prepared), max_split=split_depth(
+        solver.side, limits.MAX_THREADS)) if keeper else None
     if resume:
-        if resume.split > split_depth(solver.side, limits.MAX_THREADS):  # listing the nodes
-            # that deep would take a kernel that nothing stops hours and gigabytes
-            raise BadInput(f"{keeper.path}: the checkpoint's tasks lie {resume.split} moves "
-                           "deep, deeper than any search of this program splits; it is damaged")
         split = resume.split  # the saved tasks, whatever the threads now
     split = split_depth(solver.side, threads) if split is None else split
     if serial_below is None:
