@@ -42,7 +42,10 @@ def main(cache: str) -> None:
         ray.init(address=nodes.address, logging_level=logging.ERROR, log_to_driver=False)
         heard = []
         solver = Solver(table_free("manhattan", 4))
-        _, optimal, board = korf100()[2]
+        # Korf's #88, the hardest of the 100 for Manhattan distance: tens of seconds on the
+        # two nodes, far longer than the 1.5 s in which the lost node is noticed (#3, which
+        # ran here before, could end on the other node first: nothing was heard of the loss)
+        optimal, board = next((opt, b) for i, opt, b in korf100() if i == 88)
         with Cluster(nodes.address, cache_dir=cache, notify=heard.append) as cluster:
             assert len(cluster.workers(solver)) == 2
             box = {}
