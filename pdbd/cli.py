@@ -19,9 +19,10 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from pdbtool.cli.cluster import add_shipping_options
-from pdbtool.cli.console import (arg_budget, arg_seconds, arg_shape, arg_size, arg_threads,
-                                 batch_exit_code, emit, input_lines, read_stdin, report_error,
-                                 result_text, run, search_line, stop_on_signals, version_text)
+from pdbtool.cli.console import (Parser, arg_budget, arg_seconds, arg_shape, arg_size,
+                                 arg_threads, batch_exit_code, emit, input_lines,
+                                 read_stdin, report_error, result_text, run, search_line,
+                                 stop_on_signals, version_text)
 from pdbtool.errors import BadInput, PdbError
 
 from . import handshakes, logs
@@ -58,8 +59,8 @@ def core_logging(args) -> None:
         os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="pdbd", description="gRPC daemon for optimal sliding-tile solving")
+def parser() -> Parser:
+    p = Parser(prog="pdbd", description="gRPC daemon for optimal sliding-tile solving")
     p.add_argument("--version", action="version",
                    version=version_text("pdbd", "grpcio", "protobuf", "numba"))
     sub = p.add_subparsers(dest="command", required=True)

@@ -41,6 +41,14 @@ class ArtifactError(PdbError):
     exit_code = 1
 
 
+class NotAFile(ArtifactError):
+    """The path given for an artifact names no file (missing, a dangling link, a directory,
+    a FIFO...): the user's input, exit 2 as for any bad input, where a file that is there
+    but damaged is exit 1."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
 def not_a_directory(path) -> str:
     """Why ``path`` (a Path, not a directory) cannot be used as one: for an error message."""
     return f"{path}: not a directory" if path.exists() else f"{path}: no such directory"

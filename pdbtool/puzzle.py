@@ -160,6 +160,11 @@ class Frame(NamedTuple):
             out[self.cells[c]] = self.labels[t]
         return tuple(out)
 
+    def board(self, image) -> tuple[int, ...]:
+        """The user's board of an image (the inverse of ``image``)."""
+        tile = {lt: t for t, lt in enumerate(self.labels)}
+        return tuple(tile[int(image[ic])] for ic in self.cells)
+
     @property
     def image_goal(self) -> tuple[int, ...]:
         return self.image(self.target)

@@ -4,6 +4,7 @@ checkpoint of another search is refused, naming the difference; a kill leaves a 
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -65,6 +66,28 @@ def test_a_checkpoint_of_another_search_is_refused(art_dir, tmp_path):
     path.write_text('{"format": "something else"}')
     with pytest.raises(BadInput, match="is not a pdbtool checkpoint"):
         search(solver, KORF[88], SearchControl(checkpoint=Checkpointing(path)))
+
+
+def test_the_refusal_shows_the_boards_as_typed_toward_any_goal(tmp_path):
+    """Toward blank-last the kernels search a relabelled image of the board; the message
+    names the boards the user typed."""
+    solver = Solver(table_free("manhattan", 4))
+    typed = (5, 1, 4, 10, 13, 6, 11, 7, 3, 2, 0, 8, 14, 9, 15, 12)  # 32 moves from blank-last
+    other = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0, 15)
+    path = tmp_path / "search.json"
+
+    def run(board, **limits):
+        control = SearchControl(checkpoint=Checkpointing(path, every=1e9), **limits)
+        return search_parallel(solver, solver.prepare(board, "blank-last"), control,
+                               threads=1, serial_below=1)
+
+    with pytest.raises(LimitReached):
+        run(typed, budget=2_000)  # of 31,447 nodes
+    assert Checkpoint.from_json(path.read_text()).identity.board != typed  # the image
+    with pytest.raises(BadInput, match=rf"its board {re.escape(repr(typed))}, not "
+                                       rf"{re.escape(repr(other))};"):
+        run(other)
+    assert run(typed).length == 32
 
 
 @pytest.mark.parametrize("field, value, says", [

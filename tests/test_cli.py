@@ -443,3 +443,29 @@ def test_a_file_where_a_directory_belongs_is_named(tmp_path):
 def test_searches_without_a_heuristic_say_so():
     p = run("solve", "--algorithm", "greedy", "8 6 7 2 5 4 3 0 1")
     assert p.returncode == 0 and "no heuristic: " in p.stdout and "h0" not in p.stdout
+
+
+@pytest.mark.parametrize("argv", [["solve", "--artifact", "{missing}", "1 2 3 4 5 6 7 8 0"],
+                                  ["verify", "{missing}"], ["info", "{missing}"],
+                                  ["solve", "--artifact", "{dir}", "1 2 3 4 5 6 7 8 0"],
+                                  ["list", "{missing}"]])
+def test_a_path_that_names_no_file_is_bad_input(tmp_path, capsys, argv):
+    """Exit 2, as for any bad input (a file that is there but damaged: 1)."""
+    argv = [a.format(missing=tmp_path / "nope.h5", dir=tmp_path) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "nope.h5: no such" in err or "not a regular file: a directory" in err
+
+
+def test_with_json_a_usage_error_is_a_json_error_too(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["solve", "--json", "--bogus", "1 2 3 4 5 6 7 8 0"])
+    assert e.value.code == 2
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"error": "unrecognized arguments: --bogus", "exit_code": 2,
+                               "where": ""}
+    assert err.startswith("usage: pdbtool") and "error: unrecognized arguments" in err
+    with pytest.raises(SystemExit):
+        main(["solve", "--threads", "0", "1 2 3 4 5 6 7 8 0"])  # without --json: stderr only
+    out, err = capsys.readouterr()
+    assert out == "" and "threads must be from 1 to 1024, not 0" in err

@@ -111,6 +111,34 @@ def version_text(prog: str, *packages: str) -> str:
     return f"{prog} {__version__} ({', '.join([*map(installed, packages), platform])})"
 
 
+class UsageError(Exception):
+    """A command line argparse refuses: its usage text and its error line."""
+
+    def __init__(self, usage: str, line: str):
+        super().__init__(line)
+        self.usage, self.line = usage, line
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser (its subcommands' too): a usage error is argparse's usage and
+    error line on stderr, exit 2, and with --json among the arguments also the JSON error
+    object on stdout, as for every other error."""
+
+    def error(self, message):
+        raise UsageError(self.format_usage(), f"{self.prog}: error: {message}")
+
+    def parse_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        try:
+            return super().parse_args(args, namespace)
+        except UsageError as e:
+            if "--json" in args:
+                print(json.dumps({"error": e.line.split(": error: ", 1)[1],
+                                  "exit_code": BadInput.exit_code, "where": ""}), flush=True)
+            print(e.usage + e.line, file=sys.stderr, flush=True)
+            raise SystemExit(BadInput.exit_code) from None
+
+
 def report_error(prog: str, args, message: str, code: int, where: str = "") -> None:
     """One line on stderr; with --json also an error object on stdout."""
     if getattr(args, "json", False):

@@ -18,7 +18,7 @@ from pathlib import Path
 from pdbtool import puzzle
 from pdbtool.cli import PROG
 from pdbtool.cli.cluster import add_cluster_option, add_shipping_options, open_cluster
-from pdbtool.cli.console import (STDOUT_CLOSED, SearchReporter, arg_budget, arg_interval,
+from pdbtool.cli.console import (STDOUT_CLOSED, Parser, SearchReporter, arg_budget, arg_interval,
                                  arg_seconds, arg_shape, arg_size, arg_threads, batch_exit_code,
                                  emit, input_lines, plural, report_error, result_text, run,
                                  version_text)
@@ -341,8 +341,8 @@ def shipping_command(sub, name, func, help, output_help):
     return p
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="pdbtool", description=(
+def parser() -> Parser:
+    p = Parser(prog="pdbtool", description=(
         "Optimal sliding-tile puzzle solving: build, verify, ship pattern databases, and solve."))
     p.add_argument("--version", action="version",
                    version=version_text("pdbtool", "numba", "numpy", "h5py"))

@@ -12,8 +12,9 @@ from pathlib import Path
 from pdbtool.cli import PROG
 from pdbtool.cli.cluster import open_cluster
 from pdbtool.cli.console import emit, plural
-from pdbtool.errors import BadInput, PdbError, not_a_directory
+from pdbtool.errors import BadInput, NotAFile, PdbError, not_a_directory
 from pdbtool.tables import artifact, catalogue, trust
+from pdbtool.tables.files import file_problem
 
 
 def cmd_build(args) -> int:
@@ -44,6 +45,9 @@ def cmd_verify(args) -> int:
     from pdbtool.progress import Progress
     from pdbtool.verification import verify
 
+    problem = file_problem(args.path)
+    if problem:  # the user's path names no file: bad input (2), not a failed check (1)
+        raise NotAFile(f"{args.path}: {problem}")
     bars: dict[str, Progress] = {}
 
     def progress(label: str, done: int, total: int) -> None:

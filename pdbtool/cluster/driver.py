@@ -260,7 +260,8 @@ class Cluster:
         threads (search/checkpoint.py)."""
         control = control or SearchControl()
         keeper = control.checkpoint  # checkpoint.Checkpointing, or None
-        resume = keeper.load(identity(solver, prepared, CLUSTER_ALGORITHM)) if keeper else None
+        resume = keeper.load(identity(solver, prepared, CLUSTER_ALGORITHM),
+                             frame=prepared.frame) if keeper else None
         run = self.running = SearchRun(self, solver, prepared, control, target, resume)
         try:  # the driver's table file: the frontier and the replay read it
             with envelope(control, solver.heuristic.source):

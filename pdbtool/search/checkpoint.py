@@ -37,6 +37,7 @@ from pdbtool.errors import BadInput
 from pdbtool.tables.files import atomic_output
 
 if TYPE_CHECKING:
+    from pdbtool.puzzle import Frame
     from pdbtool.search.control import PreparedBoard
     from pdbtool.search.solver import Solver
 
@@ -149,11 +150,13 @@ class Checkpointing:
         self._last = time.monotonic()
         self.saves = 0
 
-    def load(self, identity: Identity, max_split: int | None = None) -> Checkpoint | None:
+    def load(self, identity: Identity, max_split: int | None = None,
+             frame: Frame | None = None) -> Checkpoint | None:
         """The saved progress of this search, or None if there is no file yet. BadInput
-        naming the difference for a checkpoint of another search, or a file that is not
-        a checkpoint, or whose split is over ``max_split`` (the threads' split depth, whose
-        nodes a kernel that nothing stops would list)."""
+        naming the difference for a checkpoint of another search (its board as the user
+        typed it, through ``frame``, the search's), or a file that is not a checkpoint, or
+        whose split is over ``max_split`` (the threads' split depth, whose nodes a kernel
+        that nothing stops would list)."""
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -168,9 +171,13 @@ class Checkpointing:
         except (ValueError, TypeError, KeyError) as e:
             raise BadInput(f"{self.path} is not a pdbtool checkpoint ({e}); give another "
                            "file, or remove it to start afresh") from None
-        differs = [f"{name} {getattr(saved.identity, name)!r}, not {mine!r}"
+        shown = saved.identity
+        if frame and shown.goal == identity.goal and shown.board != identity.board:
+            shown = shown._replace(board=frame.board(shown.board))  # as the user typed it
+            identity = identity._replace(board=frame.board(identity.board))
+        differs = [f"{name} {getattr(shown, name)!r}, not {mine!r}"
                    for name, mine in identity._asdict().items()
-                   if getattr(saved.identity, name) != mine]
+                   if getattr(shown, name) != mine]
         if differs:
             raise BadInput(f"{self.path} is the checkpoint of another search: its "
                            f"{'; '.join(differs)}; give another file, or remove it to start "

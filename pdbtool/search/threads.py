@@ -124,7 +124,7 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
     stop, counters = control.stop, control.counters
     keeper = control.checkpoint  # checkpoint.Checkpointing, or None
     resume = keeper.load(identity(solver, prepared), max_split=split_depth(
-        solver.side, limits.MAX_THREADS)) if keeper else None
+        solver.side, limits.MAX_THREADS), frame=prepared.frame) if keeper else None
     if resume:
         split = resume.split  # the saved tasks, whatever the threads now
     split = split_depth(solver.side, threads) if split is None else split

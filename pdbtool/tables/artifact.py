@@ -24,7 +24,7 @@ from typing import NamedTuple
 import h5py
 import numpy as np
 
-from pdbtool.errors import ArtifactError
+from pdbtool.errors import ArtifactError, NotAFile
 from pdbtool.geometry import Shape, as_shape
 from pdbtool.kernels.ranking import RANK_SCHEME, RANK_VERSION, UNSET
 from pdbtool.tables.files import atomic_output, file_problem, read_problem
@@ -375,7 +375,7 @@ def _read_meta(path, form) -> ArtifactMeta:
     path = str(path)
     problem = file_problem(path)
     if problem:  # before any open: opening a FIFO would block
-        raise ArtifactError(f"{path}: {problem}")
+        raise NotAFile(f"{path}: {problem}")
     problem = read_problem(path)
     if problem:
         raise UnreadableFile(f"{path}: {problem} (check its mode and owner, and its "

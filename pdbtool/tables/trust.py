@@ -44,7 +44,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pdbtool.errors import ArtifactError
+from pdbtool.errors import ArtifactError, NotAFile
 from pdbtool.tables import artifact, lease, residency
 from pdbtool.tables.files import file_problem
 
@@ -129,7 +129,7 @@ class Pinned:
         self.path = Path(path)
         problem = file_problem(self.path)
         if problem:  # before opening: a FIFO would block
-            raise ArtifactError(f"{self.path}: {problem}")
+            raise NotAFile(f"{self.path}: {problem}")
         self._fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
         st = os.fstat(self._fd)
         if not stat.S_ISREG(st.st_mode):
