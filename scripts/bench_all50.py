@@ -155,8 +155,9 @@ def report(record: dict, published: dict) -> str:
         kf, cr = published[k]
         if r is None:
             running = record["running"] or {}
+            sittings = running.get("sittings", 0)
             note = (f"running: {running.get('cpu_seconds', 0) / 3600:.1f} CPU h in "
-                    f"{running.get('sittings', 0)} sittings so far"
+                    f"{sittings} sitting{'' if sittings == 1 else 's'} so far"
                     if running.get("instance") == k else "not yet")
             rows.append([f"#{k}", "", "", "", "", "", "", f"{kf:,}", "", f"{cr:,}", note])
             continue
