@@ -144,7 +144,7 @@ def measure() -> str:
             proc.terminate()
             code = proc.wait(30)
     mapped = sum(ensure_artifact(part).stat().st_size for part in SERVED)
-    bar = bar_rows()
+    hardening = bar_rows()
     t = time.perf_counter()
     soak = soak_test()
     soak_s = time.perf_counter() - t
@@ -173,7 +173,7 @@ def measure() -> str:
         ("burst of 500 concurrent requests", ", ".join(f"{v} {k}" for k, v in sorted(outcomes.items())) + f" in {burst_s:.1f} s", "answered or RESOURCE_EXHAUSTED"),
         ("server RSS before / after the burst", f"{rss_before / 1024:.0f} / {rss_after / 1024:.0f} MiB", "flat"),
         ("health after the burst; exit code on SIGTERM", f"{healthy}; {code}", "SERVING; 0"),
-    ]), BAR_INTRO, table(("figure", "this machine", "bar"), bar + [
+    ]), BAR_INTRO, table(("figure", "this machine", "bar"), hardening + [
         ("soak: 60 s of mixed valid, invalid, undecodable, abandoned, cancelled and long "
          "calls (tests/test_soak.py, run by this program)", f"{soak} in {soak_s:.0f} s", "passed"),
     ])])
