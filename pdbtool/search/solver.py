@@ -122,10 +122,12 @@ class Solver:
             child = warm.aside(cls)  # IDA*'s loop compiles beside, on the other core ...
             tiles = list(range(self.shape.cells))
             try:
-                goal = self.root(tiles)  # ... the heuristic and the root's check here,
-                self._check_path(tiles, [])  # and the answer's check
+                self._check_path(tiles, [])  # ... the heuristic and the answer's check here
             finally:
                 warm.wait(child)
+            # The root's check derives its neighbours (h_update): from the child's cache now,
+            # not compiled a second time beside it (about 4 s of CPU on a first solve).
+            goal = self.root(tiles)
             self.iterate(goal, 0, SearchControl(budget=1))  # a node or so: the call is the point
             self._compiled.add("serial")
             warm.mark_ready(cls, "serial")
@@ -174,14 +176,20 @@ class Solver:
 
     def root(self, board_bf, depth: int = MAX_DEPTH) -> Root:
         """Kernel arrays of a root: board, positions, heuristic state stack (row 0 set)."""
-        board, pos = board_arrays(board_bf)
-        rows = np.zeros((depth + 2, self.heuristic.width), dtype=np.int32)
+        board, pos, rows = self._fresh_root(board_bf, depth)
         H = self.heuristic.H
-        h_init(H, self.side, board, pos, rows[0])
         if broken_derivation(H, self.side, board, pos, rows[0], self.moves, self.nmoves) >= 0:
             # a search below would inherit a wrong entry at every node (moved_entry)
             raise self._damaged("its entries at the start and at a neighbour of it are "
                                 "more than a move apart")
+        return Root(board, pos, rows)
+
+    def _fresh_root(self, board_bf, depth: int) -> Root:
+        """A root without root's check of the derivation (the answer's check, which
+        computes every h along the path from scratch, needs none)."""
+        board, pos = board_arrays(board_bf)
+        rows = np.zeros((depth + 2, self.heuristic.width), dtype=np.int32)
+        h_init(self.heuristic.H, self.side, board, pos, rows[0])
         return Root(board, pos, rows)
 
     def _damaged(self, evidence: str) -> ArtifactError:
@@ -233,7 +241,7 @@ class Solver:
     def _check_path(self, board_bf, blank_cells) -> tuple[int, list[int]]:
         """kernels.ida.path_violation along the solution found (microseconds), and the
         h of each board on it (the kernel leaves them in the rows it walked)."""
-        root = self.root(board_bf, len(blank_cells))
+        root = self._fresh_root(board_bf, len(blank_cells))
         path = np.asarray(blank_cells, dtype=np.int64)
         step = int(search_kernel.path_violation(self.heuristic.H, self.side, root.board, root.pos,
                                                 root.rows, path, len(path),
