@@ -121,13 +121,12 @@ class Solver:
         if "serial" not in self._compiled:
             child = warm.aside(cls)  # IDA*'s loop compiles beside, on the other core ...
             tiles = list(range(self.shape.cells))
-            try:
-                self._check_path(tiles, [])  # ... the heuristic and the answer's check here
+            try:  # (the root's check derives a move: h_update compiles here too, about 4 s of
+                # CPU that the child's cache would save, but after the child the wait is longer)
+                goal = self.root(tiles)  # ... the heuristic and the root's check here,
+                self._check_path(tiles, [])  # and the answer's check
             finally:
                 warm.wait(child)
-            # The root's check derives its neighbours (h_update): from the child's cache now,
-            # not compiled a second time beside it (about 4 s of CPU on a first solve).
-            goal = self.root(tiles)
             self.iterate(goal, 0, SearchControl(budget=1))  # a node or so: the call is the point
             self._compiled.add("serial")
             warm.mark_ready(cls, "serial")

@@ -8,8 +8,8 @@ ARRAYS_CLASSES) has the same numba types (placeholders of the slots' own types),
 its IDA* needs can be compiled without its tables: ``python -m pdbtool.search.precompile
 CLASS`` does it in a child process (``aside``), from a root whose h is 0 (the search
 returns at once and reads no table), while the solver compiles the rest here (the
-heuristic at the root, the answer's check). Then the root's check (which derives a move:
-h_update, compiled by the child) and the search's kernels load from the cache.
+heuristic at the root, the root's check, the answer's check). Then the search's kernels
+load from the cache.
 
 ``ready``/``mark_ready`` keep a mark per class in the cache directory once a solver has
 compiled (or loaded) a part, so that a warm machine starts no child and the command lines
