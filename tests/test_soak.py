@@ -18,7 +18,7 @@ import pytest
 
 from pdbd.client import SolverClient
 from pdbd.v1 import solver_pb2 as pb, solver_pb2_grpc
-from reference import free_port, korf100, korf_shortest
+from reference import free_port, instances, korf_shortest
 from serving import UNDECODABLE, Drained, pdbd_process, rss_kib
 
 pytestmark = [pytest.mark.slow, pytest.mark.process]
@@ -29,7 +29,10 @@ SECONDS = 60
 def traffic(address, kind, stop, tally, errors):
     rng = random.Random(kind)
     easy = korf_shortest(10)
-    hard = sorted(korf100(), key=lambda r: -r[1])[:5]  # the longest: minutes on 5-5-5
+    # 80 moves, the most any 15-puzzle needs: the first needs over a billion nodes on 5-5-5
+    # (66 s on one thread of the AMD EPYC), far beyond the server's 3 s; Korf's longest now
+    # end within them and tested no time limit
+    hard = instances("hardest80.txt")[:5]
     with grpc.insecure_channel(address) as ch:
         stub = solver_pb2_grpc.SolverStub(ch)
         while not stop.is_set():
@@ -46,16 +49,16 @@ def traffic(address, kind, stop, tally, errors):
                 elif kind == "abandon":
                     with grpc.insecure_channel(address) as own:
                         events = solver_pb2_grpc.SolverStub(own).SolveStream(pb.SolveRequest(
-                            tiles=rng.choice(hard)[2], goal="blank-first", progress_ms=20))
+                            tiles=rng.choice(hard)[2], goal="blank-last", progress_ms=20))
                         next(events)
                     tally["abandoned"] += 1  # the channel closed under the stream
                 elif kind == "cancel":
                     f = stub.Solve.future(pb.SolveRequest(tiles=rng.choice(hard)[2],
-                                                          goal="blank-first"))
+                                                          goal="blank-last"))
                     time.sleep(rng.uniform(0, 0.2))
                     f.cancel()
                 elif kind == "long":
-                    stub.Solve(pb.SolveRequest(tiles=rng.choice(hard)[2], goal="blank-first"))
+                    stub.Solve(pb.SolveRequest(tiles=rng.choice(hard)[2], goal="blank-last"))
                 tally[kind, "OK"] += 1
             except grpc.RpcError as e:
                 tally[kind, e.code().name] += 1
