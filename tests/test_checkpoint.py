@@ -87,6 +87,12 @@ def test_the_refusal_shows_the_boards_as_typed_toward_any_goal(tmp_path):
     with pytest.raises(BadInput, match=rf"its board {re.escape(repr(typed))}, not "
                                        rf"{re.escape(repr(other))};"):
         run(other)
+    saved = json.loads(path.read_text())
+    saved["identity"]["board"] = [99] * 16  # edited: shown as saved, never a traceback
+    path.write_text(json.dumps(saved))
+    with pytest.raises(BadInput, match=r"its board \(99, 99,"):
+        run(typed)
+    path.unlink()
     assert run(typed).length == 32
 
 

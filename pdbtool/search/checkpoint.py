@@ -172,7 +172,8 @@ class Checkpointing:
             raise BadInput(f"{self.path} is not a pdbtool checkpoint ({e}); give another "
                            "file, or remove it to start afresh") from None
         shown = saved.identity
-        if frame and shown.goal == identity.goal and shown.board != identity.board:
+        if (frame and shown.goal == identity.goal and shown.board != identity.board
+                and sorted(shown.board) == sorted(identity.board)):  # (an edited one: as saved)
             shown = shown._replace(board=frame.board(shown.board))  # as the user typed it
             identity = identity._replace(board=frame.board(identity.board))
         differs = [f"{name} {getattr(shown, name)!r}, not {mine!r}"
