@@ -262,7 +262,8 @@ class FastLane:
     def __init__(self, lane: Lane = Lane(), on_finish=None):
         self.lane = lane
         self.on_finish = on_finish
-        self._room = threading.Condition()
+        self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)  # a slot freed, for the calls waiting
         self._n: dict[str, int] = {}
         self._busy = 0
         self._waiting = 0  # callers waiting for a slot (a batch's board defers to them)
@@ -284,6 +285,7 @@ class FastLane:
             nodes = min(nodes, job.delegation.above)
         final = budget is not None and budget <= nodes  # the job's own budget binds
         control.budget = budget if final else nodes
+        future = None  # the outcome, unless the search goes on to the pool
         try:
             result = job.run(here_only=True)  # the cluster only from the pool
         except LimitReached as e:
@@ -293,17 +295,16 @@ class FastLane:
             else:  # the lane's budget ran out: to the pool, from the start
                 control.budget = budget
                 control.counters[:] = 0
-                return False
         except Exception as e:  # noqa: BLE001 (kept, as the pool's future keeps it, for the caller)
             traceback.clear_frames(e.__traceback__)
             future = Done(exception=e)
         else:
             future = Done(result)
         finally:
-            self._leave(client)
+            self._leave(client, answered=future is not None)
+        if future is None:
+            return False
         job.future = future
-        with self._room:
-            self.answered += 1
         if self.on_finish is not None:
             self.on_finish(job)
         return True
@@ -313,31 +314,46 @@ class FastLane:
 
     def _enter(self, client: str, deferring: bool = False) -> bool:
         lane = self.lane
+        with self._lock:  # the condition's own lock, without its Python-level wrapper
+            if self._busy < lane.slots and self._n.get(client, 0) < lane.per_client and (
+                    not deferring or self._waiting == 0):
+                self._take(client)
+                return True
+            if deferring:
+                return False
+        return self._wait_for_slot(client)
+
+    def _wait_for_slot(self, client: str) -> bool:
+        """Up to ``lane.wait`` seconds for a slot (counted as waiting: a batch's boards
+        defer to this call meanwhile)."""
+        lane = self.lane
 
         def free() -> bool:
             return self._busy < lane.slots and self._n.get(client, 0) < lane.per_client
 
         with self._room:
-            if deferring:
-                ok = self._waiting == 0 and free()
-            elif free():
-                ok = True
-            else:
-                self._waiting += 1
-                try:
-                    ok = self._room.wait_for(free, lane.wait)
-                finally:
-                    self._waiting -= 1
+            self._waiting += 1
+            try:
+                ok = self._room.wait_for(free, lane.wait)
+            finally:
+                self._waiting -= 1
             if ok:
-                self._busy += 1
-                self._n[client] = self._n.get(client, 0) + 1
+                self._take(client)
             return ok
 
-    def _leave(self, client: str) -> None:
-        with self._room:
+    def _take(self, client: str) -> None:
+        """A slot for ``client`` (under the lock)."""
+        self._busy += 1
+        self._n[client] = self._n.get(client, 0) + 1
+
+    def _leave(self, client: str, answered: bool = False) -> None:
+        """The slot back; ``answered``: the search's outcome is the caller's (counted)."""
+        with self._lock:
             self._busy -= 1
             n = self._n.pop(client) - 1
             if n:
                 self._n[client] = n
+            if answered:
+                self.answered += 1
             if self._waiting:  # (under the lock, as the waiters count themselves)
                 self._room.notify_all()
