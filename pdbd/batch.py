@@ -169,9 +169,8 @@ def solve_batch(servicer, requests, context):
             while not room.acquire(timeout=0.1):
                 if not context.is_active():
                     return False
-        if pool.full or not servicer.peers.has_room(client):
-            hand_on()
         while pool.full or not servicer.peers.has_room(client):
+            hand_on()  # (once: nothing is answered here meanwhile)
             if not context.is_active() or servicer._closing:
                 break
             time.sleep(WAIT_SECONDS)
