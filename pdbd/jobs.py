@@ -23,6 +23,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from pdbtool.errors import LimitReached
+from pdbtool.kernels.ida import EXPANDED, GENERATED
+from pdbtool.kernels.tasks import RESULT_EXPANDED, RESULT_GENERATED
+from pdbtool.search.checkpoint import Held
 from pdbtool.search.control import PreparedBoard, SearchControl
 from pdbtool.search.solver import Solver
 
@@ -285,6 +288,9 @@ class FastLane:
             nodes = min(nodes, job.delegation.above)
         final = budget is not None and budget <= nodes  # the job's own budget binds
         control.budget = budget if final else nodes
+        # Where the search stops if the lane's nodes run out, for the pool to go on from
+        # (not a search the cluster may take over: that one starts afresh).
+        control.checkpoint = None if final or job.delegation is not None else Held()
         future = None  # the outcome, unless the search goes on to the pool
         try:
             result = job.run(here_only=True)  # the cluster only from the pool
@@ -292,9 +298,8 @@ class FastLane:
             if final or control.reason is not None or getattr(e, "limit", None) == "memory":
                 traceback.clear_frames(e.__traceback__)
                 future = Done(exception=e)
-            else:  # the lane's budget ran out: to the pool, from the start
-                control.budget = budget
-                control.counters[:] = 0
+            else:  # the lane's budget ran out: to the pool, resumed where it stopped
+                self._hand_over(control, budget)
         except Exception as e:  # noqa: BLE001 (kept, as the pool's future keeps it, for the caller)
             traceback.clear_frames(e.__traceback__)
             future = Done(exception=e)
@@ -308,6 +313,23 @@ class FastLane:
         if self.on_finish is not None:
             self.on_finish(job)
         return True
+
+    @staticmethod
+    def _hand_over(control: SearchControl, budget: int | None) -> None:
+        """A search past the lane's nodes, for the pool: its own budget back, and its
+        counters those of the progress saved (control.checkpoint, a Held: the iterations
+        done and the tasks finished of the one it stopped in), which the pool's search
+        resumes from, as if it had not stopped; without a saved progress (stopped in its
+        first, serial iterations), from the start."""
+        control.budget = budget
+        control.counters[:] = 0
+        saved = control.checkpoint.saved if control.checkpoint is not None else None
+        if saved is None:
+            control.checkpoint = None
+            return
+        finished = list(saved.finished.values())
+        control.counters[GENERATED] = saved.generated + sum(r[RESULT_GENERATED] for r in finished)
+        control.counters[EXPANDED] = saved.expanded + sum(r[RESULT_EXPANDED] for r in finished)
 
     def _eligible(self, job: Job) -> bool:
         return self.lane.slots > 0 and (job.algorithm is None or job.algorithm.name == "ida")
