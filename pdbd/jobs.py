@@ -8,8 +8,8 @@ about a millisecond, and its counters are read for progress.
 
 The fast lane (``FastLane``) runs an IDA* search on the thread that took the call, within a
 small node budget (tens of milliseconds): most queries end there, without the hand-off to
-the pool and back, and a query that does not is searched again from the start on the
-pool, having cost that budget. Long searches therefore hold a lane slot only briefly, and
+the pool and back, and a query that does not goes on in the pool where the lane stopped
+(its progress held in memory: pdbtool.search.checkpoint.Held), not from the start. Long searches therefore hold a lane slot only briefly, and
 an easy query is answered within about that time whatever the pool is busy with.
 """
 
@@ -336,25 +336,17 @@ class FastLane:
 
     def _enter(self, client: str, deferring: bool = False) -> bool:
         lane = self.lane
-        with self._lock:  # the condition's own lock, without its Python-level wrapper
-            if self._busy < lane.slots and self._n.get(client, 0) < lane.per_client and (
-                    not deferring or self._waiting == 0):
-                self._take(client)
-                return True
-            if deferring:
-                return False
-        return self._wait_for_slot(client)
-
-    def _wait_for_slot(self, client: str) -> bool:
-        """Up to ``lane.wait`` seconds for a slot (counted as waiting: a batch's boards
-        defer to this call meanwhile)."""
-        lane = self.lane
 
         def free() -> bool:
             return self._busy < lane.slots and self._n.get(client, 0) < lane.per_client
 
-        with self._room:
-            self._waiting += 1
+        with self._lock:  # the condition's own lock, without its Python-level wrapper
+            if free() and (not deferring or self._waiting == 0):
+                self._take(client)
+                return True
+            if deferring:
+                return False
+            self._waiting += 1  # counted before the lock is let go: a batch defers to it
             try:
                 ok = self._room.wait_for(free, lane.wait)
             finally:
