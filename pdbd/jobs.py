@@ -9,8 +9,9 @@ about a millisecond, and its counters are read for progress.
 The fast lane (``FastLane``) runs an IDA* search on the thread that took the call, within a
 small node budget (tens of milliseconds): most queries end there, without the hand-off to
 the pool and back, and a query that does not goes on in the pool where the lane stopped
-(its progress held in memory: pdbtool.search.checkpoint.Held), not from the start. Long searches therefore hold a lane slot only briefly, and
-an easy query is answered within about that time whatever the pool is busy with.
+(its progress held in memory: pdbtool.search.checkpoint.Held), not from the start. Long
+searches therefore hold a lane slot only briefly, and an easy query is answered within
+about that time whatever the pool is busy with.
 """
 
 from __future__ import annotations
