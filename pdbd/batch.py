@@ -25,6 +25,7 @@ import time
 
 import grpc
 
+from .choices import Choices
 from .rpc import LIMIT_KEY, REFUSED_KEY
 from .v1 import solver_pb2 as pb
 
@@ -82,15 +83,16 @@ class Callbacks:
 
 class ItemContext:
     """The call's context as one item of the batch sees it: also the call's ``client``
-    (found once a call) and the table files ``checked`` for the item's request message
-    (SolverServicer._admit_on checks each once a message)."""
+    (found once a call), the table files ``checked`` for the item's request message
+    (SolverServicer._admit_on checks each once a message) and the call's last ``choices``
+    (pdbd.choices: the solver, goal and algorithm of the boards before it)."""
 
     method = METHOD
 
     def __init__(self, context, callbacks: Callbacks, key: int, client: str | None = None,
-                 checked: set | None = None):
+                 checked: set | None = None, choices: Choices | None = None):
         self._context, self._callbacks, self.key = context, callbacks, key
-        self.client, self.checked = client, checked
+        self.client, self.checked, self.choices = client, checked, choices
         self._metadata: dict[str, str] = {}
 
     def abort(self, code, details):
@@ -146,6 +148,7 @@ def solve_batch(servicer, requests, context):
     finished: queue.Queue = queue.Queue()  # lists of (id, job or None, context or error)
     callbacks = Callbacks(context)
     client = servicer.proxies.client(context)
+    choices = Choices()  # the reader's: each board that asks as the one before takes its choice
     stopped: list[str] = []
     packed = threading.Event()  # the client sends items: results go several a message
     counts = [0, 0]  # boards admitted (by the reader), answered (sent, or in this message)
@@ -166,9 +169,8 @@ def solve_batch(servicer, requests, context):
             while not room.acquire(timeout=0.1):
                 if not context.is_active():
                     return False
-        if pool.full or not servicer.peers.has_room(client):
-            hand_on()
         while pool.full or not servicer.peers.has_room(client):
+            hand_on()  # (once: nothing is answered here meanwhile)
             if not context.is_active() or servicer._closing:
                 break
             time.sleep(WAIT_SECONDS)
@@ -191,7 +193,7 @@ def solve_batch(servicer, requests, context):
             hand_on()
 
     def admit(key: int, ident: int, request, checked: set) -> None:
-        ctx = ItemContext(context, callbacks, key, client, checked)
+        ctx = ItemContext(context, callbacks, key, client, checked, choices)
         try:
             job = servicer._admit(request, ctx, deferring=True)
         except ItemAborted as e:

@@ -73,15 +73,18 @@ def result_fields(r: SolveResult, queue_seconds: float = 0.0) -> dict:
 
 
 def result_from_message(m: pb.SolveResult) -> SolveResult:
+    """A result message as pdbtool's SolveResult (its lists taken by slicing, which copies
+    a repeated field in one step where ``list()`` iterates it: a client of SolveBatch
+    converts every board's)."""
     return SolveResult(
         board=tuple(m.board), goal=m.goal, shape=(m.rows, m.cols) if m.rows else m.size,
-        length=m.length, moves=list(m.moves),
+        length=m.length, moves=m.moves[:],
         blank_moves=m.blank_moves, nodes_expanded=m.nodes_expanded,
         nodes_generated=m.nodes_generated, seconds=m.seconds, heuristic=m.heuristic,
         initial_h=m.initial_h,
         iterations=[{"bound": i.bound, "nodes": i.nodes} for i in m.iterations],
         artifact=m.artifact_version or None, threads=m.threads, note=m.note,
-        path_h=list(m.path_h), algorithm=m.algorithm or "ida", optimal=m.optimal,
+        path_h=m.path_h[:], algorithm=m.algorithm or "ida", optimal=m.optimal,
         bound=m.bound or None, peak_memory_bytes=m.peak_memory_bytes)
 
 

@@ -8,9 +8,10 @@ about a millisecond, and its counters are read for progress.
 
 The fast lane (``FastLane``) runs an IDA* search on the thread that took the call, within a
 small node budget (tens of milliseconds): most queries end there, without the hand-off to
-the pool and back, and a query that does not is searched again from the start on the
-pool, having cost that budget. Long searches therefore hold a lane slot only briefly, and
-an easy query is answered within about that time whatever the pool is busy with.
+the pool and back, and a query that does not goes on in the pool where the lane stopped
+(its progress held in memory: pdbtool.search.checkpoint.Held), not from the start. Long
+searches therefore hold a lane slot only briefly, and an easy query is answered within
+about that time whatever the pool is busy with.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from pdbtool.errors import LimitReached
+from pdbtool.kernels.ida import EXPANDED, GENERATED
+from pdbtool.kernels.tasks import RESULT_EXPANDED, RESULT_GENERATED
+from pdbtool.search.checkpoint import Held
 from pdbtool.search.control import PreparedBoard, SearchControl
 from pdbtool.search.solver import Solver
 
@@ -262,7 +266,8 @@ class FastLane:
     def __init__(self, lane: Lane = Lane(), on_finish=None):
         self.lane = lane
         self.on_finish = on_finish
-        self._room = threading.Condition()
+        self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)  # a slot freed, for the calls waiting
         self._n: dict[str, int] = {}
         self._busy = 0
         self._waiting = 0  # callers waiting for a slot (a batch's board defers to them)
@@ -284,29 +289,48 @@ class FastLane:
             nodes = min(nodes, job.delegation.above)
         final = budget is not None and budget <= nodes  # the job's own budget binds
         control.budget = budget if final else nodes
+        # Where the search stops if the lane's nodes run out, for the pool to go on from
+        # (not a search the cluster may take over: that one starts afresh).
+        control.checkpoint = None if final or job.delegation is not None else Held()
+        future = None  # the outcome, unless the search goes on to the pool
         try:
             result = job.run(here_only=True)  # the cluster only from the pool
         except LimitReached as e:
             if final or control.reason is not None or getattr(e, "limit", None) == "memory":
                 traceback.clear_frames(e.__traceback__)
                 future = Done(exception=e)
-            else:  # the lane's budget ran out: to the pool, from the start
-                control.budget = budget
-                control.counters[:] = 0
-                return False
+            else:  # the lane's budget ran out: to the pool, resumed where it stopped
+                self._hand_over(control, budget)
         except Exception as e:  # noqa: BLE001 (kept, as the pool's future keeps it, for the caller)
             traceback.clear_frames(e.__traceback__)
             future = Done(exception=e)
         else:
             future = Done(result)
         finally:
-            self._leave(client)
+            self._leave(client, answered=future is not None)
+        if future is None:
+            return False
         job.future = future
-        with self._room:
-            self.answered += 1
         if self.on_finish is not None:
             self.on_finish(job)
         return True
+
+    @staticmethod
+    def _hand_over(control: SearchControl, budget: int | None) -> None:
+        """A search past the lane's nodes, for the pool: its own budget back, and its
+        counters those of the progress saved (control.checkpoint, a Held: the iterations
+        done and the tasks finished of the one it stopped in), which the pool's search
+        resumes from, as if it had not stopped; without a saved progress (stopped in its
+        first, serial iterations), from the start."""
+        control.budget = budget
+        control.counters[:] = 0
+        saved = control.checkpoint.saved if control.checkpoint is not None else None
+        if saved is None:
+            control.checkpoint = None
+            return
+        finished = list(saved.finished.values())
+        control.counters[GENERATED] = saved.generated + sum(r[RESULT_GENERATED] for r in finished)
+        control.counters[EXPANDED] = saved.expanded + sum(r[RESULT_EXPANDED] for r in finished)
 
     def _eligible(self, job: Job) -> bool:
         return self.lane.slots > 0 and (job.algorithm is None or job.algorithm.name == "ida")
@@ -317,27 +341,34 @@ class FastLane:
         def free() -> bool:
             return self._busy < lane.slots and self._n.get(client, 0) < lane.per_client
 
-        with self._room:
+        with self._lock:  # the condition's own lock, without its Python-level wrapper
+            if free() and (not deferring or self._waiting == 0):
+                self._take(client)
+                return True
             if deferring:
-                ok = self._waiting == 0 and free()
-            elif free():
-                ok = True
-            else:
-                self._waiting += 1
-                try:
-                    ok = self._room.wait_for(free, lane.wait)
-                finally:
-                    self._waiting -= 1
+                return False
+            self._waiting += 1  # counted before the lock is let go: a batch defers to it
+            try:
+                ok = self._room.wait_for(free, lane.wait)
+            finally:
+                self._waiting -= 1
             if ok:
-                self._busy += 1
-                self._n[client] = self._n.get(client, 0) + 1
+                self._take(client)
             return ok
 
-    def _leave(self, client: str) -> None:
-        with self._room:
+    def _take(self, client: str) -> None:
+        """A slot for ``client`` (under the lock)."""
+        self._busy += 1
+        self._n[client] = self._n.get(client, 0) + 1
+
+    def _leave(self, client: str, answered: bool = False) -> None:
+        """The slot back; ``answered``: the search's outcome is the caller's (counted)."""
+        with self._lock:
             self._busy -= 1
             n = self._n.pop(client) - 1
             if n:
                 self._n[client] = n
+            if answered:
+                self.answered += 1
             if self._waiting:  # (under the lock, as the waiters count themselves)
                 self._room.notify_all()

@@ -25,17 +25,18 @@ from pathlib import Path
 import grpc
 
 import pdbtool
-from pdbtool import limits, puzzle
+from pdbtool import limits
 from pdbtool.cluster.messages import ClusterError
 from pdbtool.errors import ArtifactError, BadInput, LimitReached, PdbError, Unsolvable
 from pdbtool.search.algorithms import Algorithm
 from pdbtool.search.solver import Solver
-from pdbtool.selection import Solvers, TableSet
+from pdbtool.selection import TableSet
 from pdbtool.tables.trust import TableChanged
 
 from . import convert
 from .defaults import DEFAULT_MAX_NODES, DEFAULT_MAX_SEARCH_MEMORY, DEFAULT_MAX_SEARCH_SECONDS
 from .batch import solve_batch
+from .choices import choose
 from .jobs import Delegation, FastLane, Job, Lane, QueueFull, WorkerPool
 from .logs import request_fields
 from .peers import PeerCounts, TrustedProxies, client_of  # noqa: F401 (client_of: pdbd.servicer's)
@@ -319,9 +320,14 @@ class SolverServicer:
 
     def _admit_on(self, served: Served, request, context, deferring: bool = False) -> Job:
         """``_admit`` with the tables held for the search."""
+        # A batch's boards that ask alike take the choice made for the first (``context.
+        # choices``): their size, goal and algorithm are not checked again.
+        choices = getattr(context, "choices", None)
         try:
-            algorithm, server_memory = self.limits.algorithm(convert.algorithm_fields(request))
-            solver, prepared = self._prepare(served, request, algorithm)
+            choice = (choose(served, request, self.limits) if choices is None
+                      else choices.get(served, request, self.limits))
+            solver, algorithm = choice.solver, choice.algorithm
+            prepared = solver.prepare(request.tiles, choice.goal)
             budget, server_budget = self.limits.budget(request.node_budget)
         except BadInput as e:
             self.counters.add("failed")
@@ -350,7 +356,7 @@ class SolverServicer:
         job = Job(solver, prepared, budget, self.limits.max_search_seconds, algorithm,
                   self.delegation)
         job.client = client
-        job.server_budget, job.server_memory = server_budget, server_memory
+        job.server_budget, job.server_memory = server_budget, choice.server_memory
         if not context.add_callback(lambda: job.halt(self._why_ended(context))):
             job.halt(self._why_ended(context))  # the RPC is over already
         try:
@@ -390,33 +396,6 @@ class SolverServicer:
     @staticmethod
     def _what(job: Job) -> str:
         return str(job.solver.shape)
-
-    @staticmethod
-    def _prepare(served: Served, request, algorithm: Algorithm):
-        """The solver for the board's size and goal, and the board validated (once) for it.
-        Goals whose blank is not in a corner (of a size the tables serve), and greedy
-        solves of any size, get a table-free solver (pdbtool.selection.Solvers decides;
-        made per request, so no request grows what the server holds)."""
-        tiles = request.tiles
-        if not tiles:
-            raise BadInput("empty board: give the tiles row by row, 0 for the blank")
-        given = convert.request_shape(request)
-        shape = puzzle.shape_of(tiles, given)
-        goal = puzzle.check_goal(request.goal or convert.DEFAULT_GOAL, given)
-        solver = None
-        if shape.cells == len(tiles) and puzzle.MIN_SIDE <= min(shape) and max(shape) <= puzzle.MAX_SIDE:
-            if algorithm.name == "greedy" or (shape in served.solvers
-                                              and puzzle.frame(shape, goal).goal_blank):
-                solver = Solvers(tables=TableSet({})).for_goal(shape, goal, algorithm)
-            else:
-                solver = served.solvers.get(shape)
-        if solver is None:
-            puzzle.validate(tiles, given)  # names what is wrong with a malformed board
-            sizes = ", ".join(f"{s} ({s.cells} tiles)" for s in sorted(served.solvers))
-            raise BadInput(f"no loaded table serves {shape} boards ({len(tiles)} tiles); "
-                           f"this server serves {sizes}")
-        algorithm.check_shape(shape)
-        return solver, solver.prepare(tiles, goal)
 
     @staticmethod
     def _why_ended(context) -> str:

@@ -236,8 +236,8 @@ def test_an_easy_query_is_answered_behind_hard_searches_of_other_clients():
 
 
 def test_a_search_not_done_in_the_fast_lane_goes_on_in_the_pool():
-    """A search beyond the lane's nodes is searched again on the pool and answered
-    optimally; its client's budget counts there (not the lane's)."""
+    """A search beyond the lane's nodes goes on in the pool and is answered optimally; its
+    client's budget counts there (not the lane's)."""
     daemon = manhattan(threads=1, lane=Lane(slots=1, per_client=1, nodes=1000))
     try:
         with channel_stub(daemon.address) as stub:
@@ -252,6 +252,38 @@ def test_a_search_not_done_in_the_fast_lane_goes_on_in_the_pool():
         assert daemon.servicer.fast.answered == 1  # EASY15; the others went on to the pool
     finally:
         daemon.stop(grace=1)
+
+
+def test_the_pool_resumes_a_search_where_the_fast_lane_stopped(monkeypatch):
+    """A search past the lane's nodes is not searched again from the start: the pool goes
+    on from the iteration and the tasks the lane had done (pdbtool.search.checkpoint.Held),
+    so its first iterations run once (the lane's only), and the answer and its counts are
+    those of one search that never stopped."""
+    from pdbtool.search.solver import Solver
+
+    board = puzzle.random_walk(4, 60, rng=random.Random(1))
+    alone = Solver(table_free("manhattan", 4)).solve(board)
+    assert alone.nodes_generated > 20_000 and len(alone.iterations) > 5
+    first_iterations = []  # each search's first, serial iterations (Solver.iterate)
+    iterate = Solver.iterate
+
+    def counted(self, *args, **kw):
+        first_iterations.append(1)
+        return iterate(self, *args, **kw)
+
+    daemon = manhattan(threads=1, lane=Lane(slots=1, per_client=1, nodes=5_000))
+    monkeypatch.setattr(Solver, "iterate", counted)
+    try:
+        with channel_stub(daemon.address) as stub:
+            r = stub.Solve(pb.SolveRequest(tiles=board), timeout=60)
+        assert daemon.servicer.fast.answered == 0  # the pool's answer
+    finally:
+        daemon.stop(grace=1)
+    assert len(first_iterations) == 1  # searched from the start again: 2
+    assert (r.length, r.moves, r.nodes_generated, r.nodes_expanded) == (
+        alone.length, alone.moves, alone.nodes_generated, alone.nodes_expanded)
+    assert [(i.bound, i.nodes) for i in r.iterations] == [
+        (i["bound"], i["nodes"]) for i in alone.iterations]
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ from pdbd.client import MAX_PER_MESSAGE, Chunks, Runs, ServerUnavailable, Solver
 from pdbd.jobs import FastLane, Lane
 from pdbd.v1 import solver_pb2 as pb
 from pdbtool.errors import BadInput, LimitReached, Unsolvable
+from pdbtool.geometry import Shape
 from pdbtool.selection import load_directory
 from serving import (EASY15, HARD, LOYD, info, run_cli, running_daemon, sample, scrape,
                      wait_for, worker_free_within)
@@ -250,19 +251,20 @@ def test_a_table_changed_mid_batch_never_answers_from_the_changed_file(served_di
     try:
         boards = random.Random(12).sample(sorted(oracle8_last), 8)
         path = served_dir / "8-full.h5"
-        prepare = daemon.servicer._prepare
+        solver = daemon.servicer.solvers[Shape(3, 3)]
+        prepare = solver.prepare  # each board's own step of its admission (pdbd.choices)
 
-        def changing(served, request, algorithm):
-            if tuple(request.tiles) == tuple(boards[2]):  # b0, b1 answered; b2 admitted
+        def changing(board, goal):
+            if tuple(board) == tuple(boards[2]):  # b0, b1 answered; b2 admitted
                 meta = artifact.read_meta(path)  # after the message's check
                 with open(path, "r+b") as f:
                     f.seek(meta.data_offset + 100)
                     b = f.read(1)
                     f.seek(meta.data_offset + 100)
                     f.write(bytes([b[0] ^ 0x01]))
-            return prepare(served, request, algorithm)
+            return prepare(board, goal)
 
-        monkeypatch.setattr(daemon.servicer, "_prepare", changing)
+        monkeypatch.setattr(solver, "prepare", changing)
         with SolverClient(daemon.address) as c:
             out = dict(c.solve_batch(boards, per_message=4))
     finally:
@@ -272,3 +274,53 @@ def test_a_table_changed_mid_batch_never_answers_from_the_changed_file(served_di
     for i in range(2, 8):  # the rest of b2's message, and the next message
         assert isinstance(out[i], ServerUnavailable), (i, out[i])
         assert "8-full.h5 changed on disk" in str(out[i])
+
+
+def test_boards_that_ask_otherwise_are_each_chosen_for_in_one_message(served, stub, oracle):
+    """A message's boards share what the one before chose (pdbd.choices) only when they ask
+    alike: goals, sizes and algorithms that change from board to board, and a bad goal
+    between them, each get their own answer."""
+    boards = random.Random(3).sample(sorted(oracle["blank-last"]), 8)
+    asks = [{"goal": "blank-first"}, {}, {"goal": "blank-last"}, {"goal": "nowhere"},
+            {"goal": "blank-first", "algorithm": "astar"}, {"goal": "blank-first"}, {}, {}]
+    m = pb.BatchRequest()
+    for i, (b, ask) in enumerate(zip(boards, asks)):
+        m.items.add(id=i, request=pb.SolveRequest(tiles=b, **ask))
+    m.items.add(id=8, request=pb.SolveRequest(tiles=EASY15))
+    m.items.add(id=9, request=pb.SolveRequest(tiles=boards[0], goal="blank-first"))
+    got = {r.id: r for reply in stub.SolveBatch(iter([m]), timeout=60) for r in reply.results}
+    assert sorted(got) == list(range(10))
+    assert got[3].error.code == "INVALID_ARGUMENT" and "unknown goal" in got[3].error.message
+    for i, (b, ask) in enumerate(zip(boards, asks)):
+        if i != 3:
+            goal = ask.get("goal", "blank-last")
+            assert (got[i].result.goal, got[i].result.length) == (goal, oracle[goal][b]), i
+    assert got[4].result.algorithm == "astar" and got[5].result.algorithm == "ida"
+    assert got[8].result.size == 4 and got[8].result.length > 0
+    assert got[9].result.length == oracle["blank-first"][boards[0]]
+
+
+def test_a_choice_is_kept_for_the_same_tables_and_request_fields_only(served_dir):
+    """Choices.get: the same choice for a board that asks alike on the same tables; a new
+    one on other tables (a reload: the board holds the new ones) or for other fields; a
+    request that fails is not kept (the next that asks alike chooses again)."""
+    from pdbd.choices import Choices
+    from pdbd.servicer import Limits, Served
+
+    tables = load_directory(served_dir, require=True)
+    old, new = Served.of(tables), Served.of(tables)
+    choices, limits = Choices(), Limits()
+    first = choices.get(old, pb.SolveRequest(tiles=[1, 2, 3, 4, 5, 6, 7, 0, 8]), limits)
+    assert first.served is old and first.solver is old.solvers[Shape(3, 3)]
+    assert choices.get(old, pb.SolveRequest(tiles=[1, 2, 3, 4, 5, 6, 0, 7, 8]), limits) is first
+    reloaded = choices.get(new, pb.SolveRequest(tiles=[1, 2, 3, 4, 5, 6, 7, 0, 8]), limits)
+    assert reloaded.served is new and reloaded.solver is new.solvers[Shape(3, 3)]
+    other = choices.get(new, pb.SolveRequest(tiles=[1, 2, 3, 4, 5, 6, 7, 0, 8],
+                                             goal="blank-first"), limits)
+    assert other is not reloaded and other.goal == "blank-first"
+    with pytest.raises(BadInput, match="unknown algorithm"):
+        choices.get(new, pb.SolveRequest(tiles=[1, 2, 3, 4, 5, 6, 7, 0, 8], algorithm="x"),
+                    limits)
+    with pytest.raises(BadInput, match="unknown algorithm"):  # not kept: refused again
+        choices.get(new, pb.SolveRequest(tiles=[1, 2, 3, 4, 5, 6, 7, 0, 8], algorithm="x"),
+                    limits)

@@ -140,6 +140,8 @@ def identity(solver: Solver, prepared: PreparedBoard, algorithm: str = "ida") ->
 class Checkpointing:
     """Where and how often a search saves its progress (``SearchControl.checkpoint``)."""
 
+    watching = True  # saved now and then while the search runs (and when it stops short)
+
     def __init__(self, path, every: float = DEFAULT_EVERY, on_resume=None):
         self.path, self.every = Path(path), float(every)
         self.on_resume = on_resume  # called with the path once a saved search is accepted
@@ -202,6 +204,33 @@ class Checkpointing:
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
+
+
+class Held:
+    """A search's progress kept in memory, saved only when the search stops short (its
+    node budget, a halt), never while it runs; a search given the same Held later resumes
+    there (``SearchControl.checkpoint``). The search runs as one without a checkpoint (on
+    one thread: on the caller's, without a hand-off an iteration); so pdbd's fast lane
+    hands a search past its nodes to the worker pool without it being searched again from
+    the start (pdbd.jobs.FastLane)."""
+
+    watching = False
+    path = "the progress held in memory"  # named in the errors of a damaged checkpoint
+
+    def __init__(self):
+        self.saved: Checkpoint | None = None
+
+    def load(self, identity: Identity, max_split: int | None = None,
+             frame: Frame | None = None) -> Checkpoint | None:
+        """The progress saved for this search (None: none, or another search's)."""
+        saved = self.saved
+        return saved if saved is not None and saved.identity == identity else None
+
+    def due(self) -> bool:
+        return False
+
+    def save(self, checkpoint: Checkpoint) -> None:
+        self.saved = checkpoint
 
 
 def finished_rows(results: np.ndarray) -> dict:

@@ -118,11 +118,12 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
     every 20 ms while they search (progress; one thread alone searches on this thread and
     counts into the caller's counters as it goes). The kernels poll the caller's stop
     flag; the budget is shared out evenly between the threads. With ``control.checkpoint``
-    this thread always waits for the searching ones, saving the progress now and then, and
-    a saved search resumes at its bound (search/checkpoint.py)."""
+    (a Checkpointing) this thread always waits for the searching ones, saving the progress
+    now and then, and a saved search resumes at its bound (search/checkpoint.py); a Held
+    keeper is saved to only when the search stops short, and changes nothing else."""
     bf = prepared.image
     stop, counters = control.stop, control.counters
-    keeper = control.checkpoint  # checkpoint.Checkpointing, or None
+    keeper = control.checkpoint  # checkpoint.Checkpointing or Held, or None
     resume = keeper.load(identity(solver, prepared), max_split=split_depth(
         solver.side, limits.MAX_THREADS), frame=prepared.frame) if keeper else None
     if resume:
@@ -178,7 +179,7 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
             resume = None
         done = tasks.results[:, RESULT_BOUND] >= 0  # finished in an earlier sitting
         budget = left if left < 0 else left // threads
-        watched = keeper is not None  # checkpoints are saved from this thread while others search
+        watched = keeper is not None and keeper.watching  # saved here while others search
         polled = watched or (not live and int(counters[GENERATED]) >= POLLED_AFTER)
         futures = [pool.submit(share, k, bound, budget) for k in range(0 if polled else 1, threads)]
         shares = [] if polled else [share(0, bound, budget)]
@@ -204,7 +205,7 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
             tally.add(IterationOutcome(None, int(saved[:, RESULT_BOUND].min()),
                                        int(saved[:, RESULT_EXPANDED].sum()),
                                        int(saved[:, RESULT_GENERATED].sum()), NOT_FOUND))
-        if watched and tally.found is None and (stop[0] or tally.status != NOT_FOUND):
+        if keeper is not None and tally.found is None and (stop[0] or tally.status != NOT_FOUND):
             save(bound)  # stopped (Ctrl-C, a deadline, the budget): resumable from here
         tasks.reorder()
         return tally.outcome()
@@ -213,8 +214,8 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
         nonlocal before
         before = Counted(expanded, generated, list(iterations), seconds, time.monotonic())
 
-    pool = _pool(threads) if threads > 1 or keeper else None  # on Ctrl-C, Solver.search halts
-    # the control: the threads stop
+    # on Ctrl-C, Solver.search halts the control: the threads stop
+    pool = _pool(threads) if threads > 1 or (keeper and keeper.watching) else None
     return search_bounds(solver, prepared, control, threads, serial, parallel_iteration,
                          publish, serial_below, resume=resume, begin=begin)
 
