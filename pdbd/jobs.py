@@ -251,7 +251,9 @@ class WorkerPool:
 class Lane:
     """The fast lane's settings: ``slots`` searches at once (on the callers' threads), at
     most ``per_client`` of them one client's, each within ``nodes`` nodes; a search waits
-    up to ``wait`` seconds for a slot, then goes to the pool. ``slots`` 0: no fast lane."""
+    up to ``wait`` seconds for a slot that another client holds, then goes to the pool (a
+    client whose own share is taken goes at once: its searches run side by side, not in
+    turn). ``slots`` 0: no fast lane."""
 
     slots: int = 2
     per_client: int = 1
@@ -345,8 +347,8 @@ class FastLane:
             if free() and (not deferring or self._waiting == 0):
                 self._take(client)
                 return True
-            if deferring:
-                return False
+            if deferring or self._n.get(client, 0) >= lane.per_client:
+                return False  # (its own share taken: to the pool at once, not in turn)
             self._waiting += 1  # counted before the lock is let go: a batch defers to it
             try:
                 ok = self._room.wait_for(free, lane.wait)

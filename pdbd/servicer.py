@@ -185,7 +185,8 @@ class SolverServicer:
         self.proxies = proxies
         self.metrics = metrics  # pdbd.metrics.Metrics, or None
         self.pool = pool
-        default = Lane(slots=pool.threads, per_client=max(1, pool.threads // 2))
+        default = Lane(slots=pool.threads, per_client=pool.threads if limits.per_client is None
+                       else max(1, pool.threads // 2))  # (--max-per-client 0: no share)
         self.fast = FastLane(lane or default, on_finish=pool.on_finish)
         self.delegation = delegation
         self.limits = limits

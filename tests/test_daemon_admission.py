@@ -22,6 +22,7 @@ from reference import free_port
 from serving import (
     EASY15,
     HARD,
+    HARDEST,
     Drained,
     channel_stub,
     info,
@@ -231,6 +232,25 @@ def test_an_easy_query_is_answered_behind_hard_searches_of_other_clients():
                 f.cancel()
         print(f"easy queries behind 8 hard ones: median {statistics.median(waits) * 1000:.1f} "
               f"ms, max {max(waits) * 1000:.1f} ms")
+    finally:
+        daemon.stop(grace=1)
+
+
+def test_a_clients_second_search_goes_to_the_pool_not_behind_its_first():
+    """A client whose lane share is taken (a long search in the lane) gets its next search
+    in the pool at once: answered while the first still searches, not after the lane's
+    wait for a slot (a minute here, beyond the second call's deadline)."""
+    daemon = manhattan(threads=2, lane=Lane(slots=2, per_client=1, nodes=10**12, wait=60))
+    try:
+        with channel_stub(daemon.address) as stub:
+            long = stub.Solve.future(pb.SolveRequest(tiles=HARDEST), timeout=120)  # 80 moves:
+            # hours on Manhattan, in the lane (its nodes are unlimited here)
+            assert wait_for(lambda: info(daemon)["counters"]["requests"] == 1, 10)
+            r = stub.Solve(pb.SolveRequest(tiles=puzzle.random_walk(4, 10, rng=random.Random(3))),
+                           timeout=30)
+            assert r.length <= 10
+            assert not long.done()
+            long.cancel()
     finally:
         daemon.stop(grace=1)
 
