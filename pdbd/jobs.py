@@ -226,6 +226,11 @@ class WorkerPool:
         with self._lock:
             return len(self._jobs) >= self.threads + self.max_queue
 
+    def idle(self) -> bool:
+        """Whether a job submitted now would start at once (a worker free, none queued)."""
+        with self._lock:
+            return len(self._jobs) < self.threads
+
     @property
     def in_flight(self) -> int:
         with self._lock:
@@ -251,9 +256,10 @@ class WorkerPool:
 class Lane:
     """The fast lane's settings: ``slots`` searches at once (on the callers' threads), at
     most ``per_client`` of them one client's, each within ``nodes`` nodes; a search waits
-    up to ``wait`` seconds for a slot that another client holds, then goes to the pool (a
-    client whose own share is taken goes at once: its searches run side by side, not in
-    turn). ``slots`` 0: no fast lane."""
+    up to ``wait`` seconds for a slot, then goes to the pool (a client whose own share is
+    taken goes at once if a worker is free: its searches then run side by side, not in
+    turn; with the workers busy it waits, as a search queued behind them might wait for
+    minutes). ``slots`` 0: no fast lane."""
 
     slots: int = 2
     per_client: int = 1
@@ -265,9 +271,10 @@ class FastLane:
     """Searches tried on the caller's thread within ``lane.nodes`` nodes (see the module's
     docstring). ``on_finish(job)`` is told of each search answered here (metrics)."""
 
-    def __init__(self, lane: Lane = Lane(), on_finish=None):
+    def __init__(self, lane: Lane = Lane(), on_finish=None, pool_idle=None):
         self.lane = lane
         self.on_finish = on_finish
+        self.pool_idle = pool_idle  # () -> bool: a search sent to the pool now starts at once
         self._lock = threading.Lock()
         self._room = threading.Condition(self._lock)  # a slot freed, for the calls waiting
         self._n: dict[str, int] = {}
@@ -347,8 +354,10 @@ class FastLane:
             if free() and (not deferring or self._waiting == 0):
                 self._take(client)
                 return True
-            if deferring or self._n.get(client, 0) >= lane.per_client:
-                return False  # (its own share taken: to the pool at once, not in turn)
+            if deferring:
+                return False
+            if self._n.get(client, 0) >= lane.per_client and self.pool_idle and self.pool_idle():
+                return False  # its own share taken and a worker free: side by side there
             self._waiting += 1  # counted before the lock is let go: a batch defers to it
             try:
                 ok = self._room.wait_for(free, lane.wait)

@@ -187,7 +187,7 @@ class SolverServicer:
         self.pool = pool
         default = Lane(slots=pool.threads, per_client=pool.threads if limits.per_client is None
                        else max(1, pool.threads // 2))  # (--max-per-client 0: no share)
-        self.fast = FastLane(lane or default, on_finish=pool.on_finish)
+        self.fast = FastLane(lane or default, on_finish=pool.on_finish, pool_idle=pool.idle)
         self.delegation = delegation
         self.limits = limits
         self.peers = PeerCounts(limits.per_client)

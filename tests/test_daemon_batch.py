@@ -64,30 +64,33 @@ def test_a_batchs_boards_are_searched_in_the_fast_lane_while_it_is_free(served, 
 def test_a_batch_never_takes_the_fast_lane_from_a_call_waiting_for_it():
     """A batch's board (``deferring``) takes a lane slot only when one is free at once and
     no other call waits for one; a waiting call gets the next slot freed."""
-    lane = FastLane(Lane(slots=3, per_client=1, wait=30))
+    idle = [True]  # whether the pool has a worker free
+    lane = FastLane(Lane(slots=3, per_client=1, wait=30), pool_idle=lambda: idle[0])
     assert lane._enter("a") and lane._enter("b")
-    assert not lane._enter("a")  # a's share is taken: to the pool at once, no wait
+    assert not lane._enter("a")  # a's share taken, a worker free: to the pool at once
     entered = threading.Event()
-    waiter = threading.Thread(target=lambda: lane._enter("c") and entered.set())
+    idle[0] = False  # the workers busy: a's second search waits for a's slot instead
+    waiter = threading.Thread(target=lambda: lane._enter("a") and entered.set())
     try:
-        assert lane._enter("c")
-        waiter.start()  # c's second search: c has its share, so it goes to the pool ...
-        waiter.join(10)
-        assert not entered.is_set() and lane._waiting == 0
-        lane._leave("c")
-        assert lane._enter("d")  # the third slot taken: every slot busy
-        waiter = threading.Thread(target=lambda: lane._enter("c") and entered.set())
-        waiter.start()  # ... but with every slot taken by others, c waits for one
+        waiter.start()
         assert wait_for(lambda: lane._waiting == 1, 10)
-        lane._leave("d")
         assert not lane._enter("batch", deferring=True)  # a slot is free, but a call waits
+        lane._leave("a")
         assert entered.wait(10)  # the waiting call has the slot freed
+        waiter.join(10)
+        entered.clear()
+        assert lane._enter("c")  # every slot busy (a, b, c)
+        waiter = threading.Thread(target=lambda: lane._enter("d") and entered.set())
+        waiter.start()  # another client waits for a slot, whatever the pool
+        assert wait_for(lambda: lane._waiting == 1, 10)
+        lane._leave("c")
+        assert entered.wait(10)
     finally:
         waiter.join(10)
-    assert not lane._enter("batch", deferring=True)  # none free
+    assert not lane._enter("batch", deferring=True)  # none free (a, b, d)
     lane._leave("a")
     assert lane._enter("batch", deferring=True)  # free, nobody waiting
-    for client in ("batch", "b", "c"):
+    for client in ("batch", "b", "d"):
         lane._leave(client)
     assert lane._busy == 0 and lane._waiting == 0
 
