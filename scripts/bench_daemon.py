@@ -221,7 +221,7 @@ def bar_rows() -> list[tuple]:
              f"median {statistics.median(lat) * 1e3:.1f} ms, max {max(lat) * 1e3:.1f} ms",
              max(lat) <= 0.1 and set(hold.statuses) == {"SERVING"}),
             ("two no-deadline 80-move boards: every easy query answered",
-             f"{st.answered}/{st.sent} (the first waited up to {max(st.latencies):.0f} s)", st.answered == st.sent),
+             f"{st.answered}/{st.sent} (the longest wait {max(st.latencies):.2f} s)", st.answered == st.sent),
             ("served table changed mid-search: daemon alive, clear error",
              f"alive {change.alive}/{len(change.waits)}, UNAVAILABLE {change.refused}/{len(change.waits)}",
              change.alive == change.refused == len(change.waits))):
