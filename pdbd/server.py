@@ -531,4 +531,8 @@ def reload_tables(daemon, directory) -> None:
     except PdbError as e:
         log.error("reload refused, still serving the tables loaded before: %s", e)
         return
+    except Exception:  # a bug, not the files: the daemon still serves what it had
+        log.exception("reload refused (an internal error), still serving the tables loaded "
+                      "before")
+        return
     log.info("reloaded: serving %s", sizes_text(tables))

@@ -27,7 +27,8 @@ CASE_SECONDS = 240  # a case still running after this is reported as a failure
 
 class Case(NamedTuple):
     name: str
-    finding: str  # "1".."7", "7-msg" (the unclear messages of item 7) or "bar"
+    finding: str  # "1".."7", "7-msg" (the unclear messages of item 7), "bar", or "3rd" (the
+    # third probe: a fresh user's audit, 2026-11-26)
     expected: str
     run: Callable[[], tuple[str, bool]]  # -> (observed, passed)
     seconds: float = CASE_SECONDS

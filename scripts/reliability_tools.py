@@ -260,15 +260,47 @@ def edited_histogram(tmp: Path) -> tuple[str, bool]:
 
     import h5py
 
+    from pdbtool.tables import seal
+
     path = tmp / TABLE
     shutil.copy(table_source(), path)
     with h5py.File(path, "r+") as f:
         tables = json.loads(f.attrs["tables"])
         tables[0]["histogram"][10] += 7
         f.attrs["tables"] = json.dumps(tables, sort_keys=True, separators=(",", ":"))
+    seal.reseal(path)  # as a forger would: the recount, not the seal, is what is probed
     p = pdbtool("verify", path)
     return f"exit {p.returncode}: '{last_line(p.stderr)[:160]}'", \
         p.returncode == 1 and "check histogram failed" in p.stderr
+
+
+def damaged_heap(tmp: Path) -> tuple[str, bool]:
+    """The third probe's finding: one flipped bit in an artifact's attribute heap hung
+    HDF5 (another crashed it) in info, list, solve and a pdbd reload. A fresh 8/full table
+    (sealed) with that bit flipped: info refuses it at once, naming the seal."""
+    p = pdbtool("build", "8/full", "--out", tmp, "--quiet")
+    if p.returncode:
+        return f"build exit {p.returncode}: {last_line(p.stderr)}", False
+    path = tmp / "8-full.h5"
+    data = bytearray(path.read_bytes())
+    data[data.index(b"GCOL") + 24] ^= 0x40  # the first heap object's size
+    path.write_bytes(bytes(data))
+    p = pdbtool("info", path, timeout=60)
+    return f"exit {p.returncode}: '{last_line(p.stderr)[:160]}'", \
+        p.returncode == 1 and "do not match its seal" in p.stderr
+
+
+def trace_onto_table(tmp: Path) -> tuple[str, bool]:
+    """The third probe's finding: `solve --trace` wrote over the table it had just read."""
+    path = tmp / TABLE
+    path.symlink_to(table_source())
+    before = table_source().stat()
+    p = pdbtool("solve", "--artifacts", tmp, "--trace", table_source(), "--force",
+                "1 2 3 4 5 6 7 8 9 10 11 12 13 14 0 15")
+    after = table_source().stat()
+    return f"exit {p.returncode}: '{last_line(p.stderr)[:160]}'", \
+        p.returncode == 2 and "is the input" in p.stderr and \
+        (before.st_ino, before.st_mtime_ns) == (after.st_ino, after.st_mtime_ns)
 
 
 @contextlib.contextmanager
@@ -413,6 +445,10 @@ def cases(tmp: Path) -> list[Case]:
           "before searching", fallback_note),
         c("edited-histogram", "7-msg", "an edited histogram is refused by verify",
           edited_histogram),
+        c("damaged-heap", "3rd", "a bit flipped in a table's attribute heap (HDF5 hung or "
+          "crashed on it): info refuses it by its seal, exit 1", damaged_heap),
+        c("trace-onto-table", "3rd", "solve --trace onto the table it reads, even with "
+          "--force: refused (exit 2), the table untouched", trace_onto_table),
         c("full-disk", "7-msg", "a full disk: one line naming the file and the cause, nothing "
           "left behind", full_disk),
         c("read-only-disk", "7-msg", "a read-only disk: one line naming the file and the cause",

@@ -15,7 +15,7 @@ from pdbtool.errors import ArtifactError
 from pdbtool.loading import load_heuristic, open_trusted
 from pdbtool.search.solver import Solver
 from pdbtool.selection import load_directory
-from pdbtool.tables import artifact, trust
+from pdbtool.tables import artifact, seal, trust
 from pdbtool.tables.builder import build
 from pdbtool.verification import audit_table, verify
 from reference import flip_byte, table_entry
@@ -138,6 +138,7 @@ def test_unknown_rank_scheme_is_refused(art_dir, tmp_path):
         f.attrs["version"] = artifact.content_version(
             m.partition, m.size, m.goal, m.rank_scheme, 1, m.zero_aware, m.encoding, m.tables,
             m.groups, m.cols)
+    seal.reseal(path)
     assert artifact.read_meta(path).rank_version == 1
     with pytest.raises(ArtifactError, match="rank scheme"):
         load_heuristic(path)
@@ -272,6 +273,7 @@ def test_an_edited_histogram_is_refused(art_dir, tmp_path):
         tables = json.loads(f.attrs["tables"])
         tables[0]["histogram"][20] += 5
         f.attrs["tables"] = json.dumps(tables, sort_keys=True, separators=(",", ":"))
+    seal.reseal(path)
     for exhaustive in (False, True):
         report = verify(path, stamp=False, exhaustive=exhaustive)
         assert report.failed.name == "histogram"

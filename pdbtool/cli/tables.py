@@ -93,8 +93,10 @@ def cmd_info(args) -> int:
     checks = {"verified": "checksums verified (stamp of this file)",
               "unverified": f"checksums not verified since written: pdbtool verify {meta.path}",
               "packed": "packed: pdbtool unpack verifies its checksums"}[state]
+    sealed = ("metadata sealed (checked before HDF5 read it)" if meta.sealed else
+              "no seal (written before seals: pack and unpack it, or rebuild it, to seal it)")
     lines = [f"{meta.path}: {meta.partition} ({meta.form}), {meta.shape}, goal {meta.goal}",
-             checks,
+             f"{checks}; {sealed}",
              f"version {meta.version}, format {meta.format_version}, builder {meta.builder_version}, "
              f"rank {meta.rank_scheme} v{meta.rank_version}",
              f"build {meta.build}"]

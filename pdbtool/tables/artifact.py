@@ -9,7 +9,8 @@ else is a root attribute: scalars natively, structured lists as JSON strings.
 The installed form keeps "tables" contiguous, uncompressed, allocated early and
 4096-aligned, so a reader maps it with np.memmap: zero-copy, shared by every
 thread and process through the page cache. The packed (zstd) form lives in
-ship.py and shares the metadata code here.
+packing.py and shares the metadata code here. Both begin with a seal (seal.py): the
+digest of the file's HDF5 metadata, checked before HDF5 parses any of it.
 """
 
 import dataclasses
@@ -27,6 +28,7 @@ import numpy as np
 from pdbtool.errors import ArtifactError, NotAFile
 from pdbtool.geometry import Shape, as_shape
 from pdbtool.kernels.ranking import RANK_SCHEME, RANK_VERSION, UNSET
+from pdbtool.tables import seal
 from pdbtool.tables.files import atomic_output, file_problem, read_problem
 
 FORMAT_VERSION = 3
@@ -116,6 +118,7 @@ class ArtifactMeta:
     data_length: int  # bytes in "tables" (= total_bytes)
     file_size: int
     cols: int | None = None  # a rectangle's columns ("size" its rows); None: a square
+    sealed: bool = False  # its metadata checked against its seal; False: written before seals
 
     @property
     def shape(self) -> Shape:
@@ -188,6 +191,7 @@ def write_artifact(path, *, partition, size, goal, zero_aware, tables, groups, b
             for info, a in zip(infos, arrays):
                 out.seek(data_offset + info.offset)
                 out.write(memoryview(a))  # straight from the caller's array, no copy
+        seal.write(tmp, data_offset, offset)
     return read_meta(path)
 
 
@@ -196,10 +200,11 @@ def create_installed_file(path, attrs, length) -> int:
     contiguous "tables" dataset of `length` bytes; return its byte offset.
 
     The caller then writes the data with plain file I/O at that offset: the
-    layout is fixed and allocated, so this is exactly where HDF5 would put it.
+    layout is fixed and allocated, so this is exactly where HDF5 would put it;
+    and then seals the file (seal.write), whose user block is left for it here.
     """
-    with h5py.File(path, "w", alignment_threshold=ALIGNMENT,
-                   alignment_interval=ALIGNMENT) as f:
+    with h5py.File(path, "w", alignment_threshold=ALIGNMENT, alignment_interval=ALIGNMENT,
+                   userblock_size=seal.SEAL_BYTES) as f:
         write_attrs(f, attrs)
         dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
         dcpl.set_layout(h5py.h5d.CONTIGUOUS)
@@ -228,7 +233,7 @@ def read_attrs(path) -> dict:
     try:
         with h5py.File(path, "r") as f:
             attrs = {k: f.attrs[k] for k in f.attrs}
-    except OSError as e:
+    except Exception as e:  # noqa: BLE001 (HDF5 raises many kinds on a damaged file)
         raise ArtifactError(f"{path}: unreadable HDF5 file ({e})") from None
     return {k: attrs[k] for k in ordered_keys(attrs)}
 
@@ -380,14 +385,15 @@ def _read_meta(path, form) -> ArtifactMeta:
     if problem:
         raise UnreadableFile(f"{path}: {problem} (check its mode and owner, and its "
                              "directory's)")
-    if not h5py.is_hdf5(path):
+    sealed = seal.check(path)  # before HDF5 reads a byte of it
+    if sealed is None and not h5py.is_hdf5(path):
         raise ArtifactError(f"{path}: not an HDF5 file")
     try:
         with h5py.File(path, "r") as f:
             attrs = {k: f.attrs[k] for k in f.attrs}
             ds = f.get(DATASET)
             layout = _dataset_layout(ds) if isinstance(ds, h5py.Dataset) else None
-    except OSError as e:
+    except Exception as e:  # noqa: BLE001 (HDF5 raises many kinds on a damaged file)
         raise ArtifactError(f"{path}: unreadable HDF5 file, truncated or corrupted ({e})") \
             from None
     meta = _meta_from_attrs(path, attrs, layout)
@@ -396,7 +402,13 @@ def _read_meta(path, form) -> ArtifactMeta:
             raise ArtifactError(f"{path}: is a packed file; run `pdbtool unpack` to install it")
         raise ArtifactError(f"{path}: is an installed artifact, not a packed one")
     _check_layout(meta, layout)
-    return meta
+    if sealed is None:
+        return meta
+    data = (meta.data_offset, meta.data_length) if form == INSTALLED else (0, 0)
+    if data != (sealed.data_offset, sealed.data_length):
+        raise ArtifactError(f"{path}: its seal puts the table data at {sealed.data_offset}"
+                            f"+{sealed.data_length}, the file at {data[0]}+{data[1]}; refused")
+    return dataclasses.replace(meta, sealed=True)
 
 
 def _dataset_layout(ds) -> dict:

@@ -23,6 +23,7 @@ from pdbtool.errors import ArtifactError
 from pdbtool.tables.artifact import (DATASET, INSTALLED, PACKED, ZSTD_FILTER, create_installed_file,
                                      open_tables, read_attrs, read_meta, read_packed_meta,
                                      write_attrs)
+from pdbtool.tables import seal
 from pdbtool.tables.files import atomic_output, check_output
 
 DEFAULT_CHUNK = 16 << 20
@@ -56,7 +57,7 @@ def pack(src, dst, *, threads=None, level=10, chunk_bytes=DEFAULT_CHUNK, force=F
 
     hasher = _TableHasher(meta.tables)
     with atomic_output(dst) as tmp:
-        with h5py.File(tmp, "w") as f:
+        with h5py.File(tmp, "w", userblock_size=seal.SEAL_BYTES) as f:
             write_attrs(f, attrs)
             dsid = _create_packed_dataset(f, total, chunk, level)
             with closing(_ordered_map(compress, offsets, threads)) as frames:
@@ -64,6 +65,7 @@ def pack(src, dst, *, threads=None, level=10, chunk_bytes=DEFAULT_CHUNK, force=F
                     hasher.update(data[offset:offset + chunk])
                     dsid.write_direct_chunk((offset,), frame)
         hasher.check(src, "source")
+        seal.write(tmp)  # the whole file after the seal is its metadata here
     return {
         "raw_bytes": total,
         "packed_bytes": os.path.getsize(dst),
@@ -116,6 +118,7 @@ def unpack(src, dst, *, threads=None, force=False):
                     out.seek(data_offset + offset)
                     out.write(piece)
         hasher.check(src, "packed")
+        seal.write(tmp, data_offset, total)
     return read_meta(dst)
 
 

@@ -1,0 +1,151 @@
+"""The seal: an artifact's HDF5 metadata is checked against the digest in its user block
+before HDF5 parses a byte of it (a damaged attribute heap hangs or crashes HDF5 itself)."""
+
+import os
+
+import h5py
+import pytest
+
+from pdbtool.errors import ArtifactError
+from pdbtool.tables import artifact, seal
+from pdbtool.tables.artifact import open_tables, read_meta, read_packed_meta
+from pdbtool.tables.packing import pack
+from reference import flip_byte
+from test_artifact import write
+
+HEAP = b"GCOL"  # HDF5's global heap collection: the variable-length strings of the attributes
+
+
+@pytest.fixture
+def no_hdf5(monkeypatch):
+    """Called once the file is written: from then on any h5py.File or is_hdf5 call fails
+    the test (HDF5 must not open a file whose seal does not match)."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("HDF5 opened a file whose seal does not match")
+
+    def arm():
+        monkeypatch.setattr(h5py, "File", refuse)
+        monkeypatch.setattr(h5py, "is_hdf5", refuse)
+    return arm
+
+
+def heap_object_size(path) -> int:
+    """The byte offset of the first global heap object's size field (its collection's
+    16-byte header, then the object's index, count and reserved bytes): bits flipped here
+    sent HDF5 into an endless loop in one file and a segmentation fault in another."""
+    at = open(path, "rb").read().index(HEAP)
+    return at + 16 + 8
+
+
+def test_a_written_artifact_is_sealed_and_its_data_aligned(tmp_path):
+    path = tmp_path / "a.h5"
+    meta = write(path)
+    assert meta.sealed and read_meta(path).sealed
+    head = open(path, "rb").read(seal.SEAL_BYTES)
+    assert head.startswith(seal.MAGIC)
+    assert meta.data_offset % artifact.ALIGNMENT == 0 and meta.data_offset >= seal.SEAL_BYTES
+    assert seal.check(path) == (os.path.getsize(path), meta.data_offset, meta.data_length,
+                                seal.check(path).sha256)
+    with h5py.File(path, "r") as f:  # HDF5 tools read it as before, past the user block
+        assert f.userblock_size == seal.SEAL_BYTES and f.attrs["partition"] == "15/7-8"
+
+
+def test_damage_to_the_attribute_heap_is_refused_before_hdf5_reads_it(tmp_path, no_hdf5):
+    path = tmp_path / "a.h5"
+    write(path)
+    flip_byte(path, heap_object_size(path))
+    no_hdf5()
+    with pytest.raises(ArtifactError, match=r"a\.h5: its bytes do not match its seal .*"
+                                            r"corrupted or was edited; refused before HDF5"):
+        read_meta(path)
+
+
+@pytest.mark.parametrize("where", ["superblock", "before the tables", "seal digest",
+                                   "seal size"])
+def test_any_byte_outside_the_tables_is_covered(tmp_path, where, no_hdf5):
+    path = tmp_path / "a.h5"
+    meta = write(path)
+    head = open(path, "rb").read(seal.SEAL_BYTES)
+    position = {"superblock": seal.SEAL_BYTES + 20, "before the tables": meta.data_offset - 1,
+                "seal digest": head.index(b'"sha256":"') + 12,
+                "seal size": head.index(b'"bytes":') + 8}[where]
+    flip_byte(path, position)
+    no_hdf5()
+    with pytest.raises(ArtifactError, match=r"a\.h5: its (bytes do not match its seal|seal "
+                                            r"\(the first 4096 bytes\) is damaged)"):
+        read_meta(path)
+
+
+def test_a_truncated_or_extended_file_is_refused_by_its_size(tmp_path, no_hdf5):
+    path = tmp_path / "a.h5"
+    write(path)
+    size = os.path.getsize(path)
+    with open(path, "ab") as f:
+        f.write(b"\0")
+    no_hdf5()
+    with pytest.raises(ArtifactError, match=rf"{size + 1:,} bytes where its seal says "
+                                            rf"{size:,}: truncated or appended to"):
+        read_meta(path)
+    os.truncate(path, size - 10)
+    with pytest.raises(ArtifactError, match=r"truncated or appended to"):
+        open_tables(path)
+
+
+def test_a_damaged_seal_magic_is_not_read_as_an_unsealed_file(tmp_path, no_hdf5):
+    path = tmp_path / "a.h5"
+    write(path)
+    flip_byte(path, 3)
+    no_hdf5()
+    with pytest.raises(ArtifactError, match=r"a\.h5: not an HDF5 file \(no HDF5 signature at "
+                                            r"its first byte, and no pdbtool seal\)"):
+        read_meta(path)
+
+
+def test_the_tables_themselves_are_left_to_their_checksums(tmp_path):
+    path = tmp_path / "a.h5"
+    meta = write(path)
+    flip_byte(path, meta.data_offset + 7)
+    assert read_meta(path).sealed  # the seal does not hash the tables: their sha256 does
+    with pytest.raises(ArtifactError, match=r"table 'g7' checksum mismatch"):
+        open_tables(path)
+
+
+def test_a_file_written_before_seals_is_read_as_before(tmp_path, monkeypatch):
+    path = tmp_path / "a.h5"
+    with monkeypatch.context() as m:  # an artifact as pdbtool wrote them before seals
+        m.setattr(seal, "SEAL_BYTES", 0)
+        m.setattr(seal, "write", lambda *args: None)
+        m.setattr(seal, "check", lambda path: None)
+        write(path)
+    assert open(path, "rb").read(8) == seal.HDF5_SIGNATURE
+    meta, _ = open_tables(path)
+    assert not meta.sealed and meta.partition == "15/7-8"
+    seal.reseal(path)  # nothing to rewrite
+    assert open(path, "rb").read(8) == seal.HDF5_SIGNATURE
+
+
+def test_a_packed_file_is_sealed_whole(tmp_path):
+    src, dst = tmp_path / "a.h5", tmp_path / "a.pdbpack"
+    write(src)
+    pack(src, dst)
+    assert read_packed_meta(dst).sealed
+    flip_byte(dst, os.path.getsize(dst) // 2)  # inside a compressed chunk
+    with pytest.raises(ArtifactError, match=r"a\.pdbpack: its bytes do not match its seal"):
+        read_packed_meta(dst)
+
+
+def test_hdf5_errors_on_a_damaged_unsealed_file_are_refusals(tmp_path, monkeypatch):
+    """An unsealed file's damage reaches HDF5, whose errors come as RuntimeError, TypeError
+    and others: each is an ArtifactError naming the file, never a traceback."""
+    path = tmp_path / "a.h5"
+    write(path)
+
+    def broken(*args, **kwargs):
+        raise TypeError("Unknown string encoding (value 3)")
+    monkeypatch.setattr(h5py, "File", broken)
+    monkeypatch.setattr(seal, "check", lambda p: None)
+    with pytest.raises(ArtifactError, match=r"a\.h5: unreadable HDF5 file, truncated or "
+                                            r"corrupted \(Unknown string encoding"):
+        read_meta(path)
+    with pytest.raises(ArtifactError, match=r"a\.h5: unreadable HDF5 file \(Unknown string"):
+        artifact.read_attrs(path)
