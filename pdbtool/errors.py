@@ -43,8 +43,8 @@ class ArtifactError(PdbError):
 
 class NotAFile(ArtifactError):
     """The path given for an artifact names no file (missing, a dangling link, a directory,
-    a FIFO...): the user's input, exit 2 as for any bad input, where a file that is there
-    but damaged is exit 1."""
+    a FIFO...), or the one given for a directory of them no directory: the user's input,
+    exit 2 as for any bad input, where a file that is there but damaged is exit 1."""
 
     exit_code = EXIT_BAD_INPUT
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from pdbtool import puzzle
-from pdbtool.errors import ArtifactError, BadInput, not_a_directory
+from pdbtool.errors import ArtifactError, BadInput, NotAFile, not_a_directory
 from pdbtool.geometry import Shape, as_shape
 from pdbtool.heuristics.pattern_db import heuristic_from
 from pdbtool.heuristics.table_free import WALKING_MAX_CELLS, Heuristic, table_free
@@ -66,8 +66,8 @@ def load_directory(directory, *, reflect: bool = True, require: bool = False) ->
     metadata), its tables mapped and checked (loading.open_trusted). With ``require``, a
     directory without artifacts is an error."""
     d = Path(directory)
-    if not d.is_dir():
-        raise ArtifactError(not_a_directory(d))
+    if not d.is_dir():  # the user's input, exit 2, as a path that names no file
+        raise NotAFile(not_a_directory(d))
     entries = artifact.scan_artifacts(d)
     bad = [f"{p.name} is {problem}" for p, problem in entries if problem]
     if bad:

@@ -44,7 +44,7 @@ def test_solve_trace_writes_the_result_and_nodes(tmp_path, capsys):
     assert t.result == json.loads(out) and t.complete
     assert [i["nodes"] for i in t.result["iterations"]] == [5, 63, 355, 2436, 10640, 2685]
     code, _, err = run(capsys, "solve", "--heuristic", "manhattan", "--trace", str(path), "--trace-cap", "10",
-                       "--threads", "2", BOARD)
+                       "--threads", "2", "--force", BOARD)
     assert code == 0 and "2 threads" in err and trace.load(path).events is None
 
 
@@ -57,7 +57,7 @@ def test_animate_from_a_board_and_from_a_trace(tmp_path, capsys):
     t = tmp_path / "t.json"
     run(capsys, "solve", "--heuristic", "manhattan", "--goal", "blank-first", "--trace", str(t), "--quiet",
         "1 2 3 4 5 6 7 8 0 9 10 11 12 13 14 15")
-    code, out, _ = run(capsys, "animate", "--json", "--trace", str(t), "-o", str(page))
+    code, out, _ = run(capsys, "animate", "--json", "--trace", str(t), "-o", str(page), "--force")
     assert code == 0 and json.loads(out)["events_recorded"] == inlined(page.read_text())["events_recorded"]
     assert inlined(page.read_text())["result"]["size"] == 4
 
@@ -75,3 +75,41 @@ def test_refusals_are_bad_input(tmp_path, capsys):
             (["solve", "--file", str(boards), "--trace", "t.json"], "--trace records one board")):
         code, _, err = run(capsys, *argv)
         assert code == 2 and message in err, (argv, err)
+
+
+def test_traces_and_pages_never_overwrite_by_surprise(tmp_path, capsys, art_dir):
+    """--trace and animate's page: an existing file only with --force, never a table the
+    command may read, its --trace input, a link or a special file; nothing half-written."""
+    table = tmp_path / "8-full.h5"
+    table.symlink_to(art_dir / "8-full.h5")
+    before = (art_dir / "8-full.h5").read_bytes()
+    board = "8 6 7 2 5 4 3 0 1"
+    t = tmp_path / "t.json"
+    code, _, _ = run(capsys, "solve", "--artifact", str(art_dir / "8-full.h5"), "--trace",
+                     str(t), "--quiet", board)
+    assert code == 0 and trace.load(t).result["length"] == 31
+    written = t.read_bytes()
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me")
+    link = tmp_path / "link.json"
+    link.symlink_to(precious)
+    for argv, message in (
+            (["solve", "--trace", str(t), board], "t.json exists: give --force"),
+            (["solve", "--artifact", str(art_dir / "8-full.h5"), "--trace",
+              str(art_dir / "8-full.h5"), "--force", board], "is the input"),
+            (["solve", "--artifacts", str(tmp_path), "--trace", str(table), "--force", board],
+             "refusing"),
+            (["solve", "--trace", str(link), "--force", board], "is a symbolic link"),
+            (["animate", "--trace", str(t), "-o", str(t), "--force"], "is the input"),
+            (["animate", "--trace", str(t), "-o", str(t.with_name("x.html")), "--force",
+              "--artifacts", str(art_dir)], None),
+            (["animate", "--trace", str(t), "-o", str(t.with_name("x.html"))], "exists: give --force")):
+        code, _, err = run(capsys, *argv)
+        if message is None:
+            assert code == 0, err
+        else:
+            assert code == 2 and message in err, (argv, err)
+    assert t.read_bytes() == written and precious.read_text() == "keep me"
+    assert (art_dir / "8-full.h5").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "8-full.h5", "link.json", "precious.txt", "t.json", "x.html"]

@@ -48,7 +48,7 @@ def test_artifacts_not_a_directory_stops_start_up(art_dir, tmp_path):
         proc = pdbd_process("serve", "--artifacts", str(path), "--listen",
                             f"127.0.0.1:{free_port()}")
         _, err = proc.communicate(timeout=30)
-        assert proc.returncode == 1 and f"{path}: {why}" in err and "Traceback" not in err, err
+        assert proc.returncode == 2 and f"{path}: {why}" in err and "Traceback" not in err, err
 
 
 def test_a_busy_port_or_a_missing_tls_file_stops_start_up_before_the_tables(art_dir, tmp_path):

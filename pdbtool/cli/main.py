@@ -31,6 +31,7 @@ from pdbtool.search.checkpoint import DEFAULT_EVERY
 from pdbtool.search.trace import DEFAULT_CAP
 from pdbtool.selection import DEFAULT_ARTIFACTS
 from pdbtool.tables import artifact
+from pdbtool.tables.files import atomic_output, check_output
 
 
 # --- solve --------------------------------------------------------------------------------
@@ -96,10 +97,27 @@ def announce_compile(solver, threads: int) -> None:
               f"{seconds:.0f} s ('pdbtool warm' does it ahead of time)", file=sys.stderr, flush=True)
 
 
+def check_written(args, path, *inputs) -> None:
+    """May a file the command writes beside its answer (--trace, animate's page) go to
+    ``path``? Never onto a table it may read or another input, never over a link or a
+    special file, over an existing file only with --force (BadInput)."""
+    tables = [Path(args.artifact)] if getattr(args, "artifact", None) else []
+    directory = getattr(args, "artifacts", None)
+    if directory and Path(directory).is_dir():
+        tables += artifact.find_artifacts(directory)
+    check_output(path, inputs=[*tables, *inputs], force=args.force)
+
+
+def write_whole(path, write) -> None:
+    """``write(tmp)`` a file that appears under ``path`` whole or not at all."""
+    with atomic_output(path) as tmp:
+        write(tmp)
+
+
 def solve_one(args, text, solvers, algorithm) -> int:
     trace = solve_traced(args, text, solvers, algorithm, args.trace_cap if args.trace else 0)
     if args.trace:
-        trace.save(args.trace)
+        write_whole(args.trace, trace.save)
         if not args.quiet:
             print(f"{PROG}: wrote {args.trace}: {trace.summary}", file=sys.stderr)
     emit(args, trace.result, result_text(trace.result))
@@ -109,6 +127,8 @@ def solve_one(args, text, solvers, algorithm) -> int:
 
 
 def cmd_solve(args) -> int:
+    if args.trace:  # before the search: a refused path costs nothing
+        check_written(args, args.trace)
     solvers, algorithm = solvers_from(args)
     if args.checkpoint and (args.file or args.trace or algorithm.name != "ida"):
         raise BadInput("--checkpoint saves one board's IDA* search: not with --file, --trace "
@@ -218,6 +238,7 @@ def cmd_animate(args) -> int:
     from pdbtool.cli import animate
     from pdbtool.search import trace
 
+    check_written(args, args.output, *([args.trace] if args.trace else []))
     if args.trace:
         if args.board:
             raise BadInput("give either a BOARD or --trace FILE, not both")
@@ -227,7 +248,8 @@ def cmd_animate(args) -> int:
     else:
         raise BadInput("no board: give the tiles (e.g. pdbtool animate 1 2 3 4 5 6 7 0 8) "
                        "or --trace FILE")
-    path = animate.write(t, args.output)
+    write_whole(args.output, lambda tmp: animate.write(t, tmp))
+    path = Path(args.output)
     r = t.result
     emit(args, {"path": str(path), "length": r["length"], "iterations": len(r["iterations"]),
                 "nodes_generated": r["nodes_generated"], "events_recorded": t.recorded,
@@ -369,6 +391,8 @@ def parser() -> Parser:
     s.add_argument("--trace", metavar="FILE.json",
                    help="also write a trace of the search: iterations, h along the path and, on one "
                         "thread with IDA*, every node generated (up to --trace-cap)")
+    s.add_argument("--force", action="store_true", help="replace an existing --trace file "
+                   "(never a table, never a link or a non-regular file)")
     add_cluster_option(s, "search one board over a Ray cluster (the driver iterates the bounds, "
                           "the nodes search the subtrees), or with --file spread the boards over "
                           "it, one board per task; 'local' starts Ray on this machine")
@@ -385,6 +409,8 @@ def parser() -> Parser:
     a.add_argument("board", nargs="*", metavar="BOARD")
     a.add_argument("--trace", metavar="FILE.json", help="animate this trace instead of solving")
     a.add_argument("-o", "--output", default="solve.html", help="page to write (default solve.html)")
+    a.add_argument("--force", action="store_true", help="replace an existing page (never a "
+                   "table or the --trace read, never a link or a non-regular file)")
     add_solve_options(a)
     a.add_argument("--json", action="store_true")
     a.set_defaults(func=cmd_animate)
