@@ -5,11 +5,15 @@ each daemon on one search thread, the client in this process, on loopback.
 
 "Overhead per board" is the wall time beyond the searches' own time (the `seconds` each
 result reports); "over in-process" is the wall time a board beyond the in-process solving
-of the same chunk, what gRPC and the daemon add (the figure the bars take: the searches'
-own times grow with the machine's load, and a batch overlaps them with its transport), and
-the CPU time a board (this process's and the daemon's) beyond in-process: on a loaded
-machine the wall figures mean little (the daemon's process gets a share of the CPUs of its
-own, and gRPC can come out faster than in-process), so the bars take the CPU time. With
+of the same chunk, what gRPC and the daemon add, and the CPU time a board (this process's
+and the daemon's) beyond in-process: on a loaded machine the wall figures mean little (the
+daemon's process gets a share of the CPUs of its own, and gRPC can come out faster than
+in-process). The bars take the CPU time beyond the searches' own time, over in-process's
+(each way's CPU less the seconds its searches report, the same kernel calls both ways):
+the searches' own time of the same boards moves by 10-25% from one run to the next on
+this machine, 0.2-0.4 ms a board at 1.7 ms, more than the overhead measured; the raw CPU
+difference and the ratio of the searches' own times (daemon / in-process, which would
+show a search slowed in the daemon) are printed beside it. With
 --old REV the daemon of that commit (its pdbd/ package, over this checkout's pdbtool) runs
 beside this one, chunk by chunk: old and new measured in one run.
 
@@ -162,13 +166,13 @@ WAYS = {"unary": ("one Solve at a time", unary),
         "packed": (f"one SolveBatch call, up to {PER_MESSAGE} boards a message", batch)}
 
 
-def measure(n: int, chunk: int, old: str | None, artifact: str | None = None) -> str:
+def measure(n: int, chunk: int, rounds: int, old: str | None, artifact: str | None = None) -> str:
     table_path = Path(artifact) if artifact else ensure_artifact("15/7-8")
     todo = boards(n)
     solver = Solver(load_heuristic(table_path))
     _, lengths = in_process(solver, todo)  # compiled (or loaded), the table's pages read
     load = os.getloadavg()[0]
-    chunks = [(todo[i:i + chunk], lengths[i:i + chunk]) for i in range(0, n, chunk)]
+    chunks = [(todo[i:i + chunk], lengths[i:i + chunk]) for i in range(0, n, chunk)] * rounds
     with tempfile.TemporaryDirectory(prefix="pdbd-throughput-") as tmp, \
             contextlib.ExitStack() as stack:
         served = Path(tmp) / "served"
@@ -219,48 +223,51 @@ def measure(n: int, chunk: int, old: str | None, artifact: str | None = None) ->
         return statistics.median((r.cpu - local.cpu) / chunk * 1000
                                  for r, local in zip(runs[key], runs[("local",)]))
 
+    def beyond_over_local(key) -> float:
+        """CPU time a board beyond the searches' own seconds (client and daemon), less
+        in-process's beyond its searches', on the same chunk: the overhead without the
+        searches' own run-to-run swing (the figure the bars take)."""
+        return statistics.median(((r.cpu - r.search) - (local.cpu - local.search)) / chunk
+                                 * 1000 for r, local in zip(runs[key], runs[("local",)]))
+
+    def search_ratio(key) -> float:
+        """The searches' own seconds, this way over in-process (median over the chunks)."""
+        return statistics.median(r.search / local.search
+                                 for r, local in zip(runs[key], runs[("local",)]))
+
     def rate(key) -> float:
-        return n / sum(r.wall for r in runs[key])
+        return n * rounds / sum(r.wall for r in runs[key])
 
     local_ms = per_board(("local",))
     rows = [("in-process (`pdbtool solve --file`), one thread", "", f"{rate(('local',)):,.0f}",
-             f"{local_ms:.3f}", "", "")]
-    figures = {}
+             f"{local_ms:.3f}", "", "", "", "")]
+    figures, beyond = {}, {}
     for name in versions:
         for way, (how, _) in ways(name).items():
             key = (name, way)
             figures[key] = wall, cpu = over_local(key), cpu_over_local(key)
+            beyond[key] = beyond_over_local(key)
             rows.append((f"gRPC, {how}", name, f"{rate(key):,.0f}", f"{per_board(key):.3f}",
-                         f"{wall:.3f}", f"{cpu:.3f}"))
-    (unary_wall, unary_cpu), (batch_wall, batch_cpu) = (figures["this checkout", "unary"],
-                                                        figures["this checkout", "packed"])
+                         f"{wall:.3f}", f"{cpu:.3f}", f"{beyond[key]:.3f}",
+                         f"{search_ratio(key):.3f}"))
+
+    def bar_figure(way: str) -> str:
+        key = ("this checkout", way)
+        wall, cpu = figures[key]
+        return (f"{beyond[key]:.3f} ms CPU beyond the searches' own time (raw CPU {cpu:.3f}, "
+                f"wall {wall:.3f}; searches {search_ratio(key):.2f}x in-process's; load "
+                f"{load:.0f})")
+
     # Under load the wall figures mean little (the daemon's process gets a CPU share of its
-    # own): the bars take the CPU time, and the figure names both.
+    # own), and the raw CPU difference is mostly the searches' own swing: the bars take the
+    # CPU beyond the searches, and the figure names the others.
     record_bar(SECTION, f"unary Solve overhead <= {UNARY_BAR} ms a board over in-process",
-               f"{unary_cpu:.2f} ms CPU ({unary_wall:.2f} ms wall, load {load:.0f})",
-               unary_cpu <= UNARY_BAR)
+               bar_figure("unary"), beyond["this checkout", "unary"] <= UNARY_BAR)
     record_bar(SECTION, f"SolveBatch overhead <= {BATCH_BAR} ms a board over in-process",
-               f"{batch_cpu:.2f} ms CPU ({batch_wall:.2f} ms wall, load {load:.0f})",
-               batch_cpu <= BATCH_BAR)
-    note = ""
-    if old and (old[:10], "packed") in figures:
-        o = old[:10]
-        note = (f"\n\nBeside {o} in the same run (its pdbd/ over this checkout's pdbtool, "
-                f"asked by this client), over in-process, CPU (wall) a board: unary "
-                f"{figures[o, 'unary'][1]:.3f} ({figures[o, 'unary'][0]:.3f}) -> "
-                f"{unary_cpu:.3f} ({unary_wall:.3f}) ms, up to {PER_MESSAGE} boards a "
-                f"message {figures[o, 'packed'][1]:.3f} ({figures[o, 'packed'][0]:.3f}) -> "
-                f"{batch_cpu:.3f} ({batch_wall:.3f}) ms.")
-    elif old:
-        o = old[:10]
-        note = (f"\n\nBeside {o} in the same run (its pdbd/ over this checkout's pdbtool, "
-                f"asked by this client), over in-process, CPU (wall) a board: unary "
-                f"{figures[o, 'unary'][1]:.3f} ({figures[o, 'unary'][0]:.3f}) -> "
-                f"{unary_cpu:.3f} ({unary_wall:.3f}) ms, batch one board a message "
-                f"{figures[o, 'single'][1]:.3f} ({figures[o, 'single'][0]:.3f}) -> "
-                f"{figures['this checkout', 'single'][1]:.3f} "
-                f"({figures['this checkout', 'single'][0]:.3f}) ms, and up to {PER_MESSAGE} "
-                f"a message {batch_cpu:.3f} ({batch_wall:.3f}) ms.")
+               bar_figure("packed"), beyond["this checkout", "packed"] <= BATCH_BAR)
+    note = (f"\n\nThe rows of {old[:10]} are its pdbd/ (over this checkout's pdbtool, asked by "
+            "this client), measured chunk by chunk beside this checkout's daemon, in turns "
+            "first and second." if old else "")
     note += (f"\n\nAn empty call, a health Check (no search), costs "
              f"{statistics.median(empty):.3f} ms of CPU (client and daemon, median over the "
              "chunks): the floor of a unary Solve's overhead in gRPC Python here. SolveBatch "
@@ -276,19 +283,25 @@ def measure(n: int, chunk: int, old: str | None, artifact: str | None = None) ->
             f"{n} random 15-puzzles (seed {SEED}, lengths {ordered[0]}..{ordered[-1]}, median "
             f"{ordered[n // 2]}), 15/7-8 tables; each daemon on one search thread (`--threads 1 "
             f"--no-prefault`), the client in the benchmark's process on loopback. The boards go "
-            f"in chunks of {chunk}, each chunk solved every way in turn (so a change in the "
-            f"machine's load falls on each alike); figures a board are medians over the chunks, "
-            f"boards/s over all of them. Machine: {machine()}; load average {load:.1f} at the "
+            f"in chunks of {chunk} (a SolveBatch call each), each chunk solved every way in turn "
+            f"(so a change in the machine's load falls on each alike), {rounds} rounds of them; "
+            f"figures a board are medians over the {len(chunks)} chunks solved, boards/s over all "
+            f"of them. Machine: {machine()}; load average {load:.1f} at the "
             f"start (other work on the machine inflates every figure).\n\n"
             + table(("how", "daemon", "boards/s", "overhead per board ms",
-                     "over in-process, wall ms", "over in-process, CPU ms"), rows) + note)
+                     "over in-process, wall ms", "over in-process, CPU ms",
+                     "over in-process, CPU beyond the searches ms",
+                     "searches' own time / in-process"), rows) + note)
 
 
 
 
 def options(p) -> None:
     p.add_argument("--n", type=int, default=1000, help="boards (default 1000)")
-    p.add_argument("--chunk", type=int, default=100, help="boards a chunk (default 100)")
+    p.add_argument("--chunk", type=int, default=1000, help="boards a chunk, one SolveBatch call "
+                   "each (default 1000: the issue's batch)")
+    p.add_argument("--rounds", type=int, default=5, help="times the chunks are solved, every "
+                   "way in turn each time (default 5)")
     p.add_argument("--old", metavar="REV", help="also measure the daemon of commit REV, in turns")
     p.add_argument("--artifact", metavar="H5", help="the 15/7-8 table to use (default: "
                    "artifacts/, built if missing); its .verified stamp beside it")
