@@ -145,13 +145,14 @@ def parser() -> Parser:
     q.add_argument("--shape", type=arg_shape, default=None, metavar="ROWSxCOLS",
                    help="the board's shape, e.g. 3x4 (default: the square of the tile count)")
     q.add_argument("--algorithm", default="ida",
-                   help="ida (default), ida-tt, astar, rbfs, bfs, wida, greedy (see pdbtool solve --help)")
+                   help="ida (default), ida-tt, astar, rbfs, sma, frontier, bidir, bfs, wida, greedy "
+                        "(see pdbtool solve --help)")
     q.add_argument("--weight", type=float, default=None, help="wida: f = g + W*h (default 1.5)")
     q.add_argument("--tt-size", type=positive, default=None, metavar="N",
                    help="ida-tt: transposition table entries (default 1M)")
     q.add_argument("--max-memory", type=arg_size, default=None, metavar="SIZE",
-                   help="astar: memory for the states it holds, e.g. 512M (default 1G; the "
-                        "server's --max-search-memory caps it)")
+                   help="astar, sma, frontier, bidir: memory for the states they hold, e.g. "
+                        "512M (default 1G; the server's --max-search-memory caps it)")
     q.add_argument("--deadline", "--timeout", type=arg_seconds, default=None, metavar="S",
                    help="give up after S seconds")
     q.add_argument("--budget", type=arg_budget, default=None, metavar="N", help="node budget")

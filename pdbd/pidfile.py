@@ -41,7 +41,8 @@ class PidFile:
         self._written = False
 
     def check(self) -> None:
-        """Refuse (PidFileError) if the file names a live process other than this one."""
+        """Refuse (PidFileError) if the file names a live process other than this one, or
+        its directory is missing or not writable: said at start-up, before the tables."""
         pid = live_pid(self.path)
         if pid is not None and pid != os.getpid():
             raise PidFileError(f"{self.path} names process {pid}, which is running: another "
@@ -50,6 +51,9 @@ class PidFile:
         if not parent.is_dir():
             raise PidFileError(f"cannot write the pid file {self.path}: no such directory "
                                f"{parent}")
+        if not os.access(parent, os.W_OK | os.X_OK):  # a read-only disk too (EROFS)
+            raise PidFileError(f"cannot write the pid file {self.path}: its directory "
+                               f"{parent} is not writable")
 
     def write(self) -> None:
         """Write this process's id (checked again first; atomic: a reader sees the old

@@ -430,6 +430,12 @@ def serve(args) -> int:
     pid_file = PidFile(args.pid_file) if args.pid_file else None
     if pid_file:
         pid_file.check()  # a daemon running already is said now, not after the tables
+    if args.cluster:
+        from pdbtool.cluster.messages import ray_module
+
+        ray_module()  # Ray missing is said now, not after the tables
+    elif args.cluster_shared or args.cluster_cache:
+        raise BadInput("--cluster-shared and --cluster-cache need --cluster")
     metrics = Metrics()
     if args.metrics:
         address = check_metrics(args.metrics, args.insecure)
@@ -460,8 +466,6 @@ def serve_with(args, tls: Tls | None, metrics: Metrics, pid_file: PidFile | None
         info = cluster.info()
         log.info("searches above %s nodes go to the Ray cluster at %s: %d nodes, %d CPUs",
                  f"{args.cluster_above:,}", info.address, info.nodes, info.cpus)
-    elif args.cluster_shared or args.cluster_cache:
-        raise BadInput("--cluster-shared and --cluster-cache need --cluster")
     files = raise_file_limit()
     threads = args.threads or os.cpu_count() or 1
     per_client = (default_per_client(threads, args.max_queue) if args.max_per_client is None

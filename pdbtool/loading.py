@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pdbtool.errors import ArtifactError
+from pdbtool.errors import ArtifactError, BadInput, not_a_directory
 from pdbtool.geometry import as_shape
 from pdbtool.heuristics.pattern_db import heuristic_from
 from pdbtool.heuristics.table_free import Heuristic
@@ -91,7 +91,9 @@ def install(src, dst, *, threads=None, force=False):
     existing ``dst`` is replaced only with ``force``. Returns the verify report."""
     dst = Path(dst)
     if dst.is_dir():
-        raise ArtifactError(f"{dst} is a directory: give the artifact's file name, e.g. {dst}/name.h5")
+        raise BadInput(f"{dst} is a directory: give the artifact's file name, e.g. {dst}/name.h5")
+    if not dst.parent.is_dir():  # said of the name given, not of the staging file's
+        raise BadInput(f"{dst}: {not_a_directory(dst.parent)}")
     check_output(dst, inputs=(src,), force=force)
     remove_stale_partials(dst)
     staging = dst.with_name(f"{dst.name}.{os.getpid()}.unverified")

@@ -469,3 +469,20 @@ def test_with_json_a_usage_error_is_a_json_error_too(capsys):
         main(["solve", "--threads", "0", "1 2 3 4 5 6 7 8 0"])  # without --json: stderr only
     out, err = capsys.readouterr()
     assert out == "" and "threads must be from 1 to 1024, not 0" in err
+
+
+def test_options_that_would_be_ignored_are_refused(art_dir, tmp_path):
+    """An option that does nothing where it is given is said, before any search (the
+    third probe found them silently ignored)."""
+    board = "1 2 3 4 5 6 7 0 8"
+    for args, message in (
+            (["solve", "--checkpoint-every", "5", board], "--checkpoint-every goes with --checkpoint"),
+            (["solve", "--artifact", str(art_dir / "8-full.h5"), "--artifacts", str(art_dir), board],
+             "either --artifact FILE or --artifacts DIR, not both"),
+            (["solve", "--checkpoint", str(tmp_path / "nowhere" / "cp.json"), board],
+             "no such directory"),
+            (["build", "8/full", "--processes", "0", "--out", str(tmp_path)],
+             "processes must be from 1 to 1024, not 0")):
+        p = run(*args)
+        assert p.returncode == 2 and message in p.stderr, (args, p.stderr)
+    assert not (tmp_path / "nowhere").exists() and not list(tmp_path.iterdir())

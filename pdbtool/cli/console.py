@@ -164,12 +164,17 @@ def arg_budget(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def arg_threads(text: str) -> int:
-    """argparse type: a number of threads, checked as every tool checks it."""
+def arg_threads(text: str, what: str = "threads") -> int:
+    """argparse type: a number of threads (or of ``what``), checked as every tool checks it."""
     try:
-        return limits.threads(text)
+        return limits.threads(text, what)
     except BadInput as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def arg_processes(text: str) -> int:
+    """argparse type: a number of worker processes, within the same limits as threads."""
+    return arg_threads(text, "processes")
 
 
 def arg_seconds(text: str, what: str = "timeout") -> float:

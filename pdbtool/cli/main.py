@@ -19,9 +19,9 @@ from pdbtool import puzzle
 from pdbtool.cli import PROG
 from pdbtool.cli.cluster import add_cluster_option, add_shipping_options, open_cluster
 from pdbtool.cli.console import (STDOUT_CLOSED, Parser, SearchReporter, arg_budget, arg_interval,
-                                 arg_seconds, arg_shape, arg_size, arg_threads, batch_exit_code,
-                                 emit, input_lines, plural, report_error, result_text, run,
-                                 version_text)
+                                 arg_processes, arg_seconds, arg_shape, arg_size, arg_threads,
+                                 batch_exit_code, emit, input_lines, plural, report_error,
+                                 result_text, run, version_text)
 from pdbtool.cli.tables import (cmd_build, cmd_info, cmd_list, cmd_pack, cmd_partitions,
                                 cmd_unpack, cmd_verify, cmd_warm)
 from pdbtool.errors import EXIT_UNSOLVABLE, BadInput, PdbError
@@ -41,6 +41,8 @@ def solvers_from(args):
     from pdbtool.selection import Solvers
 
     args.goal = puzzle.check_goal(args.goal, args.shape)
+    if args.artifact and args.artifacts:
+        raise BadInput("give either --artifact FILE or --artifacts DIR, not both")
     algorithm = Algorithm(args.algorithm, weight=args.weight, tt_size=args.tt_size,
                           max_memory=args.max_memory)
     return Solvers(heuristic=args.heuristic, artifact_path=args.artifact,
@@ -73,7 +75,7 @@ def keeper_of(args):
     def said(path) -> None:  # once the saved search is checked and found to be this one
         print(f"{PROG}: resuming the search saved in {path}", file=sys.stderr, flush=True)
 
-    return Checkpointing(args.checkpoint, args.checkpoint_every,
+    return Checkpointing(args.checkpoint, args.checkpoint_every or DEFAULT_EVERY,
                          on_resume=None if args.quiet else said)
 
 
@@ -127,6 +129,8 @@ def solve_one(args, text, solvers, algorithm) -> int:
 
 
 def cmd_solve(args) -> int:
+    if args.checkpoint_every is not None and not args.checkpoint:
+        raise BadInput("--checkpoint-every goes with --checkpoint FILE")
     if args.trace:  # before the search: a refused path costs nothing
         check_written(args, args.trace)
     solvers, algorithm = solvers_from(args)
@@ -324,12 +328,15 @@ def add_solve_options(p) -> None:
     p.add_argument("--goal", default="blank-last",
                    help="blank-last (1..N then 0, default), blank-first (0,1..N), or a goal board's tiles")
     p.add_argument("--algorithm", default="ida", choices=ALGORITHMS,
-                   help="ida (default), ida-tt, astar, rbfs, bfs (3x3 at most): optimal; wida: at most "
-                        "--weight x optimal; greedy: constructive, not optimal, up to 20x20")
+                   help="ida (default), ida-tt, astar, rbfs, sma, frontier, bidir, bfs (3x3 at most): "
+                        "optimal; wida: at most --weight x optimal; greedy: constructive, not "
+                        "optimal, up to 20x20")
     p.add_argument("--weight", type=float, help="wida: f = g + W*h, 1 <= W <= 100 (default 1.5)")
     p.add_argument("--tt-size", type=positive_int, help="ida-tt: transposition table entries (default 1M)")
     p.add_argument("--max-memory", type=arg_size, metavar="SIZE",
-                   help="astar: memory for the states it holds, e.g. 512M, 4G (default 1G); exit 4 beyond")
+                   help="astar, sma, frontier, bidir: memory for the states they hold, e.g. 512M, "
+                        "4G (default 1G); astar, frontier and bidir exit 4 beyond it, sma drops "
+                        "states to stay within it")
     p.add_argument("--heuristic", choices=TABLE_FREE,
                    help="use a table-free heuristic instead of pattern databases")
     p.add_argument("--artifact", metavar="PATH", help="use this pattern-database artifact")
@@ -386,7 +393,7 @@ def parser() -> Parser:
         "exists (IDA*, one board, on threads or over --cluster): a killed or interrupted search started again with the "
         "same FILE goes on where the last save left it, with the same answer and node "
         "counts; removed once the answer is printed"))
-    s.add_argument("--checkpoint-every", type=arg_interval, default=DEFAULT_EVERY, metavar="S",
+    s.add_argument("--checkpoint-every", type=arg_interval, default=None, metavar="S",
                    help=f"seconds between saves (default {DEFAULT_EVERY:g})")
     s.add_argument("--trace", metavar="FILE.json",
                    help="also write a trace of the search: iterations, h along the path and, on one "
@@ -442,7 +449,7 @@ def parser() -> Parser:
                         "as Korf & Felner's tables; default: one per region (zero-aware)")
     b.add_argument("--workers", type=arg_threads, default=os.cpu_count(),
                    help="cores to use, processes x threads (default: all cores)")
-    b.add_argument("--processes", type=arg_threads,
+    b.add_argument("--processes", type=arg_processes,
                    help="worker processes, one table each (default: one per table up to --workers, "
                         "or one when a single table is most of the work)")
     add_cluster_option(b, "build the tables as tasks on the nodes of a Ray cluster ('local': "
@@ -490,7 +497,7 @@ def parser() -> Parser:
         "Compile (once per machine; numba keeps them in its cache) the kernels that IDA* "
         "needs with the strongest table of each board side in DIR, or with the table-free "
         "fallbacks of 3x3 and 4x4 boards when DIR holds no table: for images and CI. "
-        "Without it, the first solve on a machine compiles them (about 10 s)."))
+        "Without it, the first solve on a machine compiles them (10 s or more)."))
     w.add_argument("--artifacts", metavar="DIR", default=None,
                    help=f"directory of *.h5 artifacts (default ./{DEFAULT_ARTIFACTS} if it exists)")
     w.add_argument("--threads", type=arg_threads, default=os.cpu_count() or 1,

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from pdbtool.errors import BadInput
+from pdbtool.errors import BadInput, PdbError
 from pdbtool.tables.files import atomic_output
 
 if TYPE_CHECKING:
@@ -149,6 +150,13 @@ class Checkpointing:
             raise BadInput(f"--checkpoint-every must be positive, not {every:g}")
         if self.path.is_dir():
             raise BadInput(f"{self.path} is a directory: give the checkpoint's file name")
+        parent = self.path.parent
+        if not parent.is_dir():
+            raise BadInput(f"{self.path}: no such directory {parent} for the checkpoint")
+        if not os.access(parent, os.W_OK | os.X_OK):  # said before the search, not at its
+            # first save (nor after its answer)
+            raise PdbError(f"{self.path}: cannot save the checkpoint there, its directory "
+                           f"{parent} is not writable")
         self._last = time.monotonic()
         self.saves = 0
 

@@ -119,7 +119,7 @@ def load(path) -> Trace:
     try:
         d = json.loads(text)
     except json.JSONDecodeError as e:
-        raise BadInput(f"{path}: not JSON ({e.msg} at line {e.lineno})") from None
+        raise BadInput(f"{path}: not JSON ({e.msg}: line {e.lineno}, column {e.colno})") from None
     return from_dict(d, str(path))
 
 
