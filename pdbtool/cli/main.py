@@ -242,16 +242,16 @@ def cmd_animate(args) -> int:
     from pdbtool.cli import animate
     from pdbtool.search import trace
 
-    check_written(args, args.output, *([args.trace] if args.trace else []))
-    if args.trace:
-        if args.board:
-            raise BadInput("give either a BOARD or --trace FILE, not both")
-        t = trace.load(args.trace)
-    elif args.board:
-        t = solve_traced(args, " ".join(args.board), *solvers_from(args), args.trace_cap)
-    else:
+    if args.trace and args.board:
+        raise BadInput("give either a BOARD or --trace FILE, not both")
+    if not args.trace and not args.board:
         raise BadInput("no board: give the tiles (e.g. pdbtool animate 1 2 3 4 5 6 7 0 8) "
                        "or --trace FILE")
+    check_written(args, args.output, *([args.trace] if args.trace else []))  # before solving
+    if args.trace:
+        t = trace.load(args.trace)
+    else:
+        t = solve_traced(args, " ".join(args.board), *solvers_from(args), args.trace_cap)
     write_whole(args.output, lambda tmp: animate.write(t, tmp))
     path = Path(args.output)
     r = t.result

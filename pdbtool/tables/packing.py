@@ -20,10 +20,10 @@ import h5py
 import zstandard
 
 from pdbtool.errors import ArtifactError
+from pdbtool.tables import seal
 from pdbtool.tables.artifact import (DATASET, INSTALLED, PACKED, ZSTD_FILTER, create_installed_file,
                                      open_tables, read_attrs, read_meta, read_packed_meta,
                                      write_attrs)
-from pdbtool.tables import seal
 from pdbtool.tables.files import atomic_output, check_output
 
 DEFAULT_CHUNK = 16 << 20
@@ -65,7 +65,7 @@ def pack(src, dst, *, threads=None, level=10, chunk_bytes=DEFAULT_CHUNK, force=F
                     hasher.update(data[offset:offset + chunk])
                     dsid.write_direct_chunk((offset,), frame)
         hasher.check(src, "source")
-        seal.write(tmp)  # the whole file after the seal is its metadata here
+        seal.write(tmp)  # a pack is hashed whole, its compressed chunks too
     return {
         "raw_bytes": total,
         "packed_bytes": os.path.getsize(dst),
