@@ -98,5 +98,5 @@ def test_web_without_its_extra_says_how_to_install_it(capsys, monkeypatch):
     for name in ["starlette"] + [m for m in sys.modules if m.startswith("starlette.")]:
         monkeypatch.setitem(sys.modules, name, None)
     code, _, err = run_cli(capsys, "web", "--server", f"127.0.0.1:{free_port()}")
-    assert code == 2 and "needs the web extra (starlette" in err
+    assert code == 1 and "needs the web extra (starlette" in err
     assert "pip install 'pdbtool[web]'" in err
