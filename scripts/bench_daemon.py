@@ -119,19 +119,42 @@ def burst(addr: str, korf, count: int = 500) -> tuple[Counter, float]:
         return outcomes, time.perf_counter() - t
 
 
+STARTS = 3  # start-ups timed: the figure is their median (one start moved 1.1-2.8 s here)
+
+
+def start(directory: str, addr: str) -> subprocess.Popen:
+    return subprocess.Popen([PY, "-m", "pdbd.cli", "serve", "--artifacts", directory, "--listen",
+                             addr, "--threads", "2", "--max-queue", "64", "--max-per-client", "0",
+                             "--no-prefault"], stderr=subprocess.DEVNULL)
+
+
+def start_up(directory: str) -> float:
+    """Seconds from starting pdbd to SERVING (the daemon then stopped)."""
+    addr = f"127.0.0.1:{free_port()}"
+    t0 = time.perf_counter()
+    proc = start(directory, addr)
+    try:
+        with SolverClient(addr) as client:
+            client.wait_serving(60)
+            return time.perf_counter() - t0
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
 def measure() -> str:
     korf = instances("korf100.txt")
     with tempfile.TemporaryDirectory() as tmp:
         link_artifacts(tmp)
+        startups = [start_up(tmp) for _ in range(STARTS - 1)]
         addr = f"127.0.0.1:{free_port()}"
         t0 = time.perf_counter()
-        proc = subprocess.Popen([PY, "-m", "pdbd.cli", "serve", "--artifacts", tmp, "--listen", addr,
-                                 "--threads", "2", "--max-queue", "64", "--max-per-client", "0",
-                                 "--no-prefault"], stderr=subprocess.DEVNULL)
+        proc = start(tmp, addr)
         try:
             with SolverClient(addr) as client:
                 client.wait_serving(60)
-                startup = time.perf_counter() - t0
+                startups.append(time.perf_counter() - t0)
+                startup = statistics.median(startups)
                 rss_start = rss_kib(proc.pid)
                 wrong, remote_t, local_t = overhead(client, korf)
                 one = statistics.median(throughput(addr, korf, 1) for _ in range(3))
@@ -151,7 +174,7 @@ def measure() -> str:
     extra = [r - l for r, l in zip(remote_t, local_t)]
     answered = sum(v for k, v in outcomes.items() if k.startswith("answered"))
     for bar, figure, met in (
-            ("`pdbd` start-up to SERVING, 7-8 + 6-6-6-6: <= 2 s", f"{startup:.2f} s", startup <= 2),
+            ("`pdbd` start-up to SERVING, 7-8 + 6-6-6-6: <= 2 s", f"{startup:.2f} s (median of {STARTS} starts)", startup <= 2),
             ("per-query overhead over in-process: <= 1 ms", f"{statistics.median(extra) * 1e3:.2f} ms (median)",
              statistics.median(extra) <= 0.001),
             ("2 clients against 1: >= 1.6x", f"{two / one:.2f}x", two / one >= 1.6),
@@ -163,7 +186,8 @@ def measure() -> str:
             ("soak (tests/test_soak.py)", f"{soak} in {soak_s:.0f} s", soak == "passed")):
         record_bar(SECTION, bar, figure, met)
     return "\n".join([f"## The gRPC daemon\n\nMachine: {machine()}\n", table(("figure", "this machine", "bar"), [
-        (f"start-up to SERVING, 15/7-8 + 24/6-6-6-6 ({mapped / 1e6:,.0f} MB mapped)", f"**{startup:.2f} s**", "<= 2 s"),
+        (f"start-up to SERVING, 15/7-8 + 24/6-6-6-6 ({mapped / 1e6:,.0f} MB mapped), median of "
+         f"{STARTS} ({', '.join(f'{x:.2f}' for x in startups)})", f"**{startup:.2f} s**", "<= 2 s"),
         ("server RSS after start-up", f"{rss_start / 1024:.0f} MiB", "tables mapped, not read"),
         ("Korf's 100 over gRPC: optimal answers", f"{100 - len(wrong)}/100" + (f" wrong {wrong}" if wrong else ""), "100/100"),
         ("per-query overhead over in-process, median", f"**{statistics.median(extra) * 1e3:.2f} ms**", "<= 1 ms"),
