@@ -486,3 +486,16 @@ def test_options_that_would_be_ignored_are_refused(art_dir, tmp_path):
         p = run(*args)
         assert p.returncode == 2 and message in p.stderr, (args, p.stderr)
     assert not (tmp_path / "nowhere").exists() and not list(tmp_path.iterdir())
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_help_that_cannot_be_written_is_an_error():
+    """argparse drops a failed write of --help and exits 0; a full disk is said (exit 1)."""
+    for args in (["--help"], ["solve", "--help"]):
+        with open("/dev/full", "w") as full:
+            p = subprocess.run([sys.executable, "-m", "pdbtool.cli.main", *args], stdout=full,
+                               stderr=subprocess.PIPE, text=True, timeout=60)
+        assert p.returncode == 1 and "cannot write the help to stdout" in p.stderr, p.stderr
+    p = subprocess.run([sys.executable, "-m", "pdbtool.cli.main", "--help"], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout.startswith("usage: pdbtool")

@@ -127,6 +127,21 @@ class Parser(argparse.ArgumentParser):
     def error(self, message):
         raise UsageError(self.format_usage(), f"{self.prog}: error: {message}")
 
+    def print_help(self, file=None):
+        """--help, written out now: a full disk is an error (exit 1), a reader gone away
+        the quiet 141 (argparse's own print_help drops a failed write and exits 0)."""
+        try:
+            file = file or sys.stdout
+            file.write(self.format_help())
+            file.flush()
+        except BrokenPipeError:
+            silence_stdout()
+            raise SystemExit(EXIT_BROKEN_PIPE) from None
+        except OSError as e:
+            silence_stdout()
+            print(f"{self.prog}: cannot write the help to stdout: {e.strerror}", file=sys.stderr)
+            raise SystemExit(1) from None
+
     def parse_args(self, args=None, namespace=None):
         args = sys.argv[1:] if args is None else list(args)
         try:
