@@ -84,6 +84,15 @@ def load_heuristic(path, *, reflect: bool = True, shape=None) -> Heuristic:
                           None if shape is None else as_shape(shape))
 
 
+def seal(path) -> artifact.ArtifactMeta:
+    """Seal an installed artifact written before seals, in place (artifact.rewrite_sealed);
+    a file that had a valid stamp is read back from disk and stamped again (trust.confirm),
+    one without stays without."""
+    stamped = trust.is_recorded(artifact.read_meta(path))
+    meta = artifact.rewrite_sealed(path)
+    return trust.confirm(meta) if stamped else meta
+
+
 def install(src, dst, *, threads=None, force=False):
     """Unpack ``src`` beside ``dst`` (checksums checked on the way), run every verify
     check, and only then take the name ``dst`` (an atomic rename: a daemon serving the

@@ -1,13 +1,15 @@
 """The seal: an artifact's HDF5 metadata is checked against the digest in its user block
 before HDF5 parses a byte of it (a damaged attribute heap hangs or crashes HDF5 itself)."""
 
+import json
 import os
 
 import h5py
 import pytest
 
+from pdbtool import loading
 from pdbtool.errors import ArtifactError
-from pdbtool.tables import artifact, seal
+from pdbtool.tables import artifact, seal, trust
 from pdbtool.tables.artifact import open_tables, read_meta, read_packed_meta
 from pdbtool.tables.packing import pack
 from reference import flip_byte
@@ -110,13 +112,18 @@ def test_the_tables_themselves_are_left_to_their_checksums(tmp_path):
         open_tables(path)
 
 
-def test_a_file_written_before_seals_is_read_as_before(tmp_path, monkeypatch):
-    path = tmp_path / "a.h5"
-    with monkeypatch.context() as m:  # an artifact as pdbtool wrote them before seals
+def write_unsealed(path, monkeypatch):
+    """An artifact as pdbtool wrote them before seals."""
+    with monkeypatch.context() as m:
         m.setattr(seal, "SEAL_BYTES", 0)
         m.setattr(seal, "write", lambda *args: None)
         m.setattr(seal, "check", lambda path: None)
         write(path)
+
+
+def test_a_file_written_before_seals_is_read_as_before(tmp_path, monkeypatch):
+    path = tmp_path / "a.h5"
+    write_unsealed(path, monkeypatch)
     assert open(path, "rb").read(8) == seal.HDF5_SIGNATURE
     meta, _ = open_tables(path)
     assert not meta.sealed and meta.partition == "15/7-8"
@@ -149,3 +156,44 @@ def test_hdf5_errors_on_a_damaged_unsealed_file_are_refusals(tmp_path, monkeypat
         read_meta(path)
     with pytest.raises(ArtifactError, match=r"a\.h5: unreadable HDF5 file \(Unknown string"):
         artifact.read_attrs(path)
+
+
+def test_pdbtool_seal_rewrites_a_file_from_before_seals_in_place(tmp_path, monkeypatch):
+    path = tmp_path / "a.h5"
+    write_unsealed(path, monkeypatch)
+    before, old = open_tables(path)
+    old_tables = bytes(old)
+    trust.record(before)  # stamped: it is stamped again
+    meta = loading.seal(path)
+    assert meta.sealed and trust.is_recorded(meta)
+    assert (meta.version, meta.tables, meta.groups) == (before.version, before.tables,
+                                                        before.groups)
+    assert bytes(open_tables(path)[1]) == old_tables
+    with pytest.raises(ArtifactError, match=r"a\.h5: sealed already"):
+        artifact.rewrite_sealed(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.h5", "a.h5.verified"]
+
+
+def test_pdbtool_seal_refuses_damaged_tables_and_leaves_the_file(tmp_path, monkeypatch):
+    path = tmp_path / "a.h5"
+    write_unsealed(path, monkeypatch)
+    flip_byte(path, read_meta(path).data_offset + 3)
+    damaged = path.read_bytes()
+    with pytest.raises(ArtifactError, match=r"table 'g7' checksum mismatch"):
+        loading.seal(path)
+    assert path.read_bytes() == damaged and [p.name for p in tmp_path.iterdir()] == ["a.h5"]
+
+
+def test_the_seal_command(tmp_path, monkeypatch, capsys):
+    from pdbtool.cli.main import main
+
+    a, b = tmp_path / "a.h5", tmp_path / "b.h5"
+    write_unsealed(a, monkeypatch)
+    write(b)
+    assert main(["seal", str(a), str(b)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"sealed {a}: 15/7-8 version ") and "not stamped" in out[0]
+    assert out[1] == f"{b}: sealed already"
+    assert main(["seal", "--json", str(a)]) == 0
+    assert json.loads(capsys.readouterr().out) == {"path": str(a), "sealed": "already"}
+    assert main(["info", str(a)]) == 0 and "metadata sealed" in capsys.readouterr().out

@@ -23,7 +23,7 @@ from pdbtool.cli.console import (STDOUT_CLOSED, Parser, SearchReporter, arg_budg
                                  batch_exit_code, emit, input_lines, plural, report_error,
                                  result_text, run, version_text)
 from pdbtool.cli.tables import (cmd_build, cmd_info, cmd_list, cmd_pack, cmd_partitions,
-                                cmd_unpack, cmd_verify, cmd_warm)
+                                cmd_seal, cmd_unpack, cmd_verify, cmd_warm)
 from pdbtool.errors import EXIT_UNSOLVABLE, BadInput, PdbError
 from pdbtool.heuristics.table_free import TABLE_FREE
 from pdbtool.search.algorithms import ALGORITHMS, Algorithm
@@ -476,6 +476,18 @@ def parser() -> Parser:
                    help="seed of the sampled checks (default: a fresh one each run, printed)")
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=cmd_verify)
+
+    se = sub.add_parser("seal", help="seal an artifact written before seals, in place",
+                        description=(
+        "Write each installed artifact again with a seal, the digest of its HDF5 metadata "
+        "that readers check before HDF5 parses the file (a damaged header then is refused "
+        "with a message instead of hanging or crashing the reader). The tables' bytes are "
+        "copied as they are, their checksums checked first; the new file is renamed over "
+        "the old (a daemon serving it keeps its mapping until a reload), and stamped again "
+        "if the old one was. Files pdbtool writes now are sealed already."))
+    se.add_argument("paths", nargs="+", metavar="PATH")
+    se.add_argument("--json", action="store_true", help="one JSON object per file")
+    se.set_defaults(func=cmd_seal)
 
     i = sub.add_parser("info", help="show an artifact's metadata")
     i.add_argument("path")

@@ -94,7 +94,9 @@ def cmd_info(args) -> int:
               "unverified": f"checksums not verified since written: pdbtool verify {meta.path}",
               "packed": "packed: pdbtool unpack verifies its checksums"}[state]
     sealed = ("metadata sealed (checked before HDF5 read it)" if meta.sealed else
-              "no seal (written before seals: pack and unpack it, or rebuild it, to seal it)")
+              "no seal (written before seals: " + (f"pdbtool seal {meta.path})"
+                                                   if meta.form == "installed" else
+                                                   "unpack it and pack it again)"))
     lines = [f"{meta.path}: {meta.partition} ({meta.form}), {meta.shape}, goal {meta.goal}",
              f"{checks}; {sealed}",
              f"version {meta.version}, format {meta.format_version}, builder {meta.builder_version}, "
@@ -159,6 +161,23 @@ def cmd_unpack(args) -> int:
         warn(report.note)
     emit(args, meta.to_dict(), f"unpacked {args.path} -> {meta.path}: {meta.partition} version {meta.version}, "
                                f"checksums and all {len(report.checks)} verify checks passed")
+    return 0
+
+
+def cmd_seal(args) -> int:
+    from pdbtool.loading import seal
+
+    for path in args.paths:  # one line (or JSON object) a file, as each is sealed
+        if artifact.read_meta(path).sealed:
+            emit(args, {"path": str(path), "sealed": "already"}, f"{path}: sealed already")
+            continue
+        meta = seal(path)
+        stamped = checksum_state(meta) == "verified"
+        emit(args, {"path": str(path), "sealed": "now", "partition": meta.partition,
+                    "version": meta.version, "stamped": stamped},
+             f"sealed {path}: {meta.partition} version {meta.version}, checksums checked"
+             + ("; stamped again" if stamped else "; not stamped (it had no stamp): "
+                f"pdbtool verify {path}"))
     return 0
 
 
