@@ -122,21 +122,26 @@ def burst(addr: str, korf, count: int = 500) -> tuple[Counter, float]:
 STARTS = 3  # start-ups timed: the figure is their median (one start moved 1.1-2.8 s here)
 
 
-def start(directory: str, addr: str) -> subprocess.Popen:
-    return subprocess.Popen([PY, "-m", "pdbd.cli", "serve", "--artifacts", directory, "--listen",
-                             addr, "--threads", "2", "--max-queue", "64", "--max-per-client", "0",
-                             "--no-prefault"], stderr=subprocess.DEVNULL)
+class Served(NamedTuple):
+    client: SolverClient
+    proc: subprocess.Popen
+    address: str
+    startup: float  # seconds from the start to SERVING
 
 
-def start_up(directory: str) -> float:
-    """Seconds from starting pdbd to SERVING (the daemon then stopped)."""
-    addr = f"127.0.0.1:{free_port()}"
+@contextlib.contextmanager
+def served(directory: str):
+    """pdbd on the artifacts in ``directory``, SERVING; terminated at the end (its exit
+    code in ``proc.returncode`` then)."""
+    address = f"127.0.0.1:{free_port()}"
     t0 = time.perf_counter()
-    proc = start(directory, addr)
+    proc = subprocess.Popen([PY, "-m", "pdbd.cli", "serve", "--artifacts", directory, "--listen",
+                             address, "--threads", "2", "--max-queue", "64",
+                             "--max-per-client", "0", "--no-prefault"], stderr=subprocess.DEVNULL)
     try:
-        with SolverClient(addr) as client:
+        with SolverClient(address) as client:
             client.wait_serving(60)
-            return time.perf_counter() - t0
+            yield Served(client, proc, address, time.perf_counter() - t0)
     finally:
         proc.terminate()
         proc.wait(30)
@@ -146,26 +151,23 @@ def measure() -> str:
     korf = instances("korf100.txt")
     with tempfile.TemporaryDirectory() as tmp:
         link_artifacts(tmp)
-        startups = [start_up(tmp) for _ in range(STARTS - 1)]
-        addr = f"127.0.0.1:{free_port()}"
-        t0 = time.perf_counter()
-        proc = start(tmp, addr)
-        try:
-            with SolverClient(addr) as client:
-                client.wait_serving(60)
-                startups.append(time.perf_counter() - t0)
-                startup = statistics.median(startups)
-                rss_start = rss_kib(proc.pid)
-                wrong, remote_t, local_t = overhead(client, korf)
-                one = statistics.median(throughput(addr, korf, 1) for _ in range(3))
-                two = statistics.median(throughput(addr, korf, 2) for _ in range(3))
-                rss_before = rss_kib(proc.pid)
-                outcomes, burst_s = burst(addr, korf)
-                rss_after = rss_kib(proc.pid)
-                healthy = client.health()
-        finally:
-            proc.terminate()
-            code = proc.wait(30)
+        startups = []
+        for _ in range(STARTS - 1):
+            with served(tmp) as s:
+                startups.append(s.startup)
+        with served(tmp) as s:
+            client, proc, addr = s.client, s.proc, s.address
+            startups.append(s.startup)
+            startup = statistics.median(startups)
+            rss_start = rss_kib(proc.pid)
+            wrong, remote_t, local_t = overhead(client, korf)
+            one = statistics.median(throughput(addr, korf, 1) for _ in range(3))
+            two = statistics.median(throughput(addr, korf, 2) for _ in range(3))
+            rss_before = rss_kib(proc.pid)
+            outcomes, burst_s = burst(addr, korf)
+            rss_after = rss_kib(proc.pid)
+            healthy = client.health()
+        code = proc.returncode
     mapped = sum(ensure_artifact(part).stat().st_size for part in SERVED)
     hardening = bar_rows()
     t = time.perf_counter()
