@@ -190,6 +190,9 @@ def test_the_seal_command(tmp_path, monkeypatch, capsys):
     a, b = tmp_path / "a.h5", tmp_path / "b.h5"
     write_unsealed(a, monkeypatch)
     write(b)
+    assert main(["list", str(tmp_path), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["artifacts"]
+    assert [(r["path"], r["sealed"]) for r in rows] == [(str(a), False), (str(b), True)]
     assert main(["seal", str(a), str(b)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith(f"sealed {a}: 15/7-8 version ") and "not stamped" in out[0]

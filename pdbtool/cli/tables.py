@@ -119,21 +119,24 @@ def cmd_list(args) -> int:
     rows = []
     for path, problem in artifact.scan_artifacts(directory, ("*.h5", "*.pdbpack")):
         row = {"path": str(path), "partition": None, "version": None,
-               "bytes": None if problem else path.stat().st_size}
+               "bytes": None if problem else path.stat().st_size, "sealed": None}
         if problem:
             row["state"] = f"not an artifact: {problem}"
             rows.append(row)
             continue
         try:
             meta = artifact.read_any_meta(path)
-            row.update(partition=meta.partition, version=meta.version, state=checksum_state(meta))
+            row.update(partition=meta.partition, version=meta.version, state=checksum_state(meta),
+                       sealed=meta.sealed)
         except artifact.UnreadableFile as e:
             row["state"] = f"unreadable: {str(e).removeprefix(f'{path}: ')}"
         except PdbError as e:
             row["state"] = f"damaged: {e}"
         rows.append(row)
     text = "\n".join(f"{r['path']:40s} {r['partition'] or '-':12s} {r['version'] or '-':14s} "
-                     f"{size_text(r['bytes'])}  {r['state']}" for r in rows) or f"no artifacts in {directory}"
+                     f"{size_text(r['bytes'])}  {r['state']}"
+                     + (", no seal" if r["sealed"] is False else "")
+                     for r in rows) or f"no artifacts in {directory}"
     emit(args, {"artifacts": rows}, text)
     return 0
 
