@@ -169,17 +169,20 @@ class Warmed(NamedTuple):
     seconds: float  # compiling, or loading from numba's cache when it holds them already
 
 
-def warm(directory=None, *, threads: int = 2, report=None) -> list[Warmed]:
+def warm(directory=None, *, threads: int = 2, starting=None, report=None) -> list[Warmed]:
     """Compile (or load from numba's cache) the kernels an IDA* search on ``threads``
     threads needs with the strongest table of each board shape in ``directory`` (default
     ./artifacts), or with the fallback heuristics of 3x3 and 4x4 boards when it holds no
-    table: ``pdbtool warm``, for images and CI. ``report(Warmed)`` after each shape."""
+    table: ``pdbtool warm``, for images and CI. ``starting(shape, heuristic name)`` before
+    each shape's kernels (the tables loaded and checked by then), ``report(Warmed)`` after."""
     tables = (load_directory(directory) if directory is not None or
               Path(DEFAULT_ARTIFACTS).is_dir() else TableSet({}))
     solvers = Solvers(directory=directory, tables=tables)
     done = []
     for shape in tables.shapes or [Shape(3, 3), Shape(4, 4)]:
         solver = solvers.for_side(shape)
+        if starting:
+            starting(shape, solver.heuristic.name)
         start = time.perf_counter()
         solver.compile_kernels(shared="shared" in solver.kernel_parts(threads))
         done.append(Warmed(shape, solver.heuristic.name, time.perf_counter() - start))

@@ -457,6 +457,14 @@ def test_a_path_that_names_no_file_is_bad_input(tmp_path, capsys, argv):
     assert "nope.h5: no such" in err or "not a regular file: a directory" in err
 
 
+def test_warm_names_a_missing_directory_before_announcing_a_compile(tmp_path, capsys):
+    """The tables are loaded first: a wrong --artifacts is said alone, not after a promise
+    to compile (the audit found "compiling the search kernels" printed before the error)."""
+    assert main(["warm", "--artifacts", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert "nope: no such directory" in err and "compiling" not in err
+
+
 def test_with_json_a_usage_error_is_a_json_error_too(capsys):
     with pytest.raises(SystemExit) as e:
         main(["solve", "--json", "--bogus", "1 2 3 4 5 6 7 8 0"])

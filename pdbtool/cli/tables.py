@@ -187,15 +187,17 @@ def cmd_seal(args) -> int:
 def cmd_warm(args) -> int:
     from pdbtool.selection import warm
 
+    def starting(shape, heuristic):
+        if not args.json:
+            print(f"{PROG}: compiling the search kernels for {shape} with {heuristic} on this "
+                  "machine (once; numba keeps them in its cache)", file=sys.stderr, flush=True)
+
     def report(w):
         if not args.json:
             print(f"{w.shape} with {w.heuristic}: kernels ready in {w.seconds:.1f} s",
                   file=sys.stderr, flush=True)
 
-    if not args.json:
-        print(f"{PROG}: compiling the search kernels for this machine (once; numba keeps them "
-              "in its cache)", file=sys.stderr, flush=True)
-    done = warm(args.artifacts, threads=args.threads, report=report)
+    done = warm(args.artifacts, threads=args.threads, starting=starting, report=report)
     emit(args, {"warmed": [w._asdict() for w in done]},
          f"kernels ready for {plural(len(done), 'board shape')}")
     return 0
