@@ -141,6 +141,20 @@ def test_a_packed_file_is_sealed_whole(tmp_path):
         read_packed_meta(dst)
 
 
+def test_either_form_is_read_with_one_pass_over_its_bytes(tmp_path, monkeypatch):
+    """read_any_meta (pdbtool info, list) checks a seal once: a pack's covers the whole
+    file, which was hashed twice (as an installed file, then as a pack)."""
+    src, dst = tmp_path / "a.h5", tmp_path / "a.pdbpack"
+    write(src)
+    pack(src, dst)
+    checks = []
+    real = seal.check
+    monkeypatch.setattr(seal, "check", lambda path: checks.append(path) or real(path))
+    for path, form in ((src, artifact.INSTALLED), (dst, artifact.PACKED)):
+        checks.clear()
+        assert artifact.read_any_meta(path).form == form and len(checks) == 1
+
+
 def test_hdf5_errors_on_a_damaged_unsealed_file_are_refusals(tmp_path, monkeypatch):
     """An unsealed file's damage reaches HDF5, whose errors come as RuntimeError, TypeError
     and others: each is an ArtifactError naming the file, never a traceback."""

@@ -345,11 +345,9 @@ def check_checksums(meta: ArtifactMeta, data) -> None:
 
 
 def read_any_meta(path) -> ArtifactMeta:
-    """Metadata of an installed or a packed artifact."""
-    try:
-        return read_meta(path)
-    except ArtifactError:
-        return read_packed_meta(path)
+    """Metadata of an installed or a packed artifact (the file read and its seal checked
+    once: a pack's seal covers the whole file)."""
+    return _read_meta(path, None)
 
 
 def open_tables(path, *, verify=True) -> tuple[ArtifactMeta, np.ndarray]:
@@ -395,7 +393,8 @@ def artifact_filename(partition) -> str:
     return name + ".h5"
 
 
-def _read_meta(path, form) -> ArtifactMeta:
+def _read_meta(path, form: str | None) -> ArtifactMeta:
+    """The metadata of the file ``path``, which must be of ``form`` (None: either)."""
     path = str(path)
     problem = file_problem(path)
     if problem:  # before any open: opening a FIFO would block
@@ -416,14 +415,14 @@ def _read_meta(path, form) -> ArtifactMeta:
         raise ArtifactError(f"{path}: unreadable HDF5 file, truncated or corrupted ({e})") \
             from None
     meta = _meta_from_attrs(path, attrs, layout)
-    if meta.form != form:  # before the layout check: the form explains the layout
+    if form is not None and meta.form != form:  # before the layout check (the form explains it)
         if meta.form == PACKED:
             raise ArtifactError(f"{path}: is a packed file; run `pdbtool unpack` to install it")
         raise ArtifactError(f"{path}: is an installed artifact, not a packed one")
     _check_layout(meta, layout)
     if sealed is None:
         return meta
-    data = (meta.data_offset, meta.data_length) if form == INSTALLED else (0, 0)
+    data = (meta.data_offset, meta.data_length) if meta.form == INSTALLED else (0, 0)
     if data != (sealed.data_offset, sealed.data_length):
         raise ArtifactError(f"{path}: its seal puts the table data at {sealed.data_offset}"
                             f"+{sealed.data_length}, the file at {data[0]}+{data[1]}; refused")
