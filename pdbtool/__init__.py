@@ -9,8 +9,9 @@ Importing it changes nothing in the process (numba's cache directory is set in n
 configuration when the kernels are first imported: kernels/cache.py).
 
 The folders are the layers, each importing only those below it (tests/test_layers.py):
-errors, limits, puzzle, geometry, result (the vocabulary) < kernels < tables < heuristics
-< search < verification < loading < selection < cluster < cli; docs/architecture.md.
+errors < geometry, limits, progress, result < puzzle (the vocabulary) < kernels < tables
+< heuristics < search < verification < loading < selection < cluster < cli;
+docs/architecture.md.
 """
 
 from importlib import import_module

@@ -1,6 +1,7 @@
-"""Trust on load: the verbs that open a table for use, or install one, and decide when the
-verifier runs (a valid stamp makes it unneeded). They stand above both the table types
-(tables/) and the verifier (verification.py), which never call each other.
+"""Trust on load: the verbs that open a table for use, install one or seal an old one, and
+decide when the verifier runs (a valid stamp makes it unneeded). They stand above both the
+table types (tables/) and the verifier (verification.py): the table types never call the
+verifier, which reads and stamps tables through them.
 """
 
 from __future__ import annotations

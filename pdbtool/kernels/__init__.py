@@ -8,6 +8,9 @@ the compiled kernels in a cache directory named for these sources (cache.py).
   ranking     placements <-> ranks, regions of the blank
   build       the pattern database builder's BFS layers
   heuristic   the heuristics' lookups: h from scratch, h after a move
+  table_free  the table-free heuristics' line and cycle pieces (Gaschnig, linear
+              conflict, walking distance's tables)
+  audit       the exhaustive check of a built table (pdbtool verify --exhaustive)
   ida         IDA*'s depth-first loop (serial, below each task, on a cluster node)
   tasks       the shared iterations: tasks claimed by the threads, closest first
   ida_tt      IDA* with a transposition table, weighted IDA*
