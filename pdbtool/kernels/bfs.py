@@ -12,8 +12,6 @@ from numba import njit
 
 from pdbtool.kernels.ida import FOUND, NOT_FOUND, POLL, STOPPED
 
-BFS_MAX_CELLS = 9
-
 
 @njit(cache=True, nogil=True)
 def rank(board, n, fact):

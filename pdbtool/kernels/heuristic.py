@@ -28,7 +28,6 @@ LINEAR_CONFLICT = 1  # Manhattan + 2 * per-line conflicts            [h, md, lin
 WALKING = 2         # walking distance, rows + columns               [h, row state, col state]
 PDB = 3             # additive PDBs, max over sums  [h, md, best sum, sums..., nibbles...]
 GASCHNIG = 4        # swaps with a blank that jumps: misplaced + cycles without the blank  [h]
-KINDS = (PER_TILE, LINEAR_CONFLICT, WALKING, PDB, GASCHNIG)
 
 # Named columns of the state row.
 ROW_H = 0          # every kind: h itself
