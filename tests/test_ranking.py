@@ -43,6 +43,15 @@ def test_stepping_visits_the_ranks_in_order():
                 order_next(pos)
 
 
+def test_the_order_table_lists_the_permutations_in_lexicographic_order():
+    """Row k is the permutation of Lehmer code k (made without a Python tuple a row)."""
+    import itertools
+    for m in range(1, 9):
+        table = order_table(m)
+        assert table.dtype == np.uint8
+        assert table.tolist() == [list(p) for p in itertools.permutations(range(m))], m
+
+
 def test_placement_of_a_sweep_is_unrank():
     """The builder's sweeps unrank with ranking.placement (a table of the orders, the map's
     cells kept while the map stays): every rank of a table, and a sparse sweep, as unrank."""
