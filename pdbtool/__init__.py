@@ -24,7 +24,7 @@ _API = {
     "SolveResult": "result", "Solvers": "selection", "load_directory": "selection",
     "load_heuristic": "loading", "table_free": "heuristics.table_free",
     "build": "tables.builder", "verify": "verification", "pack": "tables.packing",
-    "unpack": "loading", "install": "loading", "parse_board": "puzzle", "random_board": "puzzle",
+    "unpack": "tables.packing", "install": "loading", "parse_board": "puzzle", "random_board": "puzzle",
 }
 __all__ = sorted(_API)
 
