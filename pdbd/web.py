@@ -386,8 +386,14 @@ def http_client(request: Request) -> str | None:
     return request.client.host if request.client else None
 
 
-class ExposureError(PdbError):
-    exit_code = 1  # as pdbd serve's ListenError
+class ListenError(PdbError):
+    """The page cannot be served where asked: exit 1, as pdbd serve's ListenError."""
+
+    exit_code = 1
+
+
+class ExposureError(ListenError):
+    pass
 
 
 def split_listen(listen: str) -> Address:
@@ -408,7 +414,8 @@ def check_exposure(listen: str, https, insecure: bool) -> None:
 
 
 def bind(listen: str = DEFAULT_WEB_LISTEN) -> socket.socket:
-    """A listening socket for HOST:PORT (port 0 picks a free one); BadInput if malformed."""
+    """A listening socket for HOST:PORT (port 0 picks a free one); BadInput if malformed,
+    ListenError if the address cannot be had (in use, not this machine's)."""
     host, port = split_listen(listen)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -417,7 +424,7 @@ def bind(listen: str = DEFAULT_WEB_LISTEN) -> socket.socket:
         sock.bind((host, port))
     except OSError as e:
         sock.close()
-        raise BadInput(f"cannot listen on {listen}: {e.strerror}") from None
+        raise ListenError(f"cannot listen on {listen}: {(e.strerror or str(e)).lower()}") from None
     sock.listen(128)
     return sock
 
