@@ -89,12 +89,14 @@ class Tls:
     client_ca: Path | None = None
 
     def credentials(self) -> grpc.ServerCredentials:
+        """The credentials; BadInput (exit 2, as the clients' and pdbd web's) naming a file
+        that cannot be read or used."""
         try:
             pair = (Path(self.key).read_bytes(), Path(self.cert).read_bytes())
             ca = Path(self.client_ca).read_bytes() if self.client_ca else None
         except OSError as e:
-            raise ListenError(f"cannot read TLS file {e.filename}: {e.strerror}") from None
-        check_pem(self.cert, self.key, self.client_ca, ListenError)
+            raise BadInput(f"cannot read TLS file {e.filename}: {e.strerror}") from None
+        check_pem(self.cert, self.key, self.client_ca)
         return grpc.ssl_server_credentials([pair], root_certificates=ca,
                                            require_client_auth=ca is not None)
 
