@@ -41,7 +41,9 @@ PROG = "pdbd"
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     core_logging(args)
-    return run(PROG, args)
+    # pdbd serve and pdbd web with JSON logs: their error line is JSON too
+    json_log = getattr(args, "log_format", None) == "json"
+    return run(PROG, args, report=logs.report_error if json_log else None)
 
 
 def core_logging(args) -> None:

@@ -26,6 +26,21 @@ def test_a_pid_file_of_a_running_process_is_refused_before_the_tables(tmp_path):
     assert pid_file.read_text() == f"{os.getpid()}\n"  # left alone
 
 
+def test_a_start_up_failure_with_json_logs_is_a_json_line(tmp_path):
+    """--log-format json: the line saying why the daemon did not start is a log record too
+    (it was the CLI's plain `pdbd: ...`, the one line of stderr a log shipper could not parse)."""
+    for command in (("serve", "--artifacts", str(tmp_path), "--listen", f"127.0.0.1:{free_port()}"),
+                    ("web", "--listen", "0.0.0.0:0", "--server", "127.0.0.1:1")):
+        proc = pdbd_process(*command, "--log-format", "json")
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 1, err
+        lines = [json.loads(line) for line in err.splitlines()]
+        last = lines[-1]
+        assert last["level"] == "ERROR" and last["time"] and last["exit_code"] == 1, last
+        assert ("no artifacts" in last["message"] if command[0] == "serve"
+                else "refusing to listen on 0.0.0.0:0" in last["message"]), last
+
+
 def test_pdbd_web_ignores_sighup(tmp_path):
     """`kill -HUP` meant for pdbd serve (pidof -x pdbd finds both) leaves pdbd web running."""
     pytest.importorskip("starlette")
