@@ -29,7 +29,7 @@ from . import convert
 from .address import parse_target
 from .defaults import DEFAULT_SERVER
 from .pem import check_pem
-from .rpc import CLIENT_KEY, REFUSED_KEY
+from .rpc import CLIENT_KEY, LIMIT_KEY, REFUSED_KEY
 from .v1 import solver_pb2 as pb, solver_pb2_grpc as pb_grpc
 
 UINT32_MAX = (1 << 32) - 1
@@ -81,6 +81,8 @@ def translate(err: grpc.RpcError, address: str, tls: bool = False) -> PdbError:
         message = details
     error = cls(message)
     error.code = code
+    # which limit refused or stopped it (pdbd-limit: per-client, queue-full, max-nodes, ...)
+    error.limit = next((v for k, v in err.trailing_metadata() or () if k == LIMIT_KEY), None)
     return error
 
 

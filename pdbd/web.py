@@ -26,7 +26,9 @@ most once per few seconds.
 
 Errors carry the CLI's messages and exit codes, as JSON {"error", "exit_code"}: HTTP 400 for
 bad input or an unsolvable board (exit codes 2 and 3), 503 when a limit stopped the search
-(deadline, node budget, full queue: 4), 502 when pdbd cannot be reached or failed (1).
+(deadline, node budget, full queue: 4), 429 when the daemon's limit of searches per client
+(this browser's, through --trusted-proxy) refused it, 502 when pdbd cannot be reached or
+failed (1).
 A client that goes away cancels its search on the daemon (the gRPC call is cancelled).
 
 Loads no numba: the page and the client are all it needs.
@@ -74,6 +76,10 @@ HTTP_STATUS = {2: 400, 3: 400, 4: 503}  # exit code -> HTTP status; anything els
 
 
 def http_status(error: PdbError) -> int:
+    """The HTTP status of a failed solve: by its exit code, except that the daemon's limit of
+    searches per client (the browser's, through --trusted-proxy) is 429, as the page's own."""
+    if getattr(error, "limit", None) == "per-client":
+        return 429
     return HTTP_STATUS.get(error.exit_code, 502)
 
 
