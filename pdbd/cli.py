@@ -237,19 +237,30 @@ def client(args) -> SolverClient:
     return SolverClient(args.server, tls=client_tls(args))
 
 
+def or_zero(parse, text, zero, meaning: str):
+    """``parse(text)``, or ``zero`` for 0; the error of a value neither says that 0 is
+    taken too (``meaning``), which ``parse``'s own range leaves out."""
+    if text.strip() in ("0", "0.0"):
+        return zero
+    try:
+        return parse(text)
+    except argparse.ArgumentTypeError as e:
+        raise argparse.ArgumentTypeError(f"{e} (or 0: {meaning})") from None
+
+
 def limit_seconds(text):
     """--max-search-seconds: seconds, or 0 for no limit."""
-    return None if text.strip() in ("0", "0.0") else arg_seconds(text)
+    return or_zero(arg_seconds, text, None, "no limit")
 
 
 def grace_seconds(text):
-    """--grace: seconds, or 0 to let no RPC finish."""
-    return 0.0 if text.strip() in ("0", "0.0") else arg_seconds(text)
+    """--grace, --drain: seconds, or 0 for none."""
+    return or_zero(arg_seconds, text, 0.0, "none")
 
 
 def limit_nodes(text):
     """--max-nodes: a node budget, or 0 for no limit."""
-    return None if text.strip() == "0" else arg_budget(text)
+    return or_zero(arg_budget, text, None, "no limit")
 
 
 def limit_memory(text):

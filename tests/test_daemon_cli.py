@@ -91,6 +91,17 @@ def test_grace_is_checked_like_every_time_value(capsys):
     assert cli.parser().parse_args(["serve", "--artifacts", "d", "--grace", "2.5"]).grace == 2.5
 
 
+@pytest.mark.parametrize("option", ["--max-search-seconds", "--max-nodes", "--grace", "--drain"])
+def test_a_bad_limit_says_that_0_is_taken_too(option, capsys):
+    """Each of these takes 0 (no limit, none; --drain's default): its error must not say
+    that only values above 0 are, as the shared check of seconds and budgets did."""
+    with pytest.raises(SystemExit) as e:
+        cli.parser().parse_args(["serve", "--artifacts", "d", option, "-1"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert option in err and "(or 0: no" in err, err
+
+
 def test_web_without_its_extra_says_how_to_install_it(capsys, monkeypatch):
     monkeypatch.delitem(sys.modules, "pdbd.web", raising=False)
     # As if not installed: the package and every submodule an earlier test imported (a
