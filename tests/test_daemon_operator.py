@@ -123,6 +123,39 @@ def test_drain_time_over_stops_the_searches_left():
     assert 0.5 <= took < 3, took  # waited the drain (HARD runs for tens of seconds), not the grace
 
 
+def test_a_second_sigterm_ends_the_drain_at_once(art_dir, tmp_path):
+    """An operator who has waited enough (Ctrl-C again) stops the searches left at once,
+    instead of waiting out --drain or killing the daemon (which leaves its pid file)."""
+    import grpc
+
+    from pdbd.v1 import solver_pb2 as pb
+    from serving import HARDEST, channel_stub
+
+    pid_file = tmp_path / "pdbd.pid"
+    address = f"127.0.0.1:{free_port()}"
+    proc = pdbd_process("serve", "--artifacts", str(art_dir), "--listen", address, "--threads",
+                        "1", "--drain", "600", "--grace", "1", "--pid-file", str(pid_file))
+    err = Drained(proc)
+    try:
+        assert wait_for(lambda: pid_file.exists() or proc.poll() is not None, 120), err.lines
+        with channel_stub(address) as stub:
+            long = stub.Solve.future(pb.SolveRequest(tiles=HARDEST), timeout=600)  # 80 moves:
+            assert wait_for(lambda: stub.Info(pb.InfoRequest()).counters.running == 1, 30)
+            proc.send_signal(signal.SIGTERM)  # minutes on the 5-5-5 tables: it is draining
+            assert wait_for(lambda: any("draining: 1 searches" in line for line in err.lines)
+                            or proc.poll() is not None, 30), err.lines
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(30) == 0
+            with pytest.raises(grpc.RpcError) as e:
+                long.result(timeout=30)
+            assert e.value.code() == grpc.StatusCode.UNAVAILABLE
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "drain cut short" in err.text()
+    assert not pid_file.exists()
+
+
 def test_the_systemd_unit_verifies(tmp_path):
     """docs/pdbd.service, with ExecStart pointed at this venv's pdbd (verify checks that
     the command exists); any warning (an unknown key) fails too."""
