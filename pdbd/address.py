@@ -10,6 +10,7 @@ and whether one stays on this machine. Loads neither numba nor the server.
 from __future__ import annotations
 
 import ipaddress
+import os
 from typing import NamedTuple
 
 from pdbtool.errors import BadInput
@@ -17,6 +18,7 @@ from pdbtool.errors import BadInput
 LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 LISTEN_FORMS = "HOST:PORT, [IPv6]:PORT or unix:PATH"
 DIAL_FORMS = "HOST:PORT, [IPv6]:PORT, unix:PATH or dns:///HOST:PORT"
+MAX_UNIX_PATH = 107  # bytes of a unix socket's path (sockaddr_un.sun_path, less its NUL)
 
 
 class Address(NamedTuple):
@@ -79,6 +81,10 @@ def parse_target(text: str, what: str = "address", dial: bool = False) -> Target
         path = rest[2:] if rest.startswith("//") else rest  # unix:///abs -> /abs
         if not path or path.endswith("/"):
             raise BadInput(f"{what} {text!r}: give the socket's path, e.g. unix:/run/pdbd.sock")
+        if len(os.fsencode(path)) > MAX_UNIX_PATH:  # else gRPC's own error, late, unnamed
+            raise BadInput(f"{what} {text!r}: a unix socket's path has at most "
+                           f"{MAX_UNIX_PATH} bytes, this one {len(os.fsencode(path))}; "
+                           "choose a shorter one, e.g. unix:/run/pdbd/pdbd.sock")
         return Target("unix", text, path=path)
     if scheme in ("dns", "ipv4", "ipv6") and not dial:
         raise BadInput(f"{what} {text!r}: a server listens on {LISTEN_FORMS}, not on a "

@@ -45,6 +45,8 @@ def test_what_a_client_dials(text, where):
 @pytest.mark.parametrize("text, dial, message", [
     ("::1:50051", False, "put an IPv6 address in brackets"),
     ("unix:", False, "give the socket's path"),
+    ("unix:/tmp/" + "x" * 120, False, "a unix socket's path has at most 107 bytes"),
+    ("unix:///tmp/" + "x" * 120, True, "a unix socket's path has at most 107 bytes"),
     ("dns:///localhost:50051", False, "not on a dns: target"),
     ("ipv4:127.0.0.1:1", False, "not on a ipv4: target"),
     ("xds:///pdbd", True, "unknown scheme xds:"),
