@@ -72,15 +72,21 @@ SEARCHES = ("/api/solve", "/api/solve/stream")
 NO_FRAMES = [(b"content-security-policy", b"frame-ancestors 'none'"),
              (b"x-frame-options", b"DENY"), (b"x-content-type-options", b"nosniff"),
              (b"referrer-policy", b"no-referrer")]
+log = logging.getLogger("pdbd")
 HTTP_STATUS = {2: 400, 3: 400, 4: 503}  # exit code -> HTTP status; anything else 502
 
 
 def http_status(error: PdbError) -> int:
     """The HTTP status of a failed solve: by its exit code, except that the daemon's limit of
-    searches per client (the browser's, through --trusted-proxy) is 429, as the page's own."""
+    searches per client (the browser's, through --trusted-proxy) is 429, as the page's own.
+    A 502 (pdbd unreachable or failed) is the operator's to see: it is logged (a WARNING,
+    the same line at most once per few seconds: throttle_logs)."""
     if getattr(error, "limit", None) == "per-client":
         return 429
-    return HTTP_STATUS.get(error.exit_code, 502)
+    status = HTTP_STATUS.get(error.exit_code, 502)
+    if status == 502:
+        log.warning("answered 502: %s", error)
+    return status
 
 
 def error_body(error: PdbError) -> dict:
