@@ -3,7 +3,7 @@ and whether one stays on this machine. Loads neither numba nor the server.
 
 * ``host:port``, ``[v6]:port``: TCP (port 0: the server picks one);
 * ``unix:PATH`` (``unix:///abs/path`` too): a unix socket, reachable only on this machine;
-* dialled only: ``dns:///host:port`` or ``dns://resolver/host:port`` (gRPC's DNS resolver),
+* dialled only: ``dns:///host:port`` or ``dns://resolver:port/host:port`` (gRPC's DNS resolver),
   ``ipv4:addr:port`` and ``ipv6:[addr]:port`` (gRPC's own spellings of a TCP address).
 """
 
@@ -89,15 +89,18 @@ def parse_target(text: str, what: str = "address", dial: bool = False) -> Target
     if scheme in ("dns", "ipv4", "ipv6") and not dial:
         raise BadInput(f"{what} {text!r}: a server listens on {LISTEN_FORMS}, not on a "
                        f"{scheme}: target (for clients)")
-    if scheme == "dns":  # dns:[//resolver/]host[:port], the port 443 if none (as gRPC)
-        name = rest
+    if scheme == "dns":  # dns:[//resolver:port/]host[:port], the port 443 if none (as gRPC)
+        name, resolver = rest, ""
         if rest.startswith("//"):
-            _, slash, name = rest[2:].partition("/")
+            resolver, slash, name = rest[2:].partition("/")
             if not slash:
                 name = ""
         if not name:
             raise BadInput(f"{what} {text!r}: expected dns:///HOST:PORT (or "
-                           "dns://RESOLVER/HOST:PORT)")
+                           "dns://RESOLVER:PORT/HOST:PORT)")
+        if resolver and ":" not in resolver.rpartition("]")[2]:  # gRPC: "Cannot parse authority"
+            raise BadInput(f"{what} {text!r}: give the DNS resolver's port too, e.g. "
+                           f"dns://{resolver}:53/{name}")
         if ":" not in name.rpartition("]")[2]:
             name += ":443"
         return Target("dns", text, address=_host_port(name, what, text, forms))
