@@ -400,7 +400,8 @@ def lock_tables(tables: TableSet) -> None:
 
 def warm_up(solvers) -> None:
     """Compile (or load from numba's cache) each kernel with a one-move board per shape,
-    before the server listens, so the first real query does not pay for compilation; a
+    after the server binds (a busy port fails first) and before it answers (calls wait),
+    so the first real query does not pay for compilation; a
     compile (the first start on a machine) is announced in the log, with its time."""
     from pdbtool.search import warm
 
@@ -409,8 +410,9 @@ def warm_up(solvers) -> None:
         pending = warm.pending(type(solver.heuristic.H), solver.kernel_parts(1))
         if pending:
             log.info("compiling the search kernels for %s (%s) on this machine, once, before "
-                     "listening: about %.0f s ('pdbtool warm' does it ahead of time)", shape,
-                     solver.heuristic.name, pending)
+                     "answering (the port is bound already: calls wait): about %.0f s "
+                     "('pdbtool warm' does it ahead of time)", shape, solver.heuristic.name,
+                     pending)
         start = time.perf_counter()
         solver.solve(board, "blank-last")
         log.log(logging.INFO if pending else logging.DEBUG, "kernels ready for %s (%s) in "
