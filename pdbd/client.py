@@ -408,7 +408,8 @@ class SolverClient:
             raise translate(e, self.address, self.tls) from None
 
     def health(self, service: str = "", timeout: float | None = 5.0) -> str:
-        """The health status name: SERVING, NOT_SERVING, SERVICE_UNKNOWN."""
+        """The health status name: SERVING, NOT_SERVING, SERVICE_UNKNOWN; ServerUnavailable
+        (not a search's deadline) if no answer comes within ``timeout``."""
         try:
             reply = self._health.Check(health_pb2.HealthCheckRequest(service=service),
                                        timeout=timeout)
@@ -416,6 +417,10 @@ class SolverClient:
             if e.code() == grpc.StatusCode.NOT_FOUND:
                 raise BadInput(f"pdbd at {self.address} has no health service {service!r} "
                                f"(it has '' and '{SERVICE_NAME}')") from None
+            if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:  # a port bound, nobody answering
+                raise ServerUnavailable(f"pdbd at {self.address} did not answer within "
+                                        f"{timeout:g} s (still starting: compiling its "
+                                        "kernels? or stuck)") from None
             raise translate(e, self.address, self.tls) from None
         return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
 
