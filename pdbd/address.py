@@ -3,13 +3,14 @@ and whether one stays on this machine. Loads neither numba nor the server.
 
 * ``host:port``, ``[v6]:port``: TCP (port 0: the server picks one);
 * ``unix:PATH`` (``unix:///abs/path`` too): a unix socket, reachable only on this machine;
-* dialled only: ``dns:///host:port`` or ``dns://resolver/host:port`` (gRPC's DNS resolver),
+* dialled only: ``dns:///host:port`` or ``dns://resolver:port/host:port`` (gRPC's DNS resolver),
   ``ipv4:addr:port`` and ``ipv6:[addr]:port`` (gRPC's own spellings of a TCP address).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import os
 from typing import NamedTuple
 
 from pdbtool.errors import BadInput
@@ -17,6 +18,7 @@ from pdbtool.errors import BadInput
 LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 LISTEN_FORMS = "HOST:PORT, [IPv6]:PORT or unix:PATH"
 DIAL_FORMS = "HOST:PORT, [IPv6]:PORT, unix:PATH or dns:///HOST:PORT"
+MAX_UNIX_PATH = 107  # bytes of a unix socket's path (sockaddr_un.sun_path, less its NUL)
 
 
 class Address(NamedTuple):
@@ -79,19 +81,26 @@ def parse_target(text: str, what: str = "address", dial: bool = False) -> Target
         path = rest[2:] if rest.startswith("//") else rest  # unix:///abs -> /abs
         if not path or path.endswith("/"):
             raise BadInput(f"{what} {text!r}: give the socket's path, e.g. unix:/run/pdbd.sock")
+        if len(os.fsencode(path)) > MAX_UNIX_PATH:  # else gRPC's own error, late, unnamed
+            raise BadInput(f"{what} {text!r}: a unix socket's path has at most "
+                           f"{MAX_UNIX_PATH} bytes, this one {len(os.fsencode(path))}; "
+                           "choose a shorter one, e.g. unix:/run/pdbd/pdbd.sock")
         return Target("unix", text, path=path)
     if scheme in ("dns", "ipv4", "ipv6") and not dial:
         raise BadInput(f"{what} {text!r}: a server listens on {LISTEN_FORMS}, not on a "
                        f"{scheme}: target (for clients)")
-    if scheme == "dns":  # dns:[//resolver/]host[:port], the port 443 if none (as gRPC)
-        name = rest
+    if scheme == "dns":  # dns:[//resolver:port/]host[:port], the port 443 if none (as gRPC)
+        name, resolver = rest, ""
         if rest.startswith("//"):
-            _, slash, name = rest[2:].partition("/")
+            resolver, slash, name = rest[2:].partition("/")
             if not slash:
                 name = ""
         if not name:
             raise BadInput(f"{what} {text!r}: expected dns:///HOST:PORT (or "
-                           "dns://RESOLVER/HOST:PORT)")
+                           "dns://RESOLVER:PORT/HOST:PORT)")
+        if resolver and ":" not in resolver.rpartition("]")[2]:  # gRPC: "Cannot parse authority"
+            raise BadInput(f"{what} {text!r}: give the DNS resolver's port too, e.g. "
+                           f"dns://{resolver}:53/{name}")
         if ":" not in name.rpartition("]")[2]:
             name += ":443"
         return Target("dns", text, address=_host_port(name, what, text, forms))

@@ -41,7 +41,9 @@ PROG = "pdbd"
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     core_logging(args)
-    return run(PROG, args)
+    # pdbd serve and pdbd web with JSON logs: their error line is JSON too
+    json_log = getattr(args, "log_format", None) == "json"
+    return run(PROG, args, report=logs.report_error if json_log else None)
 
 
 def core_logging(args) -> None:
@@ -124,7 +126,8 @@ def parser() -> Parser:
                    help="seconds to let RPCs finish on shutdown (default 5; 0: none)")
     s.add_argument("--drain", type=grace_seconds, default=0.0, metavar="S",
                    help="on SIGTERM or SIGINT, accept no new call but let the searches in "
-                        "flight finish for up to S seconds before stopping them (default 0)")
+                        "flight finish for up to S seconds before stopping them (default 0; "
+                        "a second signal stops them at once)")
     s.add_argument("--cluster", metavar="ADDRESS",
                    help="send big IDA* searches to this Ray cluster ('local': start Ray on this "
                         "machine); needs the cluster extra: pip install 'pdbtool[cluster]'")
@@ -235,19 +238,30 @@ def client(args) -> SolverClient:
     return SolverClient(args.server, tls=client_tls(args))
 
 
+def or_zero(parse, text, zero, meaning: str):
+    """``parse(text)``, or ``zero`` for 0; the error of a value neither says that 0 is
+    taken too (``meaning``), which ``parse``'s own range leaves out."""
+    if text.strip() in ("0", "0.0"):
+        return zero
+    try:
+        return parse(text)
+    except argparse.ArgumentTypeError as e:
+        raise argparse.ArgumentTypeError(f"{e} (or 0: {meaning})") from None
+
+
 def limit_seconds(text):
     """--max-search-seconds: seconds, or 0 for no limit."""
-    return None if text.strip() in ("0", "0.0") else arg_seconds(text)
+    return or_zero(arg_seconds, text, None, "no limit")
 
 
 def grace_seconds(text):
-    """--grace: seconds, or 0 to let no RPC finish."""
-    return 0.0 if text.strip() in ("0", "0.0") else arg_seconds(text)
+    """--grace, --drain: seconds, or 0 for none."""
+    return or_zero(arg_seconds, text, 0.0, "none")
 
 
 def limit_nodes(text):
     """--max-nodes: a node budget, or 0 for no limit."""
-    return None if text.strip() == "0" else arg_budget(text)
+    return or_zero(arg_budget, text, None, "no limit")
 
 
 def limit_memory(text):

@@ -29,7 +29,7 @@ from . import convert
 from .address import parse_target
 from .defaults import DEFAULT_SERVER
 from .pem import check_pem
-from .rpc import CLIENT_KEY, REFUSED_KEY
+from .rpc import CLIENT_KEY, LIMIT_KEY, REFUSED_KEY
 from .v1 import solver_pb2 as pb, solver_pb2_grpc as pb_grpc
 
 UINT32_MAX = (1 << 32) - 1
@@ -54,8 +54,9 @@ ERRORS = {
 }
 
 
-def translate(err: grpc.RpcError, address: str) -> PdbError:
-    """A gRPC failure as the pdbtool error with the same meaning (and exit code)."""
+def translate(err: grpc.RpcError, address: str, tls: bool = False) -> PdbError:
+    """A gRPC failure as the pdbtool error with the same meaning (and exit code); ``tls``:
+    the call was made over TLS (which says what a closed socket means)."""
     code, details = err.code(), err.details() or ""
     cls = ERRORS.get(code)
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details:
@@ -65,7 +66,11 @@ def translate(err: grpc.RpcError, address: str) -> PdbError:
             message = f"pdbd at {address} refused: {details}"
         elif code == grpc.StatusCode.UNAVAILABLE:
             message = f"cannot reach pdbd at {address}: {details}"
-            if "Socket closed" in details:  # what a plaintext call to a TLS server gets
+            if "Socket closed" in details and tls:  # a TLS call without a certificate it takes
+                message += (" (a pdbd that requires client certificates closes connections "
+                            "without one it trusts: give --tls-cert and --tls-key, signed by "
+                            "its --client-ca)")
+            elif "Socket closed" in details:  # what a plaintext call to a TLS server gets
                 message += " (a pdbd that serves TLS closes plaintext connections: give --tls-ca)"
         else:
             message = f"pdbd at {address} failed: {code.name}: {details}"
@@ -76,6 +81,8 @@ def translate(err: grpc.RpcError, address: str) -> PdbError:
         message = details
     error = cls(message)
     error.code = code
+    # which limit refused or stopped it (pdbd-limit: per-client, queue-full, max-nodes, ...)
+    error.limit = next((v for k, v in err.trailing_metadata() or () if k == LIMIT_KEY), None)
     return error
 
 
@@ -270,7 +277,7 @@ class SolverClient:
 
     def __init__(self, address: str = DEFAULT_SERVER, tls: ClientTls | None = None):
         parse_target(address, "server address", dial=True)
-        self.address = address
+        self.address, self.tls = address, tls is not None
         if tls is None:
             self._channel = grpc.insecure_channel(address, RECONNECT)
         else:
@@ -294,7 +301,7 @@ class SolverClient:
         try:
             reply = self._stub.Solve(request, timeout=deadline, metadata=behalf(on_behalf))
         except grpc.RpcError as e:
-            raise translate(e, self.address) from None
+            raise translate(e, self.address, self.tls) from None
         return convert.result_from_message(reply)
 
     def solve_stream(self, board, goal: str = "blank-last", deadline: float | None = None,
@@ -313,7 +320,7 @@ class SolverClient:
                 else:
                     yield convert.result_from_message(event.result)
         except grpc.RpcError as e:
-            raise translate(e, self.address) from None
+            raise translate(e, self.address, self.tls) from None
         finally:
             call.cancel()  # a no-op once finished; otherwise the server stops the search
 
@@ -389,7 +396,7 @@ class SolverClient:
                         yield r.id, batch_error(r.error, self.address)
             yield from drain_local()
         except grpc.RpcError as e:
-            raise translate(e, self.address) from None
+            raise translate(e, self.address, self.tls) from None
         finally:
             call.cancel()
             runs.close()
@@ -398,10 +405,11 @@ class SolverClient:
         try:
             return convert.info_dict(self._stub.Info(pb.InfoRequest(), timeout=timeout))
         except grpc.RpcError as e:
-            raise translate(e, self.address) from None
+            raise translate(e, self.address, self.tls) from None
 
     def health(self, service: str = "", timeout: float | None = 5.0) -> str:
-        """The health status name: SERVING, NOT_SERVING, SERVICE_UNKNOWN."""
+        """The health status name: SERVING, NOT_SERVING, SERVICE_UNKNOWN; ServerUnavailable
+        (not a search's deadline) if no answer comes within ``timeout``."""
         try:
             reply = self._health.Check(health_pb2.HealthCheckRequest(service=service),
                                        timeout=timeout)
@@ -409,7 +417,11 @@ class SolverClient:
             if e.code() == grpc.StatusCode.NOT_FOUND:
                 raise BadInput(f"pdbd at {self.address} has no health service {service!r} "
                                f"(it has '' and '{SERVICE_NAME}')") from None
-            raise translate(e, self.address) from None
+            if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:  # a port bound, nobody answering
+                raise ServerUnavailable(f"pdbd at {self.address} did not answer within "
+                                        f"{timeout:g} s (still starting: compiling its "
+                                        "kernels? or stuck)") from None
+            raise translate(e, self.address, self.tls) from None
         return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
 
     def wait_serving(self, timeout: float = 60.0, service: str = "") -> None:

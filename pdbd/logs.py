@@ -91,3 +91,13 @@ def request_fields(method: str, peer: str, code: str, seconds: float, nodes: int
     """The ``extra=`` of a log line about one call (JSON fields; the text line has its own)."""
     return {"method": method, "peer": peer, "code": code, "seconds": round(seconds, 6),
             "nodes": nodes, **more}
+
+
+def report_error(prog: str, args, message: str, code: int, where: str = "") -> None:
+    """pdbtool.cli.console.report_error for a command whose log is JSON: its last line, why
+    it failed, is a log record too (level ERROR, with its ``exit_code``), so that every line
+    of its stderr parses; the log is set up first if the command failed before it did."""
+    if not any(getattr(h, "pdbd", False) for h in logging.getLogger().handlers):
+        setup("json")
+    prefix = f"{where}: " if where else ""
+    logging.getLogger(prog).error(f"{prefix}{message}", extra={"exit_code": code})

@@ -89,12 +89,14 @@ class Tls:
     client_ca: Path | None = None
 
     def credentials(self) -> grpc.ServerCredentials:
+        """The credentials; BadInput (exit 2, as the clients' and pdbd web's) naming a file
+        that cannot be read or used."""
         try:
             pair = (Path(self.key).read_bytes(), Path(self.cert).read_bytes())
             ca = Path(self.client_ca).read_bytes() if self.client_ca else None
         except OSError as e:
-            raise ListenError(f"cannot read TLS file {e.filename}: {e.strerror}") from None
-        check_pem(self.cert, self.key, self.client_ca, ListenError)
+            raise BadInput(f"cannot read TLS file {e.filename}: {e.strerror}") from None
+        check_pem(self.cert, self.key, self.client_ca)
         return grpc.ssl_server_credentials([pair], root_certificates=ca,
                                            require_client_auth=ca is not None)
 
@@ -319,34 +321,38 @@ class Daemon:
         self.servicer.swap(served)
         self._prefault(tables)
 
-    def stop(self, grace: float = 5.0, drain: float = 0.0) -> None:
+    def stop(self, grace: float = 5.0, drain: float = 0.0,
+             cut: threading.Event | None = None) -> None:
         """Graceful: NOT_SERVING and no new search (UNAVAILABLE, marked as the server's
         refusal: a client retries elsewhere); the searches in flight may finish for up to
-        ``drain`` seconds (Info and health still answer meanwhile); then every search left
-        is stopped, gRPC accepts no new call and lets the calls end for up to ``grace``."""
+        ``drain`` seconds, or until ``cut`` is set (Info and health still answer
+        meanwhile); then every search left is stopped, gRPC accepts no new call and lets
+        the calls end for up to ``grace``."""
         self._stop.set()
         self.watch.stop()
         self._serving = False
         self.health.enter_graceful_shutdown()
         self.servicer.refuse_new()
         if drain > 0:
-            self._drain(drain)
+            self._drain(drain, cut or threading.Event())
         self.servicer.close()
         self.server.stop(grace).wait()
         self.pool.shutdown()
         if self.delegation is not None:  # the cluster's actors free the nodes' CPUs
             self.delegation.cluster.close()
 
-    def _drain(self, seconds: float) -> None:
-        """Wait up to ``seconds`` for the searches in flight to finish."""
+    def _drain(self, seconds: float, cut: threading.Event) -> None:
+        """Wait up to ``seconds`` for the searches in flight to finish, or until ``cut``."""
         end = time.monotonic() + seconds
         left = self.pool.in_flight
         if left:
             log.info("draining: %d searches in flight, up to %g s", left, seconds)
-        while left and time.monotonic() < end:
-            time.sleep(min(DRAIN_POLL, max(end - time.monotonic(), 0)))
+        while left and time.monotonic() < end and not cut.is_set():
+            cut.wait(min(DRAIN_POLL, max(end - time.monotonic(), 0)))
             left = self.pool.in_flight
-        if left:
+        if left and cut.is_set():
+            log.warning("drain cut short (a second SIGTERM or SIGINT): stopping %d searches", left)
+        elif left:
             log.warning("drain time over: stopping %d searches", left)
         else:
             log.info("drained: no search in flight")
@@ -394,7 +400,8 @@ def lock_tables(tables: TableSet) -> None:
 
 def warm_up(solvers) -> None:
     """Compile (or load from numba's cache) each kernel with a one-move board per shape,
-    before the server listens, so the first real query does not pay for compilation; a
+    after the server binds (a busy port fails first) and before it answers (calls wait),
+    so the first real query does not pay for compilation; a
     compile (the first start on a machine) is announced in the log, with its time."""
     from pdbtool.search import warm
 
@@ -403,8 +410,9 @@ def warm_up(solvers) -> None:
         pending = warm.pending(type(solver.heuristic.H), solver.kernel_parts(1))
         if pending:
             log.info("compiling the search kernels for %s (%s) on this machine, once, before "
-                     "listening: about %.0f s ('pdbtool warm' does it ahead of time)", shape,
-                     solver.heuristic.name, pending)
+                     "answering (the port is bound already: calls wait): about %.0f s "
+                     "('pdbtool warm' does it ahead of time)", shape, solver.heuristic.name,
+                     pending)
         start = time.perf_counter()
         solver.solve(board, "blank-last")
         log.log(logging.INFO if pending else logging.DEBUG, "kernels ready for %s (%s) in "
@@ -499,7 +507,8 @@ def serve_with(args, tls: Tls | None, metrics: Metrics, pid_file: PidFile | None
                 reload_tables(daemon, args.artifacts)
     finally:
         log.info("shutting down")
-        daemon.stop(args.grace, args.drain)
+        stop.clear()  # set again by a second SIGTERM or SIGINT: the drain ends at once
+        daemon.stop(args.grace, args.drain, cut=stop)
         log.info("stopped")
     return 0
 

@@ -26,7 +26,9 @@ most once per few seconds.
 
 Errors carry the CLI's messages and exit codes, as JSON {"error", "exit_code"}: HTTP 400 for
 bad input or an unsolvable board (exit codes 2 and 3), 503 when a limit stopped the search
-(deadline, node budget, full queue: 4), 502 when pdbd cannot be reached or failed (1).
+(deadline, node budget, full queue: 4), 429 when the daemon's limit of searches per client
+(this browser's, through --trusted-proxy) refused it, 502 when pdbd cannot be reached or
+failed (1).
 A client that goes away cancels its search on the daemon (the gRPC call is cancelled).
 
 Loads no numba: the page and the client are all it needs.
@@ -70,11 +72,21 @@ SEARCHES = ("/api/solve", "/api/solve/stream")
 NO_FRAMES = [(b"content-security-policy", b"frame-ancestors 'none'"),
              (b"x-frame-options", b"DENY"), (b"x-content-type-options", b"nosniff"),
              (b"referrer-policy", b"no-referrer")]
+log = logging.getLogger("pdbd")
 HTTP_STATUS = {2: 400, 3: 400, 4: 503}  # exit code -> HTTP status; anything else 502
 
 
 def http_status(error: PdbError) -> int:
-    return HTTP_STATUS.get(error.exit_code, 502)
+    """The HTTP status of a failed solve: by its exit code, except that the daemon's limit of
+    searches per client (the browser's, through --trusted-proxy) is 429, as the page's own.
+    A 502 (pdbd unreachable or failed) is the operator's to see: it is logged (a WARNING,
+    the same line at most once per few seconds: throttle_logs)."""
+    if getattr(error, "limit", None) == "per-client":
+        return 429
+    status = HTTP_STATUS.get(error.exit_code, 502)
+    if status == 502:
+        log.warning("answered 502: %s", error)
+    return status
 
 
 def error_body(error: PdbError) -> dict:
@@ -386,8 +398,14 @@ def http_client(request: Request) -> str | None:
     return request.client.host if request.client else None
 
 
-class ExposureError(PdbError):
-    exit_code = 1  # as pdbd serve's ListenError
+class ListenError(PdbError):
+    """The page cannot be served where asked: exit 1, as pdbd serve's ListenError."""
+
+    exit_code = 1
+
+
+class ExposureError(ListenError):
+    pass
 
 
 def split_listen(listen: str) -> Address:
@@ -408,7 +426,8 @@ def check_exposure(listen: str, https, insecure: bool) -> None:
 
 
 def bind(listen: str = DEFAULT_WEB_LISTEN) -> socket.socket:
-    """A listening socket for HOST:PORT (port 0 picks a free one); BadInput if malformed."""
+    """A listening socket for HOST:PORT (port 0 picks a free one); BadInput if malformed,
+    ListenError if the address cannot be had (in use, not this machine's)."""
     host, port = split_listen(listen)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -417,7 +436,7 @@ def bind(listen: str = DEFAULT_WEB_LISTEN) -> socket.socket:
         sock.bind((host, port))
     except OSError as e:
         sock.close()
-        raise BadInput(f"cannot listen on {listen}: {e.strerror}") from None
+        raise ListenError(f"cannot listen on {listen}: {(e.strerror or str(e)).lower()}") from None
     sock.listen(128)
     return sock
 

@@ -33,7 +33,8 @@ def test_what_a_server_listens_on(text, kind, where):
 
 @pytest.mark.parametrize("text, where", [
     ("dns:///localhost:50051", ("localhost", 50051)),
-    ("dns://8.8.8.8/pdbd.example:50051", ("pdbd.example", 50051)),
+    ("dns://8.8.8.8:53/pdbd.example:50051", ("pdbd.example", 50051)),
+    ("dns://[2001:4860:4860::8888]:53/pdbd.example:50051", ("pdbd.example", 50051)),
     ("dns:pdbd.example", ("pdbd.example", 443)),
     ("ipv4:127.0.0.1:1", ("127.0.0.1", 1)),
     ("ipv6:[::1]:1", ("::1", 1)),
@@ -45,6 +46,8 @@ def test_what_a_client_dials(text, where):
 @pytest.mark.parametrize("text, dial, message", [
     ("::1:50051", False, "put an IPv6 address in brackets"),
     ("unix:", False, "give the socket's path"),
+    ("unix:/tmp/" + "x" * 120, False, "a unix socket's path has at most 107 bytes"),
+    ("unix:///tmp/" + "x" * 120, True, "a unix socket's path has at most 107 bytes"),
     ("dns:///localhost:50051", False, "not on a dns: target"),
     ("ipv4:127.0.0.1:1", False, "not on a ipv4: target"),
     ("xds:///pdbd", True, "unknown scheme xds:"),
@@ -52,6 +55,9 @@ def test_what_a_client_dials(text, where):
     ("a:b:c", True, "expected HOST:PORT, [IPv6]:PORT, unix:PATH or dns:///HOST:PORT"),
     ("host:99999", True, "the port must be a number"),
     ("dns://resolver", True, "expected dns:///HOST:PORT"),
+    # gRPC refuses a resolver without its port ("Cannot parse authority"), late and unnamed
+    ("dns://8.8.8.8/pdbd.example:50051", True, "give the DNS resolver's port too, e.g. "
+                                               "dns://8.8.8.8:53/pdbd.example:50051"),
 ])
 def test_anything_else_is_refused_clearly(text, dial, message):
     with pytest.raises(BadInput, match=message.replace("[", r"\[").replace("]", r"\]")):

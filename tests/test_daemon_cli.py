@@ -91,6 +91,30 @@ def test_grace_is_checked_like_every_time_value(capsys):
     assert cli.parser().parse_args(["serve", "--artifacts", "d", "--grace", "2.5"]).grace == 2.5
 
 
+def test_health_of_a_port_that_never_answers_is_not_serving(capsys):
+    """A daemon compiling its kernels has its port bound but answers nothing yet: health
+    says so, exit 1 (not 4 and 'deadline exceeded: Deadline Exceeded', a search's words)."""
+    import socket
+
+    with socket.socket() as bound:  # listening, never accepting: as that daemon's port
+        bound.bind(("127.0.0.1", 0))
+        bound.listen()
+        address = f"127.0.0.1:{bound.getsockname()[1]}"
+        code, _, err = run_cli(capsys, "health", "--server", address)
+    assert code == 1 and "did not answer within 5 s" in err, err
+
+
+@pytest.mark.parametrize("option", ["--max-search-seconds", "--max-nodes", "--grace", "--drain"])
+def test_a_bad_limit_says_that_0_is_taken_too(option, capsys):
+    """Each of these takes 0 (no limit, none; --drain's default): its error must not say
+    that only values above 0 are, as the shared check of seconds and budgets did."""
+    with pytest.raises(SystemExit) as e:
+        cli.parser().parse_args(["serve", "--artifacts", "d", option, "-1"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert option in err and "(or 0: no" in err, err
+
+
 def test_web_without_its_extra_says_how_to_install_it(capsys, monkeypatch):
     monkeypatch.delitem(sys.modules, "pdbd.web", raising=False)
     # As if not installed: the package and every submodule an earlier test imported (a

@@ -69,7 +69,7 @@ def test_a_busy_port_or_a_missing_tls_file_stops_start_up_before_the_tables(art_
                         "--tls-cert", str(tmp_path / "server.pem"),
                         "--tls-key", str(tmp_path / "server.key"))
     _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 1 and "cannot read TLS file" in err and "server." in err
+    assert proc.returncode == 2 and "cannot read TLS file" in err and "server." in err  # as web's
     assert "loaded" not in err and "Traceback" not in err, err
 
 

@@ -57,6 +57,19 @@ def test_calls_searches_and_tables_are_counted(served, metrics_port):
     assert sample(m, "process_resident_memory_bytes") > 0
 
 
+@pytest.mark.parametrize("algorithm", ["astar", "bfs", "rbfs", "frontier", "ida-tt"])
+def test_every_algorithms_nodes_are_counted(served, metrics_port, algorithm):
+    """The node counters hold every search's nodes, not only IDA*'s: those of A* and the
+    others were once 0 (their kernels publish counts only now and then, bfs never)."""
+    before = scrape(metrics_port)
+    with SolverClient(served.address) as c:
+        r = c.solve((8, 6, 7, 2, 5, 4, 3, 0, 1), algorithm=algorithm)
+    assert r.length == 31 and r.nodes_generated > 0
+    m = scrape(metrics_port)
+    assert (sample(m, "pdbd_nodes_generated_total", size="3x3")
+            - sample(before, "pdbd_nodes_generated_total", size="3x3")) == r.nodes_generated
+
+
 def test_the_queue_and_refusals(slow, slow_stub):
     """One thread, a queue of one: a hard board runs, a second waits, a third is refused."""
     port = slow.metrics.serve("127.0.0.1", 0)

@@ -26,6 +26,21 @@ def test_a_pid_file_of_a_running_process_is_refused_before_the_tables(tmp_path):
     assert pid_file.read_text() == f"{os.getpid()}\n"  # left alone
 
 
+def test_a_start_up_failure_with_json_logs_is_a_json_line(tmp_path):
+    """--log-format json: the line saying why the daemon did not start is a log record too
+    (it was the CLI's plain `pdbd: ...`, the one line of stderr a log shipper could not parse)."""
+    for command in (("serve", "--artifacts", str(tmp_path), "--listen", f"127.0.0.1:{free_port()}"),
+                    ("web", "--listen", "0.0.0.0:0", "--server", "127.0.0.1:1")):
+        proc = pdbd_process(*command, "--log-format", "json")
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 1, err
+        lines = [json.loads(line) for line in err.splitlines()]
+        last = lines[-1]
+        assert last["level"] == "ERROR" and last["time"] and last["exit_code"] == 1, last
+        assert ("no artifacts" in last["message"] if command[0] == "serve"
+                else "refusing to listen on 0.0.0.0:0" in last["message"]), last
+
+
 def test_pdbd_web_ignores_sighup(tmp_path):
     """`kill -HUP` meant for pdbd serve (pidof -x pdbd finds both) leaves pdbd web running."""
     pytest.importorskip("starlette")
@@ -106,6 +121,39 @@ def test_drain_time_over_stops_the_searches_left():
             running.result()
     assert e.value.code() == grpc.StatusCode.UNAVAILABLE and "shutting down" in e.value.details()
     assert 0.5 <= took < 3, took  # waited the drain (HARD runs for tens of seconds), not the grace
+
+
+def test_a_second_sigterm_ends_the_drain_at_once(art_dir, tmp_path):
+    """An operator who has waited enough (Ctrl-C again) stops the searches left at once,
+    instead of waiting out --drain or killing the daemon (which leaves its pid file)."""
+    import grpc
+
+    from pdbd.v1 import solver_pb2 as pb
+    from serving import HARDEST, channel_stub
+
+    pid_file = tmp_path / "pdbd.pid"
+    address = f"127.0.0.1:{free_port()}"
+    proc = pdbd_process("serve", "--artifacts", str(art_dir), "--listen", address, "--threads",
+                        "1", "--drain", "600", "--grace", "1", "--pid-file", str(pid_file))
+    err = Drained(proc)
+    try:
+        assert wait_for(lambda: pid_file.exists() or proc.poll() is not None, 120), err.lines
+        with channel_stub(address) as stub:
+            long = stub.Solve.future(pb.SolveRequest(tiles=HARDEST), timeout=600)  # 80 moves:
+            assert wait_for(lambda: stub.Info(pb.InfoRequest()).counters.running == 1, 30)
+            proc.send_signal(signal.SIGTERM)  # minutes on the 5-5-5 tables: it is draining
+            assert wait_for(lambda: any("draining: 1 searches" in line for line in err.lines)
+                            or proc.poll() is not None, 30), err.lines
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(30) == 0
+            with pytest.raises(grpc.RpcError) as e:
+                long.result(timeout=30)
+            assert e.value.code() == grpc.StatusCode.UNAVAILABLE
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "drain cut short" in err.text()
+    assert not pid_file.exists()
 
 
 def test_the_systemd_unit_verifies(tmp_path):

@@ -3,6 +3,7 @@ answers as `pdbtool solve --json` does, bad input is HTTP 400 with the CLI's mes
 SSE stream brings progress while a search runs and cancels it when the client leaves."""
 
 import json
+import logging
 import signal
 import subprocess
 import sys
@@ -109,7 +110,7 @@ def test_json_that_no_board_text_could_say_is_refused(web, body, says):
     assert r.json()["exit_code"] == 2
 
 
-def test_malformed_requests_limits_and_an_unreachable_daemon(web, served):
+def test_malformed_requests_limits_and_an_unreachable_daemon(web, served, caplog):
     for content, message in ((b"{", "not JSON"), (b"[1, 2]", "JSON object"),
                              (b'{"board": 7}', "no board"),
                              (b'{"board": "1 2 3 4 5 6 7 0 8", "budget": -1}', "budget must be more than 0"),
@@ -120,8 +121,12 @@ def test_malformed_requests_limits_and_an_unreachable_daemon(web, served):
     r = httpx.post(web + "api/solve", json={"board": list(HARD), "goal": "blank-first", "budget": 1000})
     assert r.status_code == 503 and r.json()["exit_code"] == 4 and "budget" in r.json()["error"]
     with running_web(f"127.0.0.1:{free_port()}") as nowhere:
-        r = httpx.post(nowhere + "api/solve", json={"board": list(EASY8)}, timeout=30)
+        with caplog.at_level(logging.WARNING, logger="pdbd"):
+            r = httpx.post(nowhere + "api/solve", json={"board": list(EASY8)}, timeout=30)
         assert r.status_code == 502 and "cannot reach pdbd" in r.json()["error"]
+    # the operator sees it in the log, not only the browser
+    assert any(rec.levelno == logging.WARNING and "answered 502: cannot reach pdbd"
+               in rec.getMessage() for rec in caplog.records), caplog.records
 
 
 def test_page_info_and_stream(web, served):

@@ -100,6 +100,19 @@ def test_pdbd_web_refuses_an_exposed_address_at_once():
     assert proc.returncode == 1 and "refusing to listen on 0.0.0.0:0 without HTTPS" in err, err
 
 
+@pytest.mark.process
+def test_pdbd_web_on_a_busy_port_is_a_runtime_failure():
+    """Exit 1 and pdbd serve's words, not exit 2 (bad input): the address was well formed."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        listen = f"127.0.0.1:{busy.getsockname()[1]}"
+        proc = pdbd_process("web", "--listen", listen, "--server", "127.0.0.1:1")
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert f"pdbd: cannot listen on {listen}: address already in use" in err, err
+
+
 def test_the_page_is_never_framed(app):
     for url in ("/", "/?board=1+2+3+4+5+6+7+0+8&solve=1", "/api/info"):
         r = app.get(url)

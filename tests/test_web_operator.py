@@ -88,6 +88,34 @@ def test_web_names_the_client_it_calls_for(caplog):
         daemon.stop(grace=1)
 
 
+def test_the_daemons_limit_per_browser_is_429_through_the_web():
+    """A browser beyond the daemon's --max-per-client (counted by the name pdbd web gives it)
+    gets 429, as beyond the page's own limit, not 503, which says the service is down."""
+    import threading
+
+    daemon = manhattan(proxies=TrustedProxies(["127.0.0.1"]))
+    try:
+        with running_web(daemon.address) as url:
+            first = {}
+
+            def solve_hard():  # tens of seconds on one thread: ended by the daemon's stop
+                first["r"] = httpx.post(url + "api/solve", timeout=60,
+                                        json={"board": list(HARD), "goal": "blank-first"})
+
+            t = threading.Thread(target=solve_hard)
+            t.start()
+            assert wait_for(lambda: info(daemon)["counters"]["running"] == 1, 10)
+            easy = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 0, 14, 15]
+            r = httpx.post(url + "api/solve", json={"board": easy}, timeout=30)
+            assert r.status_code == 429, r.text
+            assert "searches in flight" in r.json()["error"]
+            daemon.stop(grace=1)
+            t.join(30)
+            assert not t.is_alive()
+    finally:
+        daemon.stop(grace=1)
+
+
 def test_trusted_proxy_is_checked():
     from pdbtool.errors import BadInput
 

@@ -54,10 +54,12 @@ def terminate_like_ctrl_c() -> None:
         signal.signal(signal.SIGTERM, terminate_as_interrupt)
 
 
-def run(prog: str, args) -> int:
+def run(prog: str, args, report=None) -> int:
     """Run ``args.func(args)``; turn every expected failure into one line and an exit code:
     PdbError -> its code, OSError -> 1, Ctrl-C -> 130, SIGTERM -> 143 (after the same
-    cleanups as Ctrl-C). Never a traceback. A command may install its own handlers."""
+    cleanups as Ctrl-C). Never a traceback. A command may install its own handlers.
+    ``report``: what writes that line, as ``report_error`` (its default) is called."""
+    say = report or report_error
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
     if not faulthandler.is_enabled():  # a fatal signal (SIGBUS) still leaves a trace
@@ -69,20 +71,20 @@ def run(prog: str, args) -> int:
         silence_stdout()
         return EXIT_BROKEN_PIPE
     except Terminated:
-        report_error(prog, args, "terminated", EXIT_TERMINATED)
+        say(prog, args, "terminated", EXIT_TERMINATED)
         return EXIT_TERMINATED
     except PdbError as e:
-        report_error(prog, args, str(e), e.exit_code)
+        say(prog, args, str(e), e.exit_code)
         return e.exit_code
     except OSError as e:  # a path that cannot be read or written: say which
         where = f"{e.filename}: " if getattr(e, "filename", None) else ""
-        report_error(prog, args, f"{where}{e.strerror or e}", 1)
+        say(prog, args, f"{where}{e.strerror or e}", 1)
         return 1
     except KeyboardInterrupt:
         if _TERMINATED.is_set():
-            report_error(prog, args, "terminated", EXIT_TERMINATED)
+            say(prog, args, "terminated", EXIT_TERMINATED)
             return EXIT_TERMINATED
-        report_error(prog, args, "interrupted", EXIT_INTERRUPTED)
+        say(prog, args, "interrupted", EXIT_INTERRUPTED)
         return EXIT_INTERRUPTED
 
 

@@ -32,7 +32,7 @@ import numpy as np
 from pdbtool import puzzle
 from pdbtool.errors import BadInput, LimitReached
 from pdbtool.geometry import as_shape, neighbour_arrays
-from pdbtool.kernels.ida import BUDGET, FOUND, MAX_DEPTH, STOPPED
+from pdbtool.kernels.ida import BUDGET, EXPANDED, FOUND, GENERATED, MAX_DEPTH, STOPPED
 
 ALGORITHMS = ("ida", "ida-tt", "astar", "rbfs", "wida", "bfs", "greedy", "sma", "frontier", "bidir")
 OPTIMAL = ("ida", "ida-tt", "astar", "rbfs", "bfs", "sma", "frontier", "bidir")
@@ -133,7 +133,8 @@ class Algorithm:
 
 def search_with(solver, prepared, control, *, algorithm: Algorithm, threads: int = 1):
     """Run ``algorithm`` on a prepared board (called by Solver.search, which checked the
-    board's size against it)."""
+    board's size against it). The control's counters end as the result's (its kernel
+    publishes them only now and then, or never: a daemon's metrics read them)."""
     if threads > 1:
         raise BadInput(f"--threads applies to ida only; {algorithm.name} runs on one thread")
     run = {"ida-tt": _ida_tt, "wida": _ida_tt, "astar": _astar, "rbfs": _rbfs, "bfs": _bfs,
@@ -141,13 +142,16 @@ def search_with(solver, prepared, control, *, algorithm: Algorithm, threads: int
     try:
         if run is None:  # sma, frontier, bidir
             from pdbtool.search import best_first
-            return best_first.search(solver, prepared, dataclasses.replace(
+            r = best_first.search(solver, prepared, dataclasses.replace(
                 algorithm, max_memory=algorithm.max_memory or DEFAULT_MAX_MEMORY), control)
-        return run(solver, prepared, algorithm, control)
+        else:
+            r = run(solver, prepared, algorithm, control)
     except MemoryError:  # the arrays asked for (--tt-size, --max-memory) cannot be had
         option = "--tt-size" if algorithm.name == "ida-tt" else "--max-memory"
         raise LimitReached(f"{algorithm.name}: not enough memory for the arrays it asked for; "
                            f"lower {option}", limit="memory") from None
+    control.counters[GENERATED], control.counters[EXPANDED] = r.nodes_generated, r.nodes_expanded
+    return r
 
 
 def _limit(status, name, generated, seconds):
