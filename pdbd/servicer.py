@@ -465,9 +465,11 @@ class SolverServicer:
                 context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, short(self._limit_text(limit, e)))
             self.counters.add("cancelled")
             abort(context, code, f"{what}: search stopped after {nodes:,} nodes")
-        except (ClusterError, ArtifactError) as e:  # the cluster lost its nodes or refused
+        except (ClusterError, ArtifactError) as e:  # the cluster lost its nodes, or a
+            # table was refused (a node's copy, or the search found its entries wrong)
             self.counters.add("failed")
-            log.error("solve %s failed on the cluster: %s", shape, e,
+            log.error("solve %s failed%s: %s", shape,
+                      " on the cluster" if isinstance(e, ClusterError) else "", e,
                       extra=self._fields(job, context, stream, "UNAVAILABLE"))
             abort(context, grpc.StatusCode.UNAVAILABLE, short(str(e)))
         except PdbError as e:  # prepared already, so not expected; still a clear answer

@@ -194,3 +194,22 @@ def test_client_raises_pdbtool_errors(served):
     with SolverClient(f"127.0.0.1:{free_port()}") as client:
         with pytest.raises(ServerUnavailable, match="cannot reach pdbd"):
             client.solve(EASY8, deadline=2)
+
+
+def test_a_table_found_wrong_in_a_search_is_unavailable_and_not_blamed_on_a_cluster(
+        stub, monkeypatch, caplog):
+    """A table damaged behind valid checksums, found wrong by the search (Solver._damaged):
+    UNAVAILABLE naming it, and the log line says the solve failed, not that a cluster did
+    (the daemon searched here; the review found 'failed on the cluster' on this path)."""
+    def damaged(self, board_bf, depth=None):
+        raise self._damaged("its entries at the start and at a neighbour of it are more "
+                            "than a move apart")
+
+    monkeypatch.setattr(Solver, "root", damaged)
+    with caplog.at_level("ERROR", logger="pdbd"), pytest.raises(grpc.RpcError) as e:
+        stub.Solve(pb.SolveRequest(tiles=EASY8), timeout=30)
+    assert e.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert "the table is damaged, run pdbtool verify" in e.value.details()
+    lines = [r.getMessage() for r in caplog.records if r.name == "pdbd"]
+    assert any("failed: heuristic" in line for line in lines), lines
+    assert not any("cluster" in line for line in lines), lines
