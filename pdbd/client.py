@@ -2,8 +2,9 @@
 
 Failures raise pdbtool's own errors, so callers handle a remote solve like a local one:
 BadInput (INVALID_ARGUMENT), Unsolvable (FAILED_PRECONDITION), LimitReached (deadline,
-cancellation, node budget, queue full), and ServerUnavailable (cannot reach the server, or
-it refused or failed).
+cancellation, and every RESOURCE_EXHAUSTED: the node budget, a memory limit, the server's
+limits, a full queue, the per-client limit, busy; ``limit`` names which), and
+ServerUnavailable (cannot reach the server, or it refused or failed).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from . import convert
 from .address import parse_target
 from .defaults import DEFAULT_SERVER
 from .pem import check_pem
-from .rpc import CLIENT_KEY, LIMIT_KEY, REFUSED_KEY
+from .peers import CLIENT_KEY
+from .rpc import LIMIT_KEY, REFUSED_KEY
 from .v1 import solver_pb2 as pb, solver_pb2_grpc as pb_grpc
 
 UINT32_MAX = (1 << 32) - 1

@@ -16,9 +16,10 @@ MAX_NAME = 100  # a proxied client's name, as kept and logged
 
 
 def client_of(peer: str) -> str:
-    """The client's address without its port ("ipv4:10.0.0.7:53211" -> "ipv4:10.0.0.7")."""
+    """The client's address without its port ("ipv4:10.0.0.7:53211" -> "ipv4:10.0.0.7"),
+    as it is written ("ipv6:%5B::1%5D:5" -> "ipv6:[::1]": gRPC escapes the brackets)."""
     kind = peer.split(":", 1)[0]
-    return peer.rsplit(":", 1)[0] if kind in ("ipv4", "ipv6") else peer
+    return unquote(peer.rsplit(":", 1)[0]) if kind in ("ipv4", "ipv6") else peer
 
 
 def peer_ip(peer: str):

@@ -41,7 +41,7 @@ from google.protobuf.message import DecodeError
 
 from pdbtool.search import alarms
 
-from .peers import CLIENT_KEY, PeerCounts, client_of  # noqa: F401 (CLIENT_KEY: pdbd.rpc's)
+from .peers import PeerCounts, client_of
 
 log = logging.getLogger("pdbd")
 

@@ -434,7 +434,7 @@ def serve(args) -> int:
         tls.credentials()  # reads the files: one missing is said now
     check_exposure(args.listen, tls, args.insecure)
     check_listen(args.listen)
-    TrustedProxies(args.trusted_proxy or ())  # a malformed one is said now
+    proxies = TrustedProxies(args.trusted_proxy or ())  # a malformed one is said now
     pid_file = PidFile(args.pid_file) if args.pid_file else None
     if pid_file:
         pid_file.check()  # a daemon running already is said now, not after the tables
@@ -450,14 +450,15 @@ def serve(args) -> int:
         port = metrics.serve(address.host, address.port)
         log.info("metrics on http://%s/metrics", address._replace(port=port))
     try:
-        return serve_with(args, tls, metrics, pid_file)
+        return serve_with(args, tls, metrics, pid_file, proxies)
     finally:
         metrics.close()
         if pid_file:
             pid_file.remove()
 
 
-def serve_with(args, tls: Tls | None, metrics: Metrics, pid_file: PidFile | None) -> int:
+def serve_with(args, tls: Tls | None, metrics: Metrics, pid_file: PidFile | None,
+               proxies: TrustedProxies) -> int:
     """The rest of ``serve``, once what fails fast has passed and the metrics are served."""
     # Handle the signals before the slow steps, so an early SIGTERM still exits cleanly.
     stop, reload = stop_on_signals(), threading.Event()
@@ -479,7 +480,6 @@ def serve_with(args, tls: Tls | None, metrics: Metrics, pid_file: PidFile | None
     per_client = (default_per_client(threads, args.max_queue) if args.max_per_client is None
                   else args.max_per_client or None)
     limits = Limits(args.max_search_seconds, args.max_nodes, per_client, args.max_search_memory)
-    proxies = TrustedProxies(args.trusted_proxy or ())  # checked already by serve()
     daemon = Daemon(loaded, args.listen, threads, args.max_queue, limits=limits,
                     connections=Connections(args.request_timeout, args.idle_timeout,
                                             args.max_connection_age),

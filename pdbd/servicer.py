@@ -39,7 +39,7 @@ from .batch import solve_batch
 from .choices import choose
 from .jobs import Delegation, FastLane, Job, Lane, QueueFull, WorkerPool
 from .logs import request_fields
-from .peers import PeerCounts, TrustedProxies, client_of  # noqa: F401 (client_of: pdbd.servicer's)
+from .peers import PeerCounts, TrustedProxies
 from .rpc import LIMIT_KEY, REFUSED_KEY, RateLimitedLog
 from .v1 import solver_pb2 as pb
 

@@ -33,8 +33,7 @@ from serving import (
 
 from pdbd.client import ClientTls, SolverClient
 from pdbd.jobs import Lane
-from pdbd.peers import TrustedProxies
-from pdbd.rpc import CLIENT_KEY
+from pdbd.peers import CLIENT_KEY, TrustedProxies, client_of
 from pdbd.server import Connections
 from pdbd.servicer import Limits
 from pdbd.v1 import solver_pb2 as pb
@@ -383,3 +382,11 @@ def test_a_reader_of_the_handshake_trace_that_dies_is_replaced(art_dir, pki):
         assert client.solve(EASY15, "blank-last").length == 2
     err.text()
     assert err.closed
+
+
+def test_a_client_is_named_as_its_address_is_written():
+    """gRPC escapes an IPv6 peer's brackets; the client's name (logs, per-client counts)
+    is the address without its port, as an operator writes it."""
+    assert client_of("ipv4:10.0.0.7:53211") == "ipv4:10.0.0.7"
+    assert client_of("ipv6:%5B::1%5D:5") == "ipv6:[::1]"
+    assert client_of("unix:/run/pdbd/pdbd.sock") == "unix:/run/pdbd/pdbd.sock"
