@@ -308,3 +308,30 @@ def test_a_search_stopped_at_its_memory_limit_frees_its_arrays_at_once():
         assert frames == []
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("name", ["astar", "ida-tt", "wida", "rbfs", "bfs", "greedy", "sma",
+                                  "frontier", "bidir"])
+def test_an_algorithm_is_compiled_on_the_goal_before_the_clock(name, monkeypatch):
+    """The first search of an algorithm other than IDA* readies its kernels by solving the
+    goal (with a control of its own) before the caller's search, its clock and
+    its timeout start; later searches do not (the audit found seconds of compiling counted as
+    search time, and a daemon's --max-search-seconds stopping a first search for them)."""
+    from pdbtool.search import solver as solver_module
+
+    calls = []
+    real = solver_module.search_with
+
+    def spy(solver, prepared, control, *, algorithm, threads=1):
+        calls.append((prepared.image, control, algorithm))
+        return real(solver, prepared, control, algorithm=algorithm, threads=threads)
+
+    monkeypatch.setattr(solver_module, "search_with", spy)
+    solver = Solver(table_free("manhattan", 3))
+    board = (8, 6, 7, 2, 5, 4, 3, 0, 1)  # 31 moves
+    for control in (SearchControl(), SearchControl()):
+        assert solver.solve(board, "blank-last", control, algorithm=name).length >= 31
+        assert calls[-1][1] is control
+    (image, control, algorithm), first, second = calls
+    assert image == puzzle.frame(solver.shape, "blank-last").image_goal
+    assert control is not first[1] and control is not second[1] and algorithm.name == name

@@ -78,7 +78,7 @@ def test_a_changed_table_is_refused_and_sighup_reloads(art_dir, tmp_path):
         proc.send_signal(signal.SIGHUP)
         # the reload itself, not answers (which may come back before it: the rewrite held the
         # same bytes); a second SIGHUP sent before it is handled would make one reload of both
-        assert wait_for(lambda: any("reloaded" in line for line in log.lines), 30)
+        assert wait_for(lambda: any("reloaded" in line for line in log.lines), 30), log.lines
         assert client.solve(EASY8).length == 2
         # A reload that fails verification keeps the tables loaded before.
         (d / "15-5-5-5.h5").write_bytes(b"not an artifact")

@@ -45,7 +45,8 @@ class Solver:
         self.moves, self.nmoves = blank_moves(self.shape)
         self.prune = prune
         self.fsm = pruning_fsm(prune)
-        self._compiled: set[str] = set()  # compile_kernels' parts done: serial, shared
+        self._compiled: set[str] = set()  # parts ready: serial, shared (compile_kernels), and
+        # the other algorithms by name (compile_algorithm)
         self._split_nodes: dict[tuple[int, int], SplitNodes] = {}  # the kernels only read them
 
     def prepare(self, board, goal: str = "blank-last") -> PreparedBoard:
@@ -96,6 +97,8 @@ class Solver:
             raise BadInput(f"a traced search runs IDA*, not {algorithm.name}")
         if algorithm.name == "ida":
             self.compile_kernels(shared="shared" in self.kernel_parts(threads))
+        else:
+            self.compile_algorithm(algorithm, prepared.frame)
         with envelope(control, self.heuristic.source):
             if algorithm.name != "ida":
                 return search_with(self, prepared, control, threads=threads, algorithm=algorithm)
@@ -137,6 +140,19 @@ class Solver:
                               np.zeros(MAX_DEPTH + 1, np.int64), np.zeros(1, np.int64))
             self._compiled.add("shared")
             warm.mark_ready(cls, "shared")
+
+    def compile_algorithm(self, algorithm: Algorithm, frame: puzzle.Frame) -> None:
+        """Compile (or load from numba's cache) what ``algorithm``, not IDA*, runs, by
+        solving the goal of ``frame`` with it (no move to make; its arrays are allocated
+        untouched, as zeros), before a search's clock and timeout start: the first search of
+        an algorithm in a process counted seconds of compiling (or loading) as search time,
+        and a daemon's --max-search-seconds could stop it for that. Once per solver and
+        algorithm."""
+        if algorithm.name in self._compiled:
+            return
+        goal = PreparedBoard(frame.target, "", frame.image(frame.target), frame)
+        search_with(self, goal, SearchControl(), algorithm=algorithm)
+        self._compiled.add(algorithm.name)
 
     def _search_serial(self, prepared: PreparedBoard, control: SearchControl,
                        events: np.ndarray | None) -> SolveResult:
