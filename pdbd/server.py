@@ -41,7 +41,7 @@ from .address import parse_address, parse_target
 from .connections import ConnectionWatch, open_files, tcp_peers, unix_peers
 from .defaults import (DEFAULT_CONNECTION_AGE, DEFAULT_IDLE_SECONDS, DEFAULT_LISTEN,
                        DEFAULT_MAX_QUEUE, DEFAULT_REQUEST_TIMEOUT, default_per_client)
-from . import logs
+from . import logs, notify
 from .jobs import Delegation, Lane, WorkerPool
 from .metrics import Metrics
 from .pem import check_pem
@@ -492,6 +492,7 @@ def serve_with(args, tls: Tls | None, metrics: Metrics, pid_file: PidFile | None
     try:
         if pid_file:
             pid_file.write()
+        notify.ready()  # systemd's Type=notify: started now, not when the process began
         log.info("serving on %s (%s) with %d threads, queue %d, limits: %s s, %s nodes and %s "
                  "MiB per search, %s searches per client: %s", daemon.address,
                  "TLS" if tls else "plaintext", daemon.pool.threads, daemon.pool.max_queue,
@@ -504,8 +505,11 @@ def serve_with(args, tls: Tls | None, metrics: Metrics, pid_file: PidFile | None
         while not stop.wait(0.5):
             if reload.is_set():
                 reload.clear()
+                notify.reloading()
                 reload_tables(daemon, args.artifacts)
+                notify.ready()  # the new tables, or (refused) the ones before
     finally:
+        notify.stopping()
         log.info("shutting down")
         stop.clear()  # set again by a second SIGTERM or SIGINT: the drain ends at once
         daemon.stop(args.grace, args.drain, cut=stop)

@@ -121,11 +121,11 @@ def run_cli(capsys, *argv) -> tuple[int, str, str]:
     return code, out, err
 
 
-def pdbd_process(*args) -> subprocess.Popen:
+def pdbd_process(*args, env: dict | None = None) -> subprocess.Popen:
     """`pdbd ARGS` as a process (the console script beside this interpreter)."""
     exe = Path(sys.executable).with_name("pdbd")
     return subprocess.Popen([str(exe), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, env=env)
 
 
 class Drained:

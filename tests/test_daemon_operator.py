@@ -156,6 +156,43 @@ def test_a_second_sigterm_ends_the_drain_at_once(art_dir, tmp_path):
     assert not pid_file.exists()
 
 
+def test_systemd_is_told_ready_reloading_and_stopping(art_dir, tmp_path):
+    """Type=notify (sd_notify over NOTIFY_SOCKET): READY=1 once the daemon serves (its
+    health SERVING, not when the process began), RELOADING=1 and READY=1 around a SIGHUP
+    reload, STOPPING=1 at SIGTERM."""
+    import socket
+
+    from pdbd.client import SolverClient
+
+    address = f"127.0.0.1:{free_port()}"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as manager:
+        manager.bind(str(tmp_path / "notify"))
+        manager.settimeout(120)  # the daemon's start compiles the kernels on a fresh cache
+
+        def told() -> list[str]:
+            return manager.recv(4096).decode().split("\n")
+
+        proc = pdbd_process("serve", "--artifacts", str(art_dir), "--listen", address,
+                            "--threads", "1",
+                            env=dict(os.environ, NOTIFY_SOCKET=str(tmp_path / "notify")))
+        err = Drained(proc)
+        try:
+            assert told()[0] == "READY=1", err.lines
+            with SolverClient(address) as client:
+                assert client.health() == "SERVING"
+            proc.send_signal(signal.SIGHUP)
+            reloading = told()
+            assert reloading[0] == "RELOADING=1" and reloading[1].startswith("MONOTONIC_USEC=")
+            assert told()[0] == "READY=1"
+            assert wait_for(lambda: any("reloaded: serving" in line for line in err.lines), 30)
+            proc.send_signal(signal.SIGTERM)
+            assert told()[0] == "STOPPING=1"
+            assert proc.wait(30) == 0, err.text()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+
+
 def test_the_systemd_unit_verifies(tmp_path):
     """docs/pdbd.service, with ExecStart pointed at this venv's pdbd (verify checks that
     the command exists); any warning (an unknown key) fails too."""
