@@ -5,10 +5,13 @@ process is never overwritten (another daemon may be using it)."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from pathlib import Path
 
 from pdbtool.errors import PdbError
+
+log = logging.getLogger("pdbd")
 
 
 class PidFileError(PdbError):
@@ -35,6 +38,20 @@ def live_pid(path: Path) -> int | None:
     return pid
 
 
+def stale(path: Path) -> str | None:
+    """Why a pid file that is there names no live process (for the log when it is
+    replaced), or None if there is none."""
+    try:
+        text = path.read_text().strip()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return f"it could not be read ({e.strerror})"
+    if not text.isdigit() or int(text) <= 0:
+        return f"it held no process id ({text[:20]!r})"
+    return f"process {int(text)} is gone" if live_pid(path) is None else None
+
+
 class PidFile:
     def __init__(self, path):
         self.path = Path(path)
@@ -59,6 +76,7 @@ class PidFile:
         """Write this process's id (checked again first; atomic: a reader sees the old
         file or the whole new one)."""
         self.check()
+        replaced = stale(self.path)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
             tmp.write_text(f"{os.getpid()}\n")
@@ -68,6 +86,8 @@ class PidFile:
                 tmp.unlink()
             raise PidFileError(f"cannot write the pid file {self.path}: {e.strerror}") from None
         self._written = True
+        if replaced:
+            log.warning("replaced the pid file %s: %s", self.path, replaced)
 
     def remove(self) -> None:
         """Remove the file if this process wrote it and it still names this process."""

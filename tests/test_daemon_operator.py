@@ -26,6 +26,30 @@ def test_a_pid_file_of_a_running_process_is_refused_before_the_tables(tmp_path):
     assert pid_file.read_text() == f"{os.getpid()}\n"  # left alone
 
 
+def test_a_stale_pid_file_is_replaced_and_said(tmp_path, caplog):
+    """A file naming no live process (a crash's, or not a process id) is replaced, with a
+    log line saying what it held; a live one is never touched."""
+    from pdbd.pidfile import PidFile
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    for content, said in ((f"{gone.pid}\n", f"process {gone.pid} is gone"),
+                          ("garbage\n", "it held no process id ('garbage')"), (None, None)):
+        path = tmp_path / "pdbd.pid"
+        path.unlink(missing_ok=True)
+        if content is not None:
+            path.write_text(content)
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="pdbd"):
+            pid_file = PidFile(path)
+            pid_file.write()
+        assert path.read_text() == f"{os.getpid()}\n"
+        lines = [r.getMessage() for r in caplog.records]
+        assert lines == ([f"replaced the pid file {path}: {said}"] if said else []), lines
+        pid_file.remove()
+        assert not path.exists()
+
+
 def test_a_start_up_failure_with_json_logs_is_a_json_line(tmp_path):
     """--log-format json: the line saying why the daemon did not start is a log record too
     (it was the CLI's plain `pdbd: ...`, the one line of stderr a log shipper could not parse)."""
