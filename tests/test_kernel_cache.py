@@ -178,3 +178,19 @@ def test_a_child_that_succeeds_says_nothing(monkeypatch, caplog):
     with caplog.at_level("WARNING", logger="pdbtool"):
         warm.wait(child)
     assert not [r for r in caplog.records if "child process failed" in r.getMessage()]
+
+
+def test_the_compile_estimate_grows_with_the_machine_s_load(monkeypatch):
+    """search.warm.pending: an idle machine's figure, times the share of the cores a compile
+    gets when the load average is above them (the audit saw 'about 6 s' take 20 s)."""
+    from pdbtool.kernels import heuristic as hk
+    from pdbtool.search import warm
+
+    monkeypatch.setattr(warm, "ready", lambda cls, part: False)
+    monkeypatch.setattr(warm.os, "cpu_count", lambda: 2)
+    cls = hk.ARRAYS_CLASSES["PdbArrays"]
+    monkeypatch.setattr(warm.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    idle = warm.pending(cls, ("serial",))
+    assert idle == pytest.approx(warm.ESTIMATE["serial"][hk.PDB] / 1.6)
+    monkeypatch.setattr(warm.os, "getloadavg", lambda: (4.0, 0.0, 0.0))
+    assert warm.pending(cls, ("serial",)) == pytest.approx(3 * idle)
