@@ -383,14 +383,16 @@ class Daemon:
 
 
 def prefault_tables(tables: TableSet, stop: threading.Event | None = None) -> None:
-    for loaded in tables.loaded:
+    """Read the tables that serve into memory (a table that serves nothing is left to the
+    page cache: a weaker one beside a stronger of its shape)."""
+    for loaded in tables.serving:
         residency.prefault(loaded.data, stop)
         log.info("%s in memory: %.1f of %.1f MiB", loaded.meta.path,
                  residency.resident_bytes(loaded.data) / 2**20, loaded.data.nbytes / 2**20)
 
 
 def lock_tables(tables: TableSet) -> None:
-    for loaded in tables.loaded:
+    for loaded in tables.serving:
         try:
             residency.lock(loaded.data)
         except OSError as e:
@@ -524,12 +526,16 @@ def sizes_text(tables) -> str:
 
 
 def log_tables(tables) -> None:
+    serving = {id(t) for t in tables.serving}
     for t in tables.loaded:
         m = t.meta
         how = ("stamp matched, checksums not re-read" if t.checks == ("stamp",)
                else "checked: " + ", ".join(t.checks))
         log.info("loaded %s: %s %s version %s (%s)", m.path, m.partition, m.shape,
                  m.version, how)
+        if id(t) not in serving:
+            log.info("%s serves nothing (a stronger table serves %s): not read into memory",
+                     m.path, as_shape(m.shape))
         if t.pin.unleased:
             log.warning("%s: no read lease (%s): changing this file in place while it is "
                         "served (truncate, cp over it) can kill pdbd with SIGBUS; roll out a "

@@ -55,6 +55,13 @@ class TableSet:
     def artifacts(self) -> tuple[artifact.ArtifactMeta, ...]:
         return tuple(t.meta for t in self.loaded)
 
+    @property
+    def serving(self) -> tuple[Trusted, ...]:
+        """The artifacts read that some shape's heuristic reads (a weaker table beside a
+        stronger one of its shape is loaded and checked, and then serves nothing)."""
+        read = {h.artifact_path for h in self.heuristics.values()}
+        return tuple(t for t in self.loaded if str(t.meta.path) in read)
+
 
 def strength(meta: artifact.ArtifactMeta) -> int:
     known = catalogue.catalogues().get(meta.partition)

@@ -270,3 +270,24 @@ def test_beyond_loopback_needs_tls_or_insecure(art_dir):
         check_exposure("127.0.0.1:99999", None, insecure=False)
     with pytest.raises(ListenError, match="without TLS"):
         Daemon(load_directory(art_dir), "0.0.0.0:0", threads=1, warm=False)
+
+
+def test_a_table_a_stronger_one_outserves_is_loaded_but_not_served_nor_read_in(
+        art_dir, tmp_path, monkeypatch):
+    """Beside the zero-aware 8/full, one kept per placement (min over the blank) is checked
+    and listed, serves nothing, and pdbd does not read it into memory (the operator audit
+    found every table of --artifacts read in, serving or not)."""
+    from pathlib import Path
+
+    from pdbd import server
+    from pdbtool.tables.builder import build
+
+    shutil.copy(art_dir / "8-full.h5", tmp_path / "8-full.h5")
+    build("8/full", tmp_path, zero_aware=False, progress=False)
+    tables = load_directory(tmp_path)
+    assert sorted(Path(t.meta.path).name for t in tables.loaded) == ["8-full-min.h5", "8-full.h5"]
+    assert [Path(t.meta.path).name for t in tables.serving] == ["8-full.h5"]
+    read_in = []
+    monkeypatch.setattr(residency, "prefault", lambda data, stop=None: read_in.append(data))
+    server.prefault_tables(tables)
+    assert len(read_in) == 1 and read_in[0] is tables.serving[0].data
