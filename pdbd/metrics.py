@@ -188,7 +188,8 @@ class StateCollector:
                     pool.max_queue)
         yield gauge("pdbd_overloaded", "1 while no search can be admitted", int(s.overloaded))
         labels = ["partition", "version", "file"]
-        info = GaugeMetricFamily("pdbd_table_info", "A table loaded (always 1; the strongest of a size serves it)", labels=labels)
+        info = GaugeMetricFamily("pdbd_table_info", "A table loaded (always 1; the strongest "
+                                 "of a size serves it)", labels=labels)
         size = GaugeMetricFamily("pdbd_table_bytes", "Bytes of a table loaded", labels=labels)
         resident = GaugeMetricFamily("pdbd_table_resident_bytes", "Bytes of a table in memory "
                                      "(mincore)", labels=labels)

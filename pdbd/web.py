@@ -2,10 +2,12 @@
 uvicorn; loopback by default).
 
 Routes:
-  GET  /                   the page (pdbtool/cli/animation.html in live mode): paste or shuffle a
-                           board, choose the goal, solve, watch the progress, then the animation
+  GET  /                   the page (pdbtool/cli/animation.html in live mode): paste or
+                           shuffle a board, choose the goal, solve, watch the progress, then
+                           the animation
   POST /api/solve          JSON {"board": "1 2 3 ..." or [1, 2, ...], "goal", "deadline",
-                           "budget", "shape"} -> the JSON of `pdbtool solve --json` (with path_h)
+                           "budget", "shape"} -> the JSON of `pdbtool solve --json` (with
+                           path_h)
   GET  /api/solve/stream   the same as query parameters -> server-sent events from SolveStream:
                            ``progress`` (every ``progress_ms``, default 200), then ``result``,
                            or ``failure`` ({"error", "exit_code", "status"}: an EventSource
