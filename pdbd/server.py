@@ -403,8 +403,8 @@ def lock_tables(tables: TableSet) -> None:
 def warm_up(solvers) -> None:
     """Compile (or load from numba's cache) each kernel with a one-move board per shape,
     after the server binds (a busy port fails first) and before it answers (calls wait),
-    so the first real query does not pay for compilation; a
-    compile (the first start on a machine) is announced in the log, with its time."""
+    so the first real query does not pay for compilation; a compile (the first start on a
+    machine) is announced in the log, with its time."""
     from pdbtool.search import warm
 
     for shape, solver in sorted(solvers.items()):
