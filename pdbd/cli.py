@@ -18,7 +18,7 @@ import sys
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
-from pdbtool.cli.cluster import add_shipping_options
+from pdbtool.cli.cluster import add_shipping_options, cluster_address
 from pdbtool.cli.console import (Parser, arg_budget, arg_seconds, arg_shape, arg_size,
                                  arg_threads, batch_exit_code, emit, input_lines,
                                  read_stdin, report_error, result_text, run, search_line,
@@ -128,7 +128,7 @@ def parser() -> Parser:
                    help="on SIGTERM or SIGINT, accept no new call but let the searches in "
                         "flight finish for up to S seconds before stopping them (default 0; "
                         "a second signal stops them at once)")
-    s.add_argument("--cluster", metavar="ADDRESS",
+    s.add_argument("--cluster", metavar="ADDRESS", type=cluster_address,
                    help="send big IDA* searches to this Ray cluster ('local': start Ray on this "
                         "machine); needs the cluster extra: pip install 'pdbtool[cluster]'")
     s.add_argument("--cluster-above", type=positive, default=DEFAULT_CLUSTER_ABOVE, metavar="N",

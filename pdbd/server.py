@@ -443,7 +443,7 @@ def serve(args) -> int:
     if args.cluster:
         from pdbtool.cluster.messages import ray_module
 
-        ray_module()  # Ray missing is said now, not after the tables
+        ray_module(args.cluster)  # Ray missing is said now, not after the tables
     elif args.cluster_shared or args.cluster_cache:
         raise BadInput("--cluster-shared and --cluster-cache need --cluster")
     metrics = Metrics()

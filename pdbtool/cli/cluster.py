@@ -1,6 +1,7 @@
 """The --cluster option of pdbtool's commands: its help, and the Ray cluster it names
 (pdbtool.cluster.driver; Ray is imported only when a cluster is used)."""
 
+import argparse
 import sys
 
 from pdbtool.cli import PROG
@@ -18,9 +19,22 @@ def open_cluster(args):
                    notify=lambda text: print(f"{PROG}: {text}", file=sys.stderr, flush=True))
 
 
+def cluster_address(text: str) -> str:
+    """--cluster's value: 'local' or an address (pdbtool.cluster.messages.split_address);
+    anything else is an argparse error (exit 2)."""
+    from pdbtool.cluster.messages import split_address
+    from pdbtool.errors import BadInput
+
+    try:
+        split_address(text)
+    except BadInput as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix(f"--cluster {text!r}: ")) from None
+    return text
+
+
 def add_cluster_option(p, help: str) -> None:
-    p.add_argument("--cluster", metavar="ADDRESS", help=f"{help} (needs the cluster extra: "
-                   "pip install 'pdbtool[cluster]')")
+    p.add_argument("--cluster", metavar="ADDRESS", type=cluster_address,
+                   help=f"{help} (needs the cluster extra: pip install 'pdbtool[cluster]')")
 
 
 def add_shipping_options(p) -> None:

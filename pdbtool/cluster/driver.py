@@ -51,16 +51,18 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import threading
 import uuid
 from pathlib import Path
 from typing import Callable, Iterable
 
 from pdbtool.cluster.frontier import SERIAL_BELOW
-from pdbtool.cluster.messages import (BUILD_RETRIES, IN_FLIGHT_PER_CPU, LOCAL, LOCAL_NICENESS,
-                                      MAX_RESTARTS, MAX_TASK_RETRIES, START_SECONDS, BoardAnswer,
-                                      ClusterError, ClusterInfo, HeuristicSpec, TableSource,
-                                      default_cache_dir, log, ray_module)
+from pdbtool.cluster.messages import (BUILD_RETRIES, CONNECT_SECONDS, IN_FLIGHT_PER_CPU, LOCAL,
+                                      LOCAL_NICENESS, MAX_RESTARTS, MAX_TASK_RETRIES,
+                                      START_SECONDS, BoardAnswer, ClusterError, ClusterInfo,
+                                      HeuristicSpec, TableSource, default_cache_dir, log,
+                                      ray_module, split_address)
 from pdbtool.cluster.node import NodeWorker, build_on_node
 from pdbtool.cluster.run import Dispatch, Node, SearchRun, Worker, first_line, replays
 from pdbtool.errors import EXIT_LIMIT, ArtifactError, BadInput, LimitReached, not_a_directory
@@ -80,12 +82,7 @@ class Cluster:
 
     def __init__(self, address: str = LOCAL, *, cache_dir=None, shared=None,
                  notify: Callable[[str], None] | None = None, num_cpus: int | None = None):
-        if address == LOCAL:
-            # A local Ray listens on loopback only: with clusters "disabled" Ray binds
-            # 127.0.0.1, otherwise every interface. Ray reads it on import; the user's
-            # setting wins.
-            os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-        self.ray = ray = ray_module()
+        self.ray = ray = ray_module(address)  # "local": on loopback only
         self.address = address
         self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
         self.shared = Path(shared) if shared else None
@@ -96,6 +93,7 @@ class Cluster:
         if self._owns_ray:
             if address == LOCAL:  # read by the raylet it starts; the user's setting wins
                 os.environ.setdefault("RAY_worker_niceness", LOCAL_NICENESS)
+            reach(address)
             try:
                 with kept_sigterm():
                     ray.init(address=address,  # "local": a new instance, even if one runs here
@@ -103,8 +101,11 @@ class Cluster:
                              include_dashboard=False, log_to_driver=False,
                              logging_level=logging.ERROR, configure_logging=False)
             except (ConnectionError, RuntimeError, ValueError) as e:
-                raise ClusterError(f"cannot reach the Ray cluster at {address}: {e} (start one "
-                                   "with `ray start --head`, or use --cluster local)") from None
+                if address == LOCAL:
+                    raise ClusterError(f"cannot start Ray on this machine: {e}") from None
+                raise ClusterError(f"cannot reach the Ray cluster at {address}: {e} (a cluster "
+                                   "with token authentication also needs RAY_AUTH_MODE=token "
+                                   "here, and its token in ~/.ray/auth_token)") from None
         self._workers: list[Worker] | None = None  # one per node, made on first use
         self._loaded: set[HeuristicSpec] = set()    # heuristics every worker has loaded
         self._lock = threading.Lock()
@@ -365,6 +366,21 @@ class Cluster:
                 pass
         for w in workers:
             w.in_flight.clear()
+
+
+def reach(address: str) -> None:
+    """Open (and close) a TCP connection to a cluster's address, within CONNECT_SECONDS:
+    ClusterError naming the address and why if it cannot be reached (Ray would retry for
+    minutes, deaf to Ctrl-C and SIGTERM); BadInput if it is no address."""
+    where = split_address(address)
+    if where is None:
+        return
+    try:
+        socket.create_connection(where, timeout=CONNECT_SECONDS).close()
+    except OSError as e:
+        reason = "timed out" if isinstance(e, TimeoutError) else e.strerror or str(e)
+        raise ClusterError(f"cannot reach the Ray cluster at {address}: {reason} (start one "
+                           "with `ray start --head`, or use --cluster local)") from None
 
 
 @contextlib.contextmanager

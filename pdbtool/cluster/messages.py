@@ -33,6 +33,8 @@ MAX_TASK_RETRIES = 3     # of a task whose actor died while it ran
 BUILD_RETRIES = 3        # of a table build whose worker died
 JOBS_KEPT = 256          # per actor: halt flags of recent jobs
 START_SECONDS = 120.0    # for a node's actor to start (it waits for the node's CPUs)
+CONNECT_SECONDS = 10.0   # to open a TCP connection to a cluster's address before Ray does
+# (Ray itself retries an unreachable address for about 12 minutes, deaf to Ctrl-C)
 LOCAL_NICENESS = "0"     # of the workers of a Ray started here (Ray's default is 15): a
 # search on this machine should share it as --threads does, not only take the CPU time
 # that every other process leaves (at 15 a single busy process halved the cluster's speed)
@@ -44,13 +46,33 @@ class ClusterError(PdbError):
     exit_code = 1
 
 
-def ray_module():
-    """Ray, imported on first use; ClusterError saying how to install it if it is not."""
+def ray_module(address: str | None = None):
+    """Ray, imported on first use; ClusterError saying how to install it if it is not.
+    For ``address`` "local" a Ray started here will listen on loopback only: with
+    clusters "disabled" Ray binds 127.0.0.1, otherwise every interface. Ray reads that
+    on import, so it is set before (the user's setting wins)."""
+    if address == LOCAL:
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     try:
         import ray
     except ImportError:
         raise ClusterError(RAY_MISSING) from None
     return ray
+
+
+def split_address(address: str) -> tuple[str, int] | None:
+    """(host, port) of a cluster's address: HOST:PORT, [IPv6]:PORT, or ray://HOST:PORT
+    (Ray Client); None for "local" and "auto" (Ray finds those itself). BadInput if it is
+    none of these."""
+    if address in (LOCAL, "auto"):
+        return None
+    rest = address.removeprefix("ray://")
+    host, _, port = rest.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536 or "/" in rest:
+        raise BadInput(f"--cluster {address!r}: give the head node's HOST:PORT (e.g. "
+                       "HEAD:6379, as `ray start --head` prints it) or 'local'")
+    return host, int(port)
 
 
 def default_cache_dir() -> Path:

@@ -1,0 +1,62 @@
+"""The addresses --cluster takes, each in a process of its own (the session's Ray is not
+used): what is no address is bad input (exit 2) before anything starts; an address where
+nothing listens fails at once with exit 1 (Ray itself retries it for about 12 minutes,
+deaf to Ctrl-C); `pdbd serve --cluster local`'s Ray listens on loopback only, as
+`pdbtool solve --cluster local`'s does (pdbd imported Ray before it said so)."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytestmark = [pytest.mark.cluster, pytest.mark.process]
+
+pytest.importorskip("ray", reason="the cluster extra is not installed: pip install -e '.[cluster]' in the checkout")
+
+EASY8 = "1 2 3 4 5 6 0 7 8"
+
+
+def run(*argv, env=None, timeout=120):
+    return subprocess.run([sys.executable, *argv], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+@pytest.mark.parametrize("address", ["", "http://head:6379", "head", "head:port", "head:70000"])
+def test_no_address_is_bad_input(address):
+    for argv in (["-m", "pdbtool.cli.main", "solve", "--cluster", address, EASY8],
+                 ["-m", "pdbd.cli", "serve", "--cluster", address]):
+        p = run(*argv)
+        assert p.returncode == 2, p.stderr
+        assert "argument --cluster: give the head node's HOST:PORT" in p.stderr, p.stderr
+        assert "Traceback" not in p.stderr and p.stdout == ""
+
+
+def test_an_address_nothing_listens_on_fails_at_once(art_dir):
+    with socket.socket() as closed:  # bound, not listening: a connection is refused
+        closed.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{closed.getsockname()[1]}"
+        t0 = time.monotonic()
+        p = run("-m", "pdbtool.cli.main", "solve", "--artifact", str(art_dir / "8-full.h5"),
+                "--cluster", address, EASY8)
+        seconds = time.monotonic() - t0
+    assert p.returncode == 1, p.stderr
+    assert p.stderr.strip().splitlines()[-1] == (
+        f"pdbtool: cannot reach the Ray cluster at {address}: Connection refused (start one "
+        "with `ray start --head`, or use --cluster local)"), p.stderr
+    assert seconds < 60 and p.stdout == ""
+
+
+def test_pdbd_local_ray_listens_on_loopback(tmp_path):
+    # pdbd serve checks Ray is installed before it loads the tables; with no tables it stops
+    # there, and the Ray it imported says whether a Ray it starts would bind every interface.
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}
+    code = ("import sys\n"
+            "from pdbd.cli import main\n"
+            f"code = main(['serve', '--cluster', 'local', '--artifacts', {str(tmp_path)!r}])\n"
+            "import ray._private.ray_constants as c\n"
+            "print(code, 'ray' in sys.modules, c.ENABLE_RAY_CLUSTER)\n")
+    p = run("-c", code, env=env)
+    assert p.stdout.split() == ["1", "True", "False"], p.stdout + p.stderr  # 1: no tables
