@@ -256,20 +256,21 @@ def test_cancellation_stops_the_tasks(cluster):
 def test_a_damaged_table_is_refused_on_arrival(cluster, tmp_path):
     """The copy the driver ships is damaged (here: its packed cache): the node unpacks
     it, the checksums fail, and the work is refused naming the node and the table;
-    nothing is installed in the node's cache."""
+    nothing is installed in the node's cache; the error names the copy to remove."""
     build("8/full", tmp_path, zero_aware=False, progress=False)  # a version not shipped yet
     path = tmp_path / "8-full-min.h5"
     solver = Solver(load_heuristic(path))
     version = solver.heuristic.artifact
     packed = cluster.cache_dir / "packed" / f"{version}.pdbpack"
-    packed.parent.mkdir(parents=True, exist_ok=True)
+    packed.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # private, as the driver keeps it
     pack(path, packed, force=True)
     data = bytearray(packed.read_bytes())
     middle = len(data) - 200  # inside the compressed table data, past the metadata
     data[middle:middle + 8] = bytes(x ^ 0xFF for x in data[middle:middle + 8])
     packed.write_bytes(bytes(data))
-    with pytest.raises(ArtifactError, match=r"node .+\(.+\): table 8-full-min\.h5 .*refused on arrival"):
+    with pytest.raises(ArtifactError, match=r"node .+\(.+\): table 8-full-min\.h5 .*refused on arrival") as e:
         cluster.search(solver, solver.prepare((1, 2, 3, 4, 5, 6, 0, 7, 8)), serial_below=0)
+    assert f"the copy shipped is {packed} (packed once per version: remove it" in str(e.value)
     assert not (cluster.cache_dir / "tables" / f"{version}.h5").exists()
     packed.unlink()  # a good copy is packed again and accepted
     r = on_cluster(cluster, solver, (1, 2, 3, 4, 5, 6, 0, 7, 8))

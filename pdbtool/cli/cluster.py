@@ -39,7 +39,7 @@ def add_cluster_option(p, help: str) -> None:
 
 def add_shipping_options(p) -> None:
     """How the tables reach a cluster's nodes: --cluster-shared and --cluster-cache (pdbtool
-    solve and build, pdbd serve)."""
+    solve, pdbd serve; a build sends no tables)."""
     for flag, text in (
             ("--cluster-shared", "ship the tables through DIR, a directory every node sees, "
                                  "instead of Ray's object store"),

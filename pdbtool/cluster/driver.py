@@ -149,10 +149,16 @@ class Cluster:
                 return workers
             problems = self._ask(workers, "load", spec)
             missing = [w for w in workers if w.report is not None and w.report.missing]
+            source = None
             if missing and not problems:  # ship the tables to the nodes that lack them
-                problems = self._ask(missing, "load", spec, self._source(solver))
+                source = self._source(solver)
+                problems = self._ask(missing, "load", spec, source)
             if problems:
                 refused = any("refused" in p for p in problems)
+                if refused and source is not None:  # the copy shipped: said where it is kept
+                    problems.append(f"the copy shipped is {self._pack_path(solver)} (packed "
+                                    "once per version: remove it, and the next run packs the "
+                                    "table again)")
                 raise (ArtifactError if refused else ClusterError)("; ".join(problems))
             for w in workers:
                 r = w.report
@@ -209,17 +215,22 @@ class Cluster:
         from pdbtool.tables.packing import pack
 
         h = solver.heuristic
-        name = f"{h.artifact}.pdbpack"
+        target = self._pack_path(solver)
         if self.shared:  # a directory every node reads: the operator's to protect
-            target = self.shared / name
             target.parent.mkdir(parents=True, exist_ok=True)
         else:
-            target = private_directory(private_directory(self.cache_dir) / "packed") / name
+            private_directory(private_directory(self.cache_dir) / "packed")
         if not target.exists():
             pack(h.artifact_path, target, force=True)
         if self.shared:
             return TableSource(h.artifact, (), str(target))
         return TableSource(h.artifact, (self.ray.put(target.read_bytes()),), None)
+
+    def _pack_path(self, solver: Solver) -> Path:
+        """Where the packed artifact of the solver's tables is kept: the shared directory,
+        else the driver's cache."""
+        name = f"{solver.heuristic.artifact}.pdbpack"
+        return (self.shared or self.cache_dir / "packed") / name
 
     def info(self) -> ClusterInfo:
         """Nodes, CPUs, and the search threads busy now (over every pool's actors)."""
