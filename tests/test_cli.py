@@ -490,7 +490,9 @@ def test_options_that_would_be_ignored_are_refused(art_dir, tmp_path):
             (["solve", "--checkpoint", str(tmp_path / "nowhere" / "cp.json"), board],
              "no such directory"),
             (["build", "8/full", "--processes", "0", "--out", str(tmp_path)],
-             "processes must be from 1 to 1024, not 0")):
+             "processes must be from 1 to 1024, not 0"),
+            (["build", "8/full", "--cluster", "local", "--workers", "2", "--out", str(tmp_path)],
+             "--workers and --processes are for a build on this machine")):
         p = run(*args)
         assert p.returncode == 2 and message in p.stderr, (args, p.stderr)
     assert not (tmp_path / "nowhere").exists() and not list(tmp_path.iterdir())

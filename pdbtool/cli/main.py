@@ -447,7 +447,7 @@ def parser() -> Parser:
     b.add_argument("--min-over-blank", action="store_true",
                    help="keep one entry per placement (the minimum over the blank's regions), "
                         "as Korf & Felner's tables; default: one per region (zero-aware)")
-    b.add_argument("--workers", type=arg_threads, default=os.cpu_count(),
+    b.add_argument("--workers", type=arg_threads,
                    help="cores to use, processes x threads (default: all cores)")
     b.add_argument("--processes", type=arg_processes,
                    help="worker processes, one table each (default: one per table up to --workers, "

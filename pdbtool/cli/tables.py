@@ -22,6 +22,9 @@ def cmd_build(args) -> int:
     from pdbtool.tables.catalogue import get
 
     cat = get(args.partition)  # an unknown name is bad input before the cluster is contacted
+    if args.cluster and (args.workers is not None or args.processes is not None):
+        raise BadInput("--workers and --processes are for a build on this machine; with "
+                       "--cluster each table is a task that takes its node's cores")
     target = Path(args.out) / artifact.artifact_filename(
         cat.name + ("-min" if args.min_over_blank else ""))
     if os.path.lexists(target) and not args.force:  # before minutes of building, not after
