@@ -369,8 +369,11 @@ def stamp_on_full_disk(tmp: Path) -> tuple[str, bool]:
             disk = tmp
             (disk / "8-full.h5.verified").mkdir()  # the stamp cannot be written there
             how = "a directory in the stamp's place"
-        else:
-            fill(disk, 48)  # the 8/full artifact fits, its stamp does not
+        else:  # room for the 8/full artifact (built aside to learn its size), not its stamp
+            (tmp / "aside").mkdir()
+            pdbtool("build", "8/full", "--out", tmp / "aside", "--quiet")
+            size = (tmp / "aside" / "8-full.h5").stat().st_size
+            fill(disk, -(-size // os.statvfs(disk).f_frsize))
             how = "a tmpfs with room for the artifact only"
         p = pdbtool("build", "8/full", "--out", disk, "--quiet")
         whole = (disk / "8-full.h5").exists()

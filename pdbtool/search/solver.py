@@ -10,6 +10,7 @@ live counters, the node budget and the timeout.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import numpy as np
@@ -25,7 +26,7 @@ from pdbtool.kernels.ida import COUNTERS, FOUND, MAX_DEPTH, no_events
 from pdbtool.kernels.ida_tt import no_extras
 from pdbtool.result import SolveResult
 from pdbtool.search import warm
-from pdbtool.search.algorithms import Algorithm, search_with
+from pdbtool.search.algorithms import MEMORY_BOUND, MIN_MAX_MEMORY, Algorithm, search_with
 from pdbtool.search.control import (DfsOutcome, Iterations, PreparedBoard, Root, SearchControl,
                                     SplitNodes, Tasks, envelope, limit_reached)
 from pdbtool.search.threads import search_parallel
@@ -143,15 +144,22 @@ class Solver:
 
     def compile_algorithm(self, algorithm: Algorithm, frame: puzzle.Frame) -> None:
         """Compile (or load from numba's cache) what ``algorithm``, not IDA*, runs, by
-        solving the goal of ``frame`` with it (no move to make; its arrays are allocated
-        untouched, as zeros), before a search's clock and timeout start: the first search of
-        an algorithm in a process counted seconds of compiling (or loading) as search time,
-        and a daemon's --max-search-seconds could stop it for that. Once per solver and
-        algorithm."""
+        solving the goal of ``frame`` with it (no move to make), before a search's clock
+        and timeout start: the first search of an algorithm in a process counted seconds of
+        compiling (or loading) as search time, and a daemon's --max-search-seconds could
+        stop it for that. Once per solver and algorithm. With the least memory the
+        algorithm takes (the same types, so the same kernels): large arrays freed here
+        would raise glibc's mmap threshold, and a daemon then kept the next searches'
+        arrays (65 MiB of two A* searches at 256M, docs/reliability.md); bidir, whose
+        arrays are the board's states whatever its memory, with its own."""
         if algorithm.name in self._compiled:
             return
         goal = PreparedBoard(frame.target, "", frame.image(frame.target), frame)
-        search_with(self, goal, SearchControl(), algorithm=algorithm)
+        least = dataclasses.replace(
+            algorithm, tt_size=1 if algorithm.name == "ida-tt" else algorithm.tt_size,
+            max_memory=(MIN_MAX_MEMORY if algorithm.name in MEMORY_BOUND
+                        and algorithm.name != "bidir" else algorithm.max_memory))
+        search_with(self, goal, SearchControl(), algorithm=least)
         self._compiled.add(algorithm.name)
 
     def _search_serial(self, prepared: PreparedBoard, control: SearchControl,
