@@ -19,7 +19,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from pdbtool.cli.cluster import add_shipping_options, cluster_address
-from pdbtool.cli.console import (Parser, arg_budget, arg_seconds, arg_shape, arg_size,
+from pdbtool.cli.console import (Parser, UsageError, arg_budget, arg_seconds, arg_shape, arg_size,
                                  arg_threads, batch_exit_code, emit, input_lines,
                                  read_stdin, report_error, result_text, run, search_line,
                                  stop_on_signals, version_text)
@@ -61,8 +61,25 @@ def core_logging(args) -> None:
         os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 
+class DaemonParser(Parser):
+    """pdbtool's Parser, but a command line that asks for JSON logs (`--log-format json`)
+    has its usage error as a JSON log record too, as every other line of its stderr."""
+
+    def report_usage_error(self, args: list[str], e: UsageError) -> None:
+        if not json_logs_asked(args):
+            super().report_usage_error(args, e)
+            return
+        logs.report_error(PROG, None, e.message, BadInput.exit_code)
+
+
+def json_logs_asked(args: list[str]) -> bool:
+    """Whether the command line ``args`` gives ``--log-format json`` (in either spelling)."""
+    return ("--log-format=json" in args
+            or any(a == "--log-format" and b == "json" for a, b in zip(args, args[1:])))
+
+
 def parser() -> Parser:
-    p = Parser(prog="pdbd", description="gRPC daemon for optimal sliding-tile solving")
+    p = DaemonParser(prog="pdbd", description="gRPC daemon for optimal sliding-tile solving")
     p.add_argument("--version", action="version",
                    version=version_text("pdbd", "grpcio", "protobuf", "numba"))
     sub = p.add_subparsers(dest="command", required=True)

@@ -65,6 +65,21 @@ def test_a_start_up_failure_with_json_logs_is_a_json_line(tmp_path):
                 else "refusing to listen on 0.0.0.0:0" in last["message"]), last
 
 
+def test_a_usage_error_with_json_logs_is_a_json_line(tmp_path):
+    """A command line argparse refuses, with --log-format json (either spelling): its error is
+    one JSON log record (it was argparse's usage text); without it, argparse's text."""
+    for fmt in (("--log-format", "json"), ("--log-format=json",)):
+        proc = pdbd_process("serve", "--artifacts", str(tmp_path), "--threads", "x", *fmt)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 2, err
+        [line] = [json.loads(line) for line in err.splitlines()]
+        assert line["level"] == "ERROR" and line["exit_code"] == 2, line
+        assert "argument --threads" in line["message"], line
+    proc = pdbd_process("serve", "--artifacts", str(tmp_path), "--threads", "x")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and err.startswith("usage: pdbd serve"), err
+
+
 def test_pdbd_web_ignores_sighup(tmp_path):
     """`kill -HUP` meant for pdbd serve (pidof -x pdbd finds both) leaves pdbd web running."""
     pytest.importorskip("starlette")

@@ -120,6 +120,11 @@ class UsageError(Exception):
         super().__init__(line)
         self.usage, self.line = usage, line
 
+    @property
+    def message(self) -> str:
+        """The error line without the program's name."""
+        return self.line.split(": error: ", 1)[1]
+
 
 class Parser(argparse.ArgumentParser):
     """argparse's parser (its subcommands' too): a usage error is argparse's usage and
@@ -149,11 +154,15 @@ class Parser(argparse.ArgumentParser):
         try:
             return super().parse_args(args, namespace)
         except UsageError as e:
-            if "--json" in args:
-                print(json.dumps({"error": e.line.split(": error: ", 1)[1],
-                                  "exit_code": BadInput.exit_code, "where": ""}), flush=True)
-            print(e.usage + e.line, file=sys.stderr, flush=True)
+            self.report_usage_error(args, e)
             raise SystemExit(BadInput.exit_code) from None
+
+    def report_usage_error(self, args: list[str], e: UsageError) -> None:
+        """Tell a refused command line ``args`` (a command may say it another way)."""
+        if "--json" in args:
+            print(json.dumps({"error": e.message, "exit_code": BadInput.exit_code,
+                              "where": ""}), flush=True)
+        print(e.usage + e.line, file=sys.stderr, flush=True)
 
 
 def report_error(prog: str, args, message: str, code: int, where: str = "") -> None:
