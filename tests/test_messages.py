@@ -121,3 +121,25 @@ def test_unreadable_and_unwritable_files_are_named(art_dir, tmp_path):
     assert p.stderr == (f"pdbtool: {closed}/8-full.h5: cannot write it in {closed}: Permission "
                         "denied; nothing was left behind (write to a directory you may write "
                         "to, then run the command again)\n")
+
+
+def test_stdout_keeps_the_results_alone_beside_a_library_that_prints():
+    """With a cluster the command's results stay alone on stdout: Ray's driver prints a
+    raylet's death (a 20-line dump) to sys.stdout, which corrupted --json; after
+    console.results_apart() what is printed to sys.stdout goes to stderr, the results
+    (and a --json error object) to the original stdout."""
+    script = """if True:
+        import argparse, sys
+        from pdbtool.cli import console
+        console.results_apart()
+        print("(raylet) Raylet is terminated.")  # as Ray's listener thread prints it
+        args = argparse.Namespace(json=True)
+        console.emit(args, {"length": 57}, "length 57")
+        console.report_error("pdbtool", args, "a node was lost", 1)
+    """
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       timeout=300, check=True)
+    assert p.stdout.splitlines() == ['{"length": 57}',
+                                     '{"error": "a node was lost", "exit_code": 1, "where": ""}']
+    assert p.stderr.splitlines() == ["(raylet) Raylet is terminated.",
+                                     "pdbtool: a node was lost"]

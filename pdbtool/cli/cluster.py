@@ -5,15 +5,17 @@ import argparse
 import sys
 
 from pdbtool.cli import PROG
-from pdbtool.cli.console import terminate_like_ctrl_c
+from pdbtool.cli.console import results_apart, terminate_like_ctrl_c
 
 
 def open_cluster(args):
     """The Ray cluster the options name (pdbtool.cluster.driver; Ray is imported only now).
-    SIGTERM then stops the command as Ctrl-C does, and exits 143 (console)."""
+    SIGTERM then stops the command as Ctrl-C does, and exits 143 (console); what Ray prints
+    to stdout goes to stderr, stdout keeps the results (console.results_apart)."""
     from pdbtool.cluster.driver import Cluster
 
     terminate_like_ctrl_c()
+    results_apart()
     return Cluster(args.cluster, cache_dir=getattr(args, "cluster_cache", None),
                    shared=getattr(args, "cluster_shared", None),
                    notify=lambda text: print(f"{PROG}: {text}", file=sys.stderr, flush=True))

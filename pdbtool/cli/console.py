@@ -88,12 +88,31 @@ def run(prog: str, args, report=None) -> int:
         return EXIT_INTERRUPTED
 
 
+_results = None  # the command's stdout once results_apart() has moved sys.stdout aside
+
+
+def results_out():
+    """Where the command's results go: stdout (sys.stdout unless results_apart())."""
+    return _results if _results is not None else sys.stdout
+
+
+def results_apart() -> None:
+    """Keep stdout for the command's results alone: sys.stdout becomes stderr, so that what a
+    library prints there goes to stderr (Ray's driver prints a raylet's death, a 20-line
+    dump, to sys.stdout, which would break a --json reader); the results are written to
+    results_out(), the original."""
+    global _results
+    if _results is None and sys.stdout is not None:
+        sys.stdout.flush()
+        _results, sys.stdout = sys.stdout, sys.stderr
+
+
 def silence_stdout() -> None:
     """Point stdout at /dev/null, so that the interpreter's flush at exit finds no closed
     pipe (it would print a second traceback)."""
-    with contextlib.suppress(OSError, ValueError):
+    with contextlib.suppress(OSError, ValueError, AttributeError):
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, results_out().fileno())
 
 
 def version_text(prog: str, *packages: str) -> str:
@@ -168,7 +187,8 @@ class Parser(argparse.ArgumentParser):
 def report_error(prog: str, args, message: str, code: int, where: str = "") -> None:
     """One line on stderr; with --json also an error object on stdout."""
     if getattr(args, "json", False):
-        print(json.dumps({"error": message, "exit_code": code, "where": where}), flush=True)
+        print(json.dumps({"error": message, "exit_code": code, "where": where}),
+              file=results_out(), flush=True)
     prefix = f"{where}: " if where else ""
     print(f"{prog}: {prefix}{message}", file=sys.stderr, flush=True)
 
@@ -273,10 +293,11 @@ STDOUT_CLOSED = ("stdout is closed: the result has nowhere to go (run the comman
 def emit(args, obj: dict, text: str) -> None:
     """The result of a command: JSON with --json, else the text. A result that cannot be
     written is an error naming stdout (exit 1), never a silent exit 0."""
-    if sys.stdout is None:  # started with fd 1 closed: print would drop the text
+    out = results_out()
+    if out is None:  # started with fd 1 closed: print would drop the text
         raise PdbError(STDOUT_CLOSED)
     try:
-        print(json.dumps(obj) if getattr(args, "json", False) else text, flush=True)
+        print(json.dumps(obj) if getattr(args, "json", False) else text, file=out, flush=True)
     except BrokenPipeError:
         raise
     except OSError as e:  # a full disk, /dev/full
