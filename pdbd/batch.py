@@ -53,31 +53,67 @@ class ItemAborted(Exception):
                              refused=REFUSED_KEY in self.metadata)
 
 
+class Window:
+    """Room for ``size`` boards of a batch in flight. Only the reader takes room; a board
+    answered on the reader's own thread (the fast lane, or refused) gives it back there
+    (``give_here``: a plain count), one answered on another thread through a queue
+    (``give``). A Semaphore took its Condition, in Python, twice a board (about 2 us)."""
+
+    def __init__(self, size: int):
+        self._free = size  # the reader's own count
+        self._back: queue.SimpleQueue = queue.SimpleQueue()  # room given back by others
+
+    def take(self, timeout: float | None = None) -> bool:
+        """Room for one more board, waiting up to ``timeout`` seconds (None: not at all)
+        for a board answered elsewhere to give its room back; False if none did."""
+        if not self._free:
+            try:
+                self._back.get(timeout=timeout) if timeout else self._back.get_nowait()
+            except queue.Empty:
+                return False
+            self._free += 1
+        self._free -= 1
+        return True
+
+    def give_here(self) -> None:
+        """A board answered on the reader's thread: its room back (that thread only)."""
+        self._free += 1
+
+    def give(self) -> None:
+        """A board answered on another thread: its room back, for the reader to take."""
+        self._back.put(None)
+
+
 class Callbacks:
     """The call's end, told to the items in flight: one callback on the call for the whole
-    batch (not one per board, which the call would hold until it ends)."""
+    batch (not one per board, which the call would hold until it ends).
+
+    Without a lock (two a board, add and discard): each step is one dict operation or one
+    attribute, atomic under the GIL, and ``add`` looks at ``ended`` again after adding. A
+    callback added as the call ends is then either in the list ``_end`` takes (and
+    called), or ``add`` sees the end and says False (its caller halts the search itself,
+    as for a call that ended before), or both: a halt twice is a halt."""
 
     def __init__(self, context):
-        self._lock = threading.Lock()
         self._live: dict[int, object] = {}
         self.ended = not context.add_callback(self._end)
 
     def add(self, key: int, callback) -> bool:
-        with self._lock:
-            if self.ended:
-                return False
-            self._live[key] = callback
-            return True
+        if self.ended:
+            return False
+        self._live[key] = callback
+        if self.ended:  # ended meanwhile: perhaps before _end took the list
+            self._live.pop(key, None)
+            return False
+        return True
 
     def discard(self, key: int) -> None:
-        with self._lock:
-            self._live.pop(key, None)
+        self._live.pop(key, None)
 
     def _end(self) -> None:
-        with self._lock:
-            self.ended = True
-            live, self._live = list(self._live.values()), {}
-        for callback in live:
+        self.ended = True  # before the list is taken: an add from now on sees it
+        live, self._live = self._live, {}
+        for callback in list(live.values()):
             callback()
 
 
@@ -144,7 +180,7 @@ def solve_batch(servicer, requests, context):
     """The results of SolveBatch (a generator of BatchResult) for the stream ``requests``."""
     pool = servicer.pool
     window = servicer.limits.per_client or (pool.threads + pool.max_queue)
-    room = threading.Semaphore(window)
+    room = Window(window)
     finished: queue.Queue = queue.Queue()  # lists of (id, job or None, context or error)
     callbacks = Callbacks(context)
     client = servicer.proxies.client(context)
@@ -164,27 +200,30 @@ def solve_batch(servicer, requests, context):
     def wait_for_room() -> bool:
         """Until the pool has a slot and the client room for one more (an item waits,
         rather than being refused); False if the call ends or the server stops."""
-        if not room.acquire(blocking=False):
+        if not room.take():
             hand_on()  # never hold answers while waiting
-            while not room.acquire(timeout=0.1):
+            while not room.take(timeout=0.1):
                 if not context.is_active():
                     return False
         while pool.full or not servicer.peers.has_room(client):
             hand_on()  # (once: nothing is answered here meanwhile)
             if not context.is_active() or servicer._closing:
-                break
+                return context.is_active()
             time.sleep(WAIT_SECONDS)
-        return context.is_active()
+        # The call's end, as its callback saw it (a flag, where context.is_active() takes
+        # the call's Condition, about 1 us a board): a board admitted as the call ends
+        # meanwhile is halted by that callback (Callbacks) like any other in flight.
+        return not callbacks.ended
 
     def done(entry) -> None:
         """A board is answered on another thread (its result to send): room for the next."""
-        room.release()
+        room.give()
         finished.put([entry])
 
     def answered_here(entry) -> None:
         """A board answered on the reader's thread (the fast lane, or refused): held up to
         LINGER with the next ones when packed, so the sender wakes once for several."""
-        room.release()
+        room.give_here()
         if not held:
             since[0] = time.monotonic()
         held.append(entry)

@@ -9,6 +9,7 @@ import threading
 import grpc
 import pytest
 
+from pdbd.batch import Callbacks, Window
 from pdbd.client import MAX_PER_MESSAGE, Chunks, Runs, ServerUnavailable, SolverClient
 from pdbd.jobs import FastLane, Lane
 from pdbd.v1 import solver_pb2 as pb
@@ -336,3 +337,39 @@ def test_a_choice_is_kept_for_the_same_tables_and_request_fields_only(served_dir
     with pytest.raises(BadInput, match="unknown algorithm"):  # not kept: refused again
         choices.get(new, pb.SolveRequest(tiles=[1, 2, 3, 4, 5, 6, 7, 0, 8], algorithm="x"),
                     limits)
+
+
+def test_a_window_gives_room_back_from_the_reader_and_from_other_threads():
+    """The batch's room: taken by the reader up to its size, given back on the reader's
+    thread at once, or from another thread to a reader that waits for it."""
+    window = Window(2)
+    assert window.take() and window.take()
+    assert not window.take() and not window.take(timeout=0.05)  # full: no room comes
+    window.give_here()
+    assert window.take() and not window.take()
+    threading.Timer(0.1, window.give).start()
+    assert window.take(timeout=10)  # woken by the other thread's room
+    assert not window.take()
+
+
+def test_the_calls_end_halts_what_is_in_flight_and_refuses_what_comes_after():
+    class Call:
+        def add_callback(self, callback):
+            self.end = callback
+            return True
+
+    call, halted = Call(), []
+    callbacks = Callbacks(call)
+    assert callbacks.add(1, lambda: halted.append(1)) and callbacks.add(2, lambda: halted.append(2))
+    callbacks.discard(2)  # answered: not halted at the end
+    call.end()
+    assert halted == [1] and callbacks.ended
+    assert not callbacks.add(3, lambda: halted.append(3))  # after the end: the caller halts it
+    assert halted == [1]
+
+    class Ended:
+        def add_callback(self, callback):
+            return False  # the call is over already
+
+    assert not Callbacks(Ended()).add(1, lambda: None)
+
