@@ -10,7 +10,8 @@ import grpc
 import pytest
 
 from pdbd.batch import Callbacks, Window
-from pdbd.client import MAX_PER_MESSAGE, Chunks, Runs, ServerUnavailable, SolverClient
+from pdbd.client import (MAX_PER_MESSAGE, Chunks, Runs, ServerUnavailable, SolverClient,
+                         board_tiles)
 from pdbd.jobs import FastLane, Lane
 from pdbd.v1 import solver_pb2 as pb
 from pdbtool.errors import BadInput, LimitReached, Unsolvable
@@ -373,3 +374,33 @@ def test_the_calls_end_halts_what_is_in_flight_and_refuses_what_comes_after():
 
     assert not Callbacks(Ended()).add(1, lambda: None)
 
+
+@pytest.mark.parametrize("board", [(1, 2, 3, 0), [3, 1, 2, 0], [0] * 4, [4294967295, 1],
+                                   [True, 0], [1.0, 2], [-1, 0], [4294967296, 0], [],
+                                   list(range(626)), ["1", "2"], [1, "2"]])
+def test_a_list_of_ints_is_taken_as_it_is_and_anything_else_as_before(board):
+    """board_tiles' short way for a list or tuple of plain ints gives what the long way
+    gives (the same tiles, or the same BadInput); bools and floats never pass as tiles."""
+    import operator
+
+    def long_way(board):
+        tiles = []
+        for t in board:
+            if isinstance(t, bool) or isinstance(t, float):
+                raise BadInput("not an integer")
+            v = int(t) if isinstance(t, str) else operator.index(t)
+            if not 0 <= v <= 4294967295:
+                raise BadInput("out of range")
+            tiles.append(v)
+        if not tiles or len(tiles) > 625:
+            raise BadInput("count")
+        return tiles
+
+    try:
+        expected = long_way(board)
+    except BadInput:
+        with pytest.raises(BadInput):
+            board_tiles(board)
+    else:
+        got = board_tiles(board)
+        assert got == expected and type(got) is list and got is not board
