@@ -12,13 +12,15 @@ waits for one: a batch never holds the lane against unary calls); a board past t
 nodes, or with the lane busy, goes to the worker pool. Results are sent as searches
 finish, in any order. A client that sends several boards a message (``items``) gets several
 results a message: those finished by the time one is sent, and those that finish within
-``LINGER`` of the first while more boards of the call are in flight (a message costs the
-two ends about 0.1 ms of CPU each in gRPC Python, more than the rest of a board's handling).
+``LINGER`` of the first while more boards of the call are in flight, but never into the
+last LINGER before the call's deadline (a message costs the two ends about 0.1 ms of CPU
+each in gRPC Python, more than the rest of a board's handling).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import queue
 import threading
 import time
@@ -26,7 +28,7 @@ import time
 import grpc
 
 from .choices import Choices
-from .rpc import LIMIT_KEY, REFUSED_KEY
+from .rpc import LIMIT_KEY, REFUSED_KEY, time_left
 from .v1 import solver_pb2 as pb
 
 log = logging.getLogger("pdbd")
@@ -35,9 +37,11 @@ METHOD = "pdbd.v1.Solver/SolveBatch"
 WAIT_SECONDS = 0.005  # between looks for room while the pool is full
 END = object()
 PER_MESSAGE = 256  # results at most in one BatchResult (about 100 KB)
-LINGER = 0.05  # seconds a packed result waits for others to share its message (0.02 before:
-# about 13 results a reply on one search thread at 3 ms a board, 0.05: about 20; a reply costs
-# the two ends about 0.5 ms of CPU together, docs/bench-history/2026-11-26-solve-batch-overhead.md)
+LINGER = 0.1  # seconds a packed result waits for others to share its message (0.02, then
+# 0.05 before: about 13, then 20 results a reply on one search thread at 3 ms a board; a reply
+# costs the two ends about 0.5 ms of CPU together, and more on a loaded machine, where 0.1
+# took 20-40 us a board off the batch's CPU: docs/bench-history/2026-11-26-solve-batch-overhead-2.md).
+# Never into the last LINGER before a call's deadline (hold_until).
 
 
 class ItemAborted(Exception):
@@ -153,13 +157,13 @@ def boards_of(message: pb.BatchRequest) -> list[tuple[int, pb.SolveRequest]]:
     return items
 
 
-def ready(finished: queue.Queue, pending, linger: float = 0.0) -> list:
+def ready(finished: queue.Queue, pending, linger: float = 0.0, until: float = math.inf) -> list:
     """What has finished: the next entry (a list of results, waited for), then every one
     there already, up to about PER_MESSAGE results; with ``linger`` (seconds), also those
-    that finish within that time of the first while ``pending(n)`` (more boards in flight
-    beyond the ``n`` taken)."""
+    that finish within that time of the first (and before ``until``, time.monotonic())
+    while ``pending(n)`` (more boards in flight beyond the ``n`` taken)."""
     out = list(finished.get())
-    end = time.monotonic() + linger
+    end = min(time.monotonic() + linger, until)
     while len(out) < PER_MESSAGE:
         try:
             out.extend(finished.get_nowait())
@@ -176,6 +180,14 @@ def ready(finished: queue.Queue, pending, linger: float = 0.0) -> list:
     return out
 
 
+def hold_until(context) -> float:
+    """Until when (time.monotonic()) a call's results may wait for others to share their
+    message: not into the last LINGER before its deadline, where they would end unsent
+    with the call; without a deadline, for good."""
+    left = time_left(context)
+    return math.inf if left is None else time.monotonic() + left - LINGER
+
+
 def solve_batch(servicer, requests, context):
     """The results of SolveBatch (a generator of BatchResult) for the stream ``requests``."""
     pool = servicer.pool
@@ -190,6 +202,7 @@ def solve_batch(servicer, requests, context):
     counts = [0, 0]  # boards admitted (by the reader), answered (sent, or in this message)
     held: list = []  # answered on the reader's thread, not yet handed on
     since = [0.0]  # when the first of them was answered
+    until = hold_until(context)
 
     def hand_on() -> None:
         """The reader's answers to the sending thread, as one entry (one wake-up)."""
@@ -224,11 +237,12 @@ def solve_batch(servicer, requests, context):
         """A board answered on the reader's thread (the fast lane, or refused): held up to
         LINGER with the next ones when packed, so the sender wakes once for several."""
         room.give_here()
+        now = time.monotonic()
         if not held:
-            since[0] = time.monotonic()
+            since[0] = now
         held.append(entry)
-        if (not packed.is_set() or len(held) >= PER_MESSAGE
-                or time.monotonic() - since[0] >= LINGER):
+        if (not packed.is_set() or len(held) >= PER_MESSAGE or now - since[0] >= LINGER
+                or now >= until):
             hand_on()
 
     def admit(key: int, ident: int, request, checked: set) -> None:
@@ -290,7 +304,7 @@ def solve_batch(servicer, requests, context):
     while expected is None or counts[1] < expected:
         if packed.is_set():  # each result made in its reply (one copy of its message)
             reply = pb.BatchResult()
-            for ident, job, ctx in ready(finished, in_flight, LINGER):
+            for ident, job, ctx in ready(finished, in_flight, LINGER, until):
                 if ident is END:
                     expected = job
                     continue

@@ -404,3 +404,33 @@ def test_a_list_of_ints_is_taken_as_it_is_and_anything_else_as_before(board):
     else:
         got = board_tiles(board)
         assert got == expected and type(got) is list and got is not board
+
+
+def test_results_are_held_for_others_only_while_the_calls_deadline_is_not_near():
+    """A packed result waits up to LINGER for others to share its message, but never into
+    the last LINGER before the call's deadline, where it would end unsent with the call."""
+    import queue
+    import time
+
+    from pdbd.batch import LINGER, hold_until, ready
+
+    class Call:
+        def __init__(self, left):
+            self.left = left
+
+        def time_remaining(self):
+            return self.left
+
+    assert hold_until(Call(None)) == float("inf") and hold_until(Call(1e9)) == float("inf")
+    start = time.monotonic()
+    assert start + 5 - LINGER <= hold_until(Call(5.0)) <= time.monotonic() + 5 - LINGER
+    assert hold_until(Call(0.0)) < start  # at the deadline: nothing is held
+    finished = queue.Queue()
+    finished.put(["first"])
+    t = time.monotonic()
+    assert ready(finished, lambda n: True, linger=30, until=t + 0.05) == ["first"]
+    assert time.monotonic() - t < 5  # boards in flight, but the deadline is near: it goes
+    finished.put(["first"])
+    threading.Timer(0.05, finished.put, [["second"]]).start()
+    assert ready(finished, lambda n: n < 2, linger=30, until=time.monotonic() + 10) == \
+        ["first", "second"]  # far from the deadline: held for the next (the last in flight)
