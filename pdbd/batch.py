@@ -12,13 +12,15 @@ waits for one: a batch never holds the lane against unary calls); a board past t
 nodes, or with the lane busy, goes to the worker pool. Results are sent as searches
 finish, in any order. A client that sends several boards a message (``items``) gets several
 results a message: those finished by the time one is sent, and those that finish within
-``LINGER`` of the first while more boards of the call are in flight (a message costs the
-two ends about 0.1 ms of CPU each in gRPC Python, more than the rest of a board's handling).
+``LINGER`` of the first while more boards of the call are in flight, but never into the
+last LINGER before the call's deadline (a message costs the two ends about 0.1 ms of CPU
+each in gRPC Python, more than the rest of a board's handling).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import queue
 import threading
 import time
@@ -26,7 +28,7 @@ import time
 import grpc
 
 from .choices import Choices
-from .rpc import LIMIT_KEY, REFUSED_KEY
+from .rpc import LIMIT_KEY, REFUSED_KEY, time_left
 from .v1 import solver_pb2 as pb
 
 log = logging.getLogger("pdbd")
@@ -35,9 +37,11 @@ METHOD = "pdbd.v1.Solver/SolveBatch"
 WAIT_SECONDS = 0.005  # between looks for room while the pool is full
 END = object()
 PER_MESSAGE = 256  # results at most in one BatchResult (about 100 KB)
-LINGER = 0.05  # seconds a packed result waits for others to share its message (0.02 before:
-# about 13 results a reply on one search thread at 3 ms a board, 0.05: about 20; a reply costs
-# the two ends about 0.5 ms of CPU together, docs/bench-history/2026-11-26-solve-batch-overhead.md)
+LINGER = 0.1  # seconds a packed result waits for others to share its message (0.02, then
+# 0.05 before: about 13, then 20 results a reply on one search thread at 3 ms a board; a reply
+# costs the two ends about 0.5 ms of CPU together, and more on a loaded machine, where 0.1
+# took 20-40 us a board off the batch's CPU: docs/bench-history/2026-11-26-solve-batch-overhead-2.md).
+# Never into the last LINGER before a call's deadline (hold_until).
 
 
 class ItemAborted(Exception):
@@ -53,31 +57,67 @@ class ItemAborted(Exception):
                              refused=REFUSED_KEY in self.metadata)
 
 
+class Window:
+    """Room for ``size`` boards of a batch in flight. Only the reader takes room; a board
+    answered on the reader's own thread (the fast lane, or refused) gives it back there
+    (``give_here``: a plain count), one answered on another thread through a queue
+    (``give``). A Semaphore took its Condition, in Python, twice a board (about 2 us)."""
+
+    def __init__(self, size: int):
+        self._free = size  # the reader's own count
+        self._back: queue.SimpleQueue = queue.SimpleQueue()  # room given back by others
+
+    def take(self, timeout: float | None = None) -> bool:
+        """Room for one more board, waiting up to ``timeout`` seconds (None: not at all)
+        for a board answered elsewhere to give its room back; False if none did."""
+        if not self._free:
+            try:
+                self._back.get(timeout=timeout) if timeout else self._back.get_nowait()
+            except queue.Empty:
+                return False
+            self._free += 1
+        self._free -= 1
+        return True
+
+    def give_here(self) -> None:
+        """A board answered on the reader's thread: its room back (that thread only)."""
+        self._free += 1
+
+    def give(self) -> None:
+        """A board answered on another thread: its room back, for the reader to take."""
+        self._back.put(None)
+
+
 class Callbacks:
     """The call's end, told to the items in flight: one callback on the call for the whole
-    batch (not one per board, which the call would hold until it ends)."""
+    batch (not one per board, which the call would hold until it ends).
+
+    Without a lock (two a board, add and discard): each step is one dict operation or one
+    attribute, atomic under the GIL, and ``add`` looks at ``ended`` again after adding. A
+    callback added as the call ends is then either in the list ``_end`` takes (and
+    called), or ``add`` sees the end and says False (its caller halts the search itself,
+    as for a call that ended before), or both: a halt twice is a halt."""
 
     def __init__(self, context):
-        self._lock = threading.Lock()
         self._live: dict[int, object] = {}
         self.ended = not context.add_callback(self._end)
 
     def add(self, key: int, callback) -> bool:
-        with self._lock:
-            if self.ended:
-                return False
-            self._live[key] = callback
-            return True
+        if self.ended:
+            return False
+        self._live[key] = callback
+        if self.ended:  # ended meanwhile: perhaps before _end took the list
+            self._live.pop(key, None)
+            return False
+        return True
 
     def discard(self, key: int) -> None:
-        with self._lock:
-            self._live.pop(key, None)
+        self._live.pop(key, None)
 
     def _end(self) -> None:
-        with self._lock:
-            self.ended = True
-            live, self._live = list(self._live.values()), {}
-        for callback in live:
+        self.ended = True  # before the list is taken: an add from now on sees it
+        live, self._live = self._live, {}
+        for callback in list(live.values()):
             callback()
 
 
@@ -117,13 +157,13 @@ def boards_of(message: pb.BatchRequest) -> list[tuple[int, pb.SolveRequest]]:
     return items
 
 
-def ready(finished: queue.Queue, pending, linger: float = 0.0) -> list:
+def ready(finished: queue.Queue, pending, linger: float = 0.0, until: float = math.inf) -> list:
     """What has finished: the next entry (a list of results, waited for), then every one
     there already, up to about PER_MESSAGE results; with ``linger`` (seconds), also those
-    that finish within that time of the first while ``pending(n)`` (more boards in flight
-    beyond the ``n`` taken)."""
+    that finish within that time of the first (and before ``until``, time.monotonic())
+    while ``pending(n)`` (more boards in flight beyond the ``n`` taken)."""
     out = list(finished.get())
-    end = time.monotonic() + linger
+    end = min(time.monotonic() + linger, until)
     while len(out) < PER_MESSAGE:
         try:
             out.extend(finished.get_nowait())
@@ -140,11 +180,19 @@ def ready(finished: queue.Queue, pending, linger: float = 0.0) -> list:
     return out
 
 
+def hold_until(context) -> float:
+    """Until when (time.monotonic()) a call's results may wait for others to share their
+    message: not into the last LINGER before its deadline, where they would end unsent
+    with the call; without a deadline, for good."""
+    left = time_left(context)
+    return math.inf if left is None else time.monotonic() + left - LINGER
+
+
 def solve_batch(servicer, requests, context):
     """The results of SolveBatch (a generator of BatchResult) for the stream ``requests``."""
     pool = servicer.pool
     window = servicer.limits.per_client or (pool.threads + pool.max_queue)
-    room = threading.Semaphore(window)
+    room = Window(window)
     finished: queue.Queue = queue.Queue()  # lists of (id, job or None, context or error)
     callbacks = Callbacks(context)
     client = servicer.proxies.client(context)
@@ -154,6 +202,7 @@ def solve_batch(servicer, requests, context):
     counts = [0, 0]  # boards admitted (by the reader), answered (sent, or in this message)
     held: list = []  # answered on the reader's thread, not yet handed on
     since = [0.0]  # when the first of them was answered
+    until = hold_until(context)
 
     def hand_on() -> None:
         """The reader's answers to the sending thread, as one entry (one wake-up)."""
@@ -164,32 +213,36 @@ def solve_batch(servicer, requests, context):
     def wait_for_room() -> bool:
         """Until the pool has a slot and the client room for one more (an item waits,
         rather than being refused); False if the call ends or the server stops."""
-        if not room.acquire(blocking=False):
+        if not room.take():
             hand_on()  # never hold answers while waiting
-            while not room.acquire(timeout=0.1):
+            while not room.take(timeout=0.1):
                 if not context.is_active():
                     return False
         while pool.full or not servicer.peers.has_room(client):
             hand_on()  # (once: nothing is answered here meanwhile)
             if not context.is_active() or servicer._closing:
-                break
+                return context.is_active()
             time.sleep(WAIT_SECONDS)
-        return context.is_active()
+        # The call's end, as its callback saw it (a flag, where context.is_active() takes
+        # the call's Condition, about 1 us a board): a board admitted as the call ends
+        # meanwhile is halted by that callback (Callbacks) like any other in flight.
+        return not callbacks.ended
 
     def done(entry) -> None:
         """A board is answered on another thread (its result to send): room for the next."""
-        room.release()
+        room.give()
         finished.put([entry])
 
     def answered_here(entry) -> None:
         """A board answered on the reader's thread (the fast lane, or refused): held up to
         LINGER with the next ones when packed, so the sender wakes once for several."""
-        room.release()
+        room.give_here()
+        now = time.monotonic()
         if not held:
-            since[0] = time.monotonic()
+            since[0] = now
         held.append(entry)
-        if (not packed.is_set() or len(held) >= PER_MESSAGE
-                or time.monotonic() - since[0] >= LINGER):
+        if (not packed.is_set() or len(held) >= PER_MESSAGE or now - since[0] >= LINGER
+                or now >= until):
             hand_on()
 
     def admit(key: int, ident: int, request, checked: set) -> None:
@@ -251,7 +304,7 @@ def solve_batch(servicer, requests, context):
     while expected is None or counts[1] < expected:
         if packed.is_set():  # each result made in its reply (one copy of its message)
             reply = pb.BatchResult()
-            for ident, job, ctx in ready(finished, in_flight, LINGER):
+            for ident, job, ctx in ready(finished, in_flight, LINGER, until):
                 if ident is END:
                     expected = job
                     continue

@@ -99,6 +99,10 @@ MAX_TILES = puzzle.MAX_SIDE ** 2
 
 def board_tiles(board) -> list[int]:
     """Tiles from text ("1 2 3, 4 ...") or a sequence of ints; the server validates the rest."""
+    if isinstance(board, (list, tuple)) and board and len(board) <= MAX_TILES:
+        tiles = list(board)  # the usual case, checked whole (type is int: never a bool)
+        if all(type(t) is int for t in tiles) and 0 <= min(tiles) and max(tiles) <= UINT32_MAX:
+            return tiles
     if isinstance(board, str):
         board = [t for t in re.split(r"[\s,]+", board.strip()) if t]
     tiles = []

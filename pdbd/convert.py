@@ -59,15 +59,17 @@ def result_fields(r: SolveResult, queue_seconds: float = 0.0) -> dict:
     """The fields of ``result_message``, as a dict: a message's submessage made from it is
     built in place (``reply.results.add(result=...)``), where a message would be copied."""
     rows, cols = r.shape
+    # The board, moves and h along the path as they are (sequences of ints, which the
+    # message copies in): a list made of each first was a copy more, every result.
     return dict(
-        board=list(r.board), size=rows if rows == cols else 0, rows=rows, cols=cols, goal=r.goal, length=r.length, moves=list(r.moves),
-        blank_moves=r.blank_moves, nodes_expanded=r.nodes_expanded,
+        board=r.board, size=rows if rows == cols else 0, rows=rows, cols=cols, goal=r.goal,
+        length=r.length, moves=r.moves, blank_moves=r.blank_moves, nodes_expanded=r.nodes_expanded,
         nodes_generated=r.nodes_generated, seconds=r.seconds, initial_h=r.initial_h,
         heuristic=r.heuristic, artifact_version=r.artifact or "",
         # dicts, not pb.Iteration messages: the constructor builds them in place, where
         # each message made here would be built and then copied (half the cost a result)
         iterations=[{"bound": i["bound"], "nodes": i["nodes"]} for i in r.iterations],
-        threads=r.threads, note=r.note, queue_seconds=queue_seconds, path_h=list(r.path_h),
+        threads=r.threads, note=r.note, queue_seconds=queue_seconds, path_h=r.path_h,
         algorithm=r.algorithm, optimal=r.optimal, bound=r.bound or 0.0,
         peak_memory_bytes=r.peak_memory_bytes)
 

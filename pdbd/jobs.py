@@ -346,12 +346,8 @@ class FastLane:
 
     def _enter(self, client: str, deferring: bool = False) -> bool:
         lane = self.lane
-
-        def free() -> bool:
-            return self._busy < lane.slots and self._n.get(client, 0) < lane.per_client
-
         with self._lock:  # the condition's own lock, without its Python-level wrapper
-            if free() and (not deferring or self._waiting == 0):
+            if self._free(client) and (not deferring or self._waiting == 0):
                 self._take(client)
                 return True
             if deferring:
@@ -360,12 +356,16 @@ class FastLane:
                 return False  # its own share taken and a worker free: side by side there
             self._waiting += 1  # counted before the lock is let go: a batch defers to it
             try:
-                ok = self._room.wait_for(free, lane.wait)
+                ok = self._room.wait_for(lambda: self._free(client), lane.wait)
             finally:
                 self._waiting -= 1
             if ok:
                 self._take(client)
             return ok
+
+    def _free(self, client: str) -> bool:
+        """A slot free for ``client`` (under the lock)."""
+        return self._busy < self.lane.slots and self._n.get(client, 0) < self.lane.per_client
 
     def _take(self, client: str) -> None:
         """A slot for ``client`` (under the lock)."""

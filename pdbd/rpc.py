@@ -49,6 +49,15 @@ LIMIT_KEY = "pdbd-limit"  # trailing metadata telling the RESOURCE_EXHAUSTED cas
 REFUSED_KEY = "pdbd-refused"  # trailing metadata: an UNAVAILABLE of pdbd's own, not the channel's
 
 
+NO_DEADLINE = 1e8  # time_remaining() of a call without a deadline is huge, not None
+
+
+def time_left(context) -> float | None:
+    """Seconds left before the call's deadline (at least 0); None without a deadline."""
+    left = context.time_remaining()
+    return None if left is None or left > NO_DEADLINE else max(left, 0.0)
+
+
 class RateLimitedLog:
     """At most one line per ``every`` seconds per kind; the next line counts those skipped."""
 

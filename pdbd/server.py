@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import logging
 import os
 import resource
@@ -490,6 +491,7 @@ def serve_with(args, tls: Tls | None, metrics: Metrics, pid_file: PidFile | None
                     metrics=metrics, proxies=proxies)
     if stop.is_set():
         return 0
+    settle_heap()
     daemon.start()
     try:
         if pid_file:
@@ -517,6 +519,19 @@ def serve_with(args, tls: Tls | None, metrics: Metrics, pid_file: PidFile | None
         daemon.stop(args.grace, args.drain, cut=stop)
         log.info("stopped")
     return 0
+
+
+def settle_heap() -> None:
+    """Once started: what the process holds by now (the modules of gRPC, numba, protobuf
+    and pdbtool, the tables' metadata, compiled kernels: some 150,000 objects) is moved out
+    of the cyclic garbage collector's sight (``gc.freeze``), since it lives as long as the
+    process. Each full collection then looks only at what the calls made since, a few
+    milliseconds where it took 30-40 ms; they come every one to few thousand batch boards
+    (the results held for their reply outlive the young generations),
+    docs/bench-history/2026-11-26-solve-batch-overhead-2.md. Reference counting frees
+    these objects as before; only a cycle among them would no longer be collected."""
+    gc.collect()
+    gc.freeze()
 
 
 def sizes_text(tables) -> str:

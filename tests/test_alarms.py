@@ -34,3 +34,23 @@ def test_many_cancelled_alarms_are_dropped_from_the_heap():
     for _ in range(10_000):
         alarms.after(60, print).cancel()
     assert len(alarms._heap) < 200
+
+
+def test_a_cancelled_alarm_lets_go_of_what_it_would_have_called():
+    """A cancelled alarm waits in the heap until it comes up or the heap is compacted: it
+    must not keep its function (a search's control) alive meanwhile."""
+    import gc
+    import weakref
+
+    class Control:
+        def halt(self, reason):
+            raise AssertionError("a cancelled alarm rang")
+
+    alarms, control = Alarms("test-alarms"), Control()
+    gone = weakref.ref(control)
+    alarms.after(30, print)  # the heap's first: the thread sleeps until it is due
+    alarm = alarms.after(60, control.halt, "time-limit")
+    alarm.cancel()
+    del control
+    gc.collect()
+    assert gone() is None and alarm in [e[2] for e in alarms._heap]

@@ -9,7 +9,9 @@ import threading
 import grpc
 import pytest
 
-from pdbd.client import MAX_PER_MESSAGE, Chunks, Runs, ServerUnavailable, SolverClient
+from pdbd.batch import Callbacks, Window
+from pdbd.client import (MAX_PER_MESSAGE, Chunks, Runs, ServerUnavailable, SolverClient,
+                         board_tiles)
 from pdbd.jobs import FastLane, Lane
 from pdbd.v1 import solver_pb2 as pb
 from pdbtool.errors import BadInput, LimitReached, Unsolvable
@@ -336,3 +338,99 @@ def test_a_choice_is_kept_for_the_same_tables_and_request_fields_only(served_dir
     with pytest.raises(BadInput, match="unknown algorithm"):  # not kept: refused again
         choices.get(new, pb.SolveRequest(tiles=[1, 2, 3, 4, 5, 6, 7, 0, 8], algorithm="x"),
                     limits)
+
+
+def test_a_window_gives_room_back_from_the_reader_and_from_other_threads():
+    """The batch's room: taken by the reader up to its size, given back on the reader's
+    thread at once, or from another thread to a reader that waits for it."""
+    window = Window(2)
+    assert window.take() and window.take()
+    assert not window.take() and not window.take(timeout=0.05)  # full: no room comes
+    window.give_here()
+    assert window.take() and not window.take()
+    threading.Timer(0.1, window.give).start()
+    assert window.take(timeout=10)  # woken by the other thread's room
+    assert not window.take()
+
+
+def test_the_calls_end_halts_what_is_in_flight_and_refuses_what_comes_after():
+    class Call:
+        def add_callback(self, callback):
+            self.end = callback
+            return True
+
+    call, halted = Call(), []
+    callbacks = Callbacks(call)
+    assert callbacks.add(1, lambda: halted.append(1)) and callbacks.add(2, lambda: halted.append(2))
+    callbacks.discard(2)  # answered: not halted at the end
+    call.end()
+    assert halted == [1] and callbacks.ended
+    assert not callbacks.add(3, lambda: halted.append(3))  # after the end: the caller halts it
+    assert halted == [1]
+
+    class Ended:
+        def add_callback(self, callback):
+            return False  # the call is over already
+
+    assert not Callbacks(Ended()).add(1, lambda: None)
+
+
+@pytest.mark.parametrize("board", [(1, 2, 3, 0), [3, 1, 2, 0], [0] * 4, [4294967295, 1],
+                                   [True, 0], [1.0, 2], [-1, 0], [4294967296, 0], [],
+                                   list(range(626)), ["1", "2"], [1, "2"]])
+def test_a_list_of_ints_is_taken_as_it_is_and_anything_else_as_before(board):
+    """board_tiles' short way for a list or tuple of plain ints gives what the long way
+    gives (the same tiles, or the same BadInput); bools and floats never pass as tiles."""
+    import operator
+
+    def long_way(board):
+        tiles = []
+        for t in board:
+            if isinstance(t, bool) or isinstance(t, float):
+                raise BadInput("not an integer")
+            v = int(t) if isinstance(t, str) else operator.index(t)
+            if not 0 <= v <= 4294967295:
+                raise BadInput("out of range")
+            tiles.append(v)
+        if not tiles or len(tiles) > 625:
+            raise BadInput("count")
+        return tiles
+
+    try:
+        expected = long_way(board)
+    except BadInput:
+        with pytest.raises(BadInput):
+            board_tiles(board)
+    else:
+        got = board_tiles(board)
+        assert got == expected and type(got) is list and got is not board
+
+
+def test_results_are_held_for_others_only_while_the_calls_deadline_is_not_near():
+    """A packed result waits up to LINGER for others to share its message, but never into
+    the last LINGER before the call's deadline, where it would end unsent with the call."""
+    import queue
+    import time
+
+    from pdbd.batch import LINGER, hold_until, ready
+
+    class Call:
+        def __init__(self, left):
+            self.left = left
+
+        def time_remaining(self):
+            return self.left
+
+    assert hold_until(Call(None)) == float("inf") and hold_until(Call(1e9)) == float("inf")
+    start = time.monotonic()
+    assert start + 5 - LINGER <= hold_until(Call(5.0)) <= time.monotonic() + 5 - LINGER
+    assert hold_until(Call(0.0)) < start  # at the deadline: nothing is held
+    finished = queue.Queue()
+    finished.put(["first"])
+    t = time.monotonic()
+    assert ready(finished, lambda n: True, linger=30, until=t + 0.05) == ["first"]
+    assert time.monotonic() - t < 5  # boards in flight, but the deadline is near: it goes
+    finished.put(["first"])
+    threading.Timer(0.05, finished.put, [["second"]]).start()
+    assert ready(finished, lambda n: n < 2, linger=30, until=time.monotonic() + 10) == \
+        ["first", "second"]  # far from the deadline: held for the next (the last in flight)

@@ -156,3 +156,19 @@ def test_the_start_line_names_each_shape_served():
     text = sizes_text(tables)
     assert text.startswith("3x4 (manhattan") and ", 4x4 (manhattan" in text, text
 
+
+
+def test_a_started_daemon_moves_what_it_holds_out_of_the_collectors_sight():
+    """pdbd serve, once started, freezes what the process holds (settle_heap): a full
+    collection then looks only at what the calls made since, not at the modules and
+    tables' metadata loaded at startup."""
+    import gc
+
+    from pdbd.server import settle_heap
+
+    before = gc.get_freeze_count()
+    try:
+        settle_heap()
+        assert gc.get_freeze_count() > max(before, 10_000)
+    finally:
+        gc.unfreeze()

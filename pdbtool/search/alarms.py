@@ -30,6 +30,11 @@ class Alarm:
 
     def cancel(self) -> None:
         self.cancelled = True
+        # What it would have called, let go now: a cancelled alarm stays in the heap until
+        # it comes up or the heap is compacted (up to 64 alarms later), and would keep the
+        # search's control (its bound method) alive that long, into the older generations
+        # of Python's collector, whose full collections then come more often.
+        self.fn, self.args = None, ()
 
 
 class Alarms:
@@ -39,14 +44,15 @@ class Alarms:
         self.name = name
         self._heap: list[tuple[float, int, Alarm]] = []
         self._order = itertools.count()  # equal times ring in the order they were set
-        self._wake = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)  # after() takes the lock itself
         self._thread: threading.Thread | None = None
         self._compact_at = 64  # heap size at which the cancelled alarms are dropped
 
     def after(self, seconds: float, fn, *args) -> Alarm:
         """Call ``fn(*args)`` on the alarm thread in ``seconds`` seconds, unless cancelled."""
         alarm = Alarm(time.monotonic() + seconds, fn, args)
-        with self._wake:
+        with self._lock:  # the condition's own lock, without its Python-level wrapper
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
                 self._thread.start()
@@ -73,11 +79,12 @@ class Alarms:
                     self._wake.wait(delay)
                     continue
                 alarm = heapq.heappop(self._heap)[2]
+            fn, args = alarm.fn, alarm.args  # before the flag: cancel() sets it, then clears these
             if not alarm.cancelled:
                 try:
-                    alarm.fn(*alarm.args)
+                    fn(*args)
                 except Exception:  # an alarm's failure must not stop the others
-                    log.exception("alarm %r failed", alarm.fn)
+                    log.exception("alarm %r failed", fn)
 
 
 _ALARMS = Alarms()

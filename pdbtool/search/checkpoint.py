@@ -142,6 +142,7 @@ class Checkpointing:
     """Where and how often a search saves its progress (``SearchControl.checkpoint``)."""
 
     watching = True  # saved now and then while the search runs (and when it stops short)
+    empty = False  # the file may hold a saved search: load() reads it
 
     def __init__(self, path, every: float = DEFAULT_EVERY, on_resume=None):
         self.path, self.every = Path(path), float(every)
@@ -227,6 +228,11 @@ class Held:
 
     def __init__(self):
         self.saved: Checkpoint | None = None
+
+    @property
+    def empty(self) -> bool:
+        """Nothing saved yet (load() would say None whatever the search)."""
+        return self.saved is None
 
     def load(self, identity: Identity, max_split: int | None = None,
              frame: Frame | None = None) -> Checkpoint | None:

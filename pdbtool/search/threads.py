@@ -125,7 +125,8 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
     stop, counters = control.stop, control.counters
     keeper = control.checkpoint  # checkpoint.Checkpointing or Held, or None
     resume = keeper.load(identity(solver, prepared), max_split=split_depth(
-        solver.side, limits.MAX_THREADS), frame=prepared.frame) if keeper else None
+        solver.side, limits.MAX_THREADS), frame=prepared.frame) if keeper and not keeper.empty \
+        else None  # (an empty Held, pdbd's fast lane's, needs no identity made to say so)
     if resume:
         split = resume.split  # the saved tasks, whatever the threads now
     split = split_depth(solver.side, threads) if split is None else split
