@@ -131,15 +131,17 @@ def test_stdout_keeps_the_results_alone_beside_a_library_that_prints():
     script = """if True:
         import argparse, sys
         from pdbtool.cli import console
-        console.results_apart()
-        print("(raylet) Raylet is terminated.")  # as Ray's listener thread prints it
         args = argparse.Namespace(json=True)
-        console.emit(args, {"length": 57}, "length 57")
-        console.report_error("pdbtool", args, "a node was lost", 1)
+        with console.results_apart():
+            print("(raylet) Raylet is terminated.")  # as Ray's listener thread prints it
+            console.emit(args, {"length": 57}, "length 57")
+            console.report_error("pdbtool", args, "a node was lost", 1)
+        print("after")  # the command's stdout is sys.stdout again
     """
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                        timeout=300, check=True)
     assert p.stdout.splitlines() == ['{"length": 57}',
-                                     '{"error": "a node was lost", "exit_code": 1, "where": ""}']
+                                     '{"error": "a node was lost", "exit_code": 1, "where": ""}',
+                                     "after"]
     assert p.stderr.splitlines() == ["(raylet) Raylet is terminated.",
                                      "pdbtool: a node was lost"]

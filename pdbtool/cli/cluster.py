@@ -2,23 +2,27 @@
 (pdbtool.cluster.driver; Ray is imported only when a cluster is used)."""
 
 import argparse
+import contextlib
 import sys
 
 from pdbtool.cli import PROG
 from pdbtool.cli.console import results_apart, terminate_like_ctrl_c
 
 
+@contextlib.contextmanager
 def open_cluster(args):
-    """The Ray cluster the options name (pdbtool.cluster.driver; Ray is imported only now).
-    SIGTERM then stops the command as Ctrl-C does, and exits 143 (console); what Ray prints
-    to stdout goes to stderr, stdout keeps the results (console.results_apart)."""
+    """The Ray cluster the options name (pdbtool.cluster.driver; Ray is imported only now),
+    closed at the end. SIGTERM then stops the command as Ctrl-C does, and exits 143
+    (console); meanwhile what Ray prints to stdout goes to stderr, stdout keeps the
+    results (console.results_apart)."""
     from pdbtool.cluster.driver import Cluster
 
     terminate_like_ctrl_c()
-    results_apart()
-    return Cluster(args.cluster, cache_dir=getattr(args, "cluster_cache", None),
-                   shared=getattr(args, "cluster_shared", None),
-                   notify=lambda text: print(f"{PROG}: {text}", file=sys.stderr, flush=True))
+    with results_apart(), Cluster(
+            args.cluster, cache_dir=getattr(args, "cluster_cache", None),
+            shared=getattr(args, "cluster_shared", None),
+            notify=lambda text: print(f"{PROG}: {text}", file=sys.stderr, flush=True)) as cluster:
+        yield cluster
 
 
 def cluster_address(text: str) -> str:

@@ -96,15 +96,22 @@ def results_out():
     return _results if _results is not None else sys.stdout
 
 
-def results_apart() -> None:
-    """Keep stdout for the command's results alone: sys.stdout becomes stderr, so that what a
-    library prints there goes to stderr (Ray's driver prints a raylet's death, a 20-line
-    dump, to sys.stdout, which would break a --json reader); the results are written to
-    results_out(), the original."""
+@contextlib.contextmanager
+def results_apart():
+    """Within it, stdout is for the command's results alone: sys.stdout is stderr, so that
+    what a library prints there goes to stderr (Ray's driver prints a raylet's death, a
+    20-line dump, to sys.stdout, which would break a --json reader); the results are
+    written to results_out(), the original."""
     global _results
-    if _results is None and sys.stdout is not None:
-        sys.stdout.flush()
-        _results, sys.stdout = sys.stdout, sys.stderr
+    if _results is not None or sys.stdout is None:
+        yield
+        return
+    sys.stdout.flush()
+    _results, sys.stdout = sys.stdout, sys.stderr
+    try:
+        yield
+    finally:
+        sys.stdout, _results = _results, None
 
 
 def silence_stdout() -> None:
