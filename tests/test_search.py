@@ -328,7 +328,14 @@ def test_parallel_stop():
 
 
 def test_parallel_budget_is_respected():
+    """Two threads stop at the budget (it only raised the error before: any overrun
+    passed): at most a poll's nodes beyond it a thread (POLL expansions, up to four
+    children each), and the error says the nodes counted."""
+    from pdbtool.kernels.ida import POLL
+
     solver = Solver(table_free("manhattan", 4))
-    with pytest.raises(LimitReached, match="budget"):
-        solver.solve(korf100()[0][2], "blank-first", threads=2,
-                     control=SearchControl(budget=3_000_000))
+    control = SearchControl(budget=3_000_000)
+    with pytest.raises(LimitReached, match="budget") as e:
+        solver.solve(korf100()[0][2], "blank-first", threads=2, control=control)
+    assert 0 < control.generated <= 3_000_000 + 2 * 4 * POLL
+    assert f"after {control.generated:,} nodes" in str(e.value)
