@@ -66,6 +66,13 @@ def run(prog: str, args, report=None) -> int:
         with contextlib.suppress(AttributeError, OSError, ValueError):  # stderr without an fd
             faulthandler.enable(sys.__stderr__)
     try:
+        return _run(prog, args, say)
+    finally:
+        results_together()
+
+
+def _run(prog: str, args, say) -> int:
+    try:
         return args.func(args)
     except BrokenPipeError:  # stdout's reader went away (`... | head`): quiet, as cat is
         silence_stdout()
@@ -89,6 +96,7 @@ def run(prog: str, args, report=None) -> int:
 
 
 _results = None  # the command's stdout once results_apart() has moved sys.stdout aside
+_aside = None  # what results_apart() put in its place (stderr)
 
 
 def results_out():
@@ -101,10 +109,23 @@ def results_apart() -> None:
     library prints there goes to stderr (Ray's driver prints a raylet's death, a 20-line
     dump, to sys.stdout, which would break a --json reader); the results are written to
     results_out(), the original."""
-    global _results
+    global _results, _aside
     if _results is None and sys.stdout is not None:
         sys.stdout.flush()
         _results, sys.stdout = sys.stdout, sys.stderr
+        _aside = sys.stdout
+
+
+def results_together() -> None:
+    """Undo results_apart() when the command ends (console.run; its cluster closed by then):
+    a program that runs commands in its own process (cli.main) prints to its stdout again,
+    and its next command writes its results there, not to the stream of the first."""
+    global _results, _aside
+    if _results is not None:
+        if sys.stdout is _aside:  # not since replaced by the program itself
+            sys.stdout.flush()
+            sys.stdout = _results
+        _results = _aside = None
 
 
 def silence_stdout() -> None:
