@@ -98,7 +98,7 @@ def served(art_dir):
 @pytest.fixture(scope="module")
 def slow():
     """pdbd serving the 15-puzzle with Manhattan distance on one thread, queue 1: a hard
-    board searches for tens of seconds unless stopping works."""
+    board (serving.HARD) searches for an hour or more unless stopping works."""
     from pdbtool.heuristics.table_free import table_free
     from pdbtool.selection import TableSet
 

@@ -152,12 +152,21 @@ def test_astar_memory_limit_says_how_many_states():
 
 
 def test_stop_and_budget_reach_every_search():
+    """Each search's kernel polls the control's stop flag and counts to its budget: Korf's
+    #1 (millions of nodes for each) ends on a budget of 50,000 nodes, and with the flag set
+    before the search it ends 'stopped' within a poll (its budget of 5,000,000 would end a
+    search deaf to the flag: a failure, not an hour). The stop was not checked before."""
     hard = korf100()[0][2]
     solver = Solver(table_free("manhattan", 4))
-    for name in ("ida-tt", "astar", "rbfs", "wida"):
+    for name in ("ida-tt", "astar", "rbfs", "wida", "sma", "frontier", "bidir"):
+        algorithm = Algorithm(name, weight=1.01 if name == "wida" else None)
         with pytest.raises(LimitReached, match="budget"):
             solver.solve(hard, "blank-first", control=SearchControl(budget=50_000),
-                         algorithm=Algorithm(name, weight=1.01 if name == "wida" else None))
+                         algorithm=algorithm)
+        halted = SearchControl(budget=5_000_000)
+        halted.halt()
+        with pytest.raises(LimitReached, match="stopped"):
+            solver.solve(hard, "blank-first", control=halted, algorithm=algorithm)
 
 
 # -- any goal ------------------------------------------------------------------------------

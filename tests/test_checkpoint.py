@@ -20,6 +20,7 @@ from pdbtool.search.control import SearchControl
 from pdbtool.search.solver import Solver
 from pdbtool.search.threads import search_parallel
 from reference import ROOT, instances, korf100
+from serving import HARD
 
 KORF = {n: board for n, _, board in korf100()}
 
@@ -165,13 +166,14 @@ def test_the_command_line_resumes_and_removes_the_file_once_answered(art_dir, tm
 
 @pytest.mark.process
 def test_a_killed_search_leaves_a_whole_checkpoint(tmp_path):
-    """Korf #88 with Manhattan distance takes about 20 s on two threads: it is still searching
-    when it is killed, whenever that is, after its checkpoint has been saved a few times."""
+    """serving.HARD (80 moves) with Manhattan distance searches for an hour or more: it is
+    still searching when it is killed, whenever that is, after its checkpoint has been saved
+    a few times (Korf #88, here before, ends in about 20 s on two threads)."""
     path = tmp_path / "search.json"
     p = subprocess.Popen([sys.executable, "-m", "pdbtool", "solve", "--heuristic", "manhattan",
                           "--goal", "blank-first", "--threads", "2", "--quiet", "--checkpoint",
                           str(path), "--checkpoint-every", "0.05",
-                          " ".join(map(str, KORF[88]))], cwd=ROOT, stdout=subprocess.DEVNULL,
+                          " ".join(map(str, HARD))], cwd=ROOT, stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE)
     try:
         deadline, saves = time.monotonic() + 120, set()
@@ -184,7 +186,7 @@ def test_a_killed_search_leaves_a_whole_checkpoint(tmp_path):
         os.kill(p.pid, signal.SIGKILL)
         p.wait(timeout=60)
     saved = Checkpoint.from_json(path.read_text())
-    assert saved.identity.heuristic == "manhattan" and saved.bound >= 50
+    assert saved.identity.heuristic == "manhattan" and saved.bound >= 58  # h of HARD
 
 
 @pytest.mark.process

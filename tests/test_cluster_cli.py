@@ -15,7 +15,7 @@ from pdbtool.search.solver import Solver
 from pdbtool.selection import TableSet
 from pdbtool.tables import artifact
 from reference import korf_shortest
-from serving import HARD, info, running_daemon, wait_for
+from serving import HARDEST, info, running_daemon, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("ray_local")]
 
@@ -117,7 +117,8 @@ def test_daemon_deadline_stops_the_cluster_tasks(delegating):
     from pdbd.client import SolverClient
 
     with SolverClient(delegating.address) as c, pytest.raises(LimitReached, match="deadline"):
-        c.solve(HARD, "blank-first", deadline=4.0)  # HARD: about 20 s on 2 CPUs
+        c.solve(HARDEST, "blank-last", deadline=4.0)  # 80 moves: hours with Manhattan
+        # distance (Korf #88, here before, ends in about 20 s on 2 CPUs: a fifth away)
     assert info(delegating)["cluster"]["delegated"] == 1
     assert wait_for(lambda: info(delegating)["cluster"]["busy"] == 0, 15)
     assert wait_for(lambda: info(delegating)["counters"]["running"] == 0, 15)

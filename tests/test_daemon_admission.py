@@ -204,7 +204,7 @@ def _serving(channel) -> bool:
 
 def test_an_easy_query_is_answered_behind_hard_searches_of_other_clients():
     """Fair service: four other clients (named through a trusted proxy) fill both search
-    threads and the queue with searches that take tens of seconds; one client's easy queries are
+    threads and the queue with searches that take an hour or more; one client's easy queries are
     still answered, each within a fraction of a second (here: well within 2 s, on a loaded
     machine; without the fast lane they would wait for those searches)."""
     daemon = manhattan(threads=2, max_queue=8, proxies=TrustedProxies(["127.0.0.1"]),

@@ -57,19 +57,44 @@ def test_result_has_the_fields_of_pdbtool_solve_json(served):
     assert remote.iterations and remote.nodes_generated >= 2
 
 
-def test_stream_sends_progress_then_the_result(slow):
-    """Korf's #4 with Manhattan distance (22.8 M nodes closest first, a third of a second
-    here: some thirty times the 10 ms between progress events) streams progress while it
-    searches, its counts growing, and then its optimal result."""
+def test_stream_sends_progress_then_the_result(slow, monkeypatch):
+    """Korf's #4 with Manhattan distance (22.8 M nodes closest first) streams progress while
+    it searches, its counts growing, and then its optimal result. However fast the search,
+    the events are certain: each iteration the worker searches waits (Solver.search_tasks)
+    until an event with the nodes counted so far has reached the client, so the client sees
+    at least one count a worker's iteration (it was a race of a third of a second of search
+    against the 10 ms between events)."""
+    from pdbtool.kernels.ida import GENERATED
+
     _, optimal, board = korf100()[3]
+    received, stalled = [], []  # the progress events' counts; iterations that waited in vain
+    arrived = threading.Condition()
+    search_tasks = Solver.search_tasks
+
+    def after_an_event(self, root, blank, tasks, bound, budget, stop, counters, *rest):
+        if threading.current_thread().name.startswith("pdbd-search") and not stalled:
+            counted = int(counters[GENERATED])  # one thread: the job's live counters
+            with arrived:
+                if not arrived.wait_for(lambda: received and received[-1] >= counted, 20):
+                    stalled.append(bound)
+        return search_tasks(self, root, blank, tasks, bound, budget, stop, counters, *rest)
+
+    monkeypatch.setattr(Solver, "search_tasks", after_an_event)
+    events = []
     with SolverClient(slow.address) as client:
-        events = list(client.solve_stream(board, "blank-first", progress_ms=10))
+        for event in client.solve_stream(board, "blank-first", progress_ms=10):
+            events.append(event)
+            if isinstance(event, dict) and not event["queued"]:
+                with arrived:
+                    received.append(event["nodes_generated"])
+                    arrived.notify_all()
     *progress, result = events
     assert all(p["event"] == "progress" for p in progress)
     assert isinstance(result, SolveResult) and result.length == optimal
     assert_replays(result.to_dict(), board, "blank-first")
+    assert not stalled, f"no progress reached the client before the iterations at {stalled}"
     nodes = [p["nodes_generated"] for p in progress if not p["queued"]]
-    assert len(nodes) >= 3 and nodes[-1] > 0
+    assert len(set(nodes)) >= 3 and nodes[-1] > 0, nodes
     assert nodes == sorted(nodes)
 
 

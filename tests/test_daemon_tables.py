@@ -186,10 +186,12 @@ def test_info_reports_residency(art_dir):
     daemon = running_daemon(load_directory(art_dir), threads=1, mlock=True)
     try:
         with SolverClient(daemon.address) as client:
-            def resident():
-                return all(a["resident_bytes"] == a["bytes"] > 0 for a in client.info()["artifacts"])
+            def resident():  # both artifacts listed (all() of none would be True), in memory
+                listed = client.info()["artifacts"]
+                return len(listed) == 2 and all(a["resident_bytes"] == a["bytes"] > 0
+                                                for a in listed)
             assert wait_for(resident, 10)
-            assert all(a["locked"] for a in client.info()["artifacts"])
+            assert [a["locked"] for a in client.info()["artifacts"]] == [True, True]
     finally:
         daemon.stop(grace=1)
 

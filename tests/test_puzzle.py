@@ -77,10 +77,21 @@ def test_isomorphism_maps_goal_and_is_involution():
 
 
 def test_moves_replay_and_blank_letters_agree():
+    """The blank's path as the solver turns it into an answer (blank_path_to_moves): the
+    tiles it moves and its letters, worked out here by hand, and both replay to the same
+    board, there and back."""
     g = puzzle.goal_board(4)
-    b = puzzle.apply_blank_moves(g, "ULLURD")
-    tiles, letters = puzzle.blank_path_to_moves(b, [])
-    assert tiles == [] and letters == ""
+    b = (1, 2, 3, 4,
+         5, 7, 10, 8,
+         9, 6, 0, 11,
+         13, 14, 15, 12)  # the blank from cell 15 by U L L U R D: cells 11 10 9 5 6 10
+    tiles, letters = puzzle.blank_path_to_moves(g, [11, 10, 9, 5, 6, 10])
+    assert (tiles, letters) == ([12, 11, 10, 6, 7, 10], "ULLURD")
+    assert puzzle.apply_tile_moves(g, tiles) == puzzle.apply_blank_moves(g, letters) == b
+    back = puzzle.blank_path_to_moves(b, [6, 5, 9, 10, 11, 15])
+    assert back == ([10, 7, 6, 10, 11, 12], "ULDRRD")
+    assert puzzle.apply_tile_moves(b, back[0]) == puzzle.apply_blank_moves(b, back[1]) == g
+    assert puzzle.blank_path_to_moves(b, []) == ([], "")
     with pytest.raises(BadInput, match="not next to the blank"):
         puzzle.apply_tile_moves(g, [1])
     with pytest.raises(BadInput, match="cannot go D"):

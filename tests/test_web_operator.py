@@ -98,7 +98,7 @@ def test_the_daemons_limit_per_browser_is_429_through_the_web():
         with running_web(daemon.address) as url:
             first = {}
 
-            def solve_hard():  # tens of seconds on one thread: ended by the daemon's stop
+            def solve_hard():  # an hour or more on one thread: ended by the daemon's stop
                 first["r"] = httpx.post(url + "api/solve", timeout=60,
                                         json={"board": list(HARD), "goal": "blank-first"})
 
