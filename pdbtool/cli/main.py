@@ -348,7 +348,10 @@ def add_solve_options(p) -> None:
                    help="search one board on N threads (default 1; a trace records nodes only on 1)")
     p.add_argument("--budget", type=arg_budget,
                    help="give up after about this many nodes generated (exit 4); checked between "
-                        "iterations and every few thousand nodes, so a search may end a little past it")
+                        "iterations and every few thousand nodes, so a search may end a little past "
+                        "it; on N threads each thread gets 1/N of what is left at an iteration's "
+                        "start, and one that spends its share ends the search with that iteration, "
+                        "so it may end short of the budget")
     p.add_argument("--timeout", type=arg_seconds, help="give up after this many seconds (exit 4)")
     p.add_argument("--trace-cap", type=non_negative_int, default=DEFAULT_CAP, metavar="N",
                    help=f"nodes a trace records at most (default {DEFAULT_CAP:,}: the 8-puzzle and "
