@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import reliability_daemon
 import reliability_tools
-from reliability_harness import ROOT, STARTED, Case
+from reliability_harness import ROOT, STARTED, Case, table_source
 
 
 class Row(NamedTuple):
@@ -53,6 +53,8 @@ def run_case(case: Case) -> Row:
             box.append(case.run())
         except Exception as e:  # noqa: BLE001 (a case that breaks is a row; the others run)
             box.append((f"error: {type(e).__name__}: {e}", False))
+        except SystemExit as e:  # a helper's sys.exit(message): the message, not a timeout
+            box.append((f"error: {e}", False))
 
     start = time.monotonic()
     t = threading.Thread(target=body, daemon=True)
@@ -124,6 +126,7 @@ def main(argv=None) -> int:
         unknown = set(args.only or ()) - {c.name for c in cases}
         if unknown:
             p.error(f"unknown case(s): {', '.join(sorted(unknown))} (see --list)")
+        table_source()  # most cases serve this table: without it, say so once and stop
         for case in cases:
             if args.only and case.name not in args.only:
                 continue
