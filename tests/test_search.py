@@ -16,7 +16,7 @@ from pdbtool.kernels import heuristic as hk
 from pdbtool.kernels.ida import GENERATED, MAX_DEPTH, NOT_FOUND
 from pdbtool.kernels.tasks import FAR, RESULT_FIELDS
 from pdbtool.loading import load_heuristic
-from pdbtool.search.control import SearchControl, Tasks
+from pdbtool.search.control import SearchControl, Tasks, closest_first
 from pdbtool.search.solver import Solver
 from pdbtool.search.threads import NEVER, search_parallel
 from reference import korf100, korf_shortest
@@ -238,7 +238,7 @@ def test_threads_share_the_tasks_at_the_split_depth():
         depth_first = np.arange(n)
         before = np.zeros(n, np.int64)
         run(tasks, depth_first, np.zeros(1, np.int64), before, bound - 2)
-        closest_first = np.lexsort((depth_first, before))
+        by_closest = np.lexsort((depth_first, before))
         closest = np.zeros(n, np.int64)
         alone = run(tasks, depth_first, np.zeros(1, np.int64), closest)
         assert alone.status == NOT_FOUND and alone.next_bound == serial.next_bound
@@ -250,8 +250,8 @@ def test_threads_share_the_tasks_at_the_split_depth():
         assert alone.expanded == serial.expanded - 1 - dead_ends
         if split == 1:
             assert n == solver.nmoves[blank]
-        assert run(tasks, closest_first, np.zeros(1, np.int64), np.zeros(n, np.int64)) == alone
-        for order in (depth_first, closest_first):
+        assert run(tasks, by_closest, np.zeros(1, np.int64), np.zeros(n, np.int64)) == alone
+        for order in (depth_first, by_closest):
             claims, mixed = np.zeros(1, np.int64), np.zeros(n, np.int64)
             with cf.ThreadPoolExecutor(2) as pool:
                 shares = list(pool.map(lambda _: run(tasks, order, claims, mixed), range(2)))
@@ -266,6 +266,22 @@ def iteration_tasks(nodes, order, closest):
     """The Tasks of an iteration over ``nodes`` (SplitNodes) in ``order``, writing ``closest``,
     none finished yet."""
     return Tasks(nodes, order, closest, np.full((len(order), RESULT_FIELDS), -1, np.int64))
+
+
+def test_closest_first_is_a_stable_order_by_closest():
+    """The next iteration's order (a counting sort in a kernel) against numpy's stable
+    sort: by closest, FAR last, ties in the tasks' own order; empty and all-FAR too."""
+    rng = np.random.default_rng(36)
+    cases = [np.zeros(0, np.int64), np.full(5, FAR, np.int64), np.array([3, 0, 3, FAR, 0])]
+    for n in (1, 7, 900, 4_400):
+        c = rng.integers(0, 120, n)
+        c[rng.random(n) < 0.3] = FAR
+        cases.append(c)
+    for c in cases:
+        order = closest_first(c)
+        assert order.dtype == np.int64
+        assert (order == np.argsort(c, kind="stable")).all()
+    assert closest_first([5, FAR, 2]).tolist() == [2, 0, 1]  # a list, as the cluster's
 
 
 def test_closest_is_the_smallest_h_a_task_expanded():

@@ -61,7 +61,8 @@ class Extras(IdaExtras):
 
 
 def no_extras() -> NoExtras:
-    return NoExtras(1, 1, 0, transposition_table(0), 1, 1)
+    """The extras of plain IDA*: one shared instance (its empty table is never written)."""
+    return _NO_EXTRAS
 
 
 def transposition_table(slots: int) -> np.ndarray:
@@ -71,6 +72,9 @@ def transposition_table(slots: int) -> np.ndarray:
     raw = np.zeros(slots * words + CACHE_LINE // 8, np.int64)
     skip = (-raw.ctypes.data % CACHE_LINE) // 8
     return raw[skip:skip + slots * words].reshape(slots, words)
+
+
+_NO_EXTRAS = NoExtras(1, 1, 0, transposition_table(0), 1, 1)
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -43,6 +43,28 @@ def finish(results, i, next_bound, expanded, generated):
 
 
 @njit(cache=True, nogil=True)
+def closest_first_order(closest, order):
+    """order[:] = the tasks in the order of ``closest`` (the smallest h each expanded, FAR
+    for none), ties in their own order: a stable counting sort (h is small), the next
+    iteration's order for the threads and the cluster (search.control.closest_first).
+    numpy's stable sort took 30 us for the 900 tasks of a one-thread 15-puzzle search,
+    4% of Korf's 100."""
+    top = 0
+    for v in closest:
+        if v < FAR and v > top:
+            top = v
+    starts = np.zeros(top + 3, np.int64)  # a bucket per h up to top, one for FAR
+    for v in closest:
+        starts[min(v, top + 1) + 1] += 1
+    for k in range(1, starts.shape[0]):
+        starts[k] += starts[k - 1]
+    for i in range(closest.shape[0]):
+        k = min(closest[i], top + 1)
+        order[starts[k]] = i
+        starts[k] += 1
+
+
+@njit(cache=True, nogil=True)
 def split_nodes(moves, nmoves, fsm, root_blank, split, cells, ends, states):
     """The nodes at depth ``split`` below a root whose blank is at ``root_blank``, in the
     search's depth-first order: cells[i, :split] the blank's cells after the root,

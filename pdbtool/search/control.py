@@ -18,7 +18,7 @@ from pdbtool.errors import LimitReached, PdbError
 from pdbtool.kernels.heuristic import ROW_H
 from pdbtool.kernels.ida import (BOUND, BUDGET, COUNTERS, EXPANDED, FOUND, GENERATED, INF,
                                  NOT_FOUND, STOPPED)
-from pdbtool.kernels.tasks import FAR, RESULT_FIELDS
+from pdbtool.kernels.tasks import FAR, RESULT_FIELDS, closest_first_order
 from pdbtool.search import alarms
 from pdbtool.search.algorithms import LIMIT_REASONS
 from pdbtool.search.interrupts import MAIN_THREAD_SEARCHES
@@ -223,7 +223,9 @@ class Tasks(NamedTuple):
 def closest_first(closest: np.ndarray) -> np.ndarray:
     """Subtrees in the order of the smallest h their search expanded (ties in their own
     order): the next iteration's order, for the threads' tasks and the cluster's frontier."""
-    return np.lexsort((np.arange(len(closest)), closest))
+    order = np.empty(len(closest), np.int64)
+    closest_first_order(np.ascontiguousarray(closest, np.int64), order)
+    return order
 
 
 @contextlib.contextmanager

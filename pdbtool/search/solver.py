@@ -136,9 +136,11 @@ class Solver:
             warm.mark_ready(cls, "serial")
         if shared and "shared" not in self._compiled:
             goal = self.root(list(range(self.shape.cells)))
-            self.search_tasks(goal, 0, Tasks.below(self, 0, 1), -1, 1,  # bound -1: the root
+            tasks = Tasks.below(self, 0, 1)
+            self.search_tasks(goal, 0, tasks, -1, 1,  # bound -1: the root
                               np.zeros(1, np.int64), np.zeros(COUNTERS, np.int64),
                               np.zeros(MAX_DEPTH + 1, np.int64), np.zeros(1, np.int64))
+            tasks.reorder()  # the next iteration's order is a kernel too
             self._compiled.add("shared")
             warm.mark_ready(cls, "shared")
 
