@@ -107,6 +107,7 @@ def test_the_refusal_shows_the_boards_as_typed_toward_any_goal(tmp_path):
     ("order", "reversed", "order is not an order of the tasks"),
     ("order", "short", "order is not an order of the tasks"),
     ("closest", "short", "closest does not list the"),
+    ("closest", "huge", r"closest h is 1073741823: neither an h within the depth limit"),
     ("finished", {"999999": [60, 1, 1]}, "finished names task 999999"),
     ("finished", {"0": [60, -1, 5]}, "finished task 0's figures"),
     ("iterations", [{"bound": 50}], "iterations is not a list of"),
@@ -125,6 +126,8 @@ def test_a_damaged_or_edited_checkpoint_is_refused(art_dir, tmp_path, field, val
         value = d["order"][::-1] + [len(d["order"]) + 3]
     elif value == "short":
         value = d[field][:-1]
+    elif value == "huge":  # the order's buckets would have been sized by it
+        value = [(1 << 30) - 1] + d[field][1:]
     d[field] = value
     path.write_text(json.dumps(d))
     said = []

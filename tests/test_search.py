@@ -282,6 +282,8 @@ def test_closest_first_is_a_stable_order_by_closest():
         assert order.dtype == np.int64
         assert (order == np.argsort(c, kind="stable")).all()
     assert closest_first([5, FAR, 2]).tolist() == [2, 0, 1]  # a list, as the cluster's
+    with pytest.raises(ValueError, match="above MAX_DEPTH"):  # no h a search writes: not
+        closest_first([3, MAX_DEPTH + 1, 2])  # a bucket for every value up to it
 
 
 def test_closest_is_the_smallest_h_a_task_expanded():

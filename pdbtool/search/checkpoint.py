@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from pdbtool.errors import BadInput, PdbError
+from pdbtool.kernels.ida import MAX_DEPTH
+from pdbtool.kernels.tasks import FAR
 from pdbtool.tables.files import atomic_output
 
 if TYPE_CHECKING:
@@ -120,6 +122,9 @@ class Checkpoint:
             raise ValueError(f"closest does not list the {n} tasks of order")
         for c in self.closest:
             count("a task's closest h", c)
+            if MAX_DEPTH < c != FAR:
+                raise ValueError(f"a task's closest h is {c}: neither an h within the depth "
+                                 f"limit ({MAX_DEPTH}) nor FAR ({FAR})")
         for k, row in self.finished.items():
             if not 0 <= k < n:
                 raise ValueError(f"finished names task {k}, of {n}")
