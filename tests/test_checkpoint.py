@@ -53,6 +53,28 @@ def test_stopped_by_its_budget_it_resumes_to_the_same_answer_and_counts(art_dir,
     assert resumed.seconds >= saved.seconds
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_resumed_search_counts_its_saved_tasks_against_the_budget(tmp_path, threads):
+    """The budget of a resumed search is the whole search's: the nodes of the tasks the
+    saved iteration had finished count against it (they were added after the kernels had
+    been given the whole rest: 40,625 nodes on a budget of 30,000)."""
+    solver = Solver(table_free("manhattan", 4))
+    board = (14, 13, 15, 7, 11, 12, 9, 5, 6, 0, 2, 1, 4, 8, 10, 3)
+    path = tmp_path / "search.json"
+    with pytest.raises(LimitReached):
+        search(solver, board, SearchControl(budget=20_000, checkpoint=Checkpointing(path, every=1e9)))
+    saved = Checkpoint.from_json(path.read_text())
+    in_tasks = sum(row[2] for row in saved.finished.values())
+    slack = 4_000  # the kernels look at the budget every few thousand nodes
+    assert in_tasks > slack  # so that a search that did not count them overshoots by more
+    with pytest.raises(LimitReached) as stop:
+        search_parallel(solver, solver.prepare(board, "blank-first"), SearchControl(
+            budget=30_000, checkpoint=Checkpointing(path, every=1e9)), threads=threads,
+            serial_below=1000)
+    nodes = int(re.search(r"after ([\d,]+) nodes", str(stop.value))[1].replace(",", ""))
+    assert "budget" in str(stop.value) and nodes <= 30_000 + slack
+
+
 def test_a_checkpoint_of_another_search_is_refused(art_dir, tmp_path):
     solver = Solver(load_heuristic(art_dir / "15-5-5-5.h5"))
     path = tmp_path / "search.json"

@@ -9,6 +9,7 @@ Every search here sends its iterations to the cluster from the first bound
 
 import os
 import random
+import re
 import signal
 import threading
 import time
@@ -233,6 +234,109 @@ def test_stopped_by_its_budget_it_resumes_from_its_checkpoint(cluster, art_dir, 
     with pytest.raises(BadInput, match="its algorithm 'ida on a cluster', not 'ida'"):
         solver.search(solver.prepare(board, "blank-first"),
                       SearchControl(checkpoint=Checkpointing(path)), threads=2)
+
+
+def test_a_budget_handed_on_to_the_cluster_is_the_rest_of_it(cluster, monkeypatch):
+    """pdbd's way with a cluster (search_here_then_on): ``above`` nodes here, then the rest
+    of the budget on the cluster, which stops for the budget after about that rest. (It
+    compared the shared counters, which hold the nodes searched here, with the rest: it
+    stopped after about budget - 2 x above nodes, saying "stopped" instead of the budget.)
+    The driver polls the nodes' counters at every turn here, so that its budget check, not
+    the batches' own, ends the search."""
+    from pdbtool.cluster import run
+    from pdbtool.cluster.driver import search_here_then_on
+
+    monkeypatch.setattr(run, "PROGRESS_SECONDS", 0.0)
+    monkeypatch.setattr(run, "BATCHES_PER_CPU", 64)
+    solver = Solver(table_free("manhattan", 4))
+    board = (14, 13, 15, 7, 11, 12, 9, 5, 6, 0, 2, 1, 4, 8, 10, 3)  # millions of nodes
+    budget, above = 200_000, 20_000
+    control = SearchControl(budget=budget)
+    with pytest.raises(LimitReached, match="node budget") as stop:
+        search_here_then_on(solver, solver.prepare(board, "blank-first"), control,
+                            cluster=cluster, above=above)
+    # a budget stops a search once it has spent it, never before (here: 187,334 nodes;
+    # 173,592 when the nodes searched here were counted against the cluster's part too)
+    there = int(re.search(r"after ([\d,]+) nodes", str(stop.value))[1].replace(",", ""))
+    assert there > budget - above
+
+
+def test_ctrl_c_saves_the_cluster_search(cluster, tmp_path, monkeypatch):
+    """Ctrl-C (or SIGTERM) while the driver waits on the nodes: the job stops and its
+    progress is saved, as at any other stop and as the threads save theirs."""
+    from pdbtool.cluster.run import SearchRun
+
+    solver = Solver(table_free("manhattan", 4))
+    poll, polls = SearchRun._poll, []
+
+    def interrupted(self, bound):
+        polls.append(bound)
+        if len(polls) == 5:
+            raise KeyboardInterrupt
+        return poll(self, bound)
+
+    monkeypatch.setattr(SearchRun, "_poll", interrupted)
+    path = tmp_path / "search.json"
+    with pytest.raises(KeyboardInterrupt):
+        on_cluster(cluster, solver, HARDEST, control=SearchControl(
+            checkpoint=Checkpointing(path, every=1e9)))
+    saved = Checkpoint.from_json(path.read_text())
+    assert saved.identity.algorithm == "ida on a cluster" and saved.bound == polls[-1]
+
+
+def test_a_node_lost_after_the_goal_is_found_does_not_lose_the_answer(cluster, monkeypatch):
+    """Once the goal is found the driver only waits for the batches out; a batch that a
+    lost node gives back then is not waited on (Dispatch puts it back in its queue, which
+    kept the loop going with nothing out: "every node of the cluster was lost", the answer
+    thrown away). The loss is simulated on the driver's side: after the halt, one batch out
+    comes back as a lost node's does."""
+    from pdbtool.cluster.run import Dispatch, SearchRun
+
+    solver = Solver(table_free("manhattan", 4))
+    finished, gave_back = Dispatch.finished, []
+
+    def losing_one(self):
+        if not self.todo and self.refs and not gave_back and cluster.running.halted_for_test:
+            ref, (w, item) = next(iter(self.refs.items()))
+            self.refs.pop(ref)
+            w.in_flight.pop(ref, None)
+            self.todo.appendleft(item)  # as finished() does for a lost node's batch
+            gave_back.append(item)
+        return finished(self)
+
+    halt = SearchRun._halt_actors
+
+    def halting(self):
+        self.halted_for_test = True
+        return halt(self)
+
+    monkeypatch.setattr(SearchRun, "halted_for_test", False, raising=False)
+    monkeypatch.setattr(SearchRun, "_halt_actors", halting)
+    monkeypatch.setattr(Dispatch, "finished", losing_one)
+    for _, optimal, board in korf100()[:4]:  # until one halts with a batch still out (the
+        r = on_cluster(cluster, solver, board, "blank-first")  # goal's is rarely the last)
+        assert r.length == optimal
+        if gave_back:
+            break
+    assert gave_back
+
+
+def test_a_cluster_checkpoint_with_a_frontier_too_large_is_refused(cluster, tmp_path):
+    """A damaged split (the frontier's size, for the cluster) would have the driver list
+    a billion nodes in Python, deaf to the stop flag."""
+    import json
+
+    solver = Solver(table_free("manhattan", 4))
+    path = tmp_path / "search.json"
+    with pytest.raises(LimitReached):
+        on_cluster(cluster, solver, HARDEST, control=SearchControl(
+            budget=300_000, checkpoint=Checkpointing(path, every=1e9)))
+    saved = json.loads(path.read_text())
+    saved["split"] = 10 ** 9
+    path.write_text(json.dumps(saved))
+    with pytest.raises(BadInput, match="frontier of 1,000,000,000 subtrees is larger"):
+        on_cluster(cluster, solver, HARDEST, control=SearchControl(
+            checkpoint=Checkpointing(path)))
 
 
 def test_each_iteration_searches_the_frontier_closest_first(cluster):

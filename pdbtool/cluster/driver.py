@@ -57,7 +57,7 @@ import uuid
 from pathlib import Path
 from typing import Callable, Iterable
 
-from pdbtool.cluster.frontier import SERIAL_BELOW
+from pdbtool.cluster.frontier import MAX_FRONTIER, SERIAL_BELOW
 from pdbtool.cluster.messages import (BUILD_RETRIES, CONNECT_SECONDS, IN_FLIGHT_PER_CPU, LOCAL,
                                       LOCAL_NICENESS, MAX_RESTARTS, MAX_TASK_RETRIES,
                                       START_SECONDS, BoardAnswer, ClusterError, ClusterInfo,
@@ -274,11 +274,15 @@ class Cluster:
         keeper = control.checkpoint  # checkpoint.Checkpointing, or None
         resume = keeper.load(identity(solver, prepared, CLUSTER_ALGORITHM),
                              frame=prepared.frame) if keeper else None
+        if resume and resume.split > MAX_FRONTIER:
+            raise BadInput(f"{keeper.path}: the checkpoint's frontier of {resume.split:,} "
+                           "subtrees is larger than any cluster search of this program makes; "
+                           "it is damaged")
         run = self.running = SearchRun(self, solver, prepared, control, target, resume)
         try:  # the driver's table file: the frontier and the replay read it
             with envelope(control, solver.heuristic.source):
                 return search_bounds(solver, prepared, control, run.cpus, run.serial,
-                                     run.iteration, run.publish, serial_below, resume=resume,
+                                     run.iteration, serial_below, resume=resume,
                                      begin=run.begin)
         finally:
             run.finish()

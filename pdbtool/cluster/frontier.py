@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 
 FRONTIER_PER_THREAD = 128  # subtrees per cluster CPU: enough for load balance, few
 # enough that the per-task cost in Python (about 40 us) stays small against the search
+MAX_FRONTIER = FRONTIER_PER_THREAD * 16_384  # a cluster of 16,384 CPUs: a checkpoint
+# naming a larger frontier is damaged (the driver lists it in Python, without a stop)
 
 
 SERIAL_BELOW = 1_000_000  # on a cluster, after an iteration this small the next runs on

@@ -143,6 +143,9 @@ class SearchRun:
         self.cpus = sum(w.node.cpus for w in self.workers if w.lost is None)
         self.target = resume.split if resume else target or FRONTIER_PER_THREAD * self.cpus
         self.keeper, self.resume = control.checkpoint, resume
+        # what the shared counters held before this run (pdbd's search on its own machine
+        # first, search_here_then_on): the budget is this run's, its nodes counted beyond it
+        self.base = int(control.counters[GENERATED])
         self.before: Counted | None = None  # what the iterations before the current counted
         self.job = uuid.uuid4().hex
         self.serial = np.zeros_like(control.counters)
@@ -226,19 +229,24 @@ class SearchRun:
             self.closest.fill(FAR)
         batches = self.batches(finished)
         tally = Tally()
+        per_batch = left  # each batch's budget: what is left beyond the saved batches' nodes
         if finished:
             saved = np.array(list(finished.values()), np.int64)
             tally.add(IterationOutcome(None, int(saved[:, 0].min()), int(saved[:, 1].sum()),
                                        int(saved[:, 2].sum()), NOT_FOUND))
+            if left >= 0:
+                per_batch = max(0, left - int(saved[:, 2].sum()))
         tasks = Dispatch(self.cluster, self.workers, batches, "its subtrees go to the other nodes",
                          cancelled=BatchResult(IterationOutcome(None, INF, 0, 0, STOPPED), []))
-        halted = False
+        halted = spent = False
         stop, budget = self.control.stop, self.control.budget
         try:
-            while tasks.pending:
+            # once halted, a batch whose node is lost is not searched again (Dispatch puts
+            # it back in ``todo``): the loop waits only for the batches out
+            while tasks.refs or (tasks.todo and not halted):
                 if not halted:
                     tasks.feed(lambda w, batch: w.actor.search.remote(self.job, self.spec, bound,
-                                                                      left, batch))
+                                                                      per_batch, batch))
                 for batch, done in tasks.finished():
                     tally.add(done.outcome, bool(stop[0]))
                     self.subtrees.extend(done.subtrees)
@@ -258,21 +266,25 @@ class SearchRun:
                         self.cluster.halt_job(self.job, [], list(tasks.refs))
                         self._halt_actors()
                 if (budget is not None and tally.found is None and not halted
-                        and self.control.counters[GENERATED] > budget):
-                    tally.status, halted = BUDGET, True
+                        and self.control.counters[GENERATED] - self.base > budget):
+                    halted = spent = True
                     tasks.todo.clear()
                     self._halt_actors()
             if stop[0] and tally.found is None:
                 tally.status = STOPPED
-            elif left >= 0 and tally.found is None and tally.generated > left:
-                tally.status = BUDGET  # spent, though no poll caught it while it ran
+            elif tally.found is None and (spent or left >= 0 and tally.generated > left):
+                # the budget, whatever the batches halted for it say (STOPPED), or spent
+                # though no poll caught it while they ran
+                tally.status = BUDGET
             if self.keeper is not None and tally.found is None and tally.status != NOT_FOUND:
                 self.save(bound, finished)  # stopped: resumable from here
             # the next iteration's order: closest first, ties in frontier order
             self.order[:] = closest_first(self.closest)
             return tally.outcome()
-        except BaseException:
-            self.cluster.halt_job(self.job, self.workers, list(tasks.refs))
+        except BaseException:  # Ctrl-C or SIGTERM raised here (or a failure): the job
+            self.cluster.halt_job(self.job, self.workers, list(tasks.refs))  # stops, and
+            if self.keeper is not None and tally.found is None:  # the progress is saved
+                self.save(bound, finished)  # as at any other stop, as the threads do
             raise
 
     def _poll(self, bound: int) -> None:

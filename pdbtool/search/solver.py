@@ -27,6 +27,7 @@ from pdbtool.kernels.ida_tt import no_extras
 from pdbtool.result import SolveResult
 from pdbtool.search import warm
 from pdbtool.search.algorithms import MEMORY_BOUND, MIN_MAX_MEMORY, Algorithm, search_with
+from pdbtool.search.best_first import BIDIR_BFS_MAX_CELLS
 from pdbtool.search.control import (DfsOutcome, Iterations, PreparedBoard, Root, SearchControl,
                                     SplitNodes, Tasks, envelope, limit_reached)
 from pdbtool.search.threads import search_parallel
@@ -152,15 +153,17 @@ class Solver:
         stop it for that. Once per solver and algorithm. With the least memory the
         algorithm takes (the same types, so the same kernels): large arrays freed here
         would raise glibc's mmap threshold, and a daemon then kept the next searches'
-        arrays (65 MiB of two A* searches at 256M, docs/reliability.md); bidir, whose
-        arrays are the board's states whatever its memory, with its own."""
+        arrays (65 MiB of two A* searches at 256M, docs/reliability.md); bidir on a board
+        of BIDIR_BFS_MAX_CELLS or fewer (breadth-first from both ends, whose arrays are the
+        board's states and need more than the least) with its own."""
         if algorithm.name in self._compiled:
             return
         goal = PreparedBoard(frame.target, "", frame.image(frame.target), frame)
         least = dataclasses.replace(
             algorithm, tt_size=1 if algorithm.name == "ida-tt" else algorithm.tt_size,
-            max_memory=(MIN_MAX_MEMORY if algorithm.name in MEMORY_BOUND
-                        and algorithm.name != "bidir" else algorithm.max_memory))
+            max_memory=(MIN_MAX_MEMORY if algorithm.name in MEMORY_BOUND and (
+                algorithm.name != "bidir" or self.shape.cells > BIDIR_BFS_MAX_CELLS)
+                else algorithm.max_memory))
         search_with(self, goal, SearchControl(), algorithm=least)
         self._compiled.add(algorithm.name)
 

@@ -45,7 +45,7 @@ NEVER = 1 << 62  # serial_below: every iteration in one kernel call
 
 
 def search_bounds(solver: Solver, prepared: PreparedBoard, control: SearchControl, threads: int,
-                  serial: np.ndarray, parallel_iteration, publish, serial_below: int, *,
+                  serial: np.ndarray, parallel_iteration, serial_below: int, *,
                   resume: Checkpoint | None = None, begin=None) -> SolveResult:
     """The bounds of IDA* for one board, as the threads (search_parallel) and the cluster
     (pdbtool.cluster.driver) run them: from the initial h up to the first bound that reaches the
@@ -54,9 +54,9 @@ def search_bounds(solver: Solver, prepared: PreparedBoard, control: SearchContro
     The small iterations run serially from the root on this thread, in one kernel call
     (Solver.iterate: an easy board never pays for the threads or the frontier), up to the
     first that generates ``serial_below`` nodes; ``parallel_iteration(bound, left)`` ->
-    IterationOutcome runs the rest. ``serial`` receives the serial iterations' counters;
-    ``publish(bound)`` writes the caller's counters (control.counters) from them and the
-    parallel iterations'. ``resume`` (a checkpoint): no serial iterations, the search goes
+    IterationOutcome runs the rest. ``serial`` receives the serial iterations' counters
+    (from which, and the parallel iterations' own, the caller's parallel_iteration publishes
+    control.counters). ``resume`` (a checkpoint): no serial iterations, the search goes
     on at the saved bound with the saved counts and time; ``begin(bound, expanded,
     generated, iterations)`` is told what was counted before each parallel iteration."""
     bf = prepared.image
@@ -157,10 +157,12 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
         return subtree_outcome(root_node, o, outs[k])
 
     def save(bound):
+        finished = finished_rows(tasks.results)  # first: a task's closest is written before
+        # its row, so every task saved as finished has its closest in the copy below
         keeper.save(Checkpoint(
             identity(solver, prepared), tasks.nodes.cells.shape[1], bound, before.expanded,
             before.generated, before.iterations, tasks.order.tolist(), tasks.closest.tolist(),
-            finished_rows(tasks.results), before.seconds + time.monotonic() - before.at))
+            finished, before.seconds + time.monotonic() - before.at))
 
     def parallel_iteration(bound, left) -> IterationOutcome:
         nonlocal tasks, resume
@@ -179,6 +181,8 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
                 tasks.results[i] = row
             resume = None
         done = tasks.results[:, RESULT_BOUND] >= 0  # finished in an earlier sitting
+        if left >= 0:  # their nodes count against the budget too
+            left = max(0, left - int(tasks.results[done, RESULT_GENERATED].sum()))
         budget = left if left < 0 else left // threads
         watched = keeper is not None and keeper.watching  # saved here while others search
         polled = watched or (not live and int(counters[GENERATED]) >= POLLED_AFTER)
@@ -218,7 +222,7 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
     # on Ctrl-C, Solver.search halts the control: the threads stop
     pool = _pool(threads) if threads > 1 or (keeper and keeper.watching) else None
     return search_bounds(solver, prepared, control, threads, serial, parallel_iteration,
-                         publish, serial_below, resume=resume, begin=begin)
+                         serial_below, resume=resume, begin=begin)
 
 
 class Counted(NamedTuple):
