@@ -166,6 +166,22 @@ def test_the_options_are_checked(tmp_path):
         Checkpointing(tmp_path)
 
 
+def test_a_link_or_a_special_file_is_refused_before_the_search(tmp_path):
+    """The saves never replace a link or a special file (atomic_output): said before the
+    search, not at its first save a minute into it; and a FIFO would never be read."""
+    link = tmp_path / "link.json"
+    link.symlink_to(tmp_path / "target.json")  # dangling: as if no checkpoint yet
+    with pytest.raises(BadInput, match="link.json exists and is a symbolic link"):
+        Checkpointing(link)
+    (tmp_path / "target.json").write_text("{}")
+    with pytest.raises(BadInput, match="is a symbolic link"):
+        Checkpointing(link)
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    with pytest.raises(BadInput, match="fifo.json exists and is a FIFO"):
+        Checkpointing(fifo)
+
+
 def pdbtool(*args, **kw):
     return subprocess.run([sys.executable, "-m", "pdbtool", *args], capture_output=True,
                           text=True, timeout=600, cwd=ROOT, **kw)

@@ -37,7 +37,7 @@ import numpy as np
 from pdbtool.errors import BadInput, PdbError
 from pdbtool.kernels.ida import MAX_DEPTH
 from pdbtool.kernels.tasks import FAR
-from pdbtool.tables.files import atomic_output
+from pdbtool.tables.files import atomic_output, refuse_special
 
 if TYPE_CHECKING:
     from pdbtool.puzzle import Frame
@@ -156,6 +156,8 @@ class Checkpointing:
             raise BadInput(f"--checkpoint-every must be positive, not {every:g}")
         if self.path.is_dir():
             raise BadInput(f"{self.path} is a directory: give the checkpoint's file name")
+        refuse_special(self.path)  # a link, a FIFO, a device: its first save (a minute into
+        # the search) would refuse it, and reading a FIFO would wait for a writer for ever
         parent = self.path.parent
         if not parent.is_dir():
             raise BadInput(f"{self.path}: no such directory {parent} for the checkpoint")
