@@ -133,6 +133,9 @@ def test_the_refusal_shows_the_boards_as_typed_toward_any_goal(tmp_path):
     ("finished", {"999999": [60, 1, 1]}, "finished names task 999999"),
     ("finished", {"0": [60, -1, 5]}, "finished task 0's figures"),
     ("iterations", [{"bound": 50}], "iterations is not a list of"),
+    ("finished", [], "finished is not an object"),
+    ("identity", "15-puzzle", "identity is not an object"),
+    ("identity", "a tile 'x'", "identity is not an object whose board is a list of tiles"),
 ])
 def test_a_damaged_or_edited_checkpoint_is_refused(art_dir, tmp_path, field, value, says):
     """Each field of a checkpoint is checked before a search resumes from it: a tampered
@@ -150,6 +153,8 @@ def test_a_damaged_or_edited_checkpoint_is_refused(art_dir, tmp_path, field, val
         value = d[field][:-1]
     elif value == "huge":  # the order's buckets would have been sized by it
         value = [(1 << 30) - 1] + d[field][1:]
+    elif value == "a tile 'x'":  # (once a traceback: sorted() of the board to show it)
+        value = {**d[field], "board": ["x"] + d[field]["board"][1:]}
     d[field] = value
     path.write_text(json.dumps(d))
     said = []

@@ -90,7 +90,13 @@ class Checkpoint:
         if not isinstance(d, dict) or d.pop("format", None) != FORMAT:
             raise ValueError("not a pdbtool checkpoint of this version")
         ident = d.pop("identity")
+        if not (isinstance(ident, dict) and isinstance(ident.get("board"), list)
+                and all(type(x) is int for x in ident["board"])):
+            raise ValueError("identity is not an object whose board is a list of tiles")
         ident["board"] = tuple(ident["board"])
+        if not isinstance(d.get("finished"), dict):
+            raise ValueError("finished is not an object of task -> [next bound, expanded, "
+                             "generated]")
         d["finished"] = {int(k): v for k, v in d["finished"].items()}
         saved = cls(identity=Identity(**ident), **d)
         saved.check()
