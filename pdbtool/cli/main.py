@@ -129,6 +129,8 @@ def solve_one(args, text, solvers, algorithm) -> int:
 
 
 def cmd_solve(args) -> int:
+    if args.checkpoint == "":  # (an unset variable): else searched for hours, never saved
+        raise BadInput("--checkpoint needs a file name")
     if args.checkpoint_every is not None and not args.checkpoint:
         raise BadInput("--checkpoint-every goes with --checkpoint FILE")
     if args.trace:  # before the search: a refused path costs nothing
