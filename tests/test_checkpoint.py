@@ -2,6 +2,7 @@
 its checkpoint to the answer and the node counts of a search that was never stopped; a
 checkpoint of another search is refused, naming the difference; a kill leaves a whole file."""
 
+import dataclasses
 import json
 import os
 import re
@@ -15,7 +16,7 @@ import pytest
 from pdbtool.errors import BadInput, LimitReached
 from pdbtool.heuristics.table_free import table_free
 from pdbtool.loading import load_heuristic
-from pdbtool.search.checkpoint import Checkpoint, Checkpointing
+from pdbtool.search.checkpoint import CLUSTER_ALGORITHM, Checkpoint, Checkpointing, Identity
 from pdbtool.search.control import SearchControl
 from pdbtool.search.solver import Solver
 from pdbtool.search.threads import search_parallel
@@ -162,6 +163,21 @@ def test_a_damaged_or_edited_checkpoint_is_refused(art_dir, tmp_path, field, val
         search(solver, KORF[88], SearchControl(checkpoint=Checkpointing(path,
                                                                         on_resume=said.append)))
     assert said == []  # never "resuming" a file that is then refused
+
+
+def test_a_cluster_checkpoint_saved_before_closest_first_is_accepted():
+    """The cluster's checkpoints of the code before it searched closest first have no
+    order: their batches are keyed by places in the frontier, which a resumed search
+    builds again and checks them against (cluster.run.SearchRun.batches), and they resume
+    in frontier order. The threads' always have one."""
+    board = (1, 2, 3, 0, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+    old = Checkpoint(Identity(board, "blank-first", "manhattan", None, CLUSTER_ALGORITHM, True),
+                     256, 60, 1_000, 2_000, [{"bound": 58, "nodes": 2_000}], [], [],
+                     {0: [62, 50, 90, 27], 27: [62, 10, 20, 27]}, 3.5)
+    assert Checkpoint.from_json(old.to_json()) == old
+    threads = dataclasses.replace(old, identity=old.identity._replace(algorithm="ida"))
+    with pytest.raises(ValueError, match="finished names task 0, of 0"):
+        Checkpoint.from_json(threads.to_json())
 
 
 def test_the_options_are_checked(tmp_path):

@@ -131,8 +131,11 @@ class Checkpoint:
             if MAX_DEPTH < c != FAR:
                 raise ValueError(f"a task's closest h is {c}: neither an h within the depth "
                                  f"limit ({MAX_DEPTH}) nor FAR ({FAR})")
+        # a cluster's saved before it searched closest first has no order: its batches are
+        # keyed by places in the frontier, checked against it (cluster.run.SearchRun.batches)
+        unordered = n == 0 and self.identity.algorithm == CLUSTER_ALGORITHM
         for k, row in self.finished.items():
-            if not 0 <= k < n:
+            if not 0 <= k < (float("inf") if unordered else n):
                 raise ValueError(f"finished names task {k}, of {n}")
             if not isinstance(row, list) or len(row) not in (3, 4):
                 raise ValueError(f"finished task {k}: {row!r} is not [next bound, expanded, "
