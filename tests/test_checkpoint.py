@@ -15,6 +15,7 @@ import pytest
 
 from pdbtool.errors import BadInput, LimitReached
 from pdbtool.heuristics.table_free import table_free
+from pdbtool.kernels.tasks import FAR
 from pdbtool.loading import load_heuristic
 from pdbtool.search.checkpoint import CLUSTER_ALGORITHM, Checkpoint, Checkpointing, Identity
 from pdbtool.search.control import SearchControl
@@ -178,6 +179,19 @@ def test_a_cluster_checkpoint_saved_before_closest_first_is_accepted():
     threads = dataclasses.replace(old, identity=old.identity._replace(algorithm="ida"))
     with pytest.raises(ValueError, match="finished names task 0, of 0"):
         Checkpoint.from_json(threads.to_json())
+
+
+def test_a_cluster_checkpoint_whose_frontier_target_exceeds_its_frontier_is_refused():
+    """The cluster's ``split`` is the frontier's size target, and the frontier is the first
+    breadth-first level of at least that many nodes: an edited target (here 10^9) is
+    refused before a resumed search expands a frontier of that size."""
+    board = (1, 2, 3, 0, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+    saved = Checkpoint(Identity(board, "blank-first", "manhattan", None, CLUSTER_ALGORITHM,
+                                True), 256, 60, 1_000, 2_000, [{"bound": 58, "nodes": 2_000}],
+                       list(range(446)), [FAR] * 446, {0: [62, 50, 90, 27]}, 3.5)
+    assert Checkpoint.from_json(saved.to_json()) == saved
+    with pytest.raises(ValueError, match="split is 1000000000, more than the 446 nodes"):
+        Checkpoint.from_json(dataclasses.replace(saved, split=10 ** 9).to_json())
 
 
 def test_the_options_are_checked(tmp_path):

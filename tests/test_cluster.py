@@ -334,6 +334,12 @@ def test_a_cluster_checkpoint_with_a_frontier_too_large_is_refused(cluster, tmp_
     saved = json.loads(path.read_text())
     saved["split"] = 10 ** 9
     path.write_text(json.dumps(saved))
+    with pytest.raises(BadInput, match=rf"split is 1000000000, more than the {len(saved['order'])} "
+                                       "nodes of the frontier"):  # its order says how many
+        on_cluster(cluster, solver, HARDEST, control=SearchControl(
+            checkpoint=Checkpointing(path)))
+    saved["order"] = saved["closest"] = []  # as saved before the cluster searched closest first
+    path.write_text(json.dumps(saved))
     with pytest.raises(BadInput, match="frontier of 1,000,000,000 subtrees is larger"):
         on_cluster(cluster, solver, HARDEST, control=SearchControl(
             checkpoint=Checkpointing(path)))

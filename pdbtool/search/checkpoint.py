@@ -131,6 +131,10 @@ class Checkpoint:
             if MAX_DEPTH < c != FAR:
                 raise ValueError(f"a task's closest h is {c}: neither an h within the depth "
                                  f"limit ({MAX_DEPTH}) nor FAR ({FAR})")
+        if self.identity.algorithm == CLUSTER_ALGORITHM and 0 < n < self.split:  # the
+            # frontier grows to the first level of at least split nodes: an edited target
+            # would have the resumed search expand one of that size before it said so
+            raise ValueError(f"split is {self.split}, more than the {n} nodes of the frontier")
         # a cluster's saved before it searched closest first has no order: its batches are
         # keyed by places in the frontier, checked against it (cluster.run.SearchRun.batches)
         unordered = n == 0 and self.identity.algorithm == CLUSTER_ALGORITHM
