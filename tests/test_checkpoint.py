@@ -194,6 +194,22 @@ def test_a_cluster_checkpoint_whose_frontier_target_exceeds_its_frontier_is_refu
         Checkpoint.from_json(dataclasses.replace(saved, split=10 ** 9).to_json())
 
 
+def test_only_a_damaged_checkpoint_is_said_to_be_removable(tmp_path):
+    """A file that is not a checkpoint at all (a table, a --json answer: a name mixed up)
+    is refused with the advice to name the checkpoint otherwise, never to remove it; a
+    checkpoint cut short or edited may be removed to start afresh."""
+    mine = Identity((1, 2, 3, 0), "blank-first", "manhattan", None, "ida", True)
+    path = tmp_path / "run.json"
+    for text, advice in ((b"\x89HDF\r\n\x1a\n\xff\xfe", "give the checkpoint another file name"),
+                         (b'{"board": [1, 2, 3, 0], "length": 0}', "another file name"),
+                         (b'{"format": "pdbtool-checkpoint-1", "identity": {"bo', "remove it"),
+                         (b'{"format": "pdbtool-checkpoint-0"}', "remove it to start afresh")):
+        path.write_bytes(text)
+        with pytest.raises(BadInput, match="is not a pdbtool checkpoint") as e:
+            Checkpointing(path).load(mine)
+        assert advice in str(e.value) and ("remove" in advice) == ("remove" in str(e.value))
+
+
 def test_the_options_are_checked(tmp_path):
     with pytest.raises(BadInput, match="positive"):
         Checkpointing(tmp_path / "c.json", every=0)

@@ -194,14 +194,16 @@ class Checkpointing:
             return None
         except OSError as e:
             raise BadInput(f"{self.path}: cannot read the checkpoint ({e.strerror})") from None
-        except UnicodeDecodeError:
+        except UnicodeDecodeError:  # (a table, an image...: never a checkpoint, kept)
             raise BadInput(f"{self.path} is not a pdbtool checkpoint (not UTF-8 text); give "
-                           "another file, or remove it to start afresh") from None
+                           "the checkpoint another file name") from None
         try:
             saved = Checkpoint.from_json(text)
         except (ValueError, TypeError, KeyError) as e:
-            raise BadInput(f"{self.path} is not a pdbtool checkpoint ({e}); give another "
-                           "file, or remove it to start afresh") from None
+            written = text.startswith(f'{{"format": "{FORMAT.rsplit("-", 1)[0]}')
+            raise BadInput(f"{self.path} is not a pdbtool checkpoint ({e}); " + (
+                "give another file, or remove it to start afresh" if written  # damaged
+                else "give the checkpoint another file name")) from None  # someone's file
         shown = saved.identity
         if (frame and shown.goal == identity.goal and shown.board != identity.board
                 and sorted(shown.board) == sorted(identity.board)):  # (an edited one: as saved)
