@@ -121,6 +121,29 @@ def test_the_refusal_shows_the_boards_as_typed_toward_any_goal(tmp_path):
     assert run(typed).length == 32
 
 
+def test_one_goal_named_or_given_as_its_tiles_is_one_search(tmp_path):
+    """--goal blank-last and --goal '1 2 ... 15 0' are one goal: a search saved toward one
+    resumes toward the other (it was refused, "its goal 'blank-last', not '1,2,...,0'")."""
+    solver = Solver(table_free("manhattan", 4))
+    typed = (5, 1, 4, 10, 13, 6, 11, 7, 3, 2, 0, 8, 14, 9, 15, 12)  # 32 moves from blank-last
+    path = tmp_path / "search.json"
+    said = []
+
+    def run(goal, **limits):
+        control = SearchControl(checkpoint=Checkpointing(path, every=1e9, on_resume=said.append),
+                                **limits)
+        return search_parallel(solver, solver.prepare(typed, goal), control, threads=1,
+                               serial_below=1)
+
+    with pytest.raises(LimitReached):
+        run("blank-last", budget=2_000)  # of 31,447 nodes
+    assert run(",".join(map(str, range(1, 16))) + ",0").length == 32 and said == [path]
+    with pytest.raises(LimitReached):
+        run("blank-last", budget=2_000)
+    with pytest.raises(BadInput, match="goal 'blank-last', not '2,1,3,"):
+        run("2,1,3,4,5,6,7,8,9,10,11,12,13,15,14,0")  # another goal (two swaps), solvable
+
+
 @pytest.mark.parametrize("field, value, says", [
     ("split", 10 ** 9, "deeper than any search of this program splits"),
     ("split", 0, "split is 0, not an integer >= 1"),

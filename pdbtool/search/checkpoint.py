@@ -156,6 +156,21 @@ def identity(solver: Solver, prepared: PreparedBoard, algorithm: str = "ida") ->
                     solver.prune)
 
 
+def goal_tiles(goal, frame: Frame) -> tuple[int, ...] | None:
+    """The board of a goal's text (puzzle.check_goal's: blank-first, blank-last or the tiles
+    joined by commas) on the board of ``frame``, None if it is none of them: a checkpoint
+    saved toward blank-first is resumed toward --goal '0 1 2 ... 15'."""
+    cells = len(frame.target)
+    if goal == "blank-first":
+        return tuple(range(cells))
+    if goal == "blank-last":
+        return tuple(range(1, cells)) + (0,)
+    try:
+        return tuple(int(t) for t in str(goal).split(","))
+    except ValueError:
+        return None
+
+
 class Checkpointing:
     """Where and how often a search saves its progress (``SearchControl.checkpoint``)."""
 
@@ -205,6 +220,8 @@ class Checkpointing:
                 "give another file, or remove it to start afresh" if written  # damaged
                 else "give the checkpoint another file name")) from None  # someone's file
         shown = saved.identity
+        if frame and shown.goal != identity.goal and goal_tiles(shown.goal, frame) == frame.target:
+            identity = identity._replace(goal=shown.goal)  # one goal, named or as its tiles
         if (frame and shown.goal == identity.goal and shown.board != identity.board
                 and sorted(shown.board) == sorted(identity.board)):  # (an edited one: as saved)
             shown = shown._replace(board=frame.board(shown.board))  # as the user typed it
