@@ -157,6 +157,7 @@ def test_one_goal_named_or_given_as_its_tiles_is_one_search(tmp_path):
     ("closest", "huge", r"closest h is 1073741823: neither an h within the depth limit"),
     ("finished", {"999999": [60, 1, 1]}, "finished names task 999999"),
     ("finished", {"0": [60, -1, 5]}, "finished task 0's figures"),
+    ("finished", {"0": [60, 1, 5, 3]}, r"finished task 0: \[60, 1, 5, 3\] is not \[next bound"),
     ("iterations", [{"bound": 50}], "iterations is not a list of"),
     ("finished", [], "finished is not an object"),
     ("identity", "15-puzzle", "identity is not an object"),

@@ -141,9 +141,13 @@ class Checkpoint:
         for k, row in self.finished.items():
             if not 0 <= k < (float("inf") if unordered else n):
                 raise ValueError(f"finished names task {k}, of {n}")
-            if not isinstance(row, list) or len(row) not in (3, 4):
+            if self.identity.algorithm == CLUSTER_ALGORITHM:  # a batch: and its length
+                if not isinstance(row, list) or len(row) != 4:
+                    raise ValueError(f"finished batch {k}: {row!r} is not [next bound, "
+                                     "expanded, generated, length]")
+            elif not isinstance(row, list) or len(row) != 3:
                 raise ValueError(f"finished task {k}: {row!r} is not [next bound, expanded, "
-                                 "generated(, length)]")
+                                 "generated]")
             for x in row:
                 count(f"finished task {k}'s figures", x)
 
