@@ -399,7 +399,8 @@ def parser() -> Parser:
         "save the search's progress to FILE now and then, and resume from it when FILE "
         "exists (IDA*, one board, on threads or over --cluster): a killed or interrupted search started again with the "
         "same FILE goes on where the last save left it, with the same answer and node "
-        "counts; removed once the answer is printed"))
+        "counts (on several threads the last iteration's count varies, as between any two "
+        "runs); removed once the answer is printed"))
     s.add_argument("--checkpoint-every", type=arg_interval, default=None, metavar="S",
                    help=f"seconds between saves (default {DEFAULT_EVERY:g})")
     s.add_argument("--trace", metavar="FILE.json",
