@@ -368,7 +368,8 @@ def verify(path, *, full: bool = False, seed: int | None = None, stamp: bool = T
     ``stamp``, a file that passes them all is stamped as verified (trust.record).
     The file is held open (``pin``, or one of its own) while the checks read it: a file
     changed meanwhile fails the check "unchanged" and is never stamped, and its mapping
-    is dropped before a truncation could fault the checks (trust.Pinned's lease)."""
+    is dropped before a truncation could fault the checks (trust.Pinned's lease); a file
+    renamed over the path meanwhile is not the one checked, and is not stamped either."""
     if seed is None:
         seed = random.SystemRandom().randrange(1 << 32)
     own = pin is None
@@ -385,8 +386,10 @@ def verify(path, *, full: bool = False, seed: int | None = None, stamp: bool = T
             checks.append(Check("unchanged", False, str(e)))
         report = Report(meta, checks, seed)
         if stamp and report.ok:
-            try:
-                trust.record(report.meta)
+            try:  # only the file the checks read (the path may name another by now)
+                trust.record(report.meta, checked=pin.identity)
+            except trust.TableChanged as e:
+                return report._replace(checks=checks + [Check("unchanged", False, str(e))])
             except trust.StampNotWritten as e:
                 return report._replace(note=str(e))
         return report

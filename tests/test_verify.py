@@ -200,6 +200,36 @@ def test_a_file_changed_while_verify_reads_it_is_not_stamped(art_dir, tmp_path, 
     assert not trust.is_recorded(artifact.read_meta(path))
 
 
+def test_a_file_renamed_over_the_path_while_verify_reads_it_is_not_stamped(art_dir, tmp_path,
+                                                                           monkeypatch):
+    """A rollout renames another copy of the same version over the path while verify
+    checks the old one: the stamp took the path's file (its metadata the same, a table
+    byte flipped: the seal leaves the tables to their checksums), and loaders then trusted
+    it unchecked."""
+    from pdbtool import verification
+
+    path, other = tmp_path / "8-full.h5", tmp_path / "copy.h5"
+    shutil.copy(art_dir / "8-full.h5", path)
+    meta = artifact.read_meta(path)
+    shutil.copy(path, other)
+    flip_byte(other, meta.data_offset + 1000)
+    checks = verification._run_checks
+
+    def renamed_meanwhile(*args):
+        out = checks(*args)
+        if other.exists():  # once: after every check of verify's read the old file
+            os.replace(other, path)
+        return out
+
+    monkeypatch.setattr(verification, "_run_checks", renamed_meanwhile)
+    report = verify(path)
+    assert not report.ok and report.checks[-1].name == "unchanged"
+    assert "replaced or changed while it was checked" in report.checks[-1].detail
+    assert not trust.stamp_path(path).exists()
+    with pytest.raises(ArtifactError, match="checksum"):  # what the stamp would have hidden
+        open_trusted(path)
+
+
 def test_each_run_samples_with_a_fresh_seed_it_reports(art_dir):
     """A fixed seed let a table forged around it pass every run; the seed is reported, and
     giving it repeats the run."""

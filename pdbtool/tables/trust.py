@@ -58,8 +58,8 @@ def stamp_path(path) -> Path:
     return Path(str(path) + ".verified")
 
 
-def fingerprint(meta: artifact.ArtifactMeta) -> dict:
-    st = Path(meta.path).stat()
+def fingerprint(meta: artifact.ArtifactMeta, st: os.stat_result | None = None) -> dict:
+    st = st or Path(meta.path).stat()
     return {"version": meta.version, "device": st.st_dev, "inode": st.st_ino, "bytes": st.st_size,
             "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
             "sha256": [t.sha256 for t in meta.tables]}
@@ -74,13 +74,20 @@ class StampNotWritten(ArtifactError):
         self.meta = meta
 
 
-def record(meta: artifact.ArtifactMeta) -> None:
+def record(meta: artifact.ArtifactMeta, checked: Identity | None = None) -> None:
     """Stamp a file whose checks have just passed: the stamp appears whole or not at all.
-    StampNotWritten if it cannot be written."""
+    ``checked``: the identity of the file the checks read (Pinned.identity); if the path
+    names another file now (renamed over it meanwhile) or it changed, TableChanged and no
+    stamp (the stamp's fingerprint is of what the path names). StampNotWritten if it
+    cannot be written."""
+    st = Path(meta.path).stat()
+    if checked is not None and Identity.of(st) != checked:
+        raise TableChanged(f"{meta.path} was replaced or changed while it was checked: not "
+                           "stamped; verify it again")
     stamp = stamp_path(meta.path)
     tmp = stamp.with_name(f"{stamp.name}.{os.getpid()}.partial")
     try:
-        tmp.write_text(json.dumps(fingerprint(meta)) + "\n")
+        tmp.write_text(json.dumps(fingerprint(meta, st)) + "\n")
         os.replace(tmp, stamp)
     except OSError as e:
         with contextlib.suppress(OSError):
