@@ -13,7 +13,7 @@ from pdbtool.cli import PROG
 from pdbtool.cli.cluster import open_cluster
 from pdbtool.cli.console import emit, plural
 from pdbtool.errors import BadInput, NotAFile, PdbError, not_a_directory
-from pdbtool.tables import artifact, catalogue, trust
+from pdbtool.tables import artifact, catalogue, files, trust
 from pdbtool.tables.files import file_problem
 
 
@@ -27,7 +27,8 @@ def cmd_build(args) -> int:
                        "--cluster each table is a task that takes its node's cores")
     target = Path(args.out) / artifact.artifact_filename(
         cat.name + ("-min" if args.min_over_blank else ""))
-    if os.path.lexists(target) and not args.force:  # before minutes of building, not after
+    files.refuse_special(target)  # before minutes (or hours) of building, not after:
+    if os.path.lexists(target) and not args.force:  # a link or a directory, even with --force
         raise BadInput(f"{target} exists: give --force to build it again (the old file is "
                        "replaced only once the new one is whole)")
     with open_cluster(args) if args.cluster else nullcontext() as cluster:
