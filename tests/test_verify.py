@@ -230,6 +230,53 @@ def test_a_file_renamed_over_the_path_while_verify_reads_it_is_not_stamped(art_d
         open_trusted(path)
 
 
+def forge_groups(src, dst, edit):
+    """A copy of ``src`` whose groups ``edit(groups)`` rewrote, its content version and
+    seal made again as a forger would: only the reader's own checks can refuse it."""
+    shutil.copy(src, dst)
+    m = artifact.read_meta(dst)
+    groups = [dict(tiles=list(g.tiles), table=g.table, cell_map=list(g.cell_map),
+                   partition=g.partition) for g in m.groups]
+    edit(groups)
+    infos = [artifact.GroupInfo(tuple(g["tiles"]), g["table"], tuple(g["cell_map"]),
+                                g["partition"]) for g in groups]
+    with h5py.File(dst, "r+") as f:
+        f.attrs["groups"] = json.dumps(groups)
+        f.attrs["version"] = artifact.content_version(
+            m.partition, m.size, m.goal, m.rank_scheme, m.rank_version, m.zero_aware,
+            m.encoding, m.tables, infos, m.cols)
+    seal.reseal(dst)
+
+
+def swap_outside(g):
+    """The group's map with two cells outside its tiles swapped: still a permutation that
+    takes the tiles where the table has them, but no symmetry of the board."""
+    free = [c for c in range(len(g["cell_map"])) if c not in g["tiles"] and c != 0]
+    a, b = free[0], free[1]
+    g["cell_map"][a], g["cell_map"][b] = g["cell_map"][b], g["cell_map"][a]
+
+
+@pytest.mark.parametrize("edit, says", [
+    (lambda gs: gs[0]["cell_map"].__setitem__(3, 40), "cell map is not a permutation"),
+    (lambda gs: gs.clear(), "no groups"),
+    (lambda gs: gs[1].__setitem__("partition", -1), "is in partition -1"),
+    (lambda gs: gs[2].__setitem__("partition", 2), "not numbered 0, 1, ... without a gap"),
+    (lambda gs: swap_outside(gs[0]), "cell map is not a symmetry"),
+    (lambda gs: gs[0].__setitem__("cell_map", list(range(16))[::-1]), "does not take its tiles"),
+], ids=["map out of range", "no groups", "negative partition", "partition gap",
+        "not a symmetry", "tiles elsewhere"])
+def test_forged_groups_are_refused_never_crash(art_dir, tmp_path, edit, says):
+    """Groups rewritten with the version and seal made again: the kernels index by the
+    cell maps without bounds checks (a map with cell 40 crashed verify with SIGSEGV, no
+    groups or a negative partition gave tracebacks); each is refused, naming it."""
+    path = tmp_path / "15-5-5-5.h5"
+    forge_groups(art_dir / "15-5-5-5.h5", path, edit)
+    report = verify(path)
+    assert not report.ok and report.failed.name == "metadata" and says in report.failed.detail
+    with pytest.raises(ArtifactError, match=says):
+        load_heuristic(path)
+
+
 def test_each_run_samples_with_a_fresh_seed_it_reports(art_dir):
     """A fixed seed let a table forged around it pass every run; the seed is reported, and
     giving it repeats the run."""

@@ -28,6 +28,7 @@ from typing import NamedTuple
 import numpy as np
 
 from pdbtool.errors import ArtifactError, BadInput
+from pdbtool import geometry
 from pdbtool.geometry import manhattan_table, transpose
 from pdbtool.heuristics.table_free import Heuristic
 from pdbtool.kernels import heuristic as hk
@@ -92,9 +93,13 @@ def check_layout(meta: artifact.ArtifactMeta) -> None:
         if t.entries >= 2**31:  # h_update keeps entry indices in the int32 state row
             raise ArtifactError(f"{where}: table {t.name!r} has {t.entries:,} entries; "
                                 "this pdbtool reads tables of fewer than 2^31")
+    symmetries = set(geometry.symmetries(meta.shape))
     for g in meta.groups:
         if len(meta.tables[g.table].tiles) != len(g.tiles):
             raise ArtifactError(f"{where}: group {list(g.tiles)} does not fit its table")
+        if tuple(g.cell_map) not in symmetries:  # moves on the board must be moves there
+            raise ArtifactError(f"{where}: group {list(g.tiles)}'s cell map is not a "
+                                f"symmetry of the {meta.shape} board")
 
 
 SCATTERED_BYTES = 64 << 20  # see scattered

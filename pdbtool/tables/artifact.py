@@ -512,19 +512,33 @@ def _layout_problem(tables, groups) -> str | None:
     """What is inconsistent in the tables/groups description, or None."""
     if not tables:
         return "no tables"
+    if not groups:
+        return "no groups"
     offset = 0
     for t in tables:
         if t.entries <= 0:
             return f"table {t.name!r} is empty"
         if t.offset != offset:
             return f"table {t.name!r} has offset {t.offset}, expected {offset}"
+        if len(set(t.tiles)) != len(t.tiles) or not all(0 < x < t.cells for x in t.tiles):
+            return f"table {t.name!r}'s tiles {list(t.tiles)} are not distinct tiles of its board"
         offset += t.bytes
+    # (the kernels index arrays by these without bounds checks: a forged map crashed them)
     for g in groups:
         if not 0 <= g.table < len(tables):
             return f"group {list(g.tiles)} refers to missing table {g.table}"
         t = tables[g.table]
         if len(g.tiles) != len(t.tiles) or len(g.cell_map) != t.cells:
             return f"group {list(g.tiles)} does not fit table {t.name!r}"
+        if sorted(g.cell_map) != list(range(t.cells)):
+            return f"group {list(g.tiles)}'s cell map is not a permutation of its board's cells"
+        if tuple(g.cell_map[x] if 0 <= x < t.cells else -1 for x in g.tiles) != tuple(t.tiles):
+            return (f"group {list(g.tiles)}'s cell map does not take its tiles to table "
+                    f"{t.name!r}'s {list(t.tiles)}")
+        if g.partition < 0:
+            return f"group {list(g.tiles)} is in partition {g.partition}"
+    if sorted({g.partition for g in groups}) != list(range(1 + max(g.partition for g in groups))):
+        return "the groups' partitions are not numbered 0, 1, ... without a gap"
     return None
 
 
