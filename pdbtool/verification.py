@@ -103,8 +103,11 @@ def nibbles(packed: np.ndarray) -> np.ndarray:
 
 
 def check_completeness(meta, data):
-    """Unreachable entries (15) are exactly the recorded ones, and the expected count:
-    none, or half when a group holds every tile (parity); the goal's entry is 0."""
+    """Unreachable entries (15) are as many as recorded and as expected: none, or half
+    when a group holds every tile (parity); the goal's entry is 0. Only counted: in a
+    table of every tile, a reachable entry set to 15 and an unreachable one given a value
+    (checksums, histogram, version and seal made again) keeps the count; the sampled
+    consistency check finds such an edit only sometimes, --exhaustive always (closure)."""
     shape = meta.shape
     for t in meta.tables:
         m = len(t.tiles)
