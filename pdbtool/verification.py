@@ -104,10 +104,10 @@ def nibbles(packed: np.ndarray) -> np.ndarray:
 
 def check_completeness(meta, data):
     """Unreachable entries (15) are as many as recorded and as expected: none, or half
-    when a group holds every tile (parity); the goal's entry is 0. Only counted: in a
-    table of every tile, a reachable entry set to 15 and an unreachable one given a value
-    (checksums, histogram, version and seal made again) keeps the count; the sampled
-    consistency check finds such an edit only sometimes, --exhaustive always (closure)."""
+    when a group holds every tile (parity), and then each where its placement's parity
+    puts it (a reachable entry set to 15 and an unreachable one given a value, checksums,
+    histogram, version and seal made again, kept the count: kernels.audit.misplaced_unset);
+    the goal's entry is 0."""
     shape = meta.shape
     for t in meta.tables:
         m = len(t.tiles)
@@ -125,7 +125,17 @@ def check_completeness(meta, data):
         goal = int(nibbles(np.asarray(artifact.table_view(data, t)[e // 2:e // 2 + 1]))[e % 2])
         if goal != 0:
             return False, f"table {t.name}: goal entry is {goal}, expected 0"
-    return True, "no unreachable entry (beyond unreachable parity), goal entries 0"
+        if m == t.cells - 1 and m >= 2:  # every tile: the unreachable ones are placed too
+            first = np.full(audit_kernel.CHUNKS, -1, np.int64)
+            bad = audit_kernel.misplaced_unset(
+                np.asarray(artifact.table_view(data, t)), t.cells, shape.cols,
+                np.array(t.tiles, np.int64), lex_weights(t.cells, m - 1), first)
+            if bad:
+                return False, (f"table {t.name}: {bad:,} entries where the placement's parity "
+                               f"says otherwise (the first: entry {int(first[first >= 0][0]):,} "
+                               "is 15 on a reachable placement, or a value on an unreachable "
+                               "one)")
+    return True, "no unreachable entry (beyond unreachable parity, each where its parity puts it), goal entries 0"
 
 
 class Audit(NamedTuple):

@@ -277,6 +277,25 @@ def test_forged_groups_are_refused_never_crash(art_dir, tmp_path, edit, says):
         load_heuristic(path)
 
 
+def test_completeness_places_the_unreachable_entries_of_a_table_of_every_tile(art_dir):
+    """In a table of every tile half the placements are unreachable (parity); completeness
+    counted them only, so a reachable entry set to 15 and its unreachable partner given
+    its value kept the count (and, with the histogram made again, every check but a lucky
+    sample). Each unreachable entry is checked against its placement's parity now."""
+    from pdbtool.verification import check_completeness
+
+    meta = artifact.read_meta(art_dir / "8-full.h5")
+    data = np.array(artifact.map_tables(meta), copy=True)
+    assert check_completeness(meta, data)[0]
+    t = meta.tables[0]
+    table = data[t.offset:t.offset + t.bytes]
+    e = 1000 if table[500] & 15 != 15 else 1001  # a reachable entry; e ^ 1 its partner
+    value = (table[e >> 1] >> (4 * (e & 1))) & 15
+    table[500] = (15 << 4 * (e & 1)) | (value << 4 * (1 - (e & 1)))
+    ok, detail = check_completeness(meta, data)
+    assert not ok and f"entry {min(e, e ^ 1):,}" in detail and "parity says otherwise" in detail
+
+
 def test_each_run_samples_with_a_fresh_seed_it_reports(art_dir):
     """A fixed seed let a table forged around it pass every run; the seed is reported, and
     giving it repeats the run."""

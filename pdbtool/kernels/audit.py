@@ -191,3 +191,57 @@ def histogram(packed, n, binom, lw_prefix, md_tab, reg_count, secondary, orders,
                     nib = nibble(packed, base + o)
                     count(hist, chunk, md_of[o] + 2 * nib, nib, over)
     return over.sum()
+
+
+@njit(cache=True, parallel=True)
+def misplaced_unset(packed, n, cols, tiles, lw_prefix, first_bad):
+    """A table of every tile (m = n - 1, one free cell: the blank): its unreachable
+    entries (15) must be exactly the placements of the wrong parity, those whose
+    permutation's parity differs from the blank's distance to its goal cell 0 (every move
+    is one transposition and one step of the blank). Entries come in pairs, a placement
+    of the first m - 1 tiles with the last tile on the lower or the higher of the two
+    free cells. ``first_bad[chunk]`` = the first misplaced entry of a chunk or -1; returns
+    how many there are. Needs m >= 2."""
+    m = tiles.shape[0]
+    prefixes = n * lw_prefix[0]  # n! / 2: the placements of m - 1 tiles on n cells
+    step = (prefixes + CHUNKS - 1) // CHUNKS
+    bad = np.zeros(CHUNKS, np.int64)
+    for chunk in prange(CHUNKS):
+        lo = chunk * step
+        hi = min(prefixes, lo + step)
+        pos = np.empty(m - 1, np.int64)
+        board = np.empty(n, np.int64)
+        seen = np.empty(n, np.bool_)
+        if lo < hi:
+            lex_unrank(lo, n, m - 1, lw_prefix, pos)
+        for p in range(lo, hi):
+            occupied = np.int64(0)
+            for i in range(m - 1):
+                occupied |= np.int64(1) << pos[i]
+                board[pos[i]] = tiles[i]
+            free = ((np.int64(1) << n) - 1) & ~occupied
+            a = lowest_bit(free)
+            b = lowest_bit(free & (free - 1))
+            for j in range(2):  # the last tile on a (entry 2p), or on b (2p + 1)
+                last, blank = (a, b) if j == 0 else (b, a)
+                board[last] = tiles[m - 1]
+                board[blank] = 0
+                cycles = 0
+                for c in range(n):
+                    seen[c] = False
+                for c in range(n):
+                    if not seen[c]:
+                        cycles += 1
+                        x = c
+                        while not seen[x]:
+                            seen[x] = True
+                            x = board[x]
+                odd = (n - cycles) & 1
+                reachable = odd == ((blank // cols + blank % cols) & 1)
+                e = 2 * p + j
+                if (nibble(packed, e) == 15) == reachable:
+                    bad[chunk] += 1
+                    if first_bad[chunk] < 0:
+                        first_bad[chunk] = e
+            lex_next(pos, n)
+    return bad.sum()
