@@ -67,6 +67,23 @@ def test_metadata_changes_and_a_rename_over_are_harmless(served_dir, monkeypatch
         pin.release()
 
 
+def test_every_touch_is_heard_not_only_the_first(served_dir):
+    """After a touch the lease is taken again on a short-lived thread; its signal went to
+    that thread, gone by the next break: a second touch was not heard (the kernel broke the
+    lease after lease-break-time, and a later truncation could fault a search's read)."""
+    path = served_dir / "8-full.h5"
+    pin = open_trusted(path).pin
+    if pin.unleased is not None:
+        pytest.skip(f"no lease here: {pin.unleased}")
+    try:
+        for touches in (1, 2, 3):
+            subprocess.run(["touch", str(path)], check=True)
+            assert wait_for(lambda: pin._breaks == touches, 15), (touches, pin._breaks)
+            assert wait_for(lambda: _serving(pin) and pin._restored == touches, 15)
+    finally:
+        pin.release()
+
+
 @pytest.mark.parametrize("leased", [True, False], ids=["lease", "no-lease"])
 def test_a_rewrite_in_place_with_other_bytes_is_refused(served_dir, monkeypatch, leased):
     if not leased:

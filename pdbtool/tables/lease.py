@@ -59,6 +59,10 @@ def hold(fd: int, urgent: Callable[[], None], later: Callable[[], None]) -> str 
     try:
         fcntl.fcntl(fd, fcntl.F_SETSIG, SIGNAL)
         fcntl.fcntl(fd, F_SETLEASE, _RDLCK)
+        # the lease's signal goes to the thread that took it, which may be gone by its
+        # break (trust.Pinned takes it again on a short-lived thread after a touch): to the
+        # process, where the handler runs, whatever thread took it
+        fcntl.fcntl(fd, fcntl.F_SETOWN, os.getpid())
     except OSError as e:
         return {  # the likely reasons, said plainly
             "EACCES": "the file belongs to another user (a lease needs its owner or CAP_LEASE)",
