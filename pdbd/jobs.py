@@ -310,6 +310,8 @@ class FastLane:
                 future = Done(exception=e)
             else:  # the lane's budget ran out: to the pool, resumed where it stopped
                 self._hand_over(control, budget)
+                job.started = None  # queued again (SolveStream's progress says so) until
+                # a worker of the pool takes it
         except Exception as e:  # noqa: BLE001 (kept, as the pool's future keeps it, for the caller)
             traceback.clear_frames(e.__traceback__)
             future = Done(exception=e)

@@ -442,7 +442,9 @@ class SolverServicer:
         except TableChanged as e:
             self._refuse_changed(e, context)
         except (LimitReached, CancelledError) as e:
-            code, what = HALT_STATUS.get(job.reason, (None, None))
+            code, what = HALT_STATUS.get(job.reason, (  # any other halt (a table found
+                grpc.StatusCode.UNAVAILABLE, f"stopped ({job.reason or 'no reason given'})"))
+            # changed, then whole again) is the server's: never UNKNOWN, nor a batch broken
             nodes = job.control.generated
             limit = self._limit_hit(job, e)
             if stream and job.reason == "cancelled":
@@ -452,8 +454,7 @@ class SolverServicer:
                      limit or job.reason, nodes, job.search_seconds,
                      job.solver.heuristic.artifact, context.peer(),
                      extra=self._fields(job, context, stream,
-                                        "RESOURCE_EXHAUSTED" if limit else
-                                        code.name if code else "UNKNOWN",
+                                        "RESOURCE_EXHAUSTED" if limit else code.name,
                                         stopped=limit or job.reason))
             if limit:  # not halted by the client: a limit of the client's or the server's
                 self.counters.add("failed")

@@ -98,6 +98,29 @@ def test_stream_sends_progress_then_the_result(slow, monkeypatch):
     assert nodes == sorted(nodes)
 
 
+def test_a_stream_handed_on_to_a_busy_pool_says_it_is_queued(slow):
+    """A search that outruns the fast lane goes on in the pool; with the pool's one worker
+    busy it waits in the queue, and its progress says so (it said queued=False, the time
+    searched growing, while nothing ran)."""
+    from pdbtool.errors import LimitReached
+    from serving import HARD, HARDEST, channel_stub, wait_for
+
+    with SolverClient(slow.address) as client, channel_stub(slow.address) as stub:
+        busy = stub.Solve.future(pb.SolveRequest(tiles=HARD, goal="blank-first"), timeout=120)
+        events = []
+        try:
+            assert wait_for(lambda: slow.pool.running == 1, 30)  # past its lane: the worker's
+            with pytest.raises(LimitReached, match="deadline"):
+                for event in client.solve_stream(HARDEST, deadline=1.5, progress_ms=50):
+                    events.append(event)
+        finally:
+            busy.cancel()
+    assert events and all(e["event"] == "progress" for e in events)
+    assert slow.pool.running <= 1  # it never ran beside the busy one
+    last = events[-1]  # a second on: long past the lane, waiting for the worker
+    assert last["queued"] and last["elapsed_seconds"] == 0, last
+
+
 def test_concurrent_clients_all_get_correct_answers(served, oracle):
     dist = oracle["blank-last"]
     boards = random.Random(9).sample(sorted(dist), 48)

@@ -86,7 +86,7 @@ class SolverServicer(object):
         carries that id and the SolveResult, or the error Solve would have ended with (its
         status code, message and pdbd-limit). A BatchRequest holds one board (id, request) or
         several (items); once a call's requests use items, a BatchResult holds in results
-        the results finished by the time it is sent, and those finishing within 50 ms of the
+        the results finished by the time it is sent, and those finishing within 100 ms of the
         first while more boards of the call are in flight (a message costs more than a
         board); else one result (id, outcome), as before items. Results come as searches finish, in
         any order. The server reads a request only when it has room for a search (at most
