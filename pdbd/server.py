@@ -35,7 +35,7 @@ from pdbtool.geometry import as_shape
 from pdbtool.errors import PdbError
 from pdbtool.cli.console import stop_on_signals
 from pdbtool.errors import BadInput
-from pdbtool.selection import TableSet, load_directory
+from pdbtool.selection import TableSet, load_directory, release
 from pdbtool.tables import residency
 
 from .address import parse_address, parse_target
@@ -315,10 +315,14 @@ class Daemon:
     def reload(self, tables: TableSet) -> None:
         """Serve ``tables`` (loaded and checked by the caller) from now on: warmed up first,
         then swapped in at once; searches running on the old tables finish on them."""
-        served = Served.of(tables)
-        warm_up(served.solvers)
-        if self.servicer.locked:
-            lock_tables(tables)
+        try:
+            served = Served.of(tables)
+            warm_up(served.solvers)
+            if self.servicer.locked:
+                lock_tables(tables)
+        except BaseException:  # refused: the new tables are let go, the old ones serve
+            release(tables.loaded)
+            raise
         self.servicer.swap(served)
         self._prefault(tables)
 

@@ -42,20 +42,24 @@ def open_trusted(path) -> Trusted:
     is re-checked; without one, every verify check runs. Raises ArtifactError naming the
     file and the problem."""
     pin = trust.Pinned(path)
-    meta = artifact.read_meta(path)
-    data = artifact.map_tables(meta)
-    pin.protect(data, meta)
-    if trust.is_recorded(meta):
-        checks = ("stamp",)
-    else:
-        try:
-            checks = run_checks(path, pin)
-        except ArtifactError:
-            pin.check()  # opened for writing during the checks: say that instead
-            raise
-    if pin.replaced():
-        raise ArtifactError(f"{path}: changed while it was being loaded; try again")
-    pin.check()
+    try:
+        meta = artifact.read_meta(path)
+        data = artifact.map_tables(meta)
+        pin.protect(data, meta)
+        if trust.is_recorded(meta):
+            checks = ("stamp",)
+        else:
+            try:
+                checks = run_checks(path, pin)
+            except ArtifactError:
+                pin.check()  # opened for writing during the checks: say that instead
+                raise
+        if pin.replaced():
+            raise ArtifactError(f"{path}: changed while it was being loaded; try again")
+        pin.check()
+    except BaseException:  # refused: nothing kept open, mapped or leased (a daemon that
+        pin.release()  # is sent SIGHUP again and again over a bad file would grow)
+        raise
     return Trusted(meta, data, pin, checks)
 
 

@@ -82,21 +82,31 @@ def load_directory(directory, *, reflect: bool = True, require: bool = False) ->
                             f"{'; '.join(bad)}; remove or fix them")
     best: dict[Shape, tuple[int, Heuristic]] = {}
     loaded = []
-    for path, _ in entries:
-        opened = open_trusted(path)
-        shape = opened.meta.shape
-        served = [heuristic_from(opened.meta, opened.data, reflect, opened.pin)]
-        if not shape.square:  # its transpose too
-            served.append(heuristic_from(opened.meta, opened.data, reflect, opened.pin,
-                                         shape.transposed))
-        loaded.append(opened)
-        for h in served:
-            if h.shape not in best or strength(opened.meta) > best[h.shape][0]:
-                best[h.shape] = (strength(opened.meta), h)
-    if require and not loaded:
-        raise ArtifactError(f"{d}: no artifacts (*.h5) to serve; build one with "
-                            f"`pdbtool build 15/5-5-5 --out {d}`")
+    try:
+        for path, _ in entries:
+            opened = open_trusted(path)
+            loaded.append(opened)
+            shape = opened.meta.shape
+            served = [heuristic_from(opened.meta, opened.data, reflect, opened.pin)]
+            if not shape.square:  # its transpose too
+                served.append(heuristic_from(opened.meta, opened.data, reflect, opened.pin,
+                                             shape.transposed))
+            for h in served:
+                if h.shape not in best or strength(opened.meta) > best[h.shape][0]:
+                    best[h.shape] = (strength(opened.meta), h)
+        if require and not loaded:
+            raise ArtifactError(f"{d}: no artifacts (*.h5) to serve; build one with "
+                                f"`pdbtool build 15/5-5-5 --out {d}`")
+    except BaseException:  # one file refused: the others opened so far are let go too
+        release(loaded)
+        raise
     return TableSet({shape: h for shape, (_, h) in best.items()}, tuple(loaded))
+
+
+def release(loaded) -> None:
+    """Let go of artifacts opened (Trusted): their files closed, mappings and leases gone."""
+    for opened in loaded:
+        opened.pin.release()
 
 
 def fallback(shape, why: str) -> Heuristic:

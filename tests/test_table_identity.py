@@ -67,6 +67,33 @@ def test_metadata_changes_and_a_rename_over_are_harmless(served_dir, monkeypatch
         pin.release()
 
 
+def test_a_refused_load_keeps_nothing_open(art_dir, tmp_path):
+    """A directory with a good file and a damaged one is refused; what it had opened is
+    let go (each refusal kept every file it had opened, its mappings and leases: a
+    daemon sent SIGHUP again and again over a bad file grew without bound)."""
+    import gc
+
+    from pdbtool.errors import PdbError
+
+    d = tmp_path / "tables"
+    d.mkdir()
+    shutil.copy(art_dir / "8-full.h5", d / "a-8-full.h5")  # opened first, then the bad one
+    shutil.copy(art_dir / "15-5-5-5.h5", d / "b-15-5-5-5.h5")
+    _flip_a_table_byte(d / "b-15-5-5-5.h5")
+
+    def held() -> tuple[int, int]:
+        fds = sum(os.readlink(f"/proc/self/fd/{fd}").startswith(str(d))
+                  for fd in os.listdir("/proc/self/fd") if os.path.islink(f"/proc/self/fd/{fd}"))
+        maps = sum(str(d) in line for line in Path("/proc/self/maps").read_text().splitlines())
+        return fds, maps
+
+    for _ in range(3):
+        with pytest.raises(PdbError, match="b-15-5-5-5.h5"):
+            load_directory(d, require=True)
+        gc.collect()
+        assert held() == (0, 0)
+
+
 def test_every_touch_is_heard_not_only_the_first(served_dir):
     """After a touch the lease is taken again on a short-lived thread; its signal went to
     that thread, gone by the next break: a second touch was not heard (the kernel broke the
