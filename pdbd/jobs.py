@@ -166,8 +166,16 @@ class WorkerPool:
         self._jobs: set[Job] = set()
         self._of_future: dict[Future, Job] = {}
         self._running = 0
+        self._closed = False
+
+    def close(self) -> None:
+        """No job is taken from now on (RuntimeError, as from a shut-down executor): a
+        search the fast lane hands on during a shutdown is refused, not started."""
+        self._closed = True
 
     def submit(self, job: Job) -> Future:
+        if self._closed:
+            raise RuntimeError("the pool is closed: the server is shutting down")
         if not self._slots.acquire(blocking=False):
             raise QueueFull(f"{self.threads} searches running and {self.max_queue} waiting")
         with self._lock:
@@ -280,6 +288,7 @@ class FastLane:
         self._n: dict[str, int] = {}
         self._busy = 0
         self._waiting = 0  # callers waiting for a slot (a batch's board defers to them)
+        self._jobs: set[Job] = set()  # searching here now (a shutdown halts them too)
         self.answered = 0  # searches answered here (the rest went on to the pool)
 
     def run(self, job: Job, client: str, deferring: bool = False) -> bool:
@@ -302,6 +311,8 @@ class FastLane:
         # (not a search the cluster may take over: that one starts afresh).
         control.checkpoint = None if final or job.delegation is not None else Held()
         future = None  # the outcome, unless the search goes on to the pool
+        with self._lock:
+            self._jobs.add(job)
         try:
             result = job.run(here_only=True)  # the cluster only from the pool
         except LimitReached as e:
@@ -318,6 +329,8 @@ class FastLane:
         else:
             future = Done(result)
         finally:
+            with self._lock:
+                self._jobs.discard(job)
             self._leave(client, answered=future is not None)
         if future is None:
             return False
@@ -325,6 +338,18 @@ class FastLane:
         if self.on_finish is not None:
             self.on_finish(job)
         return True
+
+    @property
+    def in_flight(self) -> int:
+        """Searches running here now."""
+        with self._lock:
+            return len(self._jobs)
+
+    def halt_all(self, reason: str) -> None:
+        with self._lock:
+            jobs = list(self._jobs)
+        for job in jobs:
+            job.halt(reason)
 
     @staticmethod
     def _hand_over(control: SearchControl, budget: int | None) -> None:

@@ -349,12 +349,16 @@ class Daemon:
     def _drain(self, seconds: float, cut: threading.Event) -> None:
         """Wait up to ``seconds`` for the searches in flight to finish, or until ``cut``."""
         end = time.monotonic() + seconds
-        left = self.pool.in_flight
+
+        def in_flight() -> int:  # the pool's and the fast lane's
+            return self.pool.in_flight + self.servicer.fast.in_flight
+
+        left = in_flight()
         if left:
             log.info("draining: %d searches in flight, up to %g s", left, seconds)
         while left and time.monotonic() < end and not cut.is_set():
             cut.wait(min(DRAIN_POLL, max(end - time.monotonic(), 0)))
-            left = self.pool.in_flight
+            left = in_flight()
         if left and cut.is_set():
             log.warning("drain cut short (a second SIGTERM or SIGINT): stopping %d searches", left)
         elif left:

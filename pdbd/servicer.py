@@ -289,8 +289,11 @@ class SolverServicer:
         self._closing = True
 
     def close(self) -> None:
-        """Refuse new searches and stop every running or queued one."""
+        """Refuse new searches and stop every running or queued one, in the pool and in
+        the fast lane (whose searches would otherwise have gone on to the pool)."""
         self._closing = True
+        self.pool.close()
+        self.fast.halt_all("shutdown")
         self.pool.halt_all("shutdown")
 
     # -- steps -------------------------------------------------------------------------------

@@ -113,6 +113,27 @@ def test_shutdown_stops_running_searches():
         assert "shutting down" in e.value.details()
 
 
+def test_shutdown_stops_a_search_in_the_fast_lane_too():
+    """A search still in the fast lane (its nodes made large here, as a big lane would
+    keep a search) is a search in flight: the drain waits for it, then the shutdown stops
+    it (the drain saw none, and the search ran on, unhalted, to the end of gRPC's grace)."""
+    from pdbd.jobs import Lane
+
+    daemon = running_daemon(TableSet({4: table_free("manhattan", 4)}), threads=1,
+                            lane=Lane(slots=1, per_client=1, nodes=10**12))
+    with channel_stub(daemon.address) as stub:
+        future = stub.Solve.future(pb.SolveRequest(tiles=HARD, goal="blank-first"))
+        assert wait_for(lambda: daemon.servicer.fast.in_flight == 1, 10)
+        assert daemon.pool.in_flight == 0  # in the lane, not in the pool
+        start = time.monotonic()
+        daemon.stop(grace=8, drain=0.5)
+        assert time.monotonic() - start < 4.0  # the drain, not the grace
+        with pytest.raises(grpc.RpcError) as e:
+            future.result()
+        assert e.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert "shutting down" in e.value.details()
+
+
 def sigterm_after_a_solve(art_dir, *options, wait: float = 30) -> tuple[int, str]:
     """`pdbd serve` with ``options``: one solve, then SIGTERM; its exit code and stderr."""
     port = free_port()
