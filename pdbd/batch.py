@@ -218,6 +218,11 @@ def solve_batch(servicer, requests, context):
             while not room.take(timeout=0.1):
                 if not context.is_active():
                     return False
+        return pool_room()
+
+    def pool_room() -> bool:
+        """Until the pool has a slot and the client room for one more; False if the call
+        ends (or the server stops: True then, the board refused as shutting down)."""
         while pool.full or not servicer.peers.has_room(client):
             hand_on()  # (once: nothing is answered here meanwhile)
             if not context.is_active() or servicer._closing:
@@ -246,17 +251,26 @@ def solve_batch(servicer, requests, context):
             hand_on()
 
     def admit(key: int, ident: int, request, checked: set) -> None:
-        ctx = ItemContext(context, callbacks, key, client, checked, choices)
-        try:
-            job = servicer._admit(request, ctx, deferring=True)
-        except ItemAborted as e:
-            answered_here((ident, None, e))
-            return
-        except Exception as e:  # a bug: this item fails, the batch goes on (and ends)
-            log.exception("batch item %d failed", ident)
-            answered_here((ident, None, ItemAborted(grpc.StatusCode.INTERNAL,
-                                                    f"internal error: {e}", {})))
-            return
+        while True:
+            ctx = ItemContext(context, callbacks, key, client, checked, choices)
+            try:
+                job = servicer._admit(request, ctx, deferring=True)
+                break
+            except ItemAborted as e:
+                # the pool's last slot taken by another call between the room seen and the
+                # board's search in the lane: it waits for room again, never refused for it
+                if (e.metadata.get(LIMIT_KEY) == "queue-full" and not servicer._closing
+                        and pool_room()):
+                    continue
+                callbacks.discard(key)
+                answered_here((ident, None, e))
+                return
+            except Exception as e:  # a bug: this item fails, the batch goes on (and ends)
+                log.exception("batch item %d failed", ident)
+                callbacks.discard(key)
+                answered_here((ident, None, ItemAborted(grpc.StatusCode.INTERNAL,
+                                                        f"internal error: {e}", {})))
+                return
         if job.future.done():  # searched in the fast lane, on this thread
             answered_here((ident, job, ctx))
         else:

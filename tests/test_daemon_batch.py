@@ -108,6 +108,29 @@ def test_a_batch_larger_than_the_queue_waits_for_room(slow):
     assert info(slow)["counters"]["running"] == 0
 
 
+def test_a_batch_board_that_finds_the_queue_taken_after_all_waits_for_room(slow, monkeypatch):
+    """The pool had room when the board was read, but another call took the last slot
+    while the board searched in the fast lane: the board waits for room again (it was
+    refused queue-full, which an item of a batch never is). The race is made certain here:
+    the pool refuses each board's first submission as full."""
+    from pdbd.jobs import QueueFull, WorkerPool
+
+    submit, calls = WorkerPool.submit, []
+
+    def full_once(self, job):  # the boards come one after another: each one's first try
+        calls.append(job)
+        if len(calls) % 2:
+            raise QueueFull("taken by another call meanwhile")
+        return submit(self, job)
+
+    monkeypatch.setattr(FastLane, "run", lambda self, job, client, deferring=False: False)
+    monkeypatch.setattr(WorkerPool, "submit", full_once)
+    with SolverClient(slow.address) as c:
+        out = dict(c.solve_batch([EASY15] * 3, goal="blank-last"))
+    assert sorted(out) == [0, 1, 2] and all(r.length == 2 for r in out.values()), out
+    assert len(calls) == 6
+
+
 def test_cancelling_or_a_deadline_stops_every_search_of_the_batch(slow, slow_stub):
     requests = [pb.BatchRequest(id=i, request=pb.SolveRequest(tiles=HARD, goal="blank-first"))
                 for i in range(4)]
