@@ -316,9 +316,16 @@ def solve_batch(servicer, requests, context):
     threading.Thread(target=read, name="pdbd-batch", daemon=True).start()
     expected = None
     while expected is None or counts[1] < expected:
+        lingering = packed.is_set()
+        entries = ready(finished, in_flight, LINGER, until) if lingering else ready(finished,
+                                                                                     in_flight)
+        # packed is decided by the entries (the reader sets it before it admits the first
+        # board of a message with items), not by when the wait began: a wait begun before
+        # the first message was read sent its results one a message, which the client
+        # took for a server that predates items (a whole batch failed)
         if packed.is_set():  # each result made in its reply (one copy of its message)
             reply = pb.BatchResult()
-            for ident, job, ctx in ready(finished, in_flight, LINGER, until):
+            for ident, job, ctx in entries:
                 if ident is END:
                     expected = job
                     continue
@@ -330,7 +337,7 @@ def solve_batch(servicer, requests, context):
             if reply.results:
                 yield reply
             continue
-        for ident, job, ctx in ready(finished, in_flight):
+        for ident, job, ctx in entries:
             if ident is END:
                 expected = job
                 continue

@@ -131,6 +131,32 @@ def test_a_batch_board_that_finds_the_queue_taken_after_all_waits_for_room(slow,
     assert len(calls) == 6
 
 
+def test_results_go_several_a_message_however_late_the_first_message_is_read(served,
+                                                                             monkeypatch):
+    """The sender waits for results as soon as the call starts; the reader marks the call
+    as sending items when it reads the first message. Read late (made certain here: the
+    first message held back a moment), the first results went one a message, which the
+    client takes for a server that predates items: the whole batch failed."""
+    import time
+
+    from pdbd import servicer as servicer_module
+
+    solve_batch = servicer_module.solve_batch
+
+    def read_late(servicer, requests, context):
+        def late():
+            for k, message in enumerate(requests):
+                if k == 0:
+                    time.sleep(0.3)  # the sender is waiting by now
+                yield message
+        return solve_batch(servicer, late(), context)
+
+    monkeypatch.setattr(servicer_module, "solve_batch", read_late)
+    with SolverClient(served.address) as c:
+        out = dict(c.solve_batch([EASY15] * 4))
+    assert sorted(out) == [0, 1, 2, 3] and all(r.length == 2 for r in out.values()), out
+
+
 def test_cancelling_or_a_deadline_stops_every_search_of_the_batch(slow, slow_stub):
     requests = [pb.BatchRequest(id=i, request=pb.SolveRequest(tiles=HARD, goal="blank-first"))
                 for i in range(4)]
