@@ -161,8 +161,39 @@ def create_app(server: str = DEFAULT_SERVER, progress_ms: int = PROGRESS_MS,
         if not isinstance(fields, dict):
             raise BadInput('the request body must be a JSON object, e.g. {"board": "1 2 3 4 5 6 7 0 8"}')
         who = http_client(request)
-        result = await anyio.to_thread.run_sync(lambda: client.solve(**solve_args(fields),
-                                                                     on_behalf=who))
+        gone = threading.Event()  # the browser went away: the search is cancelled
+
+        def search():  # (the stream's events, read on a worker thread: each interval it
+            # looks whether the browser is still there; leaving closes the stream, which
+            # cancels the RPC, so pdbd stops the search, as for /api/solve/stream)
+            for event in client.solve_stream(**solve_args(fields), progress_ms=progress_ms,
+                                             on_behalf=who):
+                if gone.is_set():
+                    return None
+                if not isinstance(event, dict):
+                    return event
+
+        async def watch():
+            while not gone.is_set():
+                if await request.is_disconnected():
+                    gone.set()
+                    return
+                await anyio.sleep(min(progress_ms, 200) / 1000)
+
+        result, error = None, None
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(watch)
+            try:
+                result = await anyio.to_thread.run_sync(search)
+            except PdbError as e:  # raised below, out of the group (which would wrap it)
+                error = e
+            finally:
+                gone.set()  # (the watcher ends too)
+        if error is not None:
+            raise error
+        if result is None:  # nobody to answer
+            return JSONResponse({"error": "the client went away", "exit_code": 4},
+                                status_code=499)
         return JSONResponse(result.to_dict())
 
     async def stream(request: Request) -> StreamingResponse:

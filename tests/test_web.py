@@ -164,6 +164,24 @@ def test_stream_brings_progress_every_500_ms_until_the_client_leaves(daemon24):
         assert wait_for(lambda: info(daemon24)["counters"]["running"] == 0, 5), "search not stopped"
 
 
+def test_a_solve_whose_browser_leaves_is_stopped(daemon24):
+    """POST /api/solve of a search of hours; the client goes away: the daemon's search
+    stops (it ran on to its end, holding a worker and the browser's slot)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    with running_web(daemon24.address) as url:
+        where = urlsplit(url)
+        body = json.dumps({"board": " ".join(map(str, KORF24_1)), "goal": "blank-first"}).encode()
+        with socket.create_connection((where.hostname, where.port)) as s:
+            s.sendall(b"POST /api/solve HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                      b"application/json\r\n" + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                      + body)
+            assert wait_for(lambda: info(daemon24)["counters"]["running"] == 1, 10)
+        # the socket closed: the browser has left
+        assert wait_for(lambda: info(daemon24)["counters"]["running"] == 0, 5), "search not stopped"
+
+
 def test_pdbd_web_command(served):
     proc = pdbd_process("web", "--listen", "127.0.0.1:0", "--server", served.address)
     try:
