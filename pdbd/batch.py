@@ -36,6 +36,7 @@ log = logging.getLogger("pdbd")
 METHOD = "pdbd.v1.Solver/SolveBatch"
 WAIT_SECONDS = 0.005  # between looks for room while the pool is full
 END = object()
+SHUTDOWN = object()  # an entry the servicer puts in every call's answers (refuse_new)
 PER_MESSAGE = 256  # results at most in one BatchResult (about 100 KB)
 LINGER = 0.1  # seconds a packed result waits for others to share its message (0.02, then
 # 0.05 before: about 13, then 20 results a reply on one search thread at 3 ms a board; a reply
@@ -313,36 +314,47 @@ def solve_batch(servicer, requests, context):
         """More boards admitted than answered and the ``taken`` (finished, not yet sent)."""
         return counts[0] - counts[1] - taken > 0
 
-    threading.Thread(target=read, name="pdbd-batch", daemon=True).start()
-    expected = None
-    while expected is None or counts[1] < expected:
-        lingering = packed.is_set()
-        entries = ready(finished, in_flight, LINGER, until) if lingering else ready(finished,
-                                                                                     in_flight)
-        # packed is decided by the entries (the reader sets it before it admits the first
-        # board of a message with items), not by when the wait began: a wait begun before
-        # the first message was read sent its results one a message, which the client
-        # took for a server that predates items (a whole batch failed)
-        if packed.is_set():  # each result made in its reply (one copy of its message)
-            reply = pb.BatchResult()
+    servicer.batches.add(finished)  # a shutdown puts SHUTDOWN in it (refuse_new)
+    try:
+        threading.Thread(target=read, name="pdbd-batch", daemon=True).start()
+        expected = None
+        while expected is None or counts[1] < expected:
+            if expected is None and "shutdown" in stopped and counts[0] == counts[1]:
+                break  # the reader waits for a message that no board will follow
+            entries = (ready(finished, in_flight, LINGER, until) if packed.is_set()
+                       else ready(finished, in_flight))
+            # packed is decided by the entries (the reader sets it before it admits the
+            # first board of a message with items), not by when the wait began: a wait
+            # begun before the first message was read sent its results one a message,
+            # which the client took for a server that predates items (a whole batch failed)
+            if packed.is_set():  # each result made in its reply (one copy of its message)
+                reply = pb.BatchResult()
+                for ident, job, ctx in entries:
+                    if ident is END:
+                        expected = job
+                        continue
+                    if ident is SHUTDOWN:
+                        stopped.append("shutdown")
+                        continue
+                    counts[1] += 1
+                    if len(reply.results) == PER_MESSAGE:
+                        yield reply
+                        reply = pb.BatchResult()
+                    reply.results.add(**outcome(ident, job, ctx))
+                if reply.results:
+                    yield reply
+                continue
             for ident, job, ctx in entries:
                 if ident is END:
                     expected = job
                     continue
+                if ident is SHUTDOWN:
+                    stopped.append("shutdown")
+                    continue
                 counts[1] += 1
-                if len(reply.results) == PER_MESSAGE:
-                    yield reply
-                    reply = pb.BatchResult()
-                reply.results.add(**outcome(ident, job, ctx))
-            if reply.results:
-                yield reply
-            continue
-        for ident, job, ctx in entries:
-            if ident is END:
-                expected = job
-                continue
-            counts[1] += 1
-            yield pb.BatchResult(**outcome(ident, job, ctx))
+                yield pb.BatchResult(**outcome(ident, job, ctx))
+    finally:
+        servicer.batches.discard(finished)
     if "failed" in stopped and context.code() is not None:  # the reader's abort
         context.abort(context.code(), context.details() or "")
     if "shutdown" in stopped:

@@ -35,7 +35,7 @@ from pdbtool.tables.trust import TableChanged
 
 from . import convert
 from .defaults import DEFAULT_MAX_NODES, DEFAULT_MAX_SEARCH_MEMORY, DEFAULT_MAX_SEARCH_SECONDS
-from .batch import solve_batch
+from .batch import SHUTDOWN, solve_batch
 from .choices import choose
 from .jobs import Delegation, FastLane, Job, Lane, QueueFull, WorkerPool
 from .logs import request_fields
@@ -191,6 +191,7 @@ class SolverServicer:
         self.locked = False  # tables pinned in memory (set by the server)
         self._closing = False
         self._swap_lock = threading.Lock()
+        self.batches: set = set()  # each SolveBatch call's queue of answers (batch.py)
 
     @property
     def solvers(self) -> dict[int, Solver]:
@@ -285,8 +286,12 @@ class SolverServicer:
                     return served
 
     def refuse_new(self) -> None:
-        """Refuse new searches (UNAVAILABLE); running and queued ones go on (a drain)."""
+        """Refuse new searches (UNAVAILABLE); running and queued ones go on (a drain). A
+        SolveBatch call ends once its boards in flight are answered, even while its reader
+        waits for the client's next message (batch.SHUTDOWN)."""
         self._closing = True
+        for answers in list(self.batches):
+            answers.put([(SHUTDOWN, 0, None)])
 
     def close(self) -> None:
         """Refuse new searches and stop every running or queued one, in the pool and in

@@ -134,6 +134,36 @@ def test_shutdown_stops_a_search_in_the_fast_lane_too():
         assert "shutting down" in e.value.details()
 
 
+def test_shutdown_ends_a_batch_call_waiting_for_its_next_message():
+    """A SolveBatch call whose boards are all answered, its client yet to send the next:
+    a shutdown ends it at once, UNAVAILABLE and marked as the server's refusal (it waited
+    out gRPC's grace, its reader blocked on the client)."""
+    import threading
+
+    from serving import EASY15
+
+    daemon = running_daemon(TableSet({4: table_free("manhattan", 4)}), threads=1)
+    later = threading.Event()
+
+    def requests():
+        yield pb.BatchRequest(items=[pb.BatchItem(id=1, request=pb.SolveRequest(tiles=EASY15))])
+        later.wait(30)  # the next board, some time later
+
+    try:
+        with channel_stub(daemon.address) as stub:
+            call = stub.SolveBatch(requests(), timeout=30)
+            assert next(call).results[0].id == 1
+            start = time.monotonic()
+            daemon.stop(grace=8)
+            assert time.monotonic() - start < 4.0  # not the grace
+            with pytest.raises(grpc.RpcError) as e:
+                next(call)
+            assert e.value.code() == grpc.StatusCode.UNAVAILABLE
+            assert ("pdbd-refused", "unavailable") in tuple(e.value.trailing_metadata() or ())
+    finally:
+        later.set()
+
+
 def sigterm_after_a_solve(art_dir, *options, wait: float = 30) -> tuple[int, str]:
     """`pdbd serve` with ``options``: one solve, then SIGTERM; its exit code and stderr."""
     port = free_port()
