@@ -50,6 +50,7 @@ DEFAULT_PROGRESS_MS = 250
 MIN_PROGRESS_MS = 10
 MAX_DETAILS = 400  # status details travel in a header: never echo a huge input back
 
+SEARCHES = ("Solve", "SolveStream", "SolveBatch")  # the methods whose requests are searches
 HALT_STATUS = {
     "deadline": (grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded"),
     "cancelled": (grpc.StatusCode.CANCELLED, "cancelled by the client"),
@@ -262,9 +263,12 @@ class SolverServicer:
                               above=d.above, delegated=d.delegated)
 
     def undecodable(self, method: str) -> None:
-        """Count a request whose bytes did not decode (pdbd.rpc calls it)."""
-        self.counters.add("requests")
-        self.counters.add("failed")
+        """Count a request whose bytes did not decode (pdbd.rpc calls it, for every
+        service's methods): a search request of the Solver's (``requests`` counts Solve,
+        SolveStream and the boards of batches) is also a request that failed."""
+        if method.rsplit("/", 1)[-1] in SEARCHES:
+            self.counters.add("requests")
+            self.counters.add("failed")
         self.counters.add("undecodable")
 
     # -- tables and shutdown -----------------------------------------------------------------

@@ -70,6 +70,9 @@ def test_undecodable_bytes_are_invalid_argument_on_every_method(served, path):
             assert "does not decode" in details
     after = info(served)["counters"]
     assert after["undecodable"] - before["undecodable"] == len(UNDECODABLE)
+    # requests counts the searches asked for (Solve, SolveStream, a batch's boards) only
+    searches = path.rsplit("/", 1)[-1] in ("Solve", "SolveStream", "SolveBatch")
+    assert after["requests"] - before["requests"] == (len(UNDECODABLE) if searches else 0)
 
 
 @pytest.mark.process
