@@ -10,7 +10,8 @@ the compiled kernels in a cache directory named for these sources (cache.py).
   heuristic   the heuristics' lookups: h from scratch, h after a move
   table_free  the table-free heuristics' line and cycle pieces (Gaschnig, linear
               conflict, walking distance's tables)
-  audit       the exhaustive check of a built table (pdbtool verify --exhaustive)
+  audit       the checks of a built table over every entry (histograms, parity; and
+              pdbtool verify --exhaustive's moves)
   ida         IDA*'s depth-first loop (serial, below each task, on a cluster node)
   tasks       the shared iterations: tasks claimed by the threads, closest first
   ida_tt      IDA* with a transposition table, weighted IDA*

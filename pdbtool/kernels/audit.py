@@ -17,7 +17,8 @@ hold there too (some region's shortest path starts with a move to an entry at mo
 consistency only between placements whose free cells are one region (``whole``).
 
 The value histogram (v = md + 2 * nibble, unreachable entries left out) is counted on the
-way; ``histogram`` counts it alone (every ``pdbtool verify``).
+way; ``histogram`` counts it alone (every ``pdbtool verify``), and ``misplaced_unset``
+checks where a table of every tile holds its unreachable entries (every verify too).
 """
 
 import numpy as np
