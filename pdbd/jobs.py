@@ -20,7 +20,8 @@ import logging
 import threading
 import time
 import traceback
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections import deque
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 from pdbtool.errors import LimitReached
@@ -154,63 +155,102 @@ class Job:
 class WorkerPool:
     """``threads`` workers and at most ``max_queue`` waiting jobs; beyond that, QueueFull.
     ``on_change`` is called after every admission and release (e.g. to report overload),
-    ``on_finish(job)`` after every search that ran (its seconds and nodes: metrics)."""
+    ``on_finish(job)`` after every search that ran (its seconds and nodes: metrics).
+
+    The waiting jobs are the pool's own queue, not an executor's: a job cancelled while it
+    waits (its deadline passed, its client left) leaves the queue at once, with its slot.
+    (ThreadPoolExecutor kept a cancelled job's work item, and through it the job, until a
+    worker came to it: a client with short deadlines behind long searches grew it without
+    bound.)"""
 
     def __init__(self, threads: int, max_queue: int, on_change=None, on_finish=None):
         self.threads, self.max_queue = threads, max_queue
         self.on_change = on_change or (lambda: None)
         self.on_finish = on_finish
-        self._executor = ThreadPoolExecutor(threads, thread_name_prefix="pdbd-search")
         self._slots = threading.BoundedSemaphore(threads + max_queue)
         self._lock = threading.Lock()
-        self._jobs: set[Job] = set()
+        self._wake = threading.Condition(self._lock)
+        self._jobs: set[Job] = set()  # admitted: waiting or running
+        self._waiting: deque[Job] = deque()
         self._of_future: dict[Future, Job] = {}
         self._running = 0
         self._closed = False
+        self._stopping = False
+        self._workers: list[threading.Thread] = []  # started with the first job
 
     def close(self) -> None:
         """No job is taken from now on (RuntimeError, as from a shut-down executor): a
         search the fast lane hands on during a shutdown is refused, not started."""
-        self._closed = True
+        with self._lock:  # a submit admitted before this is among the jobs halt_all sees
+            self._closed = True
 
     def submit(self, job: Job) -> Future:
         if self._closed:
             raise RuntimeError("the pool is closed: the server is shutting down")
         if not self._slots.acquire(blocking=False):
             raise QueueFull(f"{self.threads} searches running and {self.max_queue} waiting")
+        future = Future()
         with self._lock:
+            if self._closed:  # closed since the check above: a halt_all may have passed
+                self._slots.release()
+                raise RuntimeError("the pool is closed: the server is shutting down")
+            job.future = future
+            if not self._workers:
+                self._workers = [threading.Thread(target=self._work, daemon=True,
+                                                  name=f"pdbd-search_{i}")
+                                 for i in range(self.threads)]
+                for worker in self._workers:
+                    worker.start()
             self._jobs.add(job)
+            self._of_future[future] = job
+            self._waiting.append(job)
+            self._wake.notify()
         self.on_change()
-        try:
-            job.future = self._executor.submit(self._run, job)
-        except RuntimeError:  # the executor is shut down
-            self._release(job)
-            raise
-        with self._lock:
-            self._of_future[job.future] = job
-        job.future.add_done_callback(self._done)  # also when cancelled queued
-        return job.future
+        future.add_done_callback(self._done)  # also when cancelled waiting
+        return future
 
     def _done(self, future: Future) -> None:
-        """The job's future is done: free its slot. The callback names the future, not the
-        job: a job referring to its future and back would be a cycle that keeps the
-        job's tables (and their files) until Python's cyclic collector runs."""
+        """The job's future is done: free its slot and, if it was cancelled waiting, its
+        place in the queue. The callback names the future, not the job: a job referring to
+        its future and back would be a cycle that keeps the job's tables (and their files)
+        until Python's cyclic collector runs."""
         with self._lock:
             job = self._of_future.pop(future, None)
+            if job is not None and future.cancelled():
+                try:
+                    self._waiting.remove(job)  # at most max_queue long
+                except ValueError:
+                    pass  # a worker took it first and saw it cancelled
         if job is not None:
             self._release(job)
 
-    def _run(self, job: Job):
+    def _work(self) -> None:
+        """A worker: the next waiting job, until the pool stops."""
+        while True:
+            with self._wake:
+                while not self._waiting and not self._stopping:
+                    self._wake.wait()
+                if not self._waiting:
+                    return
+                job = self._waiting.popleft()
+            future = job.future
+            if future.set_running_or_notify_cancel():
+                self._run(job, future)
+            job = future = None  # nothing of it kept while this worker waits
+
+    def _run(self, job: Job, future: Future) -> None:
         with self._lock:
             self._running += 1
         try:
-            return job.run()
+            result = job.run()
         except BaseException as e:
             # The exception stays in the future, its traceback holding the frames below,
             # and they the job (and its tables): a cycle through the future. Their locals
             # go now; the printed traceback stays whole.
             traceback.clear_frames(e.__traceback__)
-            raise
+            outcome, error = None, e
+        else:
+            outcome, error = result, None
         finally:
             with self._lock:
                 self._running -= 1
@@ -218,6 +258,10 @@ class WorkerPool:
                 self.on_finish(job)
             self._release(job)  # before the result is visible, so counts are never stale
             job = None  # this frame is in that traceback too
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(outcome)
 
     def _release(self, job: Job) -> None:
         """Free the job's slot, once."""
@@ -249,6 +293,12 @@ class WorkerPool:
         with self._lock:
             return self._running
 
+    @property
+    def waiting(self) -> int:
+        """Jobs in the queue, not yet taken by a worker."""
+        with self._lock:
+            return len(self._waiting)
+
     def halt_all(self, reason: str) -> None:
         with self._lock:
             jobs = list(self._jobs)
@@ -256,8 +306,16 @@ class WorkerPool:
             job.halt(reason)
 
     def shutdown(self) -> None:
+        """Halt every job (the waiting ones are cancelled), then wait for the workers."""
+        with self._lock:
+            self._closed = True
         self.halt_all("shutdown")
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        with self._wake:
+            self._stopping = True
+            self._wake.notify_all()
+            workers = list(self._workers)
+        for worker in workers:
+            worker.join()
 
 
 @dataclass(frozen=True)

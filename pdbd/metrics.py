@@ -181,8 +181,7 @@ class StateCollector:
         yield gauge("pdbd_searches_in_flight", "Searches admitted and not finished "
                     "(running or waiting for a thread)", in_flight)
         yield gauge("pdbd_searches_running", "Searches on a worker thread", running)
-        yield gauge("pdbd_queue_depth", "Searches waiting for a worker thread",
-                    max(in_flight - running, 0))
+        yield gauge("pdbd_queue_depth", "Searches waiting for a worker thread", pool.waiting)
         yield gauge("pdbd_search_threads", "Worker threads (pdbd serve --threads)", pool.threads)
         yield gauge("pdbd_max_queue", "Searches allowed to wait (pdbd serve --max-queue)",
                     pool.max_queue)

@@ -94,7 +94,8 @@ class Served:
         self._lock = threading.Lock()
         self._holders = 0
         self._retired = False
-        self.released = False
+        self._releasing = False  # decided: no search may hold them again
+        self.released = False  # and done: their mappings detached, their files closed
 
     @classmethod
     def of(cls, tables: TableSet) -> Served:
@@ -103,7 +104,7 @@ class Served:
     def hold(self) -> bool:
         """One more search on these tables; False once they were released."""
         with self._lock:
-            if self.released:
+            if self._releasing:
                 return False
             self._holders += 1
             return True
@@ -111,9 +112,9 @@ class Served:
     def leave(self) -> None:
         with self._lock:
             self._holders -= 1
-            last = self._retired and self._holders == 0 and not self.released
+            last = self._retired and self._holders == 0 and not self._releasing
             if last:
-                self.released = True
+                self._releasing = True
         if last:
             self._release()
 
@@ -121,9 +122,9 @@ class Served:
         """Replaced by a reload: released now if no search holds them, else after the last."""
         with self._lock:
             self._retired = True
-            last = self._holders == 0 and not self.released
+            last = self._holders == 0 and not self._releasing
             if last:
-                self.released = True
+                self._releasing = True
         if last:
             self._release()
 
@@ -133,6 +134,7 @@ class Served:
                 loaded.pin.release()
             except Exception:  # on a search's done callback: say it, release the others
                 log.exception("releasing %s", loaded.meta.path)
+        self.released = True
         log.info("released the tables replaced by a reload: %s",
                  ", ".join(Path(t.meta.path).name for t in self.tables.loaded) or "none")
 

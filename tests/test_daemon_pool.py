@@ -1,0 +1,83 @@
+"""pdbd's worker pool (pdbd.jobs.WorkerPool) on its own: admission, its queue, shutdown.
+The jobs are stand-ins whose run waits for the test, so every order here is certain."""
+
+import threading
+import weakref
+
+import pytest
+
+from pdbd.jobs import QueueFull, WorkerPool
+
+
+class Waiting:
+    """A job whose search waits for ``go`` and returns ``value``; ``halt`` as Job's (it
+    cancels the future while the job waits in the queue)."""
+
+    def __init__(self, value=None):
+        self.value, self.future = value, None
+        self.started, self.go = threading.Event(), threading.Event()
+        self.reason = None
+
+    def run(self):
+        self.started.set()
+        self.go.wait(timeout=30)
+        return self.value
+
+    def halt(self, reason):
+        self.reason = reason
+        self.go.set()
+        if self.future is not None:
+            self.future.cancel()
+
+
+def test_a_job_cancelled_in_the_queue_leaves_it_at_once():
+    pool = WorkerPool(threads=1, max_queue=2)
+    busy = Waiting("busy")
+    pool.submit(busy)
+    assert busy.started.wait(timeout=10)
+    for i in range(50):  # a client whose deadlines pass while the worker is busy
+        job = Waiting(i)
+        future = pool.submit(job)
+        assert pool.waiting == 1 and pool.in_flight == 2
+        job.halt("deadline")
+        assert future.cancelled() and pool.waiting == 0 and pool.in_flight == 1
+        gone = weakref.ref(job)
+        del job, future
+        assert gone() is None, "a cancelled job is still held by the pool"
+    queued = [Waiting(v) for v in ("a", "b")]
+    futures = [pool.submit(job) for job in queued]
+    with pytest.raises(QueueFull):
+        pool.submit(Waiting())
+    busy.go.set()
+    for job in queued:
+        job.go.set()
+    assert [f.result(timeout=10) for f in futures] == ["a", "b"]
+    pool.shutdown()
+
+
+def test_shutdown_halts_running_and_waiting_jobs_and_refuses_new_ones():
+    pool = WorkerPool(threads=1, max_queue=1)
+    running, waiting = Waiting("running"), Waiting("waiting")
+    first, second = pool.submit(running), pool.submit(waiting)
+    assert running.started.wait(timeout=10)
+    pool.shutdown()
+    assert running.reason == "shutdown" and waiting.reason == "shutdown"
+    assert first.result(timeout=0) == "running" and second.cancelled()
+    assert not waiting.started.is_set() and pool.in_flight == 0
+    with pytest.raises(RuntimeError, match="closed"):
+        pool.submit(Waiting())
+
+
+def test_a_failed_search_is_the_futures_exception_and_frees_its_slot():
+    class Failing(Waiting):
+        def run(self):
+            raise ValueError("no such board")
+
+    pool = WorkerPool(threads=1, max_queue=0)
+    with pytest.raises(ValueError, match="no such board"):
+        pool.submit(Failing()).result(timeout=10)
+    assert pool.in_flight == 0  # freed before the outcome is visible
+    ok = Waiting(7)
+    ok.go.set()
+    assert pool.submit(ok).result(timeout=10) == 7
+    pool.shutdown()
