@@ -298,11 +298,32 @@ def test_a_killed_search_leaves_a_whole_checkpoint(tmp_path):
                 saves.add(path.stat().st_mtime_ns)
             time.sleep(0.01)
         assert len(saves) >= 5, p.stderr.read() if p.poll() is not None else "no saves"
+        second = pdbtool("solve", "--heuristic", "manhattan", "--goal", "blank-first",
+                         "--quiet", "--budget", "1000", "--checkpoint", str(path),
+                         " ".join(map(str, HARD)))  # (the budget: ends at once if not refused)
+        assert second.returncode == 2 and p.poll() is None, second.stderr
+        assert f"search running now (process {p.pid})" in second.stderr, second.stderr
     finally:
         os.kill(p.pid, signal.SIGKILL)
         p.wait(timeout=60)
     saved = Checkpoint.from_json(path.read_text())
     assert saved.identity.heuristic == "manhattan" and saved.bound >= 58  # h of HARD
+    with Checkpointing(path).holding():  # the kill let go of it
+        pass
+
+
+def test_one_file_is_the_checkpoint_of_one_search_at_a_time(tmp_path):
+    path = tmp_path / "search.json"
+    solver = Solver(table_free("manhattan", 4))
+    with Checkpointing(path).holding():
+        with pytest.raises(BadInput, match=r"search\.json is the checkpoint of a search "
+                           r"running now \(in this process\); wait for it"):
+            solver.search(solver.prepare(KORF[88], "blank-first"),
+                          SearchControl(checkpoint=Checkpointing(path)))
+        with Checkpointing(tmp_path / "other.json").holding():  # another file: its own
+            pass
+    with Checkpointing(tmp_path / "." / "search.json").holding():  # let go: free again
+        pass
 
 
 @pytest.mark.process

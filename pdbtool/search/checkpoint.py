@@ -25,9 +25,14 @@ and the other way round.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
+import hashlib
 import json
 import os
+import socket
+import struct
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -257,6 +262,49 @@ class Checkpointing:
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
 
+    @contextlib.contextmanager
+    def holding(self):
+        """The file held for one search (search.control.envelope): another search given
+        it meanwhile on this machine is refused, naming the process that holds it (two
+        searches saving over each other would each resume the other's progress). The hold
+        is a listening socket in Linux's abstract namespace named for the file's path: no
+        file to leave behind, and it ends with the search or its process, a kill too."""
+        hold = claim(self.path)
+        try:
+            yield
+        finally:
+            hold.close()
+
+
+def claim(path: Path) -> socket.socket:
+    """Hold ``path`` for this process (see Checkpointing.holding); BadInput if a search
+    holds it already."""
+    where = os.fsencode(path.parent.resolve() / path.name)
+    name = b"\0pdbtool-checkpoint-" + hashlib.sha256(where).hexdigest()[:48].encode()
+    hold = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        hold.bind(name)
+        hold.listen(1)
+    except OSError as e:
+        hold.close()
+        if e.errno != errno.EADDRINUSE:
+            raise
+        raise BadInput(f"{path} is the checkpoint of a search running now ({holder(name)}); "
+                       "wait for it to end, or give another file") from None
+    return hold
+
+
+def holder(name: bytes) -> str:
+    """Who holds the checkpoint named ``name``: its process, as its socket says."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(name)
+            pid, _, _ = struct.unpack("3i", probe.getsockopt(
+                socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+        except OSError:
+            return "in another process"
+    return "in this process" if pid == os.getpid() else f"process {pid}"
+
 
 class Held:
     """A search's progress kept in memory, saved only when the search stops short (its
@@ -288,6 +336,9 @@ class Held:
 
     def save(self, checkpoint: Checkpoint) -> None:
         self.saved = checkpoint
+
+    def holding(self):
+        return contextlib.nullcontext()  # in memory: nothing another search could share
 
 
 def finished_rows(results: np.ndarray) -> dict:

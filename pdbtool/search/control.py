@@ -233,12 +233,16 @@ def envelope(control: SearchControl, source=None):
     """What surrounds every search of a prepared board, whatever runs it (one thread,
     threads, another algorithm, a cluster): the control's timeout, the table file's guard
     (``source``, trust.Pinned: a file changed meanwhile raises TableChanged), Ctrl-C on the
-    main thread halting it. A search that ends with anything but an answer or PdbError
-    (Ctrl-C, SIGTERM, a failure) halts the control first, so that every thread, kernel and
-    cluster task of it stops (within about a millisecond) before the error goes on."""
+    main thread halting it, its checkpoint file held (Checkpointing.holding: another search
+    given the same file meanwhile is refused). A search that ends with anything but an
+    answer or PdbError (Ctrl-C, SIGTERM, a failure) halts the control first, so that every
+    thread, kernel and cluster task of it stops (within about a millisecond) before the
+    error goes on."""
     timer = control.timer()
     try:
-        with (source.guarding(control) if source else contextlib.nullcontext(),
+        keeper = control.checkpoint
+        with (keeper.holding() if keeper else contextlib.nullcontext(),
+              source.guarding(control) if source else contextlib.nullcontext(),
               MAIN_THREAD_SEARCHES.halting(control)):
             yield
     except BaseException as e:
