@@ -174,3 +174,18 @@ def test_a_build_survives_a_killed_worker(ray_local, art_dir, tmp_path):
     local = artifact.read_meta(art_dir / "15-5-5-5.h5")
     assert meta.version == local.version
     assert bytes(artifact.map_tables(meta)) == bytes(artifact.map_tables(local))
+
+
+def test_a_node_of_another_pdbtool_version_builds_nothing(ray_local, tmp_path, monkeypatch):
+    """A node running another pdbtool might build other tables: the build is refused before
+    it starts, naming both versions, and no artifact is written."""
+    from pdbtool.cluster import driver
+    from pdbtool.cluster.messages import ClusterError
+    from pdbtool.tables.builder import build
+
+    monkeypatch.setattr(driver, "__version__", "0.0.0-elsewhere")  # the driver's, as sent
+    with driver.Cluster("local") as cluster:
+        with pytest.raises(ClusterError, match=r"the build failed on the cluster: node .* runs "
+                           r"pdbtool \S+, the driver 0\.0\.0-elsewhere: install the same"):
+            build("8/full", tmp_path, progress=False, cluster=cluster)
+    assert not list(tmp_path.iterdir())

@@ -57,6 +57,7 @@ import uuid
 from pathlib import Path
 from typing import Callable, Iterable
 
+from pdbtool import __version__
 from pdbtool.cluster.frontier import MAX_FRONTIER, SERIAL_BELOW
 from pdbtool.cluster.messages import (BUILD_RETRIES, CONNECT_SECONDS, IN_FLIGHT_PER_CPU, LOCAL,
                                       LOCAL_NICENESS, MAX_RESTARTS, MAX_TASK_RETRIES,
@@ -333,8 +334,8 @@ class Cluster:
         dies)."""
         import sys
 
-        refs = [self._build_task.options(num_cpus=j.threads, max_retries=BUILD_RETRIES).remote(j)
-                for j in jobs]
+        refs = [self._build_task.options(num_cpus=j.threads, max_retries=BUILD_RETRIES).remote(
+            j, __version__) for j in jobs]
         index = {ref: k for k, ref in enumerate(refs)}
         out: list = [None] * len(jobs)
         pending = list(refs)
@@ -346,8 +347,10 @@ class Cluster:
                     try:
                         table, node, seconds = self.ray.get(ref)
                     except self.ray.exceptions.RayError as e:
+                        cause = getattr(e, "cause", None)  # the task's own exception
+                        why = str(cause) if isinstance(cause, ClusterError) else first_line(e)
                         raise ClusterError(f"{labels[jobs[k].index]}: the build failed on the "
-                                           f"cluster: {first_line(e)}") from None
+                                           f"cluster: {why}") from None
                     out[k] = table
                     if progress:
                         print(f"{labels[jobs[k].index]}: {table.entries:,} entries on node {node} "

@@ -76,6 +76,14 @@ def receive_tables(version: str, source: TableSource | None, table: str, cache_d
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+def same_pdbtool(driver: str, node: str) -> None:
+    """ClusterError unless this node runs the driver's pdbtool (another version may search
+    or build differently: its answers and tables are not the driver's)."""
+    if driver != __version__:
+        raise ClusterError(f"node {node} runs pdbtool {__version__}, the driver {driver}: "
+                           "install the same version on every node")
+
+
 def node_heuristic(spec: HeuristicSpec, source: TableSource | None, cache_dir: Path, node: str):
     """The spec's heuristic on this node (tables received and verified first); returns
     (heuristic, shipped), or (None, False) when the tables are not cached and no source
@@ -83,9 +91,7 @@ def node_heuristic(spec: HeuristicSpec, source: TableSource | None, cache_dir: P
     from pdbtool.heuristics.table_free import table_free
     from pdbtool.loading import load_heuristic
 
-    if spec.pdbtool != __version__:
-        raise ClusterError(f"node {node} runs pdbtool {__version__}, the driver {spec.pdbtool}: "
-                           "install the same version on every node")
+    same_pdbtool(spec.pdbtool, node)
     shipped = False
     if spec.version is None:
         h = table_free(spec.name, spec.side, spec.goal_blank)
@@ -270,12 +276,14 @@ def warm_up(solver: Solver) -> None:
     search_subtree(solver, node, 1, -1, np.zeros(1, np.int64), np.zeros(3, np.int64))
 
 
-def build_on_node(job) -> tuple:
-    """A Ray task: one table of a catalogue (builder.TableJob) on this node's cores."""
+def build_on_node(job, pdbtool: str) -> tuple:
+    """A Ray task: one table of a catalogue (builder.TableJob) on this node's cores, if it
+    runs the driver's ``pdbtool`` version."""
     import numba
 
     from pdbtool.tables.builder import build_table
 
+    same_pdbtool(pdbtool, node_name())
     numba.set_num_threads(max(1, min(job.threads, numba.config.NUMBA_NUM_THREADS)))
     t0 = time.perf_counter()
     table = build_table(job.tiles, job.shape, job.name, zero_aware=job.zero_aware, progress=False)
