@@ -242,20 +242,21 @@ class WorkerPool:
         with self._lock:
             self._running += 1
         try:
-            result = job.run()
+            outcome, error = job.run(), None
         except BaseException as e:
             # The exception stays in the future, its traceback holding the frames below,
             # and they the job (and its tables): a cycle through the future. Their locals
             # go now; the printed traceback stays whole.
             traceback.clear_frames(e.__traceback__)
             outcome, error = None, e
-        else:
-            outcome, error = result, None
         finally:
             with self._lock:
                 self._running -= 1
-            if self.on_finish is not None:
-                self.on_finish(job)
+            try:  # (a failure here must not end the worker nor leave the future unresolved)
+                if self.on_finish is not None:
+                    self.on_finish(job)
+            except Exception:
+                log.exception("after a search")
             self._release(job)  # before the result is visible, so counts are never stale
             job = None  # this frame is in that traceback too
         if error is not None:
@@ -270,7 +271,10 @@ class WorkerPool:
                 return
             self._jobs.discard(job)
         self._slots.release()
-        self.on_change()
+        try:
+            self.on_change()
+        except Exception:  # (on a worker or a done callback: said, the slot freed)
+            log.exception("reporting the pool's change")
 
     @property
     def full(self) -> bool:

@@ -81,3 +81,16 @@ def test_a_failed_search_is_the_futures_exception_and_frees_its_slot():
     ok.go.set()
     assert pool.submit(ok).result(timeout=10) == 7
     pool.shutdown()
+
+
+def test_a_failing_report_after_a_search_ends_neither_the_worker_nor_the_answer(caplog):
+    def report(job):
+        raise RuntimeError("the metrics broke")
+
+    pool = WorkerPool(threads=1, max_queue=0, on_finish=report)
+    for value in (1, 2):  # the second on the same worker
+        job = Waiting(value)
+        job.go.set()
+        assert pool.submit(job).result(timeout=10) == value
+    assert pool.in_flight == 0 and "after a search" in caplog.text
+    pool.shutdown()
