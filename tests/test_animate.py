@@ -4,6 +4,8 @@ that write traces and pages: `pdbtool solve --trace`, `pdbtool animate`."""
 import json
 import re
 
+import pytest
+
 from pdbtool.cli import animate, main as cli
 from pdbtool.heuristics.table_free import table_free
 from pdbtool.search import trace
@@ -72,7 +74,11 @@ def test_refusals_are_bad_input(tmp_path, capsys):
             (["animate", "--trace", str(not_json)], "not a pdbtool trace"),
             (["animate", "--trace", str(not_json), BOARD], "either a BOARD or --trace"),
             (["animate", "1 2 3"], "not a square board"),
-            (["solve", "--file", str(boards), "--trace", "t.json"], "--trace records one board")):
+            (["solve", "--file", str(boards), "--trace", "t.json"], "--trace records one board"),
+            (["solve", "--heuristic", "manhattan", "--trace", str(tmp_path / "t.json"),
+              "--trace-cap", "100000000000", BOARD], "a trace records at most 10,000,000"),
+            (["solve", "--algorithm", "ida-tt", "--tt-size", "9" * 22, BOARD],
+             "at most 68,719,476,736 entries")):
         code, _, err = run(capsys, *argv)
         assert code == 2 and message in err, (argv, err)
 
@@ -113,3 +119,46 @@ def test_traces_and_pages_never_overwrite_by_surprise(tmp_path, capsys, art_dir)
     assert (art_dir / "8-full.h5").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "8-full.h5", "link.json", "precious.txt", "t.json", "x.html"]
+
+
+def test_a_trace_or_page_never_replaces_a_table(tmp_path, capsys, art_dir, monkeypatch):
+    """Not the default ./artifacts' tables (read when no table is named), not any other
+    table or pack (an HDF5 file), even with --force; a missing directory is said before
+    the search."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "artifacts").mkdir()
+    table = tmp_path / "artifacts" / "8-full.h5"
+    table.write_bytes((art_dir / "8-full.h5").read_bytes())
+    other = tmp_path / "other.h5"
+    other.write_bytes(table.read_bytes())
+    before = table.read_bytes()
+    for argv, message in (
+            (["solve", "--trace", str(table), "--force", BOARD], "is the input"),
+            (["animate", "-o", "artifacts/8-full.h5", "--force", BOARD], "is the input"),
+            (["solve", "--heuristic", "manhattan", "--trace", str(other), "--force", BOARD],
+             "other.h5 is an HDF5 file (a table or a pack): refusing to write over it"),
+            (["animate", "--heuristic", "manhattan", "-o", str(other), "--force", BOARD],
+             "is an HDF5 file"),
+            (["solve", "--trace", "nodir/t.json", BOARD], "nodir/t.json: no such directory nodir")):
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and message in err and not out, (argv, err)
+    assert table.read_bytes() == before and other.read_bytes() == before
+
+
+@pytest.mark.parametrize("edit, says", [
+    (lambda d: d["result"].pop("nodes_generated"), "belong: result.nodes_generated"),
+    (lambda d: d.update(events_cap="abc"), "belong: events_cap"),
+    (lambda d: d["result"].update(iterations=5), "belong: result.iterations"),
+    (lambda d: d["events"]["h"].__setitem__(0, 1.5), "belong: events"),
+    (lambda d: d["events"].update(g=5), "events are not columns"),
+    (lambda d: d["result"].update(goal=5), "the trace's result is damaged"),
+    (lambda d: d["result"]["moves"].reverse(), "its tiles moved are not those moves")])
+def test_a_damaged_trace_is_refused_by_name(tmp_path, capsys, edit, says):
+    t = trace.record(Solver(table_free("manhattan", 3)), tuple(map(int, BOARD.split())), cap=50)
+    d = json.loads(json.dumps(t.to_dict()))
+    edit(d)
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(d))
+    code, out, err = run(capsys, "animate", "--trace", str(path), "-o", str(tmp_path / "p.html"))
+    assert code == 2 and says in err and "Traceback" not in err, err
+    assert not (tmp_path / "p.html").exists()

@@ -13,6 +13,7 @@ from pdbd.client import SolverClient
 from pdbtool import puzzle
 from pdbtool.cli import animate
 from pdbtool.heuristics.table_free import table_free
+from pdbtool.search.algorithms import Algorithm
 from pdbtool.search import trace
 from pdbtool.search.solver import Solver
 from reference import korf100
@@ -42,6 +43,20 @@ def assert_shows(dom, result: dict, k: int):
     assert [(int(p["data-bound"]), int(p["data-nodes"])) for p in points] == \
         [(i["bound"], i["nodes"]) for i in result["iterations"]]
     assert len(dom.inside("chart-path", "point")) == result["length"] + 1
+
+
+@pytest.mark.parametrize("algorithm, says", [
+    ("ida", "20 moves (optimal)"),
+    ("greedy", "moves (NOT optimal: a constructive solution)"),
+    (Algorithm("wida", weight=2.0), "moves (bounded-suboptimal: at most 2 x the optimal length)")])
+def test_the_page_says_whether_the_solution_is_optimal(chromium, tmp_path, algorithm, says):
+    solver = Solver(table_free("manhattan", 3))
+    t = trace.record(solver, TWENTY, algorithm=algorithm)
+    dom = dump_dom(chromium, page_url(animate.write(t, tmp_path / "solve.html")))
+    assert says in dom.text["summary"], dom.text["summary"]
+    assert dom.text["solution-heading"] == ("The optimal solution, move by move"
+                                            if algorithm == "ida" else
+                                            "A solution (not optimal), move by move")
 
 
 def test_twenty_move_8_puzzle_trace_in_the_page(chromium, tmp_path):

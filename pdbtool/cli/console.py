@@ -63,7 +63,8 @@ def run(prog: str, args, report=None) -> int:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
     if not faulthandler.is_enabled():  # a fatal signal (SIGBUS) still leaves a trace
-        with contextlib.suppress(AttributeError, OSError, ValueError):  # stderr without an fd
+        with contextlib.suppress(AttributeError, OSError, ValueError, RuntimeError):  # stderr
+            # without an fd, or none at all (closed when the process started: 2>&-)
             faulthandler.enable(sys.__stderr__)
     try:
         return args.func(args)

@@ -101,13 +101,18 @@ def announce_compile(solver, threads: int) -> None:
 
 def check_written(args, path, *inputs) -> None:
     """May a file the command writes beside its answer (--trace, animate's page) go to
-    ``path``? Never onto a table it may read or another input, never over a link or a
-    special file, over an existing file only with --force (BadInput)."""
+    ``path``? Into a directory that may be written, never onto a table it may read (the
+    default ./artifacts' too) or another input, never over any table or pack (an HDF5
+    file), a link or a special file, over another existing file only with --force
+    (BadInput)."""
     tables = [Path(args.artifact)] if getattr(args, "artifact", None) else []
-    directory = getattr(args, "artifacts", None)
-    if directory and Path(directory).is_dir():
+    directory = getattr(args, "artifacts", None) or DEFAULT_ARTIFACTS
+    if Path(directory).is_dir():
         tables += artifact.find_artifacts(directory)
     check_output(path, inputs=[*tables, *inputs], force=args.force)
+    if Path(path).is_file() and artifact.is_hdf5(path):
+        raise BadInput(f"{path} is an HDF5 file (a table or a pack): refusing to write over "
+                       "it, even with --force; give another output name")
 
 
 def write_whole(path, write) -> None:
@@ -119,7 +124,11 @@ def write_whole(path, write) -> None:
 def solve_one(args, text, solvers, algorithm) -> int:
     trace = solve_traced(args, text, solvers, algorithm, args.trace_cap if args.trace else 0)
     if args.trace:
-        write_whole(args.trace, trace.save)
+        try:
+            write_whole(args.trace, trace.save)
+        except PdbError:  # (a full disk): the answer is not lost with the trace
+            emit(args, trace.result, result_text(trace.result))
+            raise
         if not args.quiet:
             print(f"{PROG}: wrote {args.trace}: {trace.summary}", file=sys.stderr)
     emit(args, trace.result, result_text(trace.result))

@@ -31,6 +31,8 @@ def cmd_build(args) -> int:
     if os.path.lexists(target) and not args.force:  # a link or a directory, even with --force
         raise BadInput(f"{target} exists: give --force to build it again (the old file is "
                        "replaced only once the new one is whole)")
+    if Path(args.out).is_dir():  # (made by the build if it is not there yet)
+        files.check_directory(args.out, f"{target}: ")
     with open_cluster(args) if args.cluster else nullcontext() as cluster:
         try:
             meta = build(args.partition, args.out, zero_aware=not args.min_over_blank,

@@ -40,6 +40,7 @@ MEMORY_BOUND = ("astar", "sma", "frontier", "bidir")  # take --max-memory
 DEFAULT_MAX_MEMORY = 1 << 30  # A*: 1 GiB of states
 MIN_MAX_MEMORY = 1 << 16
 DEFAULT_TT_SIZE = 1 << 20     # IDA*+TT: entries (32 MiB)
+MAX_TT_SIZE = 1 << 36         # (2 TiB: beyond any memory limit, within numpy's sizes)
 DEFAULT_WEIGHT = 1.5
 BFS_MAX_SIDE = 3
 KEYED_MAX_SIDE = 5  # A* and IDA*+TT key a state in two words (kernels.state_key)
@@ -70,6 +71,8 @@ class Algorithm:
             raise BadInput("--tt-size applies to --algorithm ida-tt only")
         if self.tt_size is not None and self.tt_size < 1:
             raise BadInput(f"--tt-size {self.tt_size}: the table needs at least 1 entry")
+        if self.tt_size is not None and self.tt_size > MAX_TT_SIZE:
+            raise BadInput(f"--tt-size {self.tt_size:,}: at most {MAX_TT_SIZE:,} entries")
         if self.max_memory is not None and self.name not in MEMORY_BOUND:
             raise BadInput(f"--max-memory applies to --algorithm {', '.join(MEMORY_BOUND)} only")
         if self.max_memory is not None and self.max_memory < MIN_MAX_MEMORY:

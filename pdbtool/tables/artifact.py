@@ -385,6 +385,14 @@ def find_artifacts(directory) -> list[Path]:
     return [p for p, problem in scan_artifacts(directory) if problem is None]
 
 
+def is_hdf5(path) -> bool:
+    """Whether ``path`` holds an HDF5 file (a table or a pack, sealed or not)."""
+    try:
+        return bool(h5py.is_hdf5(str(path)))
+    except OSError:
+        return False
+
+
 def artifact_filename(partition) -> str:
     """'15/7-8' -> '15-7-8.h5'."""
     name = str(partition).replace("/", "-")

@@ -92,9 +92,12 @@ def refuse_special(path) -> None:
 
 
 def check_output(path, *, inputs=(), force: bool = False) -> None:
-    """May ``path`` be written? Never onto an input (even with ``force``), never over a
-    non-regular file, and over an existing file only with ``force``."""
+    """May ``path`` be written? Into a directory that exists and may be written (said
+    before the work that makes the file, not after it), never onto an input (even with
+    ``force``), never over a non-regular file, and over an existing file only with
+    ``force``."""
     path = Path(path)
+    check_directory(path.parent, f"{path}: ")
     if not os.path.lexists(path):
         return
     for src in inputs:
@@ -105,6 +108,19 @@ def check_output(path, *, inputs=(), force: bool = False) -> None:
     refuse_special(path)
     if not force:
         raise BadInput(f"{path} exists: give --force to replace it")
+
+
+def check_directory(directory, what: str = "") -> None:
+    """``directory`` exists and this process may make files in it: BadInput if it is not a
+    directory, ArtifactError if it may not be written (as the write itself would say)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise BadInput(f"{what}no such directory {directory}" if not os.path.lexists(directory)
+                       else f"{what}{directory} is not a directory")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise ArtifactError(f"{what}cannot write in {directory}: "
+                            f"{os.strerror(errno.EACCES)} (write to a directory you may "
+                            "write to)")
 
 
 def remove_stale_partials(path) -> list[Path]:
