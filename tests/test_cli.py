@@ -434,6 +434,27 @@ def test_runs_as_a_user_without_writable_package_or_home(tmp_path):
     assert "pdbtool-numba-" in p.stdout
 
 
+@pytest.mark.process
+def test_an_output_directory_that_cannot_be_written_is_said_before_the_work():
+    """As a user who may not write there (nobody, in a directory of root's): the build is
+    refused before it builds (minutes to hours), as are a pack and a trace before theirs."""
+    import tempfile
+
+    root = Path(__file__).resolve().parents[1]
+    env = {"PATH": os.environ["PATH"], "HOME": "/nonexistent", "PYTHONPATH": str(root)}
+    with tempfile.TemporaryDirectory() as theirs:
+        os.chmod(theirs, 0o755)
+        for argv in (["build", "8/full", "--out", theirs],
+                     ["solve", "--heuristic", "manhattan", "--trace", f"{theirs}/t.json",
+                      "8 6 7 2 5 4 3 0 1"]):
+            p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                sys.executable, "-m", "pdbtool", *argv], env=env,
+                               capture_output=True, text=True, timeout=300, cwd="/")
+            assert p.returncode == 1 and f"cannot write in {theirs}: Permission denied" in \
+                p.stderr and "Traceback" not in p.stderr, p.stderr
+            assert not os.listdir(theirs)
+
+
 def test_sigterm_during_a_write_leaves_no_partial_file(tmp_path, capsys):
     import os as _os
     import signal
