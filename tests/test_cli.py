@@ -435,6 +435,8 @@ def test_runs_as_a_user_without_writable_package_or_home(tmp_path):
 
 
 @pytest.mark.process
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
+                    reason="needs root to run as an unprivileged user")
 def test_an_output_directory_that_cannot_be_written_is_said_before_the_work():
     """As a user who may not write there (nobody, in a directory of root's): the build is
     refused before it builds (minutes to hours), as are a pack and a trace before theirs."""
