@@ -95,6 +95,14 @@ def test_file_mode_one_line_per_board(tmp_path):
     assert p.returncode == 0 and "length 1" in p.stdout
 
 
+def test_a_byte_order_mark_and_crlf_lines_are_read_as_boards(tmp_path, capsys):
+    f = tmp_path / "boards.txt"  # as an editor on Windows saves it
+    f.write_bytes(b"\xef\xbb\xbf1 2 3 4 5 6 7 0 8\r\n1 2 3 4 5 6 0 7 8\r\n")
+    assert main(["solve", "--json", "--heuristic", "manhattan", "--file", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert [json.loads(x)["length"] for x in out.splitlines()] == [1, 2]
+
+
 def test_table_commands(tmp_path, capsys):
     assert main(["build", "8/full", "--out", str(tmp_path), "--quiet"]) == 0
     path = tmp_path / "8-full.h5"

@@ -156,7 +156,13 @@ class UsageError(Exception):
 class Parser(argparse.ArgumentParser):
     """argparse's parser (its subcommands' too): a usage error is argparse's usage and
     error line on stderr, exit 2, and with --json among the arguments also the JSON error
-    object on stdout, as for every other error."""
+    object on stdout, as for every other error. Options are spelt out: no abbreviations
+    (``--js`` taken for --json would be missed by that check; a later option sharing the
+    prefix would change what an old script means)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
         raise UsageError(self.format_usage(), f"{self.prog}: error: {message}")
@@ -264,14 +270,15 @@ def read_stdin() -> str:
     """All of stdin as text; BadInput if stdin is closed or not UTF-8."""
     stream = _stdin_bytes()
     try:
-        return stream.read().decode("utf-8")
-    except UnicodeDecodeError as e:
+        return stream.read().decode("utf-8-sig")  # (a byte-order mark, as some editors
+    except UnicodeDecodeError as e:  # write, is not part of the first board)
         raise BadInput(f"stdin is not UTF-8 text ({e.reason} at byte {e.start})") from None
 
 
 def input_lines(path: str):
     """(line number, text) for each line of a file ('-': stdin), read as bytes; a line
-    that is not UTF-8 comes as (line number, BadInput) so the caller reports it and goes on."""
+    that is not UTF-8 comes as (line number, BadInput) so the caller reports it and goes on.
+    A byte-order mark before the first line (some editors write one) is not read as text."""
     if path == "-":
         stream = _stdin_bytes()
     else:
@@ -282,7 +289,7 @@ def input_lines(path: str):
     with stream:
         for lineno, raw in enumerate(stream, 1):
             try:
-                yield lineno, raw.decode("utf-8")
+                yield lineno, raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
             except UnicodeDecodeError as e:
                 yield lineno, BadInput(f"not UTF-8 text ({e.reason} at byte {e.start})")
 
