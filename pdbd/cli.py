@@ -19,10 +19,10 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from pdbtool.cli.cluster import add_shipping_options, cluster_address
-from pdbtool.cli.console import (Parser, UsageError, arg_budget, arg_seconds, arg_shape, arg_size,
-                                 arg_threads, batch_exit_code, emit, input_lines,
-                                 read_stdin, report_error, result_text, run, search_line,
-                                 stop_on_signals, version_text)
+from pdbtool.cli.console import (Parser, UsageError, arg_budget, arg_path, arg_seconds,
+                                 arg_shape, arg_size, arg_threads, batch_exit_code, emit,
+                                 input_lines, read_stdin, report_error, result_text, run,
+                                 search_line, stop_on_signals, version_text)
 from pdbtool.errors import BadInput, PdbError
 
 from . import handshakes, logs
@@ -85,14 +85,14 @@ def parser() -> Parser:
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("serve", help="load verified artifacts and answer solve queries")
-    s.add_argument("--artifacts", required=True, metavar="DIR", help="directory of *.h5 artifacts")
+    s.add_argument("--artifacts", required=True, metavar="DIR", type=arg_path, help="directory of *.h5 artifacts")
     s.add_argument("--listen", default=DEFAULT_LISTEN, metavar="ADDR",
                    help=f"HOST:PORT, [IPv6]:PORT or unix:PATH (a socket only its owner may use) "
                         f"to bind (default {DEFAULT_LISTEN}; port 0 picks a free one)")
     s.add_argument("--metrics", metavar="HOST:PORT",
                    help="serve Prometheus metrics at http://HOST:PORT/metrics (loopback unless "
                         "--insecure; port 0 picks a free one)")
-    s.add_argument("--pid-file", metavar="PATH", help="write the process id to PATH once "
+    s.add_argument("--pid-file", metavar="PATH", type=arg_path, help="write the process id to PATH once "
                    "serving (for kill -HUP), remove it at exit; refuses a running process's file")
     s.add_argument("--threads", type=arg_threads, default=None, metavar="N",
                    help="search threads (default: one per core)")
@@ -125,12 +125,12 @@ def parser() -> Parser:
                    metavar="S", help="close every connection after S seconds, letting its "
                    f"searches finish (default {DEFAULT_CONNECTION_AGE:g})")
     s.add_argument("--no-reflection", action="store_true", help="do not serve server reflection")
-    s.add_argument("--tls-cert", metavar="PEM", help="serve TLS with this certificate chain")
-    s.add_argument("--tls-key", metavar="PEM", help="... and this private key")
+    s.add_argument("--tls-cert", metavar="PEM", type=arg_path, help="serve TLS with this certificate chain")
+    s.add_argument("--tls-key", metavar="PEM", type=arg_path, help="... and this private key")
     s.add_argument("--tls-log-every", type=arg_seconds, default=handshakes.INTERVAL,
                    metavar="S", help="log a peer's failed TLS handshakes at most once in S "
                    f"seconds, with their count (default {handshakes.INTERVAL:g})")
-    s.add_argument("--client-ca", metavar="PEM",
+    s.add_argument("--client-ca", metavar="PEM", type=arg_path,
                    help="require client certificates signed by this CA (mutual TLS)")
     s.add_argument("--insecure", action="store_true",
                    help="allow a non-loopback --listen without TLS (and --metrics beyond "
@@ -176,7 +176,7 @@ def parser() -> Parser:
     q.add_argument("--deadline", "--timeout", type=arg_seconds, default=None, metavar="S",
                    help="give up after S seconds")
     q.add_argument("--budget", type=arg_budget, default=None, metavar="N", help="node budget")
-    q.add_argument("--file", metavar="FILE", help=(
+    q.add_argument("--file", metavar="FILE", type=arg_path, help=(
         "solve one board per line of FILE ('-' = stdin) on one call (SolveBatch), printed in "
         "the file's order; a bad line is reported and the rest go on; exit code as "
         "pdbtool solve --file"))
@@ -204,9 +204,9 @@ def parser() -> Parser:
     add_server(w)
     w.add_argument("--listen", default=DEFAULT_WEB_LISTEN, metavar="HOST:PORT",
                    help=f"address of the page (default {DEFAULT_WEB_LISTEN}; port 0 picks a free one)")
-    w.add_argument("--https-cert", metavar="PEM", help="serve the page over HTTPS with this "
+    w.add_argument("--https-cert", metavar="PEM", type=arg_path, help="serve the page over HTTPS with this "
                    "certificate chain (--tls-* are for the connection to pdbd)")
-    w.add_argument("--https-key", metavar="PEM", help="... and this private key")
+    w.add_argument("--https-key", metavar="PEM", type=arg_path, help="... and this private key")
     w.add_argument("--insecure", action="store_true",
                    help="allow a non-loopback --listen without HTTPS")
     w.add_argument("--allow-host", action="append", default=[], metavar="NAME",
@@ -233,10 +233,10 @@ def add_server(p):
     p.add_argument("--server", default=DEFAULT_SERVER, metavar="ADDR",
                    help=f"pdbd's HOST:PORT, [IPv6]:PORT, unix:PATH or dns:///HOST:PORT "
                         f"(default {DEFAULT_SERVER})")
-    p.add_argument("--tls-ca", metavar="PEM",
+    p.add_argument("--tls-ca", metavar="PEM", type=arg_path,
                    help="connect with TLS, trusting server certificates signed by this CA")
-    p.add_argument("--tls-cert", metavar="PEM", help="client certificate for mutual TLS")
-    p.add_argument("--tls-key", metavar="PEM", help="client private key for mutual TLS")
+    p.add_argument("--tls-cert", metavar="PEM", type=arg_path, help="client certificate for mutual TLS")
+    p.add_argument("--tls-key", metavar="PEM", type=arg_path, help="client private key for mutual TLS")
     p.add_argument("--tls-server-name", metavar="NAME",
                    help="the name the server's certificate must carry (default: the host)")
 

@@ -564,7 +564,12 @@ def test_options_that_would_be_ignored_are_refused(art_dir, tmp_path):
     board = "1 2 3 4 5 6 7 0 8"
     for args, message in (
             (["solve", "--checkpoint-every", "5", board], "--checkpoint-every goes with --checkpoint"),
-            (["solve", "--checkpoint", "", board], "--checkpoint needs a file name"),
+            (["solve", "--checkpoint", "", board], "argument --checkpoint: needs a path, not an empty string"),
+            (["solve", "--trace", "", board], "argument --trace: needs a path"),
+            (["solve", "--artifacts", "", board], "argument --artifacts: needs a path"),
+            (["build", "8/full", "--out", ""], "argument --out: needs a path"),
+            (["list", ""], "argument dir: needs a path"),
+            (["warm", "--artifacts", " "], "argument --artifacts: needs a path"),
             (["solve", "--artifact", str(art_dir / "8-full.h5"), "--artifacts", str(art_dir), board],
              "either --artifact FILE or --artifacts DIR, not both"),
             (["solve", "--checkpoint", str(tmp_path / "nowhere" / "cp.json"), board],

@@ -6,7 +6,7 @@ import contextlib
 import sys
 
 from pdbtool.cli import PROG
-from pdbtool.cli.console import results_apart, terminate_like_ctrl_c
+from pdbtool.cli.console import arg_path, results_apart, terminate_like_ctrl_c
 
 
 @contextlib.contextmanager
@@ -51,4 +51,4 @@ def add_shipping_options(p) -> None:
                                  "instead of Ray's object store"),
             ("--cluster-cache", "where each node keeps the tables it received, by version "
                                 "(default $PDBTOOL_CLUSTER_CACHE or <tmp>/pdbtool-cluster-<uid>)")):
-        p.add_argument(flag, metavar="DIR", help=f"with --cluster: {text}")
+        p.add_argument(flag, metavar="DIR", type=arg_path, help=f"with --cluster: {text}")

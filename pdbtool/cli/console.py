@@ -266,6 +266,15 @@ def arg_shape(text: str):
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def arg_path(text: str) -> str:
+    """argparse type: a file or directory name, never empty (an unset shell variable would
+    mean the current directory, or no file at all: a trace or checkpoint silently not
+    written)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("needs a path, not an empty string")
+    return text
+
+
 def read_stdin() -> str:
     """All of stdin as text; BadInput if stdin is closed or not UTF-8."""
     stream = _stdin_bytes()

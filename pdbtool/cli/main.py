@@ -19,9 +19,9 @@ from pdbtool import puzzle
 from pdbtool.cli import PROG
 from pdbtool.cli.cluster import add_cluster_option, add_shipping_options, open_cluster
 from pdbtool.cli.console import (STDOUT_CLOSED, Parser, SearchReporter, arg_budget, arg_interval,
-                                 arg_processes, arg_seconds, arg_shape, arg_size, arg_threads,
-                                 batch_exit_code, emit, input_lines, plural, report_error,
-                                 result_text, run, version_text)
+                                 arg_path, arg_processes, arg_seconds, arg_shape, arg_size,
+                                 arg_threads, batch_exit_code, emit, input_lines, plural,
+                                 report_error, result_text, run, version_text)
 from pdbtool.cli.tables import (cmd_build, cmd_info, cmd_list, cmd_pack, cmd_partitions,
                                 cmd_seal, cmd_unpack, cmd_verify, cmd_warm)
 from pdbtool.errors import EXIT_UNSOLVABLE, BadInput, PdbError
@@ -138,8 +138,6 @@ def solve_one(args, text, solvers, algorithm) -> int:
 
 
 def cmd_solve(args) -> int:
-    if args.checkpoint == "":  # (an unset variable): else searched for hours, never saved
-        raise BadInput("--checkpoint needs a file name")
     if args.checkpoint_every is not None and not args.checkpoint:
         raise BadInput("--checkpoint-every goes with --checkpoint FILE")
     if args.trace:  # before the search: a refused path costs nothing
@@ -350,8 +348,8 @@ def add_solve_options(p) -> None:
                         "states to stay within it")
     p.add_argument("--heuristic", choices=TABLE_FREE,
                    help="use a table-free heuristic instead of pattern databases")
-    p.add_argument("--artifact", metavar="PATH", help="use this pattern-database artifact")
-    p.add_argument("--artifacts", metavar="DIR", help=f"pick the strongest artifact for the size (default ./{DEFAULT_ARTIFACTS} if present)")
+    p.add_argument("--artifact", metavar="PATH", type=arg_path, help="use this pattern-database artifact")
+    p.add_argument("--artifacts", metavar="DIR", type=arg_path, help=f"pick the strongest artifact for the size (default ./{DEFAULT_ARTIFACTS} if present)")
     p.add_argument("--no-reflect", action="store_true", help="do not max with the reflected board's value")
     p.add_argument("--no-prune", action="store_true",
                    help="prune only the move back, not duplicate move sequences (for comparison)")
@@ -375,8 +373,8 @@ def add_solve_options(p) -> None:
 def shipping_command(sub, name, func, help, output_help):
     """pack and unpack: a file in, a file out, compressed on all cores."""
     p = sub.add_parser(name, help=help)
-    p.add_argument("path")
-    p.add_argument("-o", "--output", required=True, help=output_help)
+    p.add_argument("path", type=arg_path)
+    p.add_argument("-o", "--output", required=True, type=arg_path, help=output_help)
     p.add_argument("--threads", type=arg_threads, default=os.cpu_count(),
                    help="threads (default: all cores)")
     p.add_argument("--force", action="store_true",
@@ -398,13 +396,13 @@ def parser() -> Parser:
         "tiles row by row (0 = blank), as one argument or several, separated by spaces and/or "
         "commas; the size comes from the count (a square), or from --shape."))
     s.add_argument("board", nargs="*", metavar="BOARD")
-    s.add_argument("--file", metavar="FILE", help=(
+    s.add_argument("--file", metavar="FILE", type=arg_path, help=(
         "solve one board per line of FILE ('-' = stdin); a bad line is reported and the "
         "rest go on. Exit code of a batch: 1 if any board failed for a reason other than "
         "its input (e.g. a damaged artifact), else the highest of 4 (limit), 3 (unsolvable) "
         "and 2 (bad input) met, else 0"))
     add_solve_options(s)
-    s.add_argument("--checkpoint", metavar="FILE", help=(
+    s.add_argument("--checkpoint", metavar="FILE", type=arg_path, help=(
         "save the search's progress to FILE now and then, and resume from it when FILE "
         "exists (IDA*, one board, on threads or over --cluster): a killed or interrupted search started again with the "
         "same FILE goes on where the last save left it, with the same answer and node "
@@ -412,7 +410,7 @@ def parser() -> Parser:
         "runs); removed once the answer is printed"))
     s.add_argument("--checkpoint-every", type=arg_interval, default=None, metavar="S",
                    help=f"seconds between saves (default {DEFAULT_EVERY:g})")
-    s.add_argument("--trace", metavar="FILE.json",
+    s.add_argument("--trace", metavar="FILE.json", type=arg_path,
                    help="also write a trace of the search: iterations, h along the path and, on one "
                         "thread with IDA*, every node generated (up to --trace-cap)")
     s.add_argument("--force", action="store_true", help="replace an existing --trace file "
@@ -431,8 +429,8 @@ def parser() -> Parser:
         "solution, g/h/f per move, nodes per iteration, h along the path, the search node by node. "
         "No network is needed to view it."))
     a.add_argument("board", nargs="*", metavar="BOARD")
-    a.add_argument("--trace", metavar="FILE.json", help="animate this trace instead of solving")
-    a.add_argument("-o", "--output", default="solve.html", help="page to write (default solve.html)")
+    a.add_argument("--trace", metavar="FILE.json", type=arg_path, help="animate this trace instead of solving")
+    a.add_argument("-o", "--output", default="solve.html", type=arg_path, help="page to write (default solve.html)")
     a.add_argument("--force", action="store_true", help="replace an existing page (never a "
                    "table or the --trace read, never a link or a non-regular file)")
     add_solve_options(a)
@@ -450,7 +448,7 @@ def parser() -> Parser:
 
     pr = sub.add_parser("predict", help="predict IDA* nodes per iteration from a table's values",
                         description="Korf, Reid & Edelkamp's prediction from the artifact's value histograms.")
-    pr.add_argument("path", metavar="ARTIFACT")
+    pr.add_argument("path", metavar="ARTIFACT", type=arg_path)
     pr.add_argument("--depth", type=positive_int, required=True, help="predict bounds 0..DEPTH")
     pr.add_argument("--blank", type=int, default=0, help="the start's blank cell (default 0)")
     pr.add_argument("--no-prune", action="store_true", help="count the tree with parent pruning only")
@@ -471,7 +469,7 @@ def parser() -> Parser:
                         "or one when a single table is most of the work)")
     add_cluster_option(b, "build the tables as tasks on the nodes of a Ray cluster ('local': "
                           "on this machine); the artifact is written here")
-    b.add_argument("--out", default=DEFAULT_ARTIFACTS, help=f"output directory (default {DEFAULT_ARTIFACTS})")
+    b.add_argument("--out", default=DEFAULT_ARTIFACTS, type=arg_path, help=f"output directory (default {DEFAULT_ARTIFACTS})")
     b.add_argument("--force", action="store_true",
                    help="replace an artifact of the same name in the output directory")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -482,7 +480,7 @@ def parser() -> Parser:
         "Checksums, rank/unrank round trip, completeness, the value histograms, consistency "
         "across moves (sampled) and admissibility against exact solves. Exit 1 names the "
         "failed check."))
-    v.add_argument("path")
+    v.add_argument("path", type=arg_path)
     v.add_argument("--full", action="store_true", help="exhaustive round trip and more samples")
     v.add_argument("--exhaustive", action="store_true", help=(
         "check consistency (|h(a) - h(b)| <= 1 across every move of a group's tiles) and "
@@ -502,17 +500,17 @@ def parser() -> Parser:
         "copied as they are, their checksums checked first; the new file is renamed over "
         "the old (a daemon serving it keeps its mapping until a reload), and stamped again "
         "if the old one was. Files pdbtool writes now are sealed already."))
-    se.add_argument("paths", nargs="+", metavar="PATH")
+    se.add_argument("paths", nargs="+", metavar="PATH", type=arg_path)
     se.add_argument("--json", action="store_true", help="one JSON object per file")
     se.set_defaults(func=cmd_seal)
 
     i = sub.add_parser("info", help="show an artifact's metadata")
-    i.add_argument("path")
+    i.add_argument("path", type=arg_path)
     i.add_argument("--json", action="store_true")
     i.set_defaults(func=cmd_info)
 
     ls = sub.add_parser("list", help="list the artifacts in a directory")
-    ls.add_argument("dir", nargs="?", default=DEFAULT_ARTIFACTS)
+    ls.add_argument("dir", nargs="?", default=DEFAULT_ARTIFACTS, type=arg_path)
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=cmd_list)
 
@@ -527,7 +525,7 @@ def parser() -> Parser:
         "needs with the strongest table of each board side in DIR, or with the table-free "
         "fallbacks of 3x3 and 4x4 boards when DIR holds no table: for images and CI. "
         "Without it, the first solve on a machine compiles them (10 s or more)."))
-    w.add_argument("--artifacts", metavar="DIR", default=None,
+    w.add_argument("--artifacts", metavar="DIR", default=None, type=arg_path,
                    help=f"directory of *.h5 artifacts (default ./{DEFAULT_ARTIFACTS} if it exists)")
     w.add_argument("--threads", type=arg_threads, default=os.cpu_count() or 1,
                    help="the threads the searches will use (default: all cores)")
