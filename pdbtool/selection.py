@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from pdbtool import puzzle
-from pdbtool.errors import ArtifactError, BadInput, NotAFile, not_a_directory
+from pdbtool.errors import ArtifactError, BadInput, NotAFile, PdbError, not_a_directory
 from pdbtool.geometry import Shape, as_shape
 from pdbtool.heuristics.pattern_db import heuristic_from
 from pdbtool.heuristics.table_free import WALKING_MAX_CELLS, Heuristic, table_free
@@ -130,12 +130,21 @@ class Solvers:
         self.reflect, self.prune = reflect, prune
         self._tables: TableSet | None = tables  # given: loaded already (the daemon's)
         self._solvers: dict = {}
+        self._refused: dict = {}  # shape -> the PdbError its table was refused with
 
     def for_side(self, shape) -> Solver:
-        """The Solver of boards of ``shape`` (a Shape, or a square's side) towards a corner."""
+        """The Solver of boards of ``shape`` (a Shape, or a square's side) towards a corner.
+        A table refused (damaged, unreadable) is refused again for the shape's later boards,
+        as it was the first time, without every check run again (a batch's lines)."""
         shape = as_shape(shape)
+        if shape in self._refused:
+            raise self._refused[shape].with_traceback(None)
         if shape not in self._solvers:
-            self._solvers[shape] = Solver(self._choose(shape), prune=self.prune)
+            try:
+                self._solvers[shape] = Solver(self._choose(shape), prune=self.prune)
+            except PdbError as e:
+                self._refused[shape] = e
+                raise
         return self._solvers[shape]
 
     def for_goal(self, shape, goal="blank-last", algorithm=None) -> Solver:

@@ -99,3 +99,24 @@ def test_entries_that_are_not_files_are_refused_and_listed(art_dir, tmp_path, ca
     assert rows["fifo.h5"] == "not an artifact: not a regular file: a FIFO"
     assert rows["dangling.h5"].startswith("not an artifact: a symbolic link")
     assert rows["dir.h5"] == "not an artifact: not a regular file: a directory"
+
+
+def test_a_refused_table_is_refused_for_every_later_board_without_loading_again(tmp_path,
+                                                                               monkeypatch):
+    """A batch's boards against a damaged table: each is refused as the first was, and the
+    table's checks (seconds to minutes) ran once, not once a line."""
+    from pdbtool import selection
+    from pdbtool.errors import ArtifactError
+
+    loads = []
+
+    def refused(directory, reflect=True):
+        loads.append(directory)
+        raise ArtifactError(f"{directory}/a.h5: check checksums failed")
+
+    monkeypatch.setattr(selection, "load_directory", refused)
+    solvers = selection.Solvers(directory=tmp_path)
+    for _ in range(3):
+        with pytest.raises(ArtifactError, match="check checksums failed"):
+            solvers.for_side(4)
+    assert loads == [tmp_path]
