@@ -1,7 +1,5 @@
 """``python -m pdbtool``: the pdbtool command."""
 
-import sys
+from pdbtool.cli import command
 
-from pdbtool.cli.main import main
-
-sys.exit(main())
+command()

@@ -594,3 +594,17 @@ def test_help_that_cannot_be_written_is_an_error():
     p = subprocess.run([sys.executable, "-m", "pdbtool.cli.main", "--help"], capture_output=True,
                        text=True, timeout=60)
     assert p.returncode == 0 and p.stdout.startswith("usage: pdbtool")
+
+
+def test_ctrl_c_while_the_command_loads_is_an_interrupt_not_a_traceback(monkeypatch, capsys):
+    import importlib
+
+    from pdbtool import cli
+
+    def interrupted(name):  # as a Ctrl-C in the first half second, while numba loads
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(importlib, "import_module", interrupted)
+    with pytest.raises(SystemExit) as stop:
+        cli.command()
+    assert stop.value.code == 130 and capsys.readouterr().err == "pdbtool: interrupted\n"
