@@ -113,10 +113,13 @@ class Algorithm:
         if self.name in KEYED and shape.cells > KEY_MAX_CELLS:
             raise BadInput(f"{self.name} keys a state in two words: boards of up to {KEY_MAX_CELLS} "
                            f"cells (5x5, 4x6), not {shape}; ida, wida and rbfs search it")
+        if self.name == "bfs":
+            raise BadInput(f"bfs holds every state of the board: up to {BFS_MAX_SIDE ** 2} "
+                           f"cells (3x3, 2x4), not {shape}; a {shape} board takes "
+                           f"{', '.join(RECTANGLES)}")
         if self.name not in RECTANGLES:
             raise BadInput(f"{self.name} serves square boards; a {shape} board takes "
-                           f"{', '.join(RECTANGLES)}" + (f", or bfs up to {BFS_MAX_SIDE ** 2} cells"
-                                                         if self.name == "bfs" else ""))
+                           f"{', '.join(RECTANGLES)}")
 
     def check_side(self, side: int) -> None:
         """Refuse, with the reason, a board size this algorithm cannot serve."""
