@@ -318,7 +318,8 @@ def test_keyed_searches_refuse_boards_beyond_two_words():
         with pytest.raises(BadInput, match="boards of up to 25 cells .*, not 5x6; ida, wida and rbfs"):
             Algorithm(name).check_shape(Shape(5, 6))
     Algorithm("greedy").check_shape(Shape(6, 5))
-    with pytest.raises(BadInput, match=r"bfs holds every state of the board: up to 9 cells \(3x3, 2x4\), not 2x5"):
+    with pytest.raises(BadInput, match=r"bfs holds every state of the board: up to 9 cells "
+                       r"\(3x3, 2x4\), not 2x5"):
         Algorithm("bfs").check_shape(Shape(2, 5))
 
 
