@@ -74,6 +74,11 @@ def translate(err: grpc.RpcError, address: str, tls: bool = False) -> PdbError:
                             "its --client-ca)")
             elif "Socket closed" in details:  # what a plaintext call to a TLS server gets
                 message += " (a pdbd that serves TLS closes plaintext connections: give --tls-ca)"
+            elif "before receiving SETTINGS" in details:  # a bound port, no gRPC answer yet
+                message += (" (something holds the port but has not answered yet: a pdbd "
+                            "compiling its kernels on its first start on this machine "
+                            "answers within a minute or two, `pdbd health` says when; "
+                            "'pdbtool warm' compiles them ahead of time)")
         else:
             message = f"pdbd at {address} failed: {code.name}: {details}"
         cls = ServerUnavailable

@@ -64,7 +64,9 @@ def test_animate_from_a_board_and_from_a_trace(tmp_path, capsys):
     assert inlined(page.read_text())["result"]["size"] == 4
 
 
-def test_refusals_are_bad_input(tmp_path, capsys):
+def test_refusals_are_bad_input(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # animate's page is ./solve.html, which the demo leaves
+    (tmp_path / "solve.html").write_text("the demo's page")  # (a bad trace is said first)
     not_json = tmp_path / "x.json"
     not_json.write_text("[]")
     boards = tmp_path / "boards.txt"

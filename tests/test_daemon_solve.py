@@ -244,6 +244,24 @@ def test_client_raises_pdbtool_errors(served):
             client.solve(EASY8, deadline=2)
 
 
+def test_a_port_held_by_a_server_not_answering_yet_is_said_to_be_starting(monkeypatch):
+    """What a client meets while a pdbd compiles its kernels (its port bound, no answer):
+    the connection times out, and the error says the daemon may still be starting. The
+    channel's connect timeout is cut from gRPC's 20 s to half a second for the test."""
+    import socket
+
+    from pdbd import client as client_module
+
+    monkeypatch.setattr(client_module, "RECONNECT", client_module.RECONNECT + [
+        ("grpc.min_reconnect_backoff_ms", 500)])
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # connections are accepted by the kernel, and never answered
+        with SolverClient(f"127.0.0.1:{silent.getsockname()[1]}") as client:
+            with pytest.raises(ServerUnavailable, match="has not answered yet: a pdbd compiling"):
+                client.solve(EASY8, deadline=30)
+
+
 def test_a_table_found_wrong_in_a_search_is_unavailable_and_not_blamed_on_a_cluster(
         stub, monkeypatch, caplog):
     """A table damaged behind valid checksums, found wrong by the search (Solver._damaged):

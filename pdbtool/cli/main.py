@@ -256,10 +256,11 @@ def cmd_animate(args) -> int:
     if not args.trace and not args.board:
         raise BadInput("no board: give the tiles (e.g. pdbtool animate 1 2 3 4 5 6 7 0 8) "
                        "or --trace FILE")
+    t = trace.load(args.trace) if args.trace else None  # a damaged one said first,
+    if t is None:  # as a bad board is, before the page's name is checked
+        puzzle.parse_board(" ".join(args.board), args.shape)
     check_written(args, args.output, *([args.trace] if args.trace else []))  # before solving
-    if args.trace:
-        t = trace.load(args.trace)
-    else:
+    if t is None:
         t = solve_traced(args, " ".join(args.board), *solvers_from(args), args.trace_cap)
     write_whole(args.output, lambda tmp: animate.write(t, tmp))
     path = Path(args.output)
@@ -510,7 +511,8 @@ def parser() -> Parser:
     i.set_defaults(func=cmd_info)
 
     ls = sub.add_parser("list", help="list the artifacts in a directory")
-    ls.add_argument("dir", nargs="?", default=DEFAULT_ARTIFACTS, type=arg_path)
+    ls.add_argument("dir", nargs="?", default=DEFAULT_ARTIFACTS, type=arg_path,
+                    help=f"directory of *.h5 artifacts (default ./{DEFAULT_ARTIFACTS})")
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=cmd_list)
 
