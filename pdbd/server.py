@@ -570,6 +570,7 @@ def reload_tables(daemon, directory) -> None:
     """SIGHUP: load and check the directory again; serve it if every file passes, else
     keep serving what was loaded."""
     log.info("SIGHUP: reloading %s", directory)
+    before = set(daemon.servicer.served.tables.shapes)
     try:
         tables = load_directory(directory, require=True)
         log_tables(tables)
@@ -582,3 +583,7 @@ def reload_tables(daemon, directory) -> None:
                       "before")
         return
     log.info("reloaded: serving %s", sizes_text(tables))
+    dropped = sorted(before - set(tables.shapes))
+    if dropped:  # (a table removed, or renamed over by another size's)
+        log.warning("reloaded without a table for %s boards, served before: they are refused "
+                    "from now on", ", ".join(map(str, dropped)))

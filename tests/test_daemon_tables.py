@@ -164,6 +164,21 @@ def test_reload_lets_running_searches_finish_on_the_old_tables(art_dir, tmp_path
         daemon.stop(grace=1)
 
 
+def test_a_reload_that_serves_a_size_no_more_says_so(art_dir, tmp_path, caplog):
+    from pdbd.server import reload_tables
+
+    d = serving_copy(art_dir, tmp_path, "8-full.h5", "15-5-5-5.h5")
+    daemon = running_daemon(load_directory(d), threads=1)
+    try:
+        (d / "15-5-5-5.h5").unlink()
+        reload_tables(daemon, d)
+        assert daemon.servicer.tables.shapes == [(3, 3)]
+        assert "reloaded without a table for 4x4 boards, served before: they are refused " \
+               "from now on" in caplog.text
+    finally:
+        daemon.stop(grace=1)
+
+
 # -- 9. tables stay resident ---------------------------------------------------------------
 
 def test_prefault_brings_evicted_pages_back(art_dir, tmp_path):
