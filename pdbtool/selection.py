@@ -25,6 +25,7 @@ from pdbtool.heuristics.table_free import WALKING_MAX_CELLS, Heuristic, table_fr
 from pdbtool.loading import load_heuristic
 from pdbtool.loading import Trusted, open_trusted
 from pdbtool.search.solver import Solver
+from pdbtool.search.warm import pending
 from pdbtool.tables import artifact, catalogue
 
 DEFAULT_ARTIFACTS = "artifacts"
@@ -199,18 +200,20 @@ def warm(directory=None, *, threads: int = 2, starting=None, report=None) -> lis
     """Compile (or load from numba's cache) the kernels an IDA* search on ``threads``
     threads needs with the strongest table of each board shape in ``directory`` (default
     ./artifacts), or with the fallback heuristics of 3x3 and 4x4 boards when it holds no
-    table: ``pdbtool warm``, for images and CI. ``starting(shape, heuristic name)`` before
-    each shape's kernels (the tables loaded and checked by then), ``report(Warmed)`` after."""
+    table: ``pdbtool warm``, for images and CI. ``starting(shape, heuristic name, seconds
+    of compiling ahead, 0 if numba's cache holds them: warm.pending)`` before each shape's
+    kernels (the tables loaded and checked by then), ``report(Warmed)`` after."""
     tables = (load_directory(directory) if directory is not None or
               Path(DEFAULT_ARTIFACTS).is_dir() else TableSet({}))
     solvers = Solvers(directory=directory, tables=tables)
     done = []
     for shape in tables.shapes or [Shape(3, 3), Shape(4, 4)]:
         solver = solvers.for_side(shape)
+        parts = solver.kernel_parts(threads)
         if starting:
-            starting(shape, solver.heuristic.name)
+            starting(shape, solver.heuristic.name, pending(type(solver.heuristic.H), parts))
         start = time.perf_counter()
-        solver.compile_kernels(shared="shared" in solver.kernel_parts(threads))
+        solver.compile_kernels(shared="shared" in parts)
         done.append(Warmed(shape, solver.heuristic.name, time.perf_counter() - start))
         if report:
             report(done[-1])

@@ -193,10 +193,11 @@ def cmd_seal(args) -> int:
 def cmd_warm(args) -> int:
     from pdbtool.selection import warm
 
-    def starting(shape, heuristic):
-        if not args.json:
+    def starting(shape, heuristic, pending: float):
+        if not args.json and pending:
             print(f"{PROG}: compiling the search kernels for {shape} with {heuristic} on this "
-                  "machine (once; numba keeps them in its cache)", file=sys.stderr, flush=True)
+                  f"machine, once (numba keeps them in its cache): about {pending:.0f} s",
+                  file=sys.stderr, flush=True)
 
     def report(w):
         if not args.json:
