@@ -17,7 +17,7 @@ from pdbtool.kernels.bfs import rank
 from pdbtool.kernels.ida_tt import TT_ENTRY_BYTES, transposition_table
 from pdbtool.limits import size as parse_size
 from pdbtool.loading import load_heuristic
-from pdbtool.search.algorithms import Algorithm, exact_distances
+from pdbtool.search.algorithms import WIDA_REACH, Algorithm, exact_distances
 from pdbtool.search.control import SearchControl
 from pdbtool.search.solver import Solver
 from pdbtool.search.threads import NEVER, search_parallel
@@ -101,14 +101,39 @@ def test_transposition_table_slots_sit_within_one_cache_line():
         assert tt.ctypes.data % 64 == 0 and 64 % TT_ENTRY_BYTES == 0
 
 
-@pytest.mark.parametrize("weight", (1.0, 1.5, 3.0))
+@pytest.mark.parametrize("weight", (1.0, 1.5, 3.0, 1.9999, 100.0))
 def test_wida_within_its_bound(weight, oracle8):
+    """Within the weight, rounded down to thousandths (1.9999: 1.999); at weight 1 optimal
+    and said so; a weight whose first bound W x h0 would pass WIDA_REACH lowered to it."""
     solver = Solver(table_free("manhattan", 3))
     for b in boards8(200, 24):
         r = solver.solve(b, "blank-first", algorithm=Algorithm("wida", weight=weight))
-        assert oracle8[b] <= r.length <= weight * oracle8[b]
-        assert not r.optimal and r.bound == weight and "bounded-suboptimal" in r.note
         assert_replays(r.to_dict(), b, "blank-first")
+        if weight == 1:
+            assert r.length == oracle8[b] and r.optimal and r.bound is None
+            assert "weight 1: optimal" in r.note
+            continue
+        w = min(math.floor(weight * 1000) / 1000,
+                math.floor(WIDA_REACH / max(r.initial_h, 1) * 1000) / 1000)
+        assert oracle8[b] <= r.length <= w * oracle8[b] and r.bound == w, (b, r.bound)
+        assert not r.optimal and "bounded-suboptimal" in r.note
+        assert ("lowered to" in r.note) == (w < weight and weight == 100), r.note
+
+
+def test_wida_with_a_large_weight_answers_at_once(art_dir):
+    """Korf's #1 with 15/5-5-5: a weight of 100 once sent the depth-first search to
+    its depth limit for minutes; lowered so that W x h0 <= WIDA_REACH, it answers within a
+    budget IDA* itself needs."""
+    from pdbtool.loading import load_heuristic
+    from pdbtool.search.control import SearchControl
+
+    solver = Solver(load_heuristic(art_dir / "15-5-5-5.h5"))
+    board = korf100()[0][2]
+    for weight in (30, 100):
+        r = solver.solve(board, "blank-first", SearchControl(budget=1_000_000),
+                         algorithm=Algorithm("wida", weight=weight))
+        assert 57 <= r.length <= r.bound * 57 and r.bound * r.initial_h <= WIDA_REACH
+        assert f"weight {weight} lowered to {r.bound:g}" in r.note
 
 
 def test_greedy_replays_from_3x3_to_20x20():

@@ -341,7 +341,8 @@ def add_solve_options(p) -> None:
                    help="ida (default), ida-tt, astar, rbfs, sma, frontier, bidir, bfs (3x3 at most): "
                         "optimal; wida: at most --weight x optimal; greedy: constructive, not "
                         "optimal, up to 20x20")
-    p.add_argument("--weight", type=float, help="wida: f = g + W*h, 1 <= W <= 100 (default 1.5)")
+    p.add_argument("--weight", type=float, help="wida: f = g + W*h, 1 <= W <= 100 (default 1.5), in thousandths; "
+                        "lowered so that W x h0 <= 500 (the output says so)")
     p.add_argument("--tt-size", type=positive_int, help="ida-tt: transposition table entries (default 1M)")
     p.add_argument("--max-memory", type=arg_size, metavar="SIZE",
                    help="astar, sma, frontier, bidir: memory for the states they hold, e.g. 512M, "

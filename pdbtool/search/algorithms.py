@@ -42,6 +42,11 @@ MIN_MAX_MEMORY = 1 << 16
 DEFAULT_TT_SIZE = 1 << 20     # IDA*+TT: entries (32 MiB)
 MAX_TT_SIZE = 1 << 36         # (2 TiB: beyond any memory limit, within numpy's sizes)
 DEFAULT_WEIGHT = 1.5
+# WIDA*'s first bound W x h0 lets a path grow to about W x h0 moves; once that nears the
+# kernel's depth limit (kernels.ida_tt.MAX_DEPTH_W, 1023) the depth-first search backtracks
+# through an exponential tree below it (W = 20 on a 24-puzzle, 60 on a 15-puzzle: minutes
+# where W = 10 takes milliseconds). The weight is lowered so that W x h0 stays within this.
+WIDA_REACH = 500
 BFS_MAX_SIDE = 3
 KEYED_MAX_SIDE = 5  # A* and IDA*+TT key a state in two words (kernels.state_key)
 KEYED = ("astar", "ida-tt", "sma", "frontier", "bidir")  # boards of up to KEY_MAX_CELLS cells
@@ -84,7 +89,9 @@ class Algorithm:
 
     @property
     def w(self) -> Fraction:
-        return Fraction(self.weight or DEFAULT_WEIGHT).limit_denominator(1000)
+        """The weight as the kernel's integers take it: thousandths, rounded down (an
+        answer within it is within the weight asked for; 1.3333 is 1333/1000)."""
+        return thousandths(Fraction(repr(float(self.weight or DEFAULT_WEIGHT))))
 
     def within(self, memory: int | None) -> tuple[Algorithm, bool]:
         """This algorithm with its memory lowered to at most ``memory`` bytes (None: no
@@ -174,8 +181,11 @@ def _ida_tt(solver, prepared, algorithm, control):
     side = solver.side
     depth = MAX_DEPTH_W if weighted else MAX_DEPTH
     root = solver.root(prepared.image, depth)
+    w, lowered = algorithm.w, False
+    if weighted and w * root.h > WIDA_REACH:  # (see WIDA_REACH)
+        w, lowered = max(Fraction(1), thousandths(Fraction(WIDA_REACH, root.h))), True
     if weighted:
-        gw, hw = algorithm.w.denominator, algorithm.w.numerator
+        gw, hw = w.denominator, w.numerator
         size, bits, per = 0, 1, 1
     else:
         gw = hw = 1
@@ -195,15 +205,27 @@ def _ida_tt(solver, prepared, algorithm, control):
         _limit(status, algorithm.name, generated, seconds)
     iterations = [{"bound": int(bounds[i]), "nodes": int(nodes[i])} for i in range(min(iters, len(bounds)))]
     memory = root.rows.nbytes + 6 * path.nbytes + size * TT_ENTRY_BYTES
+    exact = weighted and w == 1  # f = g + h: IDA*'s own bounds, so its answer is optimal
     r = solver.result(prepared, path[:length], expanded, generated, seconds, root.h, iterations,
-                      algorithm=algorithm.name, optimal=not weighted,
-                      bound=float(algorithm.w) if weighted else None, peak_memory=memory)
-    if weighted:
-        r.note = _join(r.note, f"bounded-suboptimal: at most {float(algorithm.w):g} x the optimal "
-                               f"length (so the optimum is at least {math.ceil(r.length / algorithm.w)})")
+                      algorithm=algorithm.name, optimal=not weighted or exact,
+                      bound=float(w) if weighted and not exact else None, peak_memory=memory)
+    if lowered:
+        r.note = _join(r.note, f"weight {float(algorithm.w):g} lowered to {float(w):g}: its first "
+                               f"bound, W x h0 = W x {root.h}, may be at most {WIDA_REACH} moves "
+                               "(the depth-first search wanders to its depth limit beyond)")
+    if exact:
+        r.note = _join(r.note, "weight 1: optimal (IDA*'s bounds)")
+    elif weighted:
+        r.note = _join(r.note, f"bounded-suboptimal: at most {float(w):g} x the optimal "
+                               f"length (so the optimum is at least {math.ceil(r.length / w)})")
     else:
         r.note = _join(r.note, f"transposition table: {size:,} entries, {int(cuts):,} cuts")
     return r
+
+
+def thousandths(x: Fraction) -> Fraction:
+    """``x`` rounded down to a multiple of 1/1000."""
+    return Fraction(math.floor(x * 1000), 1000)
 
 
 def _join(a: str, b: str) -> str:
