@@ -64,3 +64,14 @@ def size(text, what: str = "size") -> int:
     if not m:
         raise BadInput(f"{what}: not a size: {text!r} (e.g. 512M, 2G)")
     return int(float(m.group(1)) * 1024 ** " kmgt".index(m.group(2).lower() or " "))
+
+
+def hashed_states(budget_bytes: int, bytes_per_state: int, most: int) -> tuple[int, int]:
+    """(states, slots): the most states, at most ``most`` (at least 16), that fit in
+    ``budget_bytes`` at ``bytes_per_state`` each beside their hash table of ``slots`` int32
+    slots, a power of two at least twice the states (so 8 to 16 bytes a state: the search
+    that held only what ``bytes_per_state`` plus 8 allowed took up to 1.2x its memory)."""
+    states = max(16, min(budget_bytes // (bytes_per_state + 16), most))
+    slots = 1 << (2 * states - 1).bit_length()
+    room = (budget_bytes - 4 * slots) // bytes_per_state  # the same table holds up to slots / 2
+    return max(states, min(slots // 2, room, most)), slots

@@ -321,6 +321,27 @@ def test_cli_solvable_and_predict(art_dir):
     assert p.returncode == 0 and len(rows) == 41 and rows[-1]["generated"] > rows[20]["generated"] > 0
 
 
+@pytest.mark.parametrize("name, max_memory", [
+    ("astar", 41 * (2**18 + 1)), ("frontier", 64 * (2**18 + 1)), ("bidir", 82 * (2**17 + 1))])
+def test_a_search_allocates_no_more_than_its_memory_limit(name, max_memory):
+    """Measured as numpy reports its allocations (tracemalloc). The limits are a state past
+    a power of two, where the hash table, rounded up to one, had taken 1.09-1.2x."""
+    import tracemalloc
+
+    solver = Solver(table_free("manhattan", 4))
+    algorithm = Algorithm(name, max_memory=max_memory)
+    solver.solve(list(range(16)), "blank-first", algorithm=algorithm)  # compiled outside
+    tracemalloc.start()
+    try:
+        with pytest.raises(LimitReached):  # Korf's #1: beyond a few MB for any of them
+            solver.solve(korf100()[0][2], "blank-first", SearchControl(budget=1_000_000),
+                         algorithm=algorithm)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= max_memory + (64 << 10), f"{peak:,} bytes allocated"
+
+
 def test_a_search_stopped_at_its_memory_limit_frees_its_arrays_at_once():
     """A* stopped by --max-memory kept its states until Python's cyclic collector happened
     to run (the frame that raised held the error, whose traceback held the frame): the

@@ -23,6 +23,7 @@ from pdbtool.kernels.state_key import board_of, key_moved, key_of, slot_of
 MEMORY = 4  # outcome: the memory budget is exhausted
 MAX_G = 255
 BYTES_PER_STATE = 16 + 4 + 1 + 8 + 12  # key, parent, g, two hash slots, 1.5 heap entries
+HASH_BYTES = 8  # of those, the hash table's two int32 slots (its least: limits.hashed_states)
 
 
 @njit(cache=True, nogil=True, inline="always")

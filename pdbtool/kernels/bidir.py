@@ -33,6 +33,7 @@ from pdbtool.kernels.state_key import board_of, key_of, slot_of
 CLOSED = 0x80  # flag in MM's gs: expanded
 MAX_G_MM = 127  # g below the flag
 BYTES_PER_STATE = 16 + 4 + 1 + 8 + 12  # as A*: key, parent, g, two hash slots, 1.5 heap entries
+HASH_BYTES = 8  # of those, the two hash slots (the table's least: limits.hashed_states)
 
 
 @njit(cache=True, nogil=True)

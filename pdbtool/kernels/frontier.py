@@ -36,6 +36,7 @@ ALIVE = 0x80  # in used[]: the index holds an open node
 # key 16, middle's key 16, g, h, used operators, middle's g 4, two hash slots 8, free list 4,
 # two heap entries 16
 BYTES_PER_NODE = 16 + 16 + 4 + 8 + 4 + 16
+HASH_BYTES = 8  # of those, the two hash slots (the table's least: limits.hashed_states)
 
 
 @njit(cache=True, nogil=True)

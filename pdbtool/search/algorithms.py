@@ -29,7 +29,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from pdbtool import puzzle
+from pdbtool import limits, puzzle
 from pdbtool.errors import BadInput, LimitReached
 from pdbtool.geometry import as_shape, neighbour_arrays
 from pdbtool.kernels.ida import BUDGET, EXPANDED, FOUND, GENERATED, MAX_DEPTH, STOPPED
@@ -233,7 +233,7 @@ def _join(a: str, b: str) -> str:
 
 
 def _astar(solver, prepared, algorithm, control):
-    from pdbtool.kernels.astar import BYTES_PER_STATE, MEMORY, astar, trace
+    from pdbtool.kernels.astar import BYTES_PER_STATE, HASH_BYTES, MEMORY, astar, trace
     from pdbtool.kernels.state_key import layout
 
     side, n = solver.side, solver.shape.cells
@@ -242,14 +242,15 @@ def _astar(solver, prepared, algorithm, control):
     # Never more slots than reachable states (the 8-puzzle's 181,440): the hash table is
     # touched at random, so an oversized one costs a page fault per state.
     reachable = math.factorial(n) // 2
-    cap = max(16, min(budget_bytes // BYTES_PER_STATE, reachable, (1 << 31) - 2))
+    cap, slots = limits.hashed_states(budget_bytes, BYTES_PER_STATE - HASH_BYTES,
+                                      min(reachable, (1 << 31) - 2))
     root = solver.root(prepared.image, 1)
     h0 = root.h  # the kernel reuses the root's rows as it goes
     keys = np.zeros((cap, 2), np.int64)
     parent = np.zeros(cap, np.int32)
     gs = np.zeros(cap, np.uint8)
     heap = np.zeros(cap + cap // 2, np.int64)
-    table = np.zeros(1 << (2 * cap - 1).bit_length(), np.int32)
+    table = np.zeros(slots, np.int32)
     t0 = time.perf_counter()
     status, goal, expanded, generated, held, peak = astar(
         solver.heuristic.H, side, root.board, root.pos, solver.moves,

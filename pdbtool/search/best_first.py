@@ -18,6 +18,7 @@ from pdbtool.heuristics.table_free import board_arrays, table_free
 from pdbtool.kernels.heuristic import PER_TILE, h_init, heuristic_arrays
 from pdbtool.kernels.ida import BUDGET, FOUND, MAX_DEPTH, STOPPED
 from pdbtool.kernels.state_key import board_of, key_of, layout
+from pdbtool.limits import hashed_states
 
 BIDIR_BFS_MAX_CELLS = 9  # breadth-first from both ends up to 3x3 (or 2x4); MM above
 REASONS = {STOPPED: "search stopped (cancelled or deadline)", BUDGET: "node budget exhausted"}
@@ -116,11 +117,12 @@ class _Frontier:
     to it), middle -> goal with the same heuristic, until a half is one move."""
 
     def __init__(self, solver, control, max_bytes):
-        from pdbtool.kernels.frontier import BYTES_PER_NODE
+        from pdbtool.kernels.frontier import BYTES_PER_NODE, HASH_BYTES
         self.solver, self.control, self.side = solver, control, solver.side
         self.bits, self.per = layout(solver.shape.cells)
-        self.max_cap = int(max(16, min(max_bytes // BYTES_PER_NODE, (1 << 31) - 2,
-                                       math.factorial(solver.shape.cells) // 2)))
+        self.max_cap, self.max_slots = hashed_states(
+            max_bytes, BYTES_PER_NODE - HASH_BYTES,
+            min((1 << 31) - 2, math.factorial(solver.shape.cells) // 2))
         self.max_bytes = max_bytes
         self.expanded = self.generated = self.runs = self.peak = 0
         self.top_expanded = self.top_generated = 0
@@ -139,7 +141,7 @@ class _Frontier:
             keys, mid = z((cap, 2), np.int64), z((cap, 2), np.int64)
             gs, hs, used, midg = (z(cap, np.uint8) for _ in range(4))
             free, heap = z(cap, np.int32), z(2 * cap, np.int64)
-            table = z(1 << (2 * cap - 1).bit_length(), np.int32)
+            table = z(min(1 << (2 * cap - 1).bit_length(), self.max_slots), np.int32)
             mid_out = z(2, np.int64)
             budget = self.control.kernel_budget
             if budget >= 0:
@@ -155,7 +157,8 @@ class _Frontier:
             self.peak = max(self.peak, int(held) * (BYTES_PER_NODE - 16) + int(hpeak) * 8
                             + min(table.nbytes, 8 * int(held)))
             if status == MEMORY and cap < self.max_cap:
-                cap = min(2 * cap, self.max_cap)  # again, with twice the room
+                cap = min(2 * cap, self.max_cap)  # again, with twice the room: this run's
+                del keys, mid, gs, hs, used, midg, free, heap, table  # arrays go first
                 continue
             if status == MEMORY:
                 raise _memory(f"frontier: memory limit of {_mib(self.max_bytes)} reached holding "
@@ -255,13 +258,13 @@ def mm(solver, prepared, algorithm, control):
     """MM (Holte et al. 2016): the forward search with the solver's heuristic, the backward
     one with the Manhattan distance to the start (the tables measure towards the goal, the
     start's blank may be anywhere). Any board side up to 5x5 (the tests run it on 3x3)."""
-    from pdbtool.kernels.bidir import BYTES_PER_STATE, MEMORY, mm as mm_kernel, mm_trace
+    from pdbtool.kernels.bidir import BYTES_PER_STATE, HASH_BYTES, MEMORY, mm as mm_kernel, mm_trace
 
     side = solver.side
     n = solver.shape.cells
     bits, per = layout(n)
-    cap = int(max(16, min(algorithm.max_memory // (2 * BYTES_PER_STATE), (1 << 31) - 2,
-                          math.factorial(n) // 2)))
+    cap, tsize = hashed_states(algorithm.max_memory // 2, BYTES_PER_STATE - HASH_BYTES,
+                               min((1 << 31) - 2, math.factorial(n) // 2))  # a direction's
     image, goal = prepared.image, prepared.frame.image_goal
     h = solver.heuristic
     board_f, pos_f, rows_f = _rows(h.H, h.width, side, image)
@@ -269,7 +272,6 @@ def mm(solver, prepared, algorithm, control):
     HB = manhattan_to(image, side)
     board_b, pos_b, rows_b = _rows(HB, 1, side, goal)
     z = np.zeros
-    tsize = 1 << (2 * cap - 1).bit_length()
     arrays = [(z((cap, 2), np.int64), z(cap, np.int32), z(cap, np.uint8), z(cap + cap // 2, np.int64),
                z(tsize, np.int32)) for _ in range(2)]
     start = time.perf_counter()
