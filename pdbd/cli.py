@@ -106,9 +106,10 @@ def parser() -> Parser:
                    help="node budget of a search whose client gives none, and the most a client "
                         f"may ask for (default {DEFAULT_MAX_NODES:,}; 0: no limit)")
     s.add_argument("--max-search-memory", type=limit_memory, default=DEFAULT_MAX_SEARCH_MEMORY,
-                   metavar="SIZE", help="memory one search may hold: A*'s states (a client's "
-                   "max_memory above it is lowered to it), the ida-tt table (likewise its "
-                   f"entries) (default {DEFAULT_MAX_SEARCH_MEMORY >> 30}G; 0: no limit)")
+                   metavar="SIZE", help="memory one search may hold: the states of astar, sma, frontier "
+                   "and bidir (a client's max_memory above it is lowered to it), the ida-tt "
+                   f"table (likewise its entries) (default {DEFAULT_MAX_SEARCH_MEMORY >> 30}G; "
+                   "0: no limit)")
     s.add_argument("--max-per-client", type=non_negative, default=None, metavar="N",
                    help="searches one client address may have in flight (default: an eighth "
                         "of threads + queue, at least 2; 0: no limit)")

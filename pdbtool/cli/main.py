@@ -338,7 +338,7 @@ def add_solve_options(p) -> None:
     p.add_argument("--goal", default="blank-last",
                    help="blank-last (1..N then 0, default), blank-first (0,1..N), or a goal board's tiles")
     p.add_argument("--algorithm", default="ida", choices=ALGORITHMS,
-                   help="ida (default), ida-tt, astar, rbfs, sma, frontier, bidir, bfs (3x3 at most): "
+                   help="ida (default), ida-tt, astar, rbfs, sma, frontier, bidir, bfs (up to 9 cells: 3x3, 2x4, 4x2): "
                         "optimal; wida: at most --weight x optimal; greedy: constructive, not "
                         "optimal, up to 20x20")
     p.add_argument("--weight", type=float, help="wida: f = g + W*h, 1 <= W <= 100 (default 1.5), in thousandths; "
@@ -520,7 +520,7 @@ def parser() -> Parser:
     pk = shipping_command(sub, "pack", cmd_pack, "compress an artifact for shipping (zstd, all cores)",
                           "packed file to write (e.g. x.pdbpack)")
     pk.add_argument("--level", type=zstd_level, default=10, help="zstd level (default 10)")
-    shipping_command(sub, "unpack", cmd_unpack, "expand a packed artifact and verify every checksum",
+    shipping_command(sub, "unpack", cmd_unpack, "expand a packed artifact, verify it (every checksum and every verify check) and stamp it",
                      "installed artifact to write (.h5)")
 
     w = sub.add_parser("warm", help="compile the search kernels ahead of the first solve", description=(
