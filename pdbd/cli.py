@@ -385,7 +385,7 @@ def print_outcome(args, outcome, lineno: int) -> int:
         report_error(PROG, args, str(outcome), outcome.exit_code, f"line {lineno}")
         return outcome.exit_code
     d = outcome.to_dict()
-    emit(args, d, result_text(d))
+    emit(args, d, result_text(d, lineno))
     return 0
 
 

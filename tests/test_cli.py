@@ -92,7 +92,7 @@ def test_file_mode_one_line_per_board(tmp_path):
     assert [x.get("length") for x in lines] == [1, 2, None]
     assert "line 5" in p.stderr and p.returncode == 2
     p = run("solve", "--heuristic", "linear-conflict", "--file", "-", stdin="1 2 3 4 5 6 7 0 8\n")
-    assert p.returncode == 0 and "length 1" in p.stdout
+    assert p.returncode == 0 and p.stdout.startswith("line 1: board 1 2 3 4 5 6 7 0 8\nlength 1")
 
 
 def test_a_byte_order_mark_and_crlf_lines_are_read_as_boards(tmp_path, capsys):
@@ -608,3 +608,11 @@ def test_ctrl_c_while_the_command_loads_is_an_interrupt_not_a_traceback(monkeypa
     with pytest.raises(SystemExit) as stop:
         cli.command()
     assert stop.value.code == 130 and capsys.readouterr().err == "pdbtool: interrupted\n"
+
+
+def test_a_transposition_table_beyond_any_memory_is_a_limit(capsys):
+    """Beyond numpy's sizes (it raised ValueError, a traceback): exit 4, as a table beyond
+    the machine's memory is."""
+    code = main(["solve", "--algorithm", "ida-tt", "--tt-size", "9" * 22, "8 6 7 2 5 4 3 0 1"])
+    assert code == 4 and "cannot be allocated here; give a smaller --tt-size" in \
+        capsys.readouterr().err

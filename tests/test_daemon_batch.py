@@ -181,6 +181,8 @@ def test_query_file_prints_in_the_files_order(served, tmp_path, capsys):
     assert code == 3, err
     assert [line for line in out.splitlines() if line.startswith("length")] == [
         "length 2  moves 7 8", "length 1  moves 6"]
+    assert [line for line in out.splitlines() if line.startswith("line")] == [
+        "line 1: board 1 2 3 4 5 6 0 7 8", "line 7: board 1 2 3 4 5 0 7 8 6"]
     assert [line.split(":")[1].strip() for line in err.splitlines()] == ["line 4", "line 5",
                                                                           "line 6"]
     assert "not UTF-8" in err and "unsolvable" in err

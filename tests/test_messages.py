@@ -121,9 +121,8 @@ def test_unreadable_and_unwritable_files_are_named(art_dir, tmp_path):
     closed.mkdir(mode=0o555)
     p = pdbtool("build", "8/full", "--out", str(closed), "--quiet", prefix=prefix)
     assert p.returncode == 1
-    assert p.stderr == (f"pdbtool: {closed}/8-full.h5: cannot write it in {closed}: Permission "
-                        "denied; nothing was left behind (write to a directory you may write "
-                        "to, then run the command again)\n")
+    assert p.stderr == (f"pdbtool: {closed}/8-full.h5: cannot write in {closed}: Permission "
+                        "denied (write to a directory you may write to)\n")  # before building
 
 
 def test_stdout_keeps_the_results_alone_beside_a_library_that_prints():

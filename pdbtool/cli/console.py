@@ -335,9 +335,11 @@ def plural(n: int, noun: str) -> str:
     return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
-def result_text(r: dict) -> str:
-    """A solve result (the dict of `--json`) as the text both tools print."""
-    lines = [f"length {r['length']}  moves {' '.join(map(str, r['moves'])) or '-'}",
+def result_text(r: dict, line: int | None = None) -> str:
+    """A solve result (the dict of `--json`) as the text both tools print; a batch's
+    (``line``: its line in the file) opens with the line and the board, as its errors do."""
+    lines = [] if line is None else [f"line {line}: board {' '.join(map(str, r['board']))}"]
+    lines += [f"length {r['length']}  moves {' '.join(map(str, r['moves'])) or '-'}",
              f"blank  {r['blank_moves'] or '-'}",
              ("no heuristic: " if r["heuristic"] == "none" else f"{r['heuristic']}: h0 {r['initial_h']}, ")
              + f"{r['nodes_generated']:,} nodes generated, {r['seconds']:.3f} s"]

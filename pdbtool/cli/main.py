@@ -121,7 +121,8 @@ def write_whole(path, write) -> None:
         write(tmp)
 
 
-def solve_one(args, text, solvers, algorithm) -> int:
+def solve_one(args, text, solvers, algorithm, line: int | None = None) -> int:
+    """One board (``line``: a batch's, in its file)."""
     trace = solve_traced(args, text, solvers, algorithm, args.trace_cap if args.trace else 0)
     if args.trace:
         try:
@@ -131,7 +132,7 @@ def solve_one(args, text, solvers, algorithm) -> int:
             raise
         if not args.quiet:
             print(f"{PROG}: wrote {args.trace}: {trace.summary}", file=sys.stderr)
-    emit(args, trace.result, result_text(trace.result))
+    emit(args, trace.result, result_text(trace.result, line))
     if getattr(args, "checkpoint", None):  # answered: nothing left to resume
         Path(args.checkpoint).unlink(missing_ok=True)
     return 0
@@ -166,7 +167,7 @@ def cmd_solve(args) -> int:
             line = line.split("#")[0].strip()
             if not line:
                 continue
-            code = solve_one(args, line, solvers, algorithm)
+            code = solve_one(args, line, solvers, algorithm, lineno)
         except PdbError as e:
             code = e.exit_code
             report_error(PROG, args, str(e), code, f"line {lineno}")

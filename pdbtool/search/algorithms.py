@@ -40,7 +40,6 @@ MEMORY_BOUND = ("astar", "sma", "frontier", "bidir")  # take --max-memory
 DEFAULT_MAX_MEMORY = 1 << 30  # A*: 1 GiB of states
 MIN_MAX_MEMORY = 1 << 16
 DEFAULT_TT_SIZE = 1 << 20     # IDA*+TT: entries (32 MiB)
-MAX_TT_SIZE = 1 << 36         # (2 TiB: beyond any memory limit, within numpy's sizes)
 DEFAULT_WEIGHT = 1.5
 # WIDA*'s first bound W x h0 lets a path grow to about W x h0 moves; once that nears the
 # kernel's depth limit (kernels.ida_tt.MAX_DEPTH_W, 1023) the depth-first search backtracks
@@ -76,8 +75,6 @@ class Algorithm:
             raise BadInput("--tt-size applies to --algorithm ida-tt only")
         if self.tt_size is not None and self.tt_size < 1:
             raise BadInput(f"--tt-size {self.tt_size}: the table needs at least 1 entry")
-        if self.tt_size is not None and self.tt_size > MAX_TT_SIZE:
-            raise BadInput(f"--tt-size {self.tt_size:,}: at most {MAX_TT_SIZE:,} entries")
         if self.max_memory is not None and self.name not in MEMORY_BOUND:
             raise BadInput(f"--max-memory applies to --algorithm {', '.join(MEMORY_BOUND)} only")
         if self.max_memory is not None and self.max_memory < MIN_MAX_MEMORY:
@@ -191,7 +188,12 @@ def _ida_tt(solver, prepared, algorithm, control):
         gw = hw = 1
         size = 1 << ((algorithm.tt_size or DEFAULT_TT_SIZE).bit_length() - 1)
         bits, per = layout(solver.shape.cells)
-    tt = transposition_table(size)
+    try:  # (a --tt-size beyond memory, or beyond numpy's sizes: a limit, exit 4)
+        tt = transposition_table(size)
+    except (MemoryError, ValueError):
+        raise LimitReached(f"ida-tt: a transposition table of {size:,} entries "
+                           f"({size * TT_ENTRY_BYTES / 2**30:,.0f} GiB) cannot be allocated here; "
+                           "give a smaller --tt-size", limit="memory") from None
     path = np.zeros(depth + 1, np.int64)
     bounds = np.zeros(depth + 1, np.int64)
     nodes = np.zeros(depth + 1, np.int64)
