@@ -70,13 +70,13 @@ def main(cache: str) -> None:
 
             t = threading.Thread(target=search, daemon=True)
             t.start()
-            end = time.monotonic() + 120
+            end, both = time.monotonic() + 120, False
             while time.monotonic() < end and t.is_alive():
                 run = cluster.running
                 if run is not None and len([p for p in run.live.values() if p.busy]) == 2:
-                    break  # both nodes search
+                    both = True  # both nodes search: the second's work is lost when it goes
+                    break
                 time.sleep(0.05)
-            both = t.is_alive()
             nodes.remove_node(second, allow_graceful=False)  # its raylet and workers killed
             lost = time.monotonic()
             t.join(300)

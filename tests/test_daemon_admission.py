@@ -244,10 +244,10 @@ def test_a_clients_second_search_goes_to_the_pool_not_behind_its_first():
         with channel_stub(daemon.address) as stub:
             long = stub.Solve.future(pb.SolveRequest(tiles=HARDEST), timeout=120)  # 80 moves:
             # hours on Manhattan, in the lane (its nodes are unlimited here)
-            assert wait_for(lambda: info(daemon)["counters"]["requests"] == 1, 10)
+            assert wait_for(lambda: daemon.servicer.fast.in_flight == 1, 10)  # in the lane
             r = stub.Solve(pb.SolveRequest(tiles=puzzle.random_walk(4, 10, rng=random.Random(3))),
                            timeout=30)
-            assert r.length <= 10
+            assert r.length <= 10 and daemon.servicer.fast.answered == 0  # by the pool
             assert not long.done()
             long.cancel()
     finally:

@@ -54,15 +54,18 @@ def test_a_start_up_failure_with_json_logs_is_a_json_line(tmp_path):
     """--log-format json: the line saying why the daemon did not start is a log record too
     (it was the CLI's plain `pdbd: ...`, the one line of stderr a log shipper could not parse)."""
     for command in (("serve", "--artifacts", str(tmp_path), "--listen", f"127.0.0.1:{free_port()}"),
-                    ("web", "--listen", "0.0.0.0:0", "--server", "127.0.0.1:1")):
+                    ("web", "--listen", "192.0.2.7:0", "--server", "127.0.0.1:1")):  # TEST-NET
         proc = pdbd_process(*command, "--log-format", "json")
-        _, err = proc.communicate(timeout=60)
+        try:
+            _, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
         assert proc.returncode == 1, err
         lines = [json.loads(line) for line in err.splitlines()]
         last = lines[-1]
         assert last["level"] == "ERROR" and last["time"] and last["exit_code"] == 1, last
         assert ("no artifacts" in last["message"] if command[0] == "serve"
-                else "refusing to listen on 0.0.0.0:0" in last["message"]), last
+                else "refusing to listen on 192.0.2.7:0" in last["message"]), last
 
 
 def test_a_usage_error_with_json_logs_is_a_json_line(tmp_path):

@@ -116,7 +116,6 @@ def test_a_stream_handed_on_to_a_busy_pool_says_it_is_queued(slow):
         finally:
             busy.cancel()
     assert events and all(e["event"] == "progress" for e in events)
-    assert slow.pool.running <= 1  # it never ran beside the busy one
     last = events[-1]  # a second on: long past the lane, waiting for the worker
     assert last["queued"] and last["elapsed_seconds"] == 0, last
 

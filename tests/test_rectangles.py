@@ -465,6 +465,7 @@ def test_solve_shape_json_file_from_stdin(rect_tables):
                        capture_output=True, timeout=300, check=False)
     assert p.returncode == 0, p.stderr
     md = Solver(table_free("manhattan", Shape(3, 4)))
+    assert len(p.stdout.splitlines()) == len(boards), p.stdout
     for board, line in zip(boards, p.stdout.splitlines()):
         r = json.loads(line)
         assert r["heuristic"] == "pdb 12/3x4-test" and (r["rows"], r["cols"]) == (3, 4)

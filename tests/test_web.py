@@ -155,6 +155,8 @@ def test_stream_brings_progress_every_500_ms_until_the_client_leaves(daemon24):
                     arrivals.append((time.monotonic(), json.loads(line[6:])))
                 if time.monotonic() - start > 3:
                     break
+            # searching on the worker (Manhattan: days), so that its stop below means something
+            assert info(daemon24)["counters"]["running"] == 1
         gaps = [b[0] - a[0] for a, b in zip(arrivals, arrivals[1:])]
         assert len(arrivals) >= 6 and max(gaps) < 0.5, gaps
         nodes = [p["nodes_generated"] for _, p in arrivals]

@@ -89,15 +89,18 @@ def test_beyond_loopback_only_with_https_or_insecure():
             web.check_exposure(listen, None, False)
         web.check_exposure(listen, ("cert.pem", "key.pem"), False)
         web.check_exposure(listen, None, True)
-    with pytest.raises(web.ExposureError):  # refused before anything is bound
-        web.WebServer("0.0.0.0:0", "127.0.0.1:1")
+    with pytest.raises(web.ExposureError):  # refused before anything is bound (a TEST-NET
+        web.WebServer("192.0.2.7:0", "127.0.0.1:1")  # address: never bound if it were not)
 
 
 @pytest.mark.process
 def test_pdbd_web_refuses_an_exposed_address_at_once():
-    proc = pdbd_process("web", "--listen", "0.0.0.0:0", "--server", "127.0.0.1:1")
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 1 and "refusing to listen on 0.0.0.0:0 without HTTPS" in err, err
+    proc = pdbd_process("web", "--listen", "192.0.2.7:0", "--server", "127.0.0.1:1")  # TEST-NET:
+    try:  # refused by the same rule as 0.0.0.0, and never bound here if it were not
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1 and "refusing to listen on 192.0.2.7:0 without HTTPS" in err, err
 
 
 @pytest.mark.process

@@ -40,6 +40,14 @@ def run(cmd, cwd, env, timeout=600, check=True, **kw):
     return p
 
 
+def unreachable(output: str) -> bool:
+    """pip failed for want of the network, not for the project (a bad pyproject.toml, a
+    dependency floor no release meets: those fail the test, never skip it)."""
+    return any(sign in output for sign in (
+        "NewConnectionError", "Temporary failure in name resolution", "Could not fetch URL",
+        "Network is unreachable", "ConnectTimeoutError", "ProxyError"))
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     """(bin directory, a working directory outside the checkout, environment)."""
@@ -48,8 +56,8 @@ def installed(tmp_path_factory):
     built = subprocess.run([sys.executable, *PIP, "wheel", "--no-deps", "-w", str(wheels),
                             str(source_copy(tmp / "src"))], capture_output=True, text=True,
                            timeout=600)
-    if built.returncode != 0 and "pip" in built.stderr and "setuptools" in built.stderr:
-        pytest.skip(f"cannot build: the build backend is not available: {built.stderr[-300:]}")
+    if built.returncode != 0 and unreachable(built.stderr + built.stdout):
+        pytest.skip(f"cannot build: the build backend cannot be fetched: {built.stderr[-300:]}")
     assert built.returncode == 0, built.stderr[-3000:]
     (wheel,) = wheels.glob("pdbtool-*.whl")
     venv = tmp / "venv"
@@ -60,7 +68,7 @@ def installed(tmp_path_factory):
            "NUMBA_CACHE_DIR": str(tmp / "kernel-cache")}  # a fresh machine's: nothing compiled
     got = run([str(venv / "bin" / "python"), *PIP, "install", str(wheel)], work, env,
               timeout=1200, check=False)
-    if got.returncode != 0 and "No matching distribution" in got.stderr + got.stdout:
+    if got.returncode != 0 and unreachable(got.stderr + got.stdout):
         pytest.skip(f"the package registry cannot be reached: {got.stderr[-300:]}")
     assert got.returncode == 0, got.stderr[-3000:]
     return venv / "bin", work, env, wheel
