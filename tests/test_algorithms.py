@@ -358,6 +358,8 @@ def test_a_search_stopped_at_its_memory_limit_frees_its_arrays_at_once():
             solver.solve(board, "blank-first", algorithm=Algorithm("astar", max_memory=1 << 20))
         assert caught.value.limit == "memory"
         del caught
+        from pdbtool.search import algorithms
+        assert callable(algorithms._astar)  # the frames' name: renamed, this test would pass
         frames = [o for o in gc.get_objects()
                   if type(o).__name__ == "frame" and o.f_code.co_name == "_astar"]
         assert frames == []

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from pdbtool import puzzle
-from pdbtool.errors import LimitReached
+from pdbtool.errors import BadInput, LimitReached
 from pdbtool.heuristics.table_free import table_free
 from pdbtool.loading import load_heuristic
 from pdbtool.search import best_first
@@ -138,7 +138,7 @@ def test_memory_options_and_the_servers_cap():
         a, lowered = Algorithm(name, max_memory=1 << 30).within(1 << 20)
         assert lowered and a.max_memory == 1 << 20
         Algorithm(name).check_side(5)
-        with pytest.raises(Exception, match="up to 5x5"):
+        with pytest.raises(BadInput, match="up to 5x5"):
             Algorithm(name).check_side(6)
 
 

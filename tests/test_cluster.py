@@ -278,8 +278,8 @@ def test_ctrl_c_saves_the_cluster_search(cluster, tmp_path, monkeypatch):
     monkeypatch.setattr(SearchRun, "_poll", interrupted)
     path = tmp_path / "search.json"
     with pytest.raises(KeyboardInterrupt):
-        on_cluster(cluster, solver, HARDEST, control=SearchControl(
-            checkpoint=Checkpointing(path, every=1e9)))
+        on_cluster(cluster, solver, HARDEST, control=SearchControl(  # (the timeout: a
+            checkpoint=Checkpointing(path, every=1e9), timeout=300))  # backstop, not reached)
     saved = Checkpoint.from_json(path.read_text())
     assert saved.identity.algorithm == "ida on a cluster" and saved.bound == polls[-1]
 

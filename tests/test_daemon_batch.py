@@ -101,7 +101,8 @@ def test_a_batch_larger_than_the_queue_waits_for_room(slow):
     """One thread, a queue of one: ten searches that each end on their node budget are all
     answered (with their own limit), none refused for a full queue."""
     with SolverClient(slow.address) as c:
-        out = dict(c.solve_batch([HARD] * 10, goal="blank-first", budget=200_000))
+        out = dict(c.solve_batch([HARD] * 10, goal="blank-first", budget=200_000,
+                                 deadline=300))  # a backstop: the budgets end them first
     assert sorted(out) == list(range(10))
     for e in out.values():
         assert isinstance(e, LimitReached) and e.limit == "node-budget", e

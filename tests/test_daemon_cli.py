@@ -29,8 +29,8 @@ def test_query_exit_codes_and_json(served, slow, capsys):
                            "--deadline", "0.2", *map(str, HARD))
     assert code == 4 and "deadline" in err
     code, _, err = run_cli(capsys, "query", "--server", slow.address, "--goal", "blank-first",
-                           "--budget", "100000", *map(str, HARD))
-    assert code == 4 and "budget" in err
+                           "--budget", "100000", "--deadline", "120", *map(str, HARD))
+    assert code == 4 and "budget" in err and "deadline" not in err
     code, _, err = run_cli(capsys, "query", "--server", f"127.0.0.1:{free_port()}", *map(str, EASY8))
     assert code == 1 and "cannot reach pdbd" in err and "Traceback" not in err
 

@@ -132,7 +132,8 @@ def test_health_answers_while_calls_never_send_their_request():
             held = [never_sending(ch, "/pdbd.v1.Solver/Solve", release) for _ in range(50)]
             held += [never_sending(ch, "/pdbd.v1.Solver/Info", release) for _ in range(10)]
             refl = reflection_pb2_grpc.ServerReflectionStub(ch)
-            idle = [refl.ServerReflectionInfo(iter(release.wait, True)) for _ in range(10)]
+            idle = [refl.ServerReflectionInfo(iter(release.wait, True), timeout=60)
+                    for _ in range(10)]  # (the timeout: a backstop, told apart below)
             time.sleep(0.2)
             slowest = 0.0
             end = time.monotonic() + 1.0
@@ -148,8 +149,9 @@ def test_health_answers_while_calls_never_send_their_request():
             assert codes <= {grpc.StatusCode.CANCELLED, grpc.StatusCode.RESOURCE_EXHAUSTED}
             assert grpc.StatusCode.CANCELLED in codes
             for stream in idle:
-                with pytest.raises(grpc.RpcError):
+                with pytest.raises(grpc.RpcError) as e:
                     next(stream)
+                assert e.value.code() == grpc.StatusCode.CANCELLED  # the request timeout's
             with channel_stub(daemon.address) as stub:
                 assert stub.Solve(pb.SolveRequest(tiles=EASY15), timeout=5).length == 2
     finally:
@@ -203,7 +205,8 @@ def test_no_deadline_searches_cannot_starve_easy_queries():
                                       timeout=20) for k in range(6)]
             assert all(f.result().length <= 10 for f in easy)
             assert time.monotonic() - start < 5
-            for f in hard:
+            for f in hard:  # (waited for 60 s at most: the server's limit is 1 s)
+                assert f.exception(timeout=60) is not None
                 assert f.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
                 assert ("pdbd-limit", "max-search-seconds") in f.trailing_metadata()
                 assert "--max-search-seconds" in f.details()
