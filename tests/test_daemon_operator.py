@@ -85,15 +85,21 @@ def test_a_usage_error_with_json_logs_is_a_json_line(tmp_path):
 
 def test_pdbd_web_ignores_sighup(tmp_path):
     """`kill -HUP` meant for pdbd serve (pidof -x pdbd finds both) leaves pdbd web running."""
+    import urllib.request
+
     pytest.importorskip("starlette")
-    proc = pdbd_process("web", "--server", f"127.0.0.1:{free_port()}", "--listen",
-                        f"127.0.0.1:{free_port()}")
+    listen = f"127.0.0.1:{free_port()}"
+    proc = pdbd_process("web", "--server", f"127.0.0.1:{free_port()}", "--listen", listen)
     err = Drained(proc)
     try:
         assert wait_for(lambda: "pdbd web on" in "".join(err.lines) or proc.poll() is not None, 30)
         proc.send_signal(signal.SIGHUP)
         time.sleep(0.3)  # a process killed by SIGHUP is gone well within this
         assert proc.poll() is None, err.text()
+        # and not stopping either (a graceful stop on SIGHUP would also end with exit 0)
+        with urllib.request.urlopen(f"http://{listen}/", timeout=10) as page:
+            assert page.status == 200
+        assert "shutting down" not in "".join(err.lines), err.lines
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(10) == 0
     finally:
