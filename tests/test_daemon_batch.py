@@ -138,20 +138,26 @@ def test_results_go_several_a_message_however_late_the_first_message_is_read(ser
     as sending items when it reads the first message. Read late (made certain here: the
     first message held back a moment), the first results went one a message, which the
     client takes for a server that predates items: the whole batch failed."""
-    import time
+    import threading
 
+    from pdbd import batch
     from pdbd import servicer as servicer_module
 
-    solve_batch = servicer_module.solve_batch
+    solve_batch, ready, waiting = servicer_module.solve_batch, batch.ready, threading.Event()
+
+    def sender_waits(*args, **kw):
+        waiting.set()
+        return ready(*args, **kw)
 
     def read_late(servicer, requests, context):
         def late():
             for k, message in enumerate(requests):
                 if k == 0:
-                    time.sleep(0.3)  # the sender is waiting by now
+                    assert waiting.wait(30)  # the sender waits for results by now
                 yield message
         return solve_batch(servicer, late(), context)
 
+    monkeypatch.setattr(batch, "ready", sender_waits)
     monkeypatch.setattr(servicer_module, "solve_batch", read_late)
     with SolverClient(served.address) as c:
         out = dict(c.solve_batch([EASY15] * 4))
