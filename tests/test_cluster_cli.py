@@ -130,18 +130,32 @@ def test_pdbd_info_without_a_cluster_has_none(served):
 
 
 def processes_titled(title: str) -> list[int]:
-    """Pids of this machine's processes whose title (as Ray sets it) starts with ``title``."""
+    """Pids of this process's descendants (the session's local Ray: ray.init started it)
+    whose title, as Ray sets it, starts with ``title``; never another session's."""
+    import os
     from pathlib import Path
 
-    pids = []
+    parent, titled = {}, []
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
             try:
+                stat = (d / "stat").read_text()
+                parent[int(d.name)] = int(stat.rsplit(")", 1)[1].split()[1])
                 if (d / "cmdline").read_bytes().startswith(title.encode()):
-                    pids.append(int(d.name))
-            except OSError:
+                    titled.append(int(d.name))
+            except (OSError, ValueError, IndexError):
                 pass
-    return pids
+
+    def ours(pid: int) -> bool:
+        for _ in range(64):  # (a chain of parents, bounded)
+            pid = parent.get(pid, 0)
+            if pid == os.getpid():
+                return True
+            if pid <= 1:
+                return False
+        return False
+
+    return [pid for pid in titled if ours(pid)]
 
 
 def test_a_build_survives_a_killed_worker(ray_local, art_dir, tmp_path):
