@@ -389,18 +389,18 @@ class Throttle(logging.Filter):
     """A handler's filter: the same line (logger, level and message template, its numbers
     and addresses left out: asyncio formats a handle's timer and id into each message) at
     most once per ``every`` seconds; the next one let through says how many were
-    suppressed."""
+    suppressed. ``clock``: seconds, as time.monotonic (a test's own)."""
 
-    def __init__(self, every: float = LOG_EVERY, keep: int = 1000):
+    def __init__(self, every: float = LOG_EVERY, keep: int = 1000, clock=time.monotonic):
         super().__init__()
-        self.every, self.keep = every, keep
+        self.every, self.keep, self.clock = every, keep, clock
         self._lock = threading.Lock()
         self._last: dict[tuple, float] = {}
         self._suppressed: dict[tuple, int] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
         key = (record.name, record.levelno, NUMBERS.sub("#", str(record.msg)))
-        now = time.monotonic()
+        now = self.clock()
         with self._lock:
             if now - self._last.get(key, float("-inf")) < self.every:
                 self._suppressed[key] = self._suppressed.get(key, 0) + 1

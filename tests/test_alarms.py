@@ -9,11 +9,11 @@ from pdbtool.search.alarms import Alarms
 
 def test_alarms_ring_in_time_order_and_cancelled_ones_do_not():
     alarms, rang, done = Alarms("test-alarms"), [], threading.Event()
-    alarms.after(0.15, rang.append, "late")
-    cancelled = alarms.after(0.05, rang.append, "cancelled")
-    alarms.after(0.10, rang.append, "middle")
+    cancelled = alarms.after(0.5, rang.append, "cancelled")  # (cancelled at once below: half
+    alarms.after(0.6, rang.append, "late")                   # a second of room on a busy
+    alarms.after(0.3, rang.append, "middle")                 # machine)
     alarms.after(0.01, rang.append, "early")
-    alarms.after(0.20, done.set)
+    alarms.after(0.8, done.set)
     cancelled.cancel()
     assert done.wait(5)
     assert rang == ["early", "middle", "late"]
