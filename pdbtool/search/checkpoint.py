@@ -284,7 +284,7 @@ def claim(path: Path) -> socket.socket:
     hold = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         hold.bind(name)
-        hold.listen(1)
+        hold.listen(socket.SOMAXCONN)  # (never accepted: each probe below waits in it)
     except OSError as e:
         hold.close()
         if e.errno != errno.EADDRINUSE:
@@ -297,12 +297,13 @@ def claim(path: Path) -> socket.socket:
 def holder(name: bytes) -> str:
     """Who holds the checkpoint named ``name``: its process, as its socket says."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.setblocking(False)  # the holder accepts none: its backlog may be full
         try:
             probe.connect(name)
             pid, _, _ = struct.unpack("3i", probe.getsockopt(
                 socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
-        except OSError:
-            return "in another process"
+        except OSError:  # (its backlog full of earlier probes)
+            return "its process not said"
     return "in this process" if pid == os.getpid() else f"process {pid}"
 
 
