@@ -339,11 +339,12 @@ def add_solve_options(p) -> None:
     p.add_argument("--goal", default="blank-last",
                    help="blank-last (1..N then 0, default), blank-first (0,1..N), or a goal board's tiles")
     p.add_argument("--algorithm", default="ida", choices=ALGORITHMS,
-                   help="ida (default), ida-tt, astar, rbfs, sma, frontier, bidir, bfs (up to 9 cells: 3x3, 2x4, 4x2): "
-                        "optimal; wida: at most --weight x optimal; greedy: constructive, not "
+                   help="ida (default), ida-tt, astar, rbfs, sma, frontier, bidir, bfs (up to 9 "
+                        "cells: 3x3, 2x4, 4x2): optimal; wida: at most --weight x optimal; greedy: constructive, not "
                         "optimal, up to 20x20")
-    p.add_argument("--weight", type=float, help="wida: f = g + W*h, 1 <= W <= 100 (default 1.5), in thousandths; "
-                        "lowered so that W x h0 <= 500 (the output says so)")
+    p.add_argument("--weight", type=float,
+                   help="wida: f = g + W*h, 1 <= W <= 100 (default 1.5), in thousandths; lowered "
+                        "so that W x h0 <= 500 (the output says so)")
     p.add_argument("--tt-size", type=positive_int, help="ida-tt: transposition table entries (default 1M)")
     p.add_argument("--max-memory", type=arg_size, metavar="SIZE",
                    help="astar, sma, frontier, bidir: memory for the states they hold, e.g. 512M, "
