@@ -6,7 +6,7 @@ stubs live in pdbd.v1, as protoc writes them for the proto package pdbd.v1.
 
 
 def command() -> None:
-    """The ``pdbd`` command (pyproject's scripts; ``python -m pdbd``)."""
+    """The ``pdbd`` command (pyproject's scripts)."""
     from pdbtool.cli import launch
 
     launch("pdbd", "pdbd.cli")
