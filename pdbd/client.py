@@ -83,7 +83,8 @@ def translate(err: grpc.RpcError, address: str, tls: bool = False) -> PdbError:
             message = f"pdbd at {address} failed: {code.name}: {details}"
         cls = ServerUnavailable
     elif code == grpc.StatusCode.DEADLINE_EXCEEDED:
-        message = f"deadline exceeded: {details}"
+        message = (f"deadline exceeded: {details} (the search was stopped; give a longer "
+                   "deadline, or stream its progress to see how far it got)")
     else:
         message = details
     error = cls(message)

@@ -27,7 +27,7 @@ def test_query_exit_codes_and_json(served, slow, capsys):
     assert code == 3 and "unsolvable" in err
     code, _, err = run_cli(capsys, "query", "--server", slow.address, "--goal", "blank-first",
                            "--deadline", "0.2", *map(str, HARD))
-    assert code == 4 and "deadline" in err
+    assert code == 4 and "deadline exceeded" in err and "give a longer deadline" in err
     code, _, err = run_cli(capsys, "query", "--server", slow.address, "--goal", "blank-first",
                            "--budget", "100000", "--deadline", "120", *map(str, HARD))
     assert code == 4 and "budget" in err and "deadline" not in err
