@@ -62,7 +62,10 @@ def test_unsolvable_exit_3_says_why():
 def test_a_first_run_compiles_before_the_clock_starts(tmp_path):
     """With an empty kernel cache the first search compiles its kernels (seconds); neither
     the reported seconds nor --timeout count that (a cold 8-puzzle with --timeout 1 used to
-    stop at the deadline, and a first run reported 35 s for 2,449 nodes)."""
+    stop at the deadline, and a first run reported 35 s for 2,449 nodes). The search's own
+    seconds are compared with the same run's wall time, not with a fixed bar: counting the
+    compile (the bulk of the wall time on an empty cache) they would be most of it. The
+    first run's time is a benchmark's: scripts/bench first_run."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
     t0 = time.perf_counter()
     p = subprocess.run([sys.executable, "-m", "pdbtool.cli.main", "solve", "--json", "--heuristic",
@@ -73,7 +76,7 @@ def test_a_first_run_compiles_before_the_clock_starts(tmp_path):
     out = json.loads(p.stdout)
     assert out["length"] == 31
     assert any(tmp_path.rglob("*.nbi")), "the kernels were not compiled into the empty cache"
-    assert out["seconds"] < 0.5 and out["seconds"] < wall / 4, (wall, out["seconds"])
+    assert out["seconds"] < wall / 4, (wall, out["seconds"])
 
 
 @pytest.mark.process
@@ -329,7 +332,11 @@ def test_ctrl_c_stops_a_solve_on_the_main_thread(threads, main_thread, monkeypat
     seconds): always while it searches, whatever the machine's speed (#88, searched
     before, ends in about 20 s on two threads: a timer of 3 s was a sixth of that away
     from the answer), and long before that iteration would have returned to Python. A
-    sender that has not sent by the end sends nothing, never to interrupt a later test."""
+    sender that has not sent by the end sends nothing, never to interrupt a later test.
+    A signal that did not halt the kernel would be seen only when the kernel returned, at
+    the node budget (about 40 s here): the search must end far below it. How soon Ctrl-C
+    stops a search is a benchmark's: scripts/bench search, 'a halt or a deadline stops
+    IDA*' (Ctrl-C's row)."""
     import signal
     import threading
 
@@ -362,7 +369,8 @@ def test_ctrl_c_stops_a_solve_on_the_main_thread(threads, main_thread, monkeypat
             sent.append(time.monotonic())
             os.kill(os.getpid(), signal.SIGINT)
 
-    control = SearchControl(budget=2_000_000_000)  # a broken halt fails (about 40 s here)
+    budget = 2_000_000_000  # a broken halt fails (about 40 s here), not hangs
+    control = SearchControl(budget=budget)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     sender = threading.Thread(target=ctrl_c)
     try:
@@ -373,7 +381,9 @@ def test_ctrl_c_stops_a_solve_on_the_main_thread(threads, main_thread, monkeypat
         ended.set()
         sender.join(30)
         signal.signal(signal.SIGINT, previous)
-    assert sent and time.monotonic() - sent[0] < 1.2
+    # Halted by the signal, not ended at the budget (bound 85 begins after some tens of
+    # millions of nodes here: the budget is 30 times that and more).
+    assert sent and control.generated < budget // 2, control.generated
     assert control.halted and control.reason == "cancelled"
 
 

@@ -5,7 +5,6 @@ lockout, no starvation. Servers are started here on 127.0.0.1 with the limits ea
 import random
 import signal
 import threading
-import time
 
 import grpc
 import pytest
@@ -50,10 +49,10 @@ def raw_call(channel, path, data: bytes, timeout=5.0):
     return grpc.StatusCode.OK, ""
 
 
-def health_status(address, service=""):
+def health_status(address, service="", timeout=2.0):
     with grpc.insecure_channel(address) as ch:
         reply = health_pb2_grpc.HealthStub(ch).Check(
-            health_pb2.HealthCheckRequest(service=service), timeout=2)
+            health_pb2.HealthCheckRequest(service=service), timeout=timeout)
     return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
 
 
@@ -124,8 +123,13 @@ def test_undecodable_requests_leave_no_memory_behind(art_dir):
 
 @pytest.mark.process
 def test_health_answers_while_calls_never_send_their_request():
+    """Health checks are answered SERVING while 70 calls never send their request. The
+    server holds those up to its request timeout (10 s), beyond each check's deadline (5 s):
+    a check starved behind them would fail, however loaded the machine. (How fast checks
+    are answered is measured, not tested: scripts/bench daemon, '50 never-sending calls:
+    health SERVING within 100 ms'.)"""
     daemon = manhattan(threads=2, max_queue=8,
-                       connections=Connections(request_timeout=1.5))
+                       connections=Connections(request_timeout=10))
     release = threading.Event()
     try:
         with grpc.insecure_channel(daemon.address) as ch:
@@ -134,16 +138,13 @@ def test_health_answers_while_calls_never_send_their_request():
             refl = reflection_pb2_grpc.ServerReflectionStub(ch)
             idle = [refl.ServerReflectionInfo(iter(release.wait, True), timeout=60)
                     for _ in range(10)]  # (the timeout: a backstop, told apart below)
-            time.sleep(0.2)
-            slowest = 0.0
-            end = time.monotonic() + 1.0
-            while time.monotonic() < end:
-                t = time.monotonic()
-                assert health_status(daemon.address) == "SERVING"
-                slowest = max(slowest, time.monotonic() - t)
-            # Starved, a check would wait for the request timeout (1.5 s) to free a thread;
-            # 0.5 s leaves room for a loaded machine (146 ms seen in a full suite on 2 cores).
-            assert slowest < 0.5, f"a health check took {slowest * 1000:.0f} ms"
+            assert wait_for(lambda: len(daemon.reading._all) >= 70, 10)  # all held
+            for _ in range(20):
+                assert health_status(daemon.address, timeout=5) == "SERVING"
+            # made while held: checks from this client cancel its calls waiting over a
+            # second beyond its 16 reading ones (pdbd.rpc.Reading), the request timeout
+            # (10 s) the rest
+            assert len(daemon.reading._all) >= 15
             # Requests that never arrive are dropped after the request timeout.
             codes = {f.code() for f in held}
             assert codes <= {grpc.StatusCode.CANCELLED, grpc.StatusCode.RESOURCE_EXHAUSTED}
@@ -200,11 +201,9 @@ def test_no_deadline_searches_cannot_starve_easy_queries():
             hard = [stub.Solve.future(pb.SolveRequest(tiles=HARD, goal="blank-first"))
                     for _ in range(2)]
             assert wait_for(lambda: info(daemon)["counters"]["running"] == 2, 5)
-            start = time.monotonic()
             easy = [stub.Solve.future(pb.SolveRequest(tiles=puzzle.random_walk(4, 10, rng=random.Random(k))),
                                       timeout=20) for k in range(6)]
             assert all(f.result().length <= 10 for f in easy)
-            assert time.monotonic() - start < 5
             for f in hard:  # (waited for 60 s at most: the server's limit is 1 s)
                 assert f.exception(timeout=60) is not None
                 assert f.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
@@ -233,10 +232,10 @@ def test_server_limits_apply_as_default_and_as_ceiling():
     daemon = manhattan(threads=1, limits=Limits(max_search_seconds=0.5, max_nodes=None))
     try:
         with channel_stub(daemon.address) as stub:
-            start = time.monotonic()
-            with pytest.raises(grpc.RpcError) as e:  # the client's deadline is longer
-                stub.Solve(pb.SolveRequest(tiles=HARD, goal="blank-first"), timeout=30)
-            assert time.monotonic() - start < 2
+            with pytest.raises(grpc.RpcError) as e:  # the client's deadline is longer:
+                stub.Solve(pb.SolveRequest(tiles=HARD, goal="blank-first"), timeout=60)
+            # the server's limit ended it (its 0.5 s, not the client's 60 s; HARD: hours)
+            assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
             assert ("pdbd-limit", "max-search-seconds") in e.value.trailing_metadata()
     finally:
         daemon.stop(grace=1)

@@ -103,10 +103,10 @@ def test_shutdown_stops_running_searches():
     daemon = running_daemon(TableSet({4: table_free("manhattan", 4)}), threads=1)
     with channel_stub(daemon.address) as stub:
         future = stub.Solve.future(pb.SolveRequest(tiles=HARD, goal="blank-first"))
-        assert wait_for(lambda: info(daemon)["counters"]["running"] == 1, 2)
+        assert wait_for(lambda: info(daemon)["counters"]["running"] == 1, 10)
         start = time.monotonic()
-        daemon.stop(grace=5)
-        assert time.monotonic() - start < 1.0  # did not wait out the grace period
+        daemon.stop(grace=60)
+        assert time.monotonic() - start < 30  # did not wait out the grace period (60 s)
         with pytest.raises(grpc.RpcError) as e:
             future.result()
         assert e.value.code() == grpc.StatusCode.UNAVAILABLE
@@ -126,8 +126,8 @@ def test_shutdown_stops_a_search_in_the_fast_lane_too():
         assert wait_for(lambda: daemon.servicer.fast.in_flight == 1, 10)
         assert daemon.pool.in_flight == 0  # in the lane, not in the pool
         start = time.monotonic()
-        daemon.stop(grace=8, drain=0.5)
-        assert time.monotonic() - start < 4.0  # the drain, not the grace
+        daemon.stop(grace=60, drain=0.5)
+        assert time.monotonic() - start < 30  # the drain, not the grace (60 s)
         with pytest.raises(grpc.RpcError) as e:
             future.result()
         assert e.value.code() == grpc.StatusCode.UNAVAILABLE
@@ -154,8 +154,8 @@ def test_shutdown_ends_a_batch_call_waiting_for_its_next_message():
             call = stub.SolveBatch(requests(), timeout=30)
             assert next(call).results[0].id == 1
             start = time.monotonic()
-            daemon.stop(grace=8)
-            assert time.monotonic() - start < 4.0  # not the grace
+            daemon.stop(grace=60)
+            assert time.monotonic() - start < 30  # not the grace (60 s)
             with pytest.raises(grpc.RpcError) as e:
                 next(call)
             assert e.value.code() == grpc.StatusCode.UNAVAILABLE

@@ -180,12 +180,13 @@ def test_drain_time_over_stops_the_searches_left():
         running = stub.Solve.future(pb.SolveRequest(tiles=HARD, goal="blank-first"), timeout=120)
         assert wait_for(lambda: info(daemon)["counters"]["running"] == 1, 5)
         start = time.monotonic()
-        daemon.stop(grace=5, drain=0.5)
+        daemon.stop(grace=60, drain=0.5)
         took = time.monotonic() - start
         with pytest.raises(grpc.RpcError) as e:
             running.result()
     assert e.value.code() == grpc.StatusCode.UNAVAILABLE and "shutting down" in e.value.details()
-    assert 0.5 <= took < 3, took  # waited the drain (HARD runs for an hour or more), not the grace
+    # waited the drain (HARD runs for an hour or more), not the grace (60 s)
+    assert 0.5 <= took < 30, took
 
 
 def test_a_second_sigterm_ends_the_drain_at_once(art_dir, tmp_path):

@@ -4,7 +4,6 @@ import concurrent.futures as cf
 import dataclasses
 import random
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -138,8 +137,10 @@ def test_unsolvable_and_wrong_size_are_refused():
 
 
 # Nodes no search reaches in a second on any machine (about 40 s on two threads here): the
-# end of a search that a halt should have stopped, so a broken halt fails the test, not
-# hangs it for HARD's hour.
+# end of a search that a halt should have stopped, so a broken halt (or one that waits for
+# the iteration's end) fails the test, with "budget", not "stopped", instead of hanging it
+# for HARD's hour. How soon a halt stops a search is a benchmark's, not a test's: scripts/bench
+# search, 'a halt or a deadline stops IDA*'.
 BACKSTOP = 2_000_000_000
 
 
@@ -148,7 +149,8 @@ def test_budget_stop_flag_and_timeout_stop_the_search():
     thread count, so a halt after a fraction of a second always finds it searching. (Korf's
     #1, which they halted before, ends in 0.2-0.6 s: they raced it; #88 after it ends in
     about 20 s.) The kernels are compiled first: a cold cache's compile is not the search.
-    BACKSTOP ends the search (a budget, not 'stopped') should the halt not work."""
+    BACKSTOP ends the search (a budget, not 'stopped') should the halt not work: the
+    halt, not the clock, is what is tested."""
     hard = HARD
     solver = Solver(table_free("manhattan", 4))
     solver.compile_kernels()
@@ -156,16 +158,13 @@ def test_budget_stop_flag_and_timeout_stop_the_search():
         solver.solve(korf100()[0][2], "blank-first", control=SearchControl(budget=100_000))
     control = SearchControl(budget=BACKSTOP)
     threading.Timer(0.2, control.halt).start()
-    t0 = time.perf_counter()
     with pytest.raises(LimitReached, match="stopped"):
         solver.solve(hard, "blank-first", control=control)
-    assert time.perf_counter() - t0 < 2.0
-    assert control.reason == "cancelled" and control.generated > 0
+    assert control.reason == "cancelled" and 0 < control.generated <= BACKSTOP
     control = SearchControl(timeout=0.2, budget=BACKSTOP)
-    t0 = time.perf_counter()
     with pytest.raises(LimitReached, match="stopped"):
         solver.solve(hard, "blank-first", control=control)
-    assert time.perf_counter() - t0 < 2.0 and control.reason == "deadline"
+    assert control.reason == "deadline" and 0 < control.generated <= BACKSTOP
 
 
 def test_parallel_equals_serial(art_dir, oracle8_last):
@@ -338,11 +337,9 @@ def test_parallel_stop():
     solver.compile_kernels()
     control = SearchControl(budget=BACKSTOP)
     threading.Timer(0.3, control.halt).start()
-    t0 = time.perf_counter()
-    with pytest.raises(LimitReached, match="stopped"):
+    with pytest.raises(LimitReached, match="stopped"):  # not "budget": BACKSTOP
         solver.solve(HARD, "blank-first", threads=2, control=control)
-    assert time.perf_counter() - t0 < 2.0
-    assert control.reason == "cancelled" and control.generated > 0
+    assert control.reason == "cancelled" and 0 < control.generated <= BACKSTOP
 
 
 def test_parallel_budget_is_respected():
