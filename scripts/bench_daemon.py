@@ -1,6 +1,7 @@
 """The gRPC daemon: start-up to SERVING with 15/7-8 and 24/6-6-6-6, per-query overhead
 over an in-process solve on Korf's 100, throughput with 1 and 2 clients, a burst of 500
-concurrent requests, and memory; then the hardening bar against a second daemon with every
+concurrent requests, memory, and the web page's progress cadence during a search; then the
+hardening bar against a second daemon with every
 limit at its default, serving the quick 15/5-5-5 table: 60 s of undecodable requests
 (memory), 50 calls that never send their request (health latency), two 80-move boards
 without a deadline beside a stream of easy queries (starvation), a served table truncated or
@@ -27,16 +28,19 @@ from pathlib import Path
 from typing import NamedTuple
 
 import grpc
+import httpx
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from benchlib import PY, ensure_artifact, free_port, instances, machine, record_bar, rss_kib, run, table
 from pdbd.client import SolverClient
 from pdbd.v1 import solver_pb2 as pb, solver_pb2_grpc as pb_grpc
+from pdbtool.heuristics.table_free import table_free
 from pdbtool.loading import load_heuristic
 from pdbtool.search.solver import Solver
+from pdbtool.selection import TableSet
 from pdbtool.tables import artifact, trust
 from reference import korf_shortest
-from serving import UNDECODABLE, never_sending, wait_for
+from serving import UNDECODABLE, never_sending, running_daemon, running_web, wait_for
 
 SECTION = "daemon"
 SERVED = ("15/7-8", "24/6-6-6-6")
@@ -50,6 +54,7 @@ HELD, HOLD_ROUNDS = 50, 3
 EASY_CLIENTS = 2  # beside the hard boards, each sending its next easy query when answered
 STARVE_CAP = 150  # seconds: the hard boards end by the default 60 s search limit before
 AFTER = 10  # seconds of easy queries after the hard boards ended
+PROGRESS_SECONDS, PROGRESS_BAR = 10, 0.5  # the page promises progress every 500 ms
 
 
 def link_artifacts(directory: str, parts=SERVED) -> None:
@@ -147,6 +152,28 @@ def served(directory: str):
         proc.wait(30)
 
 
+def progress_cadence(seconds: float = PROGRESS_SECONDS) -> list[float]:
+    """Seconds between the progress events of `pdbd web`'s stream (api/solve/stream) over
+    ``seconds`` of a search of days (Korf & Felner's 24-puzzle #1, Manhattan distance, on
+    an in-process pdbd with one thread); tests/test_web.py tests that they come, not how
+    often."""
+    board = instances("korf24_50.txt")[0][2]
+    daemon = running_daemon(TableSet({5: table_free("manhattan", 5)}), threads=1)
+    arrivals = []
+    try:
+        with running_web(daemon.address) as url:
+            with httpx.stream("GET", url + "api/solve/stream", timeout=30,
+                              params={"board": " ".join(map(str, board)), "goal": "blank-first"}) as r:
+                for line in r.iter_lines():
+                    if line.startswith("event: progress"):
+                        arrivals.append(time.perf_counter())
+                    if arrivals and arrivals[-1] - arrivals[0] >= seconds:
+                        break
+    finally:
+        daemon.stop(grace=1)
+    return [b - a for a, b in zip(arrivals, arrivals[1:])]
+
+
 def measure() -> str:
     korf = instances("korf100.txt")
     with tempfile.TemporaryDirectory() as tmp:
@@ -168,6 +195,7 @@ def measure() -> str:
             rss_after = rss_kib(proc.pid)
             healthy = client.health()
         code = proc.returncode
+    gaps = progress_cadence()
     mapped = sum(ensure_artifact(part).stat().st_size for part in SERVED)
     hardening = bar_rows()
     t = time.perf_counter()
@@ -185,6 +213,9 @@ def measure() -> str:
              f"{rss_before / 1024:.0f} -> {rss_after / 1024:.0f} MiB",
              answered + outcomes["RESOURCE_EXHAUSTED"] == 500 and not outcomes["answered, WRONG"]
              and rss_after - rss_before < 20 * 1024),
+            (f"web page's progress: an event at least every {PROGRESS_BAR * 1e3:.0f} ms",
+             f"median {statistics.median(gaps) * 1e3:.0f} ms, max {max(gaps) * 1e3:.0f} ms "
+             f"({len(gaps)} gaps)", max(gaps) <= PROGRESS_BAR),
             ("soak (tests/test_soak.py)", f"{soak} in {soak_s:.0f} s", soak == "passed")):
         record_bar(SECTION, bar, figure, met)
     return "\n".join([f"## The gRPC daemon\n\nMachine: {machine()}\n", table(("figure", "this machine", "bar"), [
@@ -199,6 +230,10 @@ def measure() -> str:
         ("burst of 500 concurrent requests", ", ".join(f"{v} {k}" for k, v in sorted(outcomes.items())) + f" in {burst_s:.1f} s", "answered or RESOURCE_EXHAUSTED"),
         ("server RSS before / after the burst", f"{rss_before / 1024:.0f} / {rss_after / 1024:.0f} MiB", "flat"),
         ("health after the burst; exit code on SIGTERM", f"{healthy}; {code}", "SERVING; 0"),
+        (f"`pdbd web`'s progress events during a search of days ({PROGRESS_SECONDS} s, "
+         "24-puzzle, Manhattan, 1 thread): gap between events",
+         f"median {statistics.median(gaps) * 1e3:.0f} ms, max **{max(gaps) * 1e3:.0f} ms**",
+         f"<= {PROGRESS_BAR * 1e3:.0f} ms"),
     ]), BAR_INTRO, table(("figure", "this machine", "bar"), hardening + [
         ("soak: 60 s of mixed valid, invalid, undecodable, abandoned, cancelled and long "
          "calls (tests/test_soak.py, run by this program)", f"{soak} in {soak_s:.0f} s", "passed"),

@@ -1,7 +1,9 @@
 """Optimal search with pattern databases: Korf's 100 with 15/7-8 + reflection, zero-aware
 and min over the blank side by side, on 1 and 2 threads (and without move-sequence
 pruning); the ten longest of Korf's 100 on 1 and 2 threads; the two easiest of Korf &
-Felner's 24-puzzle instances with 6-6-6-6 and 24/small on 1 and 2 threads.
+Felner's 24-puzzle instances with 6-6-6-6 and 24/small on 1 and 2 threads; how soon a
+halt (a cancel), a deadline and Ctrl-C stop a search (tests/test_search.py and
+tests/test_cli.py test that they stop it, not how soon).
 
 Builds the tables into artifacts/ when missing. Rewrites the `search` section of
 BENCHMARKS.md. Usage: scripts/bench search
@@ -9,11 +11,19 @@ BENCHMARKS.md. Usage: scripts/bench search
 
 from __future__ import annotations
 
+import signal
 import statistics
+import subprocess
+import threading
+import time
 
-from benchlib import WARM_24, ensure_artifact, instances, korf24, machine, record_bar, run, table
+from benchlib import PY, WARM_24, ensure_artifact, instances, korf24, machine, record_bar, run, table
+from pdbtool.errors import LimitReached
+from pdbtool.heuristics.table_free import table_free
 from pdbtool.loading import load_heuristic
+from pdbtool.search.control import SearchControl
 from pdbtool.search.solver import Solver
+from serving import HARD
 
 SECTION = "search"
 
@@ -117,9 +127,63 @@ def parallel_24() -> list[str]:
             "\nRust peer on this machine (one core): #40 4.9 s, #25 18.4 s. Bar: 2 threads >= 1.6x.\n"]
 
 
+STOP_AFTER = 0.5  # seconds of search before the halt, the deadline or Ctrl-C
+STOP_BAR, CTRL_C_BAR = 0.1, 0.5  # seconds from the halt (deadline) to the error; to the exit
+
+
+def stop_latency(runs: int = 5) -> list[str]:
+    """serving.HARD (an hour or more with Manhattan distance) halted after STOP_AFTER
+    seconds, or given that deadline, on 1 and 2 threads: seconds from the halt to the
+    search's error (max of ``runs``); then `pdbtool solve` sent SIGINT while searching:
+    seconds to its exit."""
+    solver = Solver(table_free("manhattan", 4))
+    solver.compile_kernels()
+    rows, worst = [], 0.0
+    for threads in (1, 2):
+        for how in ("halt", "deadline"):
+            lags = []
+            for _ in range(runs):
+                control = SearchControl(timeout=STOP_AFTER if how == "deadline" else None)
+                halted = []
+                if how == "halt":
+                    threading.Timer(STOP_AFTER, lambda c=control: (halted.append(
+                        time.perf_counter()), c.halt())).start()
+                t0 = time.perf_counter()
+                try:
+                    solver.solve(HARD, "blank-first", threads=threads, control=control)
+                except LimitReached:
+                    pass
+                end = time.perf_counter()
+                lags.append(end - (halted[0] if halted else t0 + STOP_AFTER))
+            worst = max(worst, max(lags))
+            rows.append((f"{how}, {threads} thread{'s' * (threads > 1)}",
+                         f"{statistics.median(lags) * 1e3:.1f} ms", f"{max(lags) * 1e3:.1f} ms"))
+    exits = []
+    for _ in range(3):
+        p = subprocess.Popen([PY, "-m", "pdbtool", "solve", "--heuristic", "manhattan",
+                              "--goal", "blank-first", " ".join(map(str, HARD))],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(3 + STOP_AFTER)  # started (about 1 s, kernels cached) and searching
+        t = time.perf_counter()
+        p.send_signal(signal.SIGINT)
+        code = p.wait(60)
+        exits.append(time.perf_counter() - t)
+        assert code == 130, f"pdbtool solve ended {code} on SIGINT, not 130"
+    rows.append(("Ctrl-C (SIGINT) to the exit of `pdbtool solve` (130)",
+                 f"{statistics.median(exits) * 1e3:.0f} ms", f"{max(exits) * 1e3:.0f} ms"))
+    record_bar(SECTION, f"a halt or a deadline stops IDA*: within {STOP_BAR * 1e3:.0f} ms; "
+               f"Ctrl-C ends `pdbtool solve` within {CTRL_C_BAR * 1e3:.0f} ms",
+               f"halt/deadline max {worst * 1e3:.1f} ms (1 and 2 threads, {runs} runs each); "
+               f"Ctrl-C max {max(exits) * 1e3:.0f} ms", worst <= STOP_BAR and max(exits) <= CTRL_C_BAR)
+    return ["\n### How soon a search stops (serving.HARD, Manhattan distance, halted after "
+            f"{STOP_AFTER:g} s)\n", table(("how", "median", "max"), rows),
+            f"\nBars: {STOP_BAR * 1e3:.0f} ms from a halt or a deadline to the search's error, "
+            f"{CTRL_C_BAR * 1e3:.0f} ms from Ctrl-C to the exit.\n"]
+
+
 def measure() -> str:
     out = [f"## Optimal search with pattern databases\n\nMachine: {machine()}\n"]
-    out += korf100() + hardest15() + parallel_24()
+    out += korf100() + hardest15() + parallel_24() + stop_latency()
     return "\n".join(out)
 
 
