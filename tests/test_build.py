@@ -141,3 +141,90 @@ def test_workers_end_with_their_parent_even_killed(tmp_path):
     if running(worker):
         os.kill(worker, signal.SIGKILL)
         raise AssertionError("the worker outlived its parent")
+
+
+def children_of(pid: int) -> dict[int, str]:
+    """The processes whose parent is ``pid``, and their command lines."""
+    from pathlib import Path
+
+    out = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                out[int(stat.parent.name)] = (stat.parent / "cmdline").read_text()
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+
+def catches_ctrl_c(pid: int) -> bool:
+    """Whether the process has a handler for SIGINT (Python's, once its interpreter is up)."""
+    from pathlib import Path
+
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    caught = next(line for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught.split()[1], 16) & 1 << 1)  # bit n-1 is signal n
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("when", ["a process starting", "the tables building"])
+def test_ctrl_c_ends_a_build_with_one_line_and_no_process_left(tmp_path, when):
+    """The terminal's Ctrl-C reaches the build's whole process group. A worker (or the
+    progress queue's process) still importing printed its own traceback, and a Ctrl-C
+    between a process's start and its shutdown's registration left the interpreter's exit
+    waiting for it for good. Now: one line, exit 130, nothing written, no process left.
+    The signal goes the moment one of the build's spawned processes has Python's handler
+    (its interpreter is up, its imports take most of a second), or once a worker reports
+    progress."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    out = tmp_path / "out"
+    build = subprocess.Popen(
+        [sys.executable, "-m", "pdbtool", "build", "15/5-5-5", "--processes", "2", "--out",
+         str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    seen: set[int] = set()
+    try:
+        deadline = time.monotonic() + 60
+        while build.poll() is None and time.monotonic() < deadline:
+            children = children_of(build.pid)
+            seen |= set(children)
+            if when == "a process starting" and any(
+                    "spawn_main" in line and catches_ctrl_c(pid) for pid, line in children.items()):
+                break
+            if when == "the tables building" and "table 1/2" in build.stderr.readline():
+                break
+            time.sleep(0.005 if when == "a process starting" else 0)
+        assert build.poll() is None, "the build ended before the Ctrl-C"
+        os.killpg(build.pid, signal.SIGINT)
+        stdout, stderr = build.communicate(timeout=60)
+    finally:
+        if build.poll() is None:
+            os.killpg(build.pid, signal.SIGKILL)
+            build.wait()
+    seen |= set(children_of(build.pid))
+    assert build.returncode == 130, stderr
+    assert "Traceback" not in stderr and stderr.strip().endswith("pdbtool: interrupted"), stderr
+    assert not list(out.glob("*.h5")) if out.exists() else True
+
+    def running(pid):  # a zombie has ended, whoever reaps it
+        try:
+            return (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]) != "Z"
+        except FileNotFoundError:
+            return False
+
+    deadline = time.monotonic() + 30
+    while any(map(running, seen)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [pid for pid in seen if running(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "processes of the build outlived it"

@@ -193,6 +193,27 @@ def test_interrupt_exits_130_with_one_line(capsys):
     assert capsys.readouterr().err == "pdbtool: interrupted\n"
 
 
+@pytest.mark.parametrize("where", ["import", "arguments"])
+def test_interrupt_before_the_command_runs_is_one_line_too(where, monkeypatch, capsys):
+    """A Ctrl-C while the command loads, or while it reads its arguments (argparse; the
+    version text reads every package's metadata), before run() handles it."""
+    import types
+
+    from pdbtool.cli import launch
+
+    def interrupted(*_):
+        raise KeyboardInterrupt
+
+    module = types.ModuleType("interrupted_cli")
+    module.main = interrupted
+    monkeypatch.setitem(sys.modules, "interrupted_cli", module)
+    if where == "import":
+        monkeypatch.setattr("importlib.import_module", interrupted)
+    with pytest.raises(SystemExit) as ended:
+        launch("pdbtool", "interrupted_cli")
+    assert ended.value.code == 130 and capsys.readouterr().err == "pdbtool: interrupted\n"
+
+
 # -- issue 13: no crash, no traceback; batches report every failure -----------------------
 
 KORF1 = "14 13 15 7 11 12 9 5 6 0 2 1 4 8 10 3"

@@ -7,19 +7,20 @@ PROG = "pdbtool"  # the command's name in its messages
 
 def launch(prog: str, module: str) -> None:
     """A command's entry point: ``module``'s main run and its exit code the process's. A
-    Ctrl-C while the command loads (numpy, numba, h5py: the first half second) ends it as a
-    Ctrl-C later does, "interrupted" and exit 130, not with a traceback."""
+    Ctrl-C while the command loads (numpy, numba, h5py: the first half second) or reads its
+    arguments ends it as a Ctrl-C later does, "interrupted" and exit 130, not with a
+    traceback."""
     import importlib
     import sys
 
     from pdbtool.errors import EXIT_INTERRUPTED
 
     try:
-        main = importlib.import_module(module).main
-    except KeyboardInterrupt:
+        code = importlib.import_module(module).main()
+    except KeyboardInterrupt:  # (main's command says it itself: this is before or after)
         print(f"{prog}: interrupted", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
-    sys.exit(main())
+    sys.exit(code)
 
 
 def command() -> None:

@@ -10,6 +10,7 @@ on the layout. Workers report progress through a queue; the parent draws it.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import multiprocessing
 import os
@@ -19,6 +20,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import resource_tracker
 from multiprocessing.managers import SyncManager
 from pathlib import Path
 from typing import NamedTuple
@@ -210,19 +212,59 @@ def build_tables(jobs: list[TableJob], layout: Layout, labels: dict,
                       f"{fmt_seconds(time.perf_counter() - ts)}", file=sys.stderr, flush=True)
         return out
     ctx = multiprocessing.get_context("spawn")
-    manager = SyncManager(ctx=ctx)
-    manager.start(die_with_parent, (os.getpid(),))  # the progress queue's process
-    with manager:
+    with contextlib.ExitStack() as stack:
+        manager = SyncManager(ctx=ctx)
+        with ctrl_c_held():
+            manager.start(die_with_parent, (os.getpid(),))  # the progress queue's process
+            stack.callback(manager.shutdown)  # before a Ctrl-C held back is raised
         queue = manager.Queue()
         drawer = threading.Thread(target=_draw, args=(queue, labels, progress), daemon=True)
         drawer.start()
+        stack.callback(drawer.join)
+        stack.callback(queue.put, None)
+        pool = ProcessPoolExecutor(layout.processes, mp_context=ctx, initializer=die_with_parent,
+                                   initargs=(os.getpid(),))
+        stack.callback(pool.shutdown, wait=True, cancel_futures=True)
         try:
-            with ProcessPoolExecutor(layout.processes, mp_context=ctx, initializer=die_with_parent,
-                                     initargs=(os.getpid(),)) as pool:
-                return list(pool.map(_build_job, jobs, [queue] * len(jobs)))
-        finally:
-            queue.put(None)
-            drawer.join()
+            with ctrl_c_held():  # the workers are spawned as the jobs are submitted
+                tables = pool.map(_build_job, jobs, [queue] * len(jobs))
+            return list(tables)
+        except BaseException:  # a Ctrl-C, or a worker's failure: the others stop now, not
+            stop_workers(pool)  # once their tables are built (they never see the Ctrl-C)
+            raise
+
+
+@contextlib.contextmanager
+def ctrl_c_held():
+    """A Ctrl-C (SIGINT) is held back until the block ends, then raised as it would have
+    been; processes started within never see one. The terminal's SIGINT goes to the whole
+    process group: a worker still importing when it came printed its own traceback, and a
+    Ctrl-C between a process's start and its shutdown's registration left it running (the
+    interpreter's exit then waited for it for good). The workers inherit SIGINT blocked
+    (a signal mask survives spawn's exec); the parent stops them (stop_workers).
+    Multiprocessing's resource tracker is started first: starting it unblocks SIGINT."""
+    resource_tracker.ensure_running()
+    held: list[int] = []
+    here = threading.current_thread() is threading.main_thread()  # (handlers: main only)
+    previous = signal.signal(signal.SIGINT, lambda *_: held.append(1)) if here else None
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        if here:
+            signal.signal(signal.SIGINT, previous)
+            if held:
+                signal.raise_signal(signal.SIGINT)
+
+
+def stop_workers(pool: ProcessPoolExecutor) -> None:
+    """End a process pool's workers now (Python 3.14's terminate_workers, where it exists)."""
+    if hasattr(pool, "terminate_workers"):
+        pool.terminate_workers()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.terminate()
 
 
 def peak_memory_bytes() -> tuple[int, int]:
