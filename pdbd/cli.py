@@ -217,15 +217,17 @@ def parser() -> Parser:
     w.add_argument("--max-per-client", type=non_negative, default=None, metavar="N",
                    help="searches one browser (client address) may have in flight; beyond, "
                         "HTTP 429 (default 4; 0: no limit)")
-    add_logging(w)
+    add_logging(w, solves=False)
     w.set_defaults(func=web)
     return p
 
 
-def add_logging(p):
+def add_logging(p, solves: bool = True):
+    """--log-format and --log-level; ``solves``: the command logs a line per solve."""
+    fields = "; per solve method, peer, code, seconds, nodes" if solves else ""
     p.add_argument("--log-format", choices=FORMATS, default="text",
                    help="text (default): TIME LEVEL LOGGER MESSAGE; json: one object a line "
-                        "(time, level, logger, message; per solve method, peer, code, seconds, nodes)")
+                        f"(time, level, logger, message{fields})")
     p.add_argument("--log-level", choices=LEVELS, default="info",
                    help="the least severe level logged (default info)")
 

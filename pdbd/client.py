@@ -66,6 +66,10 @@ def translate(err: grpc.RpcError, address: str, tls: bool = False) -> PdbError:
     if cls is None:
         if code == grpc.StatusCode.UNAVAILABLE and refused(err):
             message = f"pdbd at {address} refused: {details}"
+        elif code == grpc.StatusCode.UNAVAILABLE and nobody_there(details):
+            message = (f"cannot reach pdbd at {address}: nothing listens there "
+                       f"({nobody_there(details)}); is pdbd running, and is that its --listen "
+                       f"address? (gRPC: {details})")
         elif code == grpc.StatusCode.UNAVAILABLE:
             message = f"cannot reach pdbd at {address}: {details}"
             if "Socket closed" in details and tls:  # a TLS call without a certificate it takes
@@ -82,8 +86,10 @@ def translate(err: grpc.RpcError, address: str, tls: bool = False) -> PdbError:
         else:
             message = f"pdbd at {address} failed: {code.name}: {details}"
         cls = ServerUnavailable
-    elif code == grpc.StatusCode.DEADLINE_EXCEEDED:
-        message = (f"deadline exceeded: {details} (the search was stopped; give a longer "
+    elif code == grpc.StatusCode.DEADLINE_EXCEEDED:  # the server's details say the nodes;
+        # the channel's own (the deadline passed before the server said anything) only this
+        said = "" if details.lower() == "deadline exceeded" else f": {details.removeprefix('deadline exceeded: ')}"
+        message = (f"deadline exceeded{said} (the search was stopped; give a longer "
                    "deadline, or stream its progress to see how far it got)")
     else:
         message = details
@@ -92,6 +98,16 @@ def translate(err: grpc.RpcError, address: str, tls: bool = False) -> PdbError:
     # which limit refused or stopped it (pdbd-limit: per-client, queue-full, max-nodes, ...)
     error.limit = next((v for k, v in err.trailing_metadata() or () if k == LIMIT_KEY), None)
     return error
+
+
+def nobody_there(details: str) -> str:
+    """What a channel's failure to connect says of the address, in a few words: "" when
+    it is not that (a connection made and then lost, TLS, ...)."""
+    if "Connection refused" in details:
+        return "connection refused"
+    if "No such file or directory" in details:  # a unix socket's path
+        return "no such socket"
+    return ""
 
 
 def refused(err: grpc.RpcError) -> bool:

@@ -39,7 +39,8 @@ class Metrics:
         self.requests = Counter("pdbd_requests", "Calls finished, by method and status code",
                                 ["method", "code"], registry=r)
         self.rejected = Counter("pdbd_rejected", "Calls refused before any search, by reason "
-                                "(queue-full, per-client, busy, shutdown)", ["reason"], registry=r)
+                                "(queue-full, per-client, busy, shutdown, reading: a call still waiting "
+                                "for its request, cancelled to make room)", ["reason"], registry=r)
         ProcessCollector(registry=r)
         self.searches = Searches()
         r.register(self.searches)

@@ -65,19 +65,39 @@ class PidFile:
             raise PidFileError(f"{self.path} names process {pid}, which is running: another "
                                "pdbd? Stop it, or give another --pid-file")
         parent = self.path.parent
+        if self.path.is_dir():
+            raise PidFileError(f"cannot write the pid file {self.path}: it is a directory")
+        if parent.exists() and not parent.is_dir():
+            raise PidFileError(f"cannot write the pid file {self.path}: {parent} is not a "
+                               "directory")
         if not parent.is_dir():
             raise PidFileError(f"cannot write the pid file {self.path}: no such directory "
                                f"{parent}")
         if not os.access(parent, os.W_OK | os.X_OK):  # a read-only disk too (EROFS)
             raise PidFileError(f"cannot write the pid file {self.path}: its directory "
                                f"{parent} is not writable")
+        probe = self._temporary()  # what write() will do: a file there (root may have
+        try:  # write access to a directory where no file can be made, /proc's)
+            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        except FileExistsError:
+            pass  # another probe of this process's (a reload's check)
+        except OSError as e:
+            raise PidFileError(f"cannot write the pid file {self.path}: a file cannot be "
+                               f"made in {parent} ({e.strerror})") from None
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(probe)
+
+    def _temporary(self) -> Path:
+        """The name the file is written under before it is renamed into place."""
+        return self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
 
     def write(self) -> None:
         """Write this process's id (checked again first; atomic: a reader sees the old
         file or the whole new one)."""
         self.check()
         replaced = stale(self.path)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        tmp = self._temporary()
         try:
             tmp.write_text(f"{os.getpid()}\n")
             os.replace(tmp, self.path)

@@ -18,13 +18,11 @@ import logging
 import os
 import resource
 import signal
-import socket
 import stat
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health, health_pb2
@@ -33,19 +31,20 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2
 from pdbtool import puzzle
 from pdbtool.geometry import as_shape
 from pdbtool.errors import PdbError
-from pdbtool.cli.console import stop_on_signals
+from pdbtool.cli.console import plural, stop_on_signals
 from pdbtool.errors import BadInput
 from pdbtool.selection import TableSet, load_directory, release
 from pdbtool.tables import residency
 
-from .address import parse_address, parse_target
+from .address import parse_target
 from .connections import ConnectionWatch, open_files, tcp_peers, unix_peers
 from .defaults import (DEFAULT_CONNECTION_AGE, DEFAULT_IDLE_SECONDS, DEFAULT_LISTEN,
                        DEFAULT_MAX_QUEUE, DEFAULT_REQUEST_TIMEOUT, default_per_client)
 from . import logs, notify
 from .jobs import Delegation, Lane, WorkerPool
+from .listening import (ListenError, Tls, check_exposure, check_listen, check_metrics,
+                        check_unix, owner_only)
 from .metrics import Metrics
-from .pem import check_pem
 from .peers import TrustedProxies
 from .pidfile import PidFile
 from .rpc import Admission, Cap, RateLimitedLog, Reading, Receiver, service_handler
@@ -74,32 +73,6 @@ HEALTH_THREADS = 16  # threads beyond every cap: health checks (and refusals) ru
 FD_RESERVE = 128     # open files kept for the tables, logs and the rest, not connections
 KEEPALIVE_MS, KEEPALIVE_TIMEOUT_MS = 60_000, 20_000
 DRAIN_POLL = 0.05    # seconds between looks at the searches in flight while draining
-
-
-class ListenError(PdbError):
-    exit_code = 1
-
-
-@dataclass(frozen=True)
-class Tls:
-    """Server credentials: certificate chain and key (PEM files), and for mutual TLS the CA
-    that client certificates must be signed by."""
-
-    cert: Path
-    key: Path
-    client_ca: Path | None = None
-
-    def credentials(self) -> grpc.ServerCredentials:
-        """The credentials; BadInput (exit 2, as the clients' and pdbd web's) naming a file
-        that cannot be read or used."""
-        try:
-            pair = (Path(self.key).read_bytes(), Path(self.cert).read_bytes())
-            ca = Path(self.client_ca).read_bytes() if self.client_ca else None
-        except OSError as e:
-            raise BadInput(f"cannot read TLS file {e.filename}: {e.strerror}") from None
-        check_pem(self.cert, self.key, self.client_ca)
-        return grpc.ssl_server_credentials([pair], root_certificates=ca,
-                                           require_client_auth=ca is not None)
 
 
 @dataclass(frozen=True)
@@ -138,80 +111,6 @@ def connection_budget() -> int:
     return max(16, min(soft, 1 << 20) - FD_RESERVE)
 
 
-def check_exposure(listen: str, tls: Tls | None, insecure: bool) -> None:
-    """Beyond loopback only with TLS, or with ``insecure`` said out loud (a unix socket
-    stays on this machine, owner-only)."""
-    target = parse_target(listen, "--listen")
-    if not target.loopback and tls is None and not insecure:
-        raise ListenError(f"refusing to listen on {listen} without TLS: anyone who can reach "
-                          "it could use the server; give --tls-cert and --tls-key (and "
-                          "--client-ca to require client certificates), or --insecure")
-
-
-def check_metrics(metrics: str, insecure: bool):
-    """The address of --metrics: loopback unless ``insecure`` is said (plain HTTP, no TLS)."""
-    address = parse_address(metrics, "--metrics")
-    if not address.loopback and not insecure:
-        raise ListenError(f"refusing to serve metrics on {metrics}: anyone who can reach it "
-                          "could read them; give a loopback address (127.0.0.1:9100), or "
-                          "--insecure")
-    return address
-
-
-def check_listen(listen: str) -> None:
-    """Fail at once if ``listen`` cannot be bound (a port in use, an address not of this
-    machine), before the slow steps: a plain socket bound as gRPC binds its own
-    (SO_REUSEADDR, no SO_REUSEPORT), then closed. gRPC serves if one resolved address binds.
-    A unix socket: see check_unix."""
-    target = parse_target(listen, "--listen")
-    if target.kind == "unix":
-        return check_unix(target.path, listen)
-    address = target.address
-    try:
-        found = socket.getaddrinfo(address.host, address.port, type=socket.SOCK_STREAM,
-                                   flags=socket.AI_PASSIVE)
-    except socket.gaierror as e:
-        raise ListenError(f"cannot listen on {listen}: {e.strerror.lower()}") from None
-    error = None
-    for family, kind, proto, _, sockaddr in found:
-        try:
-            with socket.socket(family, kind, proto) as s:
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                s.bind(sockaddr)
-            return
-        except OSError as e:
-            error = e
-    raise ListenError(f"cannot listen on {listen}: {(error.strerror or str(error)).lower()}")
-
-
-def check_unix(path: str, listen: str) -> None:
-    """gRPC replaces whatever is at a unix socket's path: refuse a path that is not a
-    socket, or a socket a server answers on (another daemon), or in a missing directory."""
-    p = Path(path)
-    if not p.parent.is_dir():
-        raise ListenError(f"cannot listen on {listen}: no such directory {p.parent}")
-    if not (p.exists() or p.is_symlink()):
-        return
-    if not stat.S_ISSOCK(p.lstat().st_mode):
-        raise ListenError(f"cannot listen on {listen}: {path} exists and is not a socket")
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        try:
-            s.connect(path)
-        except OSError:
-            return  # left by a daemon that is gone: gRPC replaces it
-    raise ListenError(f"cannot listen on {listen}: address already in use")
-
-
-@contextlib.contextmanager
-def owner_only():
-    """Files created meanwhile (gRPC's unix socket) get no group or other permissions."""
-    old = os.umask(0o077)
-    try:
-        yield
-    finally:
-        os.umask(old)
-
-
 class Daemon:
     """A configured server, warmed up and bound, not yet serving until start()."""
 
@@ -221,7 +120,7 @@ class Daemon:
                  reflection_on: bool = True, tls: Tls | None = None, insecure: bool = False,
                  mlock: bool = False, prefault: bool = True, delegation: Delegation | None = None,
                  metrics: Metrics | None = None, proxies: TrustedProxies = TrustedProxies(),
-                 lane: Lane | None = None):
+                 lane: Lane | None = None, stopping: threading.Event | None = None):
         check_exposure(listen, tls, insecure)
         threads = threads or os.cpu_count() or 1
         self.metrics = metrics = metrics or Metrics()  # served over HTTP only if asked
@@ -284,10 +183,12 @@ class Daemon:
                     self.port = self.server.add_secure_port(listen, tls.credentials())
                 else:
                     self.port = self.server.add_insecure_port(listen)
-        except RuntimeError as e:
+        except RuntimeError as e:  # taken since check_listen? say so, not gRPC's words
+            check_listen(listen)
             raise ListenError(f"cannot listen on {listen}: {e}") from None
         if not self.port:
             raise ListenError(f"cannot listen on {listen} (address in use or invalid)")
+        self.socket_path = target.path if target.kind == "unix" else None
         if target.kind == "unix":
             os.chmod(target.path, 0o600)  # the owner only: read and write is all a socket needs
             self.address = listen
@@ -297,9 +198,10 @@ class Daemon:
             peers = functools.partial(tcp_peers, self.port)
         self.watch = ConnectionWatch(peers, self.max_connections, connections.watch_every,
                                      files=open_files)
-        # After binding (a busy port fails fast), before serving (no query pays for it).
+        # After binding (a busy port fails fast), before serving (no query pays for it);
+        # ``stopping`` set (SIGTERM during start-up) skips the sizes not yet warm.
         if warm:
-            warm_up(self.servicer.solvers)
+            warm_up(self.servicer.solvers, stopping)
         if mlock:
             lock_tables(tables)
             self.servicer.locked = True
@@ -342,9 +244,18 @@ class Daemon:
             self._drain(drain, cut or threading.Event())
         self.servicer.close()
         self.server.stop(grace).wait()
+        self._remove_socket()
         self.pool.shutdown()
         if self.delegation is not None:  # the cluster's actors free the nodes' CPUs
             self.delegation.cluster.close()
+
+    def _remove_socket(self) -> None:
+        """A unix socket's file, gone with the server (gRPC removes it only if the server
+        was started: a daemon stopped while it started left it)."""
+        path = self.socket_path
+        with contextlib.suppress(OSError):
+            if path and stat.S_ISSOCK(os.lstat(path).st_mode):
+                os.unlink(path)
 
     def _drain(self, seconds: float, cut: threading.Event) -> None:
         """Wait up to ``seconds`` for the searches in flight to finish, or until ``cut``."""
@@ -355,14 +266,15 @@ class Daemon:
 
         left = in_flight()
         if left:
-            log.info("draining: %d searches in flight, up to %g s", left, seconds)
+            log.info("draining: %s in flight, up to %g s", plural(left, "search", "searches"), seconds)
         while left and time.monotonic() < end and not cut.is_set():
             cut.wait(min(DRAIN_POLL, max(end - time.monotonic(), 0)))
             left = in_flight()
         if left and cut.is_set():
-            log.warning("drain cut short (a second SIGTERM or SIGINT): stopping %d searches", left)
+            log.warning("drain cut short (a second SIGTERM or SIGINT): stopping %s",
+                        plural(left, "search", "searches"))
         elif left:
-            log.warning("drain time over: stopping %d searches", left)
+            log.warning("drain time over: stopping %s", plural(left, "search", "searches"))
         else:
             log.info("drained: no search in flight")
 
@@ -409,14 +321,17 @@ def lock_tables(tables: TableSet) -> None:
         log.info("%s locked in memory (%.1f MiB)", loaded.meta.path, loaded.data.nbytes / 2**20)
 
 
-def warm_up(solvers) -> None:
+def warm_up(solvers, stopping: threading.Event | None = None) -> None:
     """Compile (or load from numba's cache) each kernel with a one-move board per shape,
     after the server binds (a busy port fails first) and before it answers (calls wait),
     so the first real query does not pay for compilation; a compile (the first start on a
-    machine) is announced in the log, with its time."""
+    machine) is announced in the log, with its time. Once ``stopping`` is set, no further
+    shape is warmed (a compile under way cannot be cut short)."""
     from pdbtool.search import warm
 
     for shape, solver in sorted(solvers.items()):
+        if stopping is not None and stopping.is_set():
+            return
         board = puzzle.apply_blank_moves(puzzle.goal_board(shape, "blank-last"), "L", shape)
         pending = warm.pending(type(solver.heuristic.H), solver.kernel_parts(1))
         if pending:
@@ -458,9 +373,16 @@ def serve(args) -> int:
     metrics = Metrics()
     if args.metrics:
         address = check_metrics(args.metrics, args.insecure)
+        listen = parse_target(args.listen, "--listen").address
+        if address.port and listen is not None and address == listen:
+            raise ListenError(f"--metrics {args.metrics} is --listen's address: give the "
+                              "metrics a port of their own")
         port = metrics.serve(address.host, address.port)
         log.info("metrics on http://%s/metrics", address._replace(port=port))
     try:
+        if args.metrics:
+            check_listen(args.listen)  # again: the metrics may hold it under another name
+            # of the host (0.0.0.0 and 127.0.0.1)
         return serve_with(args, tls, metrics, pid_file, proxies)
     finally:
         metrics.close()
@@ -496,8 +418,12 @@ def serve_with(args, tls: Tls | None, metrics: Metrics, pid_file: PidFile | None
                                             args.max_connection_age),
                     reflection_on=not args.no_reflection, tls=tls, insecure=args.insecure,
                     mlock=args.mlock, prefault=not args.no_prefault, delegation=delegation,
-                    metrics=metrics, proxies=proxies)
-    if stop.is_set():
+                    metrics=metrics, proxies=proxies, stopping=stop)
+    if stop.is_set():  # SIGTERM or SIGINT while it started: never served, cleaned up
+        notify.stopping()
+        log.info("stopping before serving: a SIGTERM or SIGINT came while it started")
+        daemon.stop(grace=0)
+        log.info("stopped")
         return 0
     settle_heap()
     daemon.start()

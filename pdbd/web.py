@@ -65,6 +65,7 @@ from pdbtool.geometry import Shape
 from .address import LOOPBACK_NAMES, Address
 from .client import ClientTls, SolverClient
 from .defaults import DEFAULT_SERVER, DEFAULT_WEB_LISTEN
+from .listening import ListenError
 
 PROGRESS_MS = 200  # SSE progress interval; well inside the page's 500 ms promise
 MAX_BODY = 64 * 1024  # bytes of a request body; a board is a few hundred
@@ -429,12 +430,6 @@ def throttle_logs(every: float = LOG_EVERY) -> None:
 def http_client(request: Request) -> str | None:
     """The HTTP client's address, as the daemon is told it (None if unknown)."""
     return request.client.host if request.client else None
-
-
-class ListenError(PdbError):
-    """The page cannot be served where asked: exit 1, as pdbd serve's ListenError."""
-
-    exit_code = 1
 
 
 class ExposureError(ListenError):

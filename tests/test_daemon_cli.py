@@ -13,7 +13,7 @@ from serving import EASY8, HARD, run_cli, running_daemon
 
 
 @pytest.mark.process
-def test_query_exit_codes_and_json(served, slow, capsys):
+def test_query_exit_codes_and_json(served, slow, capsys, tmp_path):
     server = ["--server", served.address]
     code, out, _ = run_cli(capsys, "query", *server, "--json", *map(str, EASY8))
     assert code == 0 and json.loads(out)["length"] == 2
@@ -28,11 +28,16 @@ def test_query_exit_codes_and_json(served, slow, capsys):
     code, _, err = run_cli(capsys, "query", "--server", slow.address, "--goal", "blank-first",
                            "--deadline", "0.2", *map(str, HARD))
     assert code == 4 and "deadline exceeded" in err and "give a longer deadline" in err
+    assert err.lower().count("deadline exceeded") == 1, err  # not "...: Deadline Exceeded"
     code, _, err = run_cli(capsys, "query", "--server", slow.address, "--goal", "blank-first",
                            "--budget", "100000", "--deadline", "120", *map(str, HARD))
     assert code == 4 and "budget" in err and "deadline" not in err
     code, _, err = run_cli(capsys, "query", "--server", f"127.0.0.1:{free_port()}", *map(str, EASY8))
     assert code == 1 and "cannot reach pdbd" in err and "Traceback" not in err
+    assert "nothing listens there (connection refused); is pdbd running" in err
+    code, _, err = run_cli(capsys, "query", "--server", f"unix:{tmp_path / 'none.sock'}",
+                           *map(str, EASY8))
+    assert code == 1 and "nothing listens there (no such socket)" in err
 
 
 @pytest.mark.process

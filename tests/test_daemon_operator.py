@@ -3,9 +3,11 @@ whole (unix socket, metrics, JSON logs, pid file, reload)."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -208,7 +210,7 @@ def test_a_second_sigterm_ends_the_drain_at_once(art_dir, tmp_path):
             long = stub.Solve.future(pb.SolveRequest(tiles=HARDEST), timeout=600)  # 80 moves:
             assert wait_for(lambda: stub.Info(pb.InfoRequest()).counters.running == 1, 30)
             proc.send_signal(signal.SIGTERM)  # minutes on the 5-5-5 tables: it is draining
-            assert wait_for(lambda: any("draining: 1 searches" in line for line in err.lines)
+            assert wait_for(lambda: any("draining: 1 search in flight" in line for line in err.lines)
                             or proc.poll() is not None, 30), err.lines
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(30) == 0
@@ -330,3 +332,67 @@ def test_an_operator_run_over_a_unix_socket(art_dir, oracle8_last, tmp_path):
     assert all(s["code"] == "OK" and s["method"] == "pdbd.v1.Solver/Solve" and s["nodes"] > 0
                and s["seconds"] >= 0 and s["peer"] for s in solves)
     assert not pid_file.exists() and not sock.exists()
+
+
+@pytest.mark.parametrize("where", ["a directory", "under a file", "in /proc"])
+def test_a_pid_file_that_cannot_be_written_is_refused_before_the_tables(tmp_path, where):
+    """Said at start-up, by its cause; they were said only once the daemon served (its
+    directory looked writable) or named the wrong cause ("no such directory")."""
+    from pdbd.pidfile import PidFile, PidFileError
+
+    (tmp_path / "d").mkdir()
+    (tmp_path / "f").write_text("")
+    path, said = {"a directory": (tmp_path / "d", "it is a directory"),
+                  "under a file": (tmp_path / "f" / "p.pid", f"{tmp_path / 'f'} is not a directory"),
+                  "in /proc": (Path("/proc/pdbd-test.pid"), "a file cannot be made in /proc")}[where]
+    with pytest.raises(PidFileError, match=re.escape(said)):
+        PidFile(path).check()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d", "f"]  # no probe left
+
+
+def test_a_sigterm_while_it_starts_stops_it_before_serving(art_dir, tmp_path, monkeypatch,
+                                                           caplog):
+    """A SIGTERM while the daemon warms its kernels (bound already): the sizes not yet warm
+    are skipped, it never serves, says so, and leaves no socket or pid file (it returned
+    without stopping the server: no log line, the socket left behind)."""
+    from pdbd import cli, server
+
+    sock, pid_file = tmp_path / "pdbd.sock", tmp_path / "pdbd.pid"
+    warmed, started = [], []
+    real = server.warm_up
+
+    def signalled_first(solvers, stopping=None):
+        os.kill(os.getpid(), signal.SIGTERM)  # the handler sets stopping
+        assert stopping is not None and stopping.is_set()
+        real(solvers, stopping)
+        warmed.append(len(solvers))
+
+    monkeypatch.setattr(server, "warm_up", signalled_first)
+    monkeypatch.setattr(server.Daemon, "start", lambda self: started.append(self))
+    monkeypatch.setattr("pdbtool.search.warm.pending", lambda *a: pytest.fail("warmed a size"))
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    try:
+        with caplog.at_level("INFO", logger="pdbd"):
+            code = cli.main(["serve", "--artifacts", str(art_dir), "--listen", f"unix:{sock}",
+                             "--pid-file", str(pid_file), "--no-prefault"])
+    finally:
+        for s, h in handlers.items():
+            signal.signal(s, h)
+    assert code == 0 and warmed == [2] and not started
+    lines = [r.getMessage() for r in caplog.records]
+    assert any("stopping before serving" in line for line in lines), lines
+    assert not any(line.startswith("serving on") for line in lines), lines
+    assert not sock.exists() and not pid_file.exists()
+
+
+def test_metrics_on_the_listen_address_are_refused_before_the_tables(tmp_path, capsys):
+    """They took the port first, and gRPC's bind then failed after the tables loaded, in
+    gRPC's words (and a line of its own that was not JSON)."""
+    from pdbd import cli
+
+    port = free_port()
+    code = cli.main(["serve", "--artifacts", str(tmp_path), "--listen", f"127.0.0.1:{port}",
+                     "--metrics", f"127.0.0.1:{port}"])
+    err = capsys.readouterr().err
+    assert code == 1 and "is --listen's address: give the metrics a port of their own" in err
+    assert "no artifacts" not in err

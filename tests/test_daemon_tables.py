@@ -10,7 +10,8 @@ import grpc
 import pytest
 
 from pdbd.client import ClientTls, ServerUnavailable, SolverClient
-from pdbd.server import Daemon, ListenError, Tls, check_exposure
+from pdbd.listening import ListenError, Tls, check_exposure
+from pdbd.server import Daemon
 from pdbd.v1 import solver_pb2 as pb
 from pdbtool.errors import BadInput
 from pdbtool.selection import load_directory

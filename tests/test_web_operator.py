@@ -9,7 +9,8 @@ import httpx
 import pytest
 
 from pdbd.client import ClientTls
-from pdbd.server import Daemon, Tls
+from pdbd.listening import Tls
+from pdbd.server import Daemon
 from pdbd.peers import TrustedProxies
 from pdbd.servicer import Limits
 from pdbd.v1 import solver_pb2 as pb
