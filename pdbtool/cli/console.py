@@ -330,9 +330,9 @@ def emit(args, obj: dict, text: str) -> None:
                        f"{os.strerror(e.errno) if e.errno else e}") from None
 
 
-def plural(n: int, noun: str) -> str:
-    """'1 iteration', '2 iterations'."""
-    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+def plural(n: int, noun: str, many: str | None = None) -> str:
+    """'1 iteration', '2 iterations'; ``many``: the plural where it is not noun + s."""
+    return f"{n:,} {noun if n == 1 else many or noun + 's'}"
 
 
 def result_text(r: dict, line: int | None = None) -> str:
