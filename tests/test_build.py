@@ -171,11 +171,15 @@ def catches_ctrl_c(pid: int) -> bool:
 
 @pytest.mark.process
 @pytest.mark.parametrize("when", ["a process starting", "the tables building"])
-def test_ctrl_c_ends_a_build_with_one_line_and_no_process_left(tmp_path, when):
-    """The terminal's Ctrl-C reaches the build's whole process group. A worker (or the
-    progress queue's process) still importing printed its own traceback, and a Ctrl-C
-    between a process's start and its shutdown's registration left the interpreter's exit
-    waiting for it for good. Now: one line, exit 130, nothing written, no process left.
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_a_signal_to_the_group_ends_a_build_with_one_line_and_no_process_left(tmp_path, when,
+                                                                              sig):
+    """The terminal's Ctrl-C (and systemd's stop, a closed session's SIGTERM) reaches the
+    build's whole process group. A worker (or the progress queue's process) still
+    importing printed its own traceback, a Ctrl-C between a process's start and its
+    shutdown's registration left the interpreter's exit waiting for it for good, and a
+    SIGTERM killed the queue's process under the parent's cleanup ("Connection refused",
+    exit 1). Now: one line, exit 130 (143), nothing written, no process left.
     The signal goes the moment one of the build's spawned processes has Python's handler
     (its interpreter is up, its imports take most of a second), or once a worker reports
     progress."""
@@ -204,15 +208,16 @@ def test_ctrl_c_ends_a_build_with_one_line_and_no_process_left(tmp_path, when):
                 break
             time.sleep(0.005 if when == "a process starting" else 0)
         assert build.poll() is None, "the build ended before the Ctrl-C"
-        os.killpg(build.pid, signal.SIGINT)
+        os.killpg(build.pid, getattr(signal, sig))
         stdout, stderr = build.communicate(timeout=60)
     finally:
         if build.poll() is None:
             os.killpg(build.pid, signal.SIGKILL)
             build.wait()
     seen |= set(children_of(build.pid))
-    assert build.returncode == 130, stderr
-    assert "Traceback" not in stderr and stderr.strip().endswith("pdbtool: interrupted"), stderr
+    code, said = (130, "interrupted") if sig == "SIGINT" else (143, "terminated")
+    assert build.returncode == code, stderr
+    assert "Traceback" not in stderr and stderr.strip().endswith(f"pdbtool: {said}"), stderr
     assert not list(out.glob("*.h5")) if out.exists() else True
 
     def running(pid):  # a zombie has ended, whoever reaps it

@@ -187,13 +187,20 @@ def die_with_parent(parent: int) -> None:
 def _draw(queue, labels: dict, enabled: bool) -> None:
     """The parent's side of the workers' progress: one bar or line per table."""
     bars: dict[int, Progress] = {}
-    while (msg := queue.get()) is not None:
-        index, done, total, text = msg
-        if index not in bars:
-            bars[index] = Progress(labels[index], total, enabled, unit="entries")
-        bars[index].update(done, text)
+    with contextlib.suppress(EOFError, OSError):  # the queue's process gone: the build ends
+        while (msg := queue.get()) is not None:
+            index, done, total, text = msg
+            if index not in bars:
+                bars[index] = Progress(labels[index], total, enabled, unit="entries")
+            bars[index].update(done, text)
     for bar in bars.values():
         bar.close()
+
+
+def _stop_drawing(queue, drawer: threading.Thread) -> None:
+    with contextlib.suppress(EOFError, OSError):  # (the queue's process gone: so is the drawer)
+        queue.put(None)
+    drawer.join()
 
 
 def build_tables(jobs: list[TableJob], layout: Layout, labels: dict,
@@ -220,8 +227,7 @@ def build_tables(jobs: list[TableJob], layout: Layout, labels: dict,
         queue = manager.Queue()
         drawer = threading.Thread(target=_draw, args=(queue, labels, progress), daemon=True)
         drawer.start()
-        stack.callback(drawer.join)
-        stack.callback(queue.put, None)
+        stack.callback(_stop_drawing, queue, drawer)
         pool = ProcessPoolExecutor(layout.processes, mp_context=ctx, initializer=die_with_parent,
                                    initargs=(os.getpid(),))
         stack.callback(pool.shutdown, wait=True, cancel_futures=True)
@@ -234,37 +240,43 @@ def build_tables(jobs: list[TableJob], layout: Layout, labels: dict,
             raise
 
 
+HELD = (signal.SIGINT, signal.SIGTERM)  # what the terminal's Ctrl-C and a service stop send
+
+
 @contextlib.contextmanager
 def ctrl_c_held():
-    """A Ctrl-C (SIGINT) is held back until the block ends, then raised as it would have
-    been; processes started within never see one. The terminal's SIGINT goes to the whole
-    process group: a worker still importing when it came printed its own traceback, and a
-    Ctrl-C between a process's start and its shutdown's registration left it running (the
-    interpreter's exit then waited for it for good). The workers inherit SIGINT blocked
-    (a signal mask survives spawn's exec); the parent stops them (stop_workers).
-    Multiprocessing's resource tracker is started first: starting it unblocks SIGINT."""
+    """A Ctrl-C or a SIGTERM is held back until the block ends, then raised as it would
+    have been; processes started within never see either. Both go to the whole process
+    group (the terminal's Ctrl-C; systemd's stop, a closed session): a worker still
+    importing printed its own traceback, the progress queue's process died under the
+    parent's cleanup (whose error then replaced "terminated"), and a signal between a
+    process's start and its shutdown's registration left it running (the interpreter's
+    exit then waited for it for good). The workers inherit the signals blocked (a signal
+    mask survives spawn's exec); the parent stops them (stop_workers). Multiprocessing's
+    resource tracker is started first: starting it unblocks SIGINT and SIGTERM."""
     resource_tracker.ensure_running()
     held: list[int] = []
     here = threading.current_thread() is threading.main_thread()  # (handlers: main only)
-    previous = signal.signal(signal.SIGINT, lambda *_: held.append(1)) if here else None
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    previous = {sig: signal.signal(sig, lambda sig, _: held.append(sig)) for sig in HELD} \
+        if here else {}
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, HELD)
     try:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-        if here:
-            signal.signal(signal.SIGINT, previous)
-            if held:
-                signal.raise_signal(signal.SIGINT)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for sig in dict.fromkeys(held):
+            signal.raise_signal(sig)
 
 
 def stop_workers(pool: ProcessPoolExecutor) -> None:
-    """End a process pool's workers now (Python 3.14's terminate_workers, where it exists)."""
-    if hasattr(pool, "terminate_workers"):
-        pool.terminate_workers()
+    """End a process pool's workers now (Python 3.14's kill_workers, where it exists)."""
+    if hasattr(pool, "kill_workers"):
+        pool.kill_workers()
         return
     for process in list((getattr(pool, "_processes", None) or {}).values()):
-        process.terminate()
+        process.kill()  # (SIGTERM: blocked in them, ctrl_c_held)
 
 
 def peak_memory_bytes() -> tuple[int, int]:
