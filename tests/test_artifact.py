@@ -193,6 +193,31 @@ def test_atomic_output_leaves_nothing_on_failure(tmp_path):
     assert list(tmp_path.iterdir()) == [dst] and dst.read_bytes() == b"new"
 
 
+def test_a_file_that_appears_while_it_is_written_is_kept_unless_replacing(tmp_path,
+                                                                         monkeypatch):
+    """`build` and `pack` checked an existing output only at their start: a file made at
+    that name meanwhile (another build, by hand) was replaced without --force. Also where
+    the file system has no hard links (a check, then the rename)."""
+    from pdbtool.errors import BadInput
+
+    dst = tmp_path / "a.h5"
+    for links in (True, False):
+        if not links:
+            def no_link(*_):
+                raise PermissionError(1, "Operation not permitted")
+            monkeypatch.setattr("os.link", no_link)
+        dst.unlink(missing_ok=True)
+        with pytest.raises(BadInput, match="appeared while it was being written"):
+            with atomic_output(dst, replace=False) as tmp:
+                tmp.write_bytes(b"new")
+                dst.write_bytes(b"theirs")
+        assert list(tmp_path.iterdir()) == [dst] and dst.read_bytes() == b"theirs"
+        dst.unlink()
+        with atomic_output(dst, replace=False) as tmp:
+            tmp.write_bytes(b"new")
+        assert list(tmp_path.iterdir()) == [dst] and dst.read_bytes() == b"new"
+
+
 def test_file_names(tmp_path):
     assert artifact_filename("15/7-8") == "15-7-8.h5"
     assert artifact_filename("24/6-6-6-6") == "24-6-6-6-6.h5"

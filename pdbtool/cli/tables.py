@@ -37,7 +37,7 @@ def cmd_build(args) -> int:
         try:
             meta = build(args.partition, args.out, zero_aware=not args.min_over_blank,
                          workers=args.workers, processes=args.processes,
-                         progress=not args.quiet, cluster=cluster)
+                         progress=not args.quiet, cluster=cluster, replace=args.force)
         except trust.StampNotWritten as e:  # the artifact is whole: say so, and succeed
             warn(str(e))
             meta = e.meta

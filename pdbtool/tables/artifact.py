@@ -146,8 +146,9 @@ class ArtifactMeta:
 
 
 def write_artifact(path, *, partition, size, goal, zero_aware, tables, groups, build,
-                   builder_version) -> ArtifactMeta:
-    """Write an installed artifact atomically and return its metadata.
+                   builder_version, replace: bool = True) -> ArtifactMeta:
+    """Write an installed artifact atomically and return its metadata; without ``replace``
+    a file that appeared at ``path`` meanwhile is kept (files.atomic_output).
 
     size: the board's shape (a Shape, or a square's side); tables: TableData each; groups: anything with .tiles, .table, .cell_map and
     .partition (a catalogue.GroupPlan or a GroupInfo).
@@ -185,7 +186,7 @@ def write_artifact(path, *, partition, size, goal, zero_aware, tables, groups, b
     attrs["version"] = content_version(attrs["partition"], attrs["size"], attrs["goal"],
                                        RANK_SCHEME, RANK_VERSION, bool(zero_aware), ENCODING,
                                        infos, ginfos, attrs.get("cols"))
-    with atomic_output(path) as tmp:
+    with atomic_output(path, replace=replace) as tmp:
         data_offset = create_installed_file(tmp, attrs, offset)
         with open(tmp, "r+b") as out:
             for info, a in zip(infos, arrays):

@@ -287,13 +287,14 @@ def peak_memory_bytes() -> tuple[int, int]:
 
 def build(catalogue: str | Catalogue, out_dir, *, zero_aware: bool = True,
           workers: int | None = None, processes: int | None = None,
-          progress: bool = True, cluster=None) -> artifact.ArtifactMeta:
+          progress: bool = True, cluster=None, replace: bool = True) -> artifact.ArtifactMeta:
     """Build every table of the catalogue, write ``out_dir/<name>.h5`` atomically (with
     ``-min`` in the name without ``zero_aware``), re-read it from disk and stamp it as
     verified (trust.confirm). ``workers`` cores (default all) are shared out as
     choose_layout says, or as ``processes`` asks; with ``cluster`` (a pdbtool.cluster.driver
     Cluster) each table is a task on some node of it instead. The tables, and so the
-    content version, do not depend on where they were built."""
+    content version, do not depend on where they were built. Without ``replace``, a file
+    of that name that appeared while it built is kept (and the build refused)."""
     cat = get(catalogue) if isinstance(catalogue, str) else catalogue
     workers = min(workers or os.cpu_count() or 1, numba.config.NUMBA_NUM_THREADS)
     out = Path(out_dir)
@@ -327,5 +328,5 @@ def build(catalogue: str | Catalogue, out_dir, *, zero_aware: bool = True,
     meta = artifact.write_artifact(
         out / name, partition=cat.name, size=cat.shape, goal="blank-first",
         zero_aware=zero_aware, tables=tables, groups=plan.groups,
-        build=params, builder_version=BUILDER_VERSION)
+        build=params, builder_version=BUILDER_VERSION, replace=replace)
     return trust.confirm(meta)

@@ -17,10 +17,12 @@ from pdbtool.errors import ArtifactError, BadInput
 
 
 @contextlib.contextmanager
-def atomic_output(path):
+def atomic_output(path, replace: bool = True):
     """Yield a temporary path beside `path`; on success fsync it and rename it
     over `path`, on any failure delete it, so no half-written file is ever seen
-    under the final name."""
+    under the final name. Without ``replace``, a file that appeared at `path`
+    meanwhile (another writer; it was checked absent before the work) is kept and
+    the new one refused (BadInput)."""
     path = Path(path)
     if not path.parent.is_dir():
         raise ArtifactError(f"{path}: directory {path.parent} does not exist")
@@ -32,7 +34,10 @@ def atomic_output(path):
     try:
         yield tmp
         _fsync(tmp)
-        os.replace(tmp, path)
+        if replace:
+            os.replace(tmp, path)
+        else:
+            _rename_new(tmp, path)
     except BaseException as e:
         with contextlib.suppress(OSError):  # never made, or a read-only disk
             os.unlink(tmp)
@@ -42,6 +47,27 @@ def atomic_output(path):
         raise
     with contextlib.suppress(OSError):  # make the rename durable; not every fs allows it
         _fsync(path.parent)
+
+
+NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK}  # a file system without hard links
+
+
+def _rename_new(tmp: Path, path: Path) -> None:
+    """Rename ``tmp`` to ``path``, which must not exist: a hard link (which fails on an
+    existing name, atomically), then the temporary name removed; where the file system
+    has no hard links, a check and a rename."""
+    try:
+        os.link(tmp, path)
+    except OSError as e:
+        if e.errno == errno.EEXIST or (e.errno in NO_LINKS and os.path.lexists(path)):
+            raise BadInput(f"{path} appeared while it was being written (another writer?): "
+                           "kept, and the new file dropped; give --force to replace it") \
+                from None
+        if e.errno not in NO_LINKS:
+            raise
+        os.rename(tmp, path)
+        return
+    os.unlink(tmp)
 
 
 PARTIAL = ".partial"  # <name>.<pid>.partial: a file being written by process <pid>

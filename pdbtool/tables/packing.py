@@ -56,7 +56,7 @@ def pack(src, dst, *, threads=None, level=10, chunk_bytes=DEFAULT_CHUNK, force=F
         return local.cctx.compress(piece)
 
     hasher = _TableHasher(meta.tables)
-    with atomic_output(dst) as tmp:
+    with atomic_output(dst, replace=force) as tmp:
         with h5py.File(tmp, "w", userblock_size=seal.SEAL_BYTES) as f:
             write_attrs(f, attrs)
             dsid = _create_packed_dataset(f, total, chunk, level)
@@ -103,7 +103,7 @@ def unpack(src, dst, *, threads=None, force=False):
         return raw
 
     hasher = _TableHasher(meta.tables)
-    with atomic_output(dst) as tmp:
+    with atomic_output(dst, replace=force) as tmp:
         data_offset = create_installed_file(tmp, attrs, total)
         with h5py.File(src, "r") as f, open(tmp, "r+b") as out:
             ds = f[DATASET]
