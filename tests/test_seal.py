@@ -3,6 +3,7 @@ before HDF5 parses a byte of it (a damaged attribute heap hangs or crashes HDF5 
 
 import json
 import os
+import re
 
 import h5py
 import pytest
@@ -214,3 +215,60 @@ def test_the_seal_command(tmp_path, monkeypatch, capsys):
     assert main(["seal", "--json", str(a)]) == 0
     assert json.loads(capsys.readouterr().out) == {"path": str(a), "sealed": "already"}
     assert main(["info", str(a)]) == 0 and "metadata sealed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("child, said", [
+    ("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)", "crashed HDF5 (SIGSEGV)"),
+    ("import time; time.sleep(60)", "did not end in 0.5 s")])
+def test_an_unsealed_file_that_crashes_or_hangs_hdf5_is_refused(tmp_path, monkeypatch, child,
+                                                                said):
+    """A file without a seal is parsed in a child process first: HDF5 crashing (SIGSEGV)
+    or hanging there is this file's refusal, not this process's end."""
+    from pdbtool.tables import metadata
+
+    path = tmp_path / "a.h5"
+    write_unsealed(path, monkeypatch)
+    monkeypatch.setattr(metadata, "CHILD", child)
+    monkeypatch.setattr(metadata, "APART_SECONDS", 0.5)
+    with pytest.raises(ArtifactError, match=rf"a\.h5: reading its metadata {re.escape(said)}: "
+                                            r"the file is damaged \(written before seals"):
+        read_meta(path)
+
+
+def test_a_sealed_file_is_parsed_here_alone(tmp_path, monkeypatch):
+    """Its seal checks the metadata before HDF5: no child process (it costs a Python)."""
+    import subprocess
+
+    path = tmp_path / "a.h5"
+    write(path)
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("a child parsed it"))
+    assert read_meta(path).sealed
+
+
+@pytest.mark.process
+def test_a_damaged_unsealed_table_is_one_line_not_a_crash(art_dir, tmp_path):
+    """The table review's file: 8/full rewritten without a seal (as h5py writes with its
+    earliest format), one byte of its metadata changed; HDF5 died on it with SIGSEGV in
+    verify, solve, list, pdbd serve and pdbtool seal alike. Whatever HDF5 does with it,
+    the command ends with one line and exit 1."""
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    path = tmp_path / "8-full.h5"
+    with h5py.File(art_dir / "8-full.h5", "r") as f, h5py.File(path, "w", libver="earliest") as g:
+        g.create_dataset("tables", data=np.asarray(f["tables"]))
+        for key in f.attrs:
+            g.attrs[key] = f.attrs[key]
+    data = bytearray(path.read_bytes())
+    data[1529] ^= 0x5A
+    path.write_bytes(bytes(data))
+    for command in (["verify", str(path)], ["seal", str(path)], ["list", str(tmp_path)]):
+        p = subprocess.run([sys.executable, "-m", "pdbtool", *command], capture_output=True,
+                           text=True, timeout=120)
+        assert "Fatal Python error" not in p.stderr and "Traceback" not in p.stderr, p.stderr
+        if command[0] == "list":  # the directory listed, the file with what is wrong
+            assert p.returncode == 0 and "8-full.h5" in p.stdout and "damaged" in p.stdout
+        else:
+            assert p.returncode == 1, (command, p.stderr)

@@ -28,7 +28,7 @@ import numpy as np
 from pdbtool.errors import ArtifactError, NotAFile
 from pdbtool.geometry import Shape, as_shape
 from pdbtool.kernels.ranking import RANK_SCHEME, RANK_VERSION, UNSET
-from pdbtool.tables import seal
+from pdbtool.tables import metadata, seal
 from pdbtool.tables.files import atomic_output, file_problem, read_problem
 
 FORMAT_VERSION = 3
@@ -37,7 +37,7 @@ FORMAT_HOLDS = "4-bit zero-aware tables, placements in lexicographic order"
 OLD_FORMATS = {1: "byte tables", 2: "4-bit tables, placements in map x order"}
 ENCODING = "md-nibble"  # entry = (distance - md) / 2 in 4 bits; 15 = unreachable
 NIBBLE_UNSET = 15
-DATASET = "tables"
+DATASET = metadata.DATASET  # the one dataset: every table's bytes, back to back
 ALIGNMENT = 4096
 INSTALLED = "installed"
 PACKED = "packed"
@@ -415,14 +415,9 @@ def _read_meta(path, form: str | None) -> ArtifactMeta:
     sealed = seal.check(path)  # before HDF5 reads a byte of it
     if sealed is None and not h5py.is_hdf5(path):
         raise ArtifactError(f"{path}: not an HDF5 file")
-    try:
-        with h5py.File(path, "r") as f:
-            attrs = {k: f.attrs[k] for k in f.attrs}
-            ds = f.get(DATASET)
-            layout = _dataset_layout(ds) if isinstance(ds, h5py.Dataset) else None
-    except Exception as e:  # noqa: BLE001 (HDF5 raises many kinds on a damaged file)
-        raise ArtifactError(f"{path}: unreadable HDF5 file, truncated or corrupted ({e})") \
-            from None
+    if sealed is None:  # its metadata unchecked: a damaged one may crash HDF5
+        metadata.parse_apart(path)
+    attrs, layout = metadata.parse(path)
     meta = _meta_from_attrs(path, attrs, layout)
     if form is not None and meta.form != form:  # before the layout check (the form explains it)
         if meta.form == PACKED:
@@ -436,17 +431,6 @@ def _read_meta(path, form: str | None) -> ArtifactMeta:
         raise ArtifactError(f"{path}: its seal puts the table data at {sealed.data_offset}"
                             f"+{sealed.data_length}, the file at {data[0]}+{data[1]}; refused")
     return dataclasses.replace(meta, sealed=True)
-
-
-def _dataset_layout(ds) -> dict:
-    plist = ds.id.get_create_plist()
-    return {
-        "shape": ds.shape,
-        "dtype": ds.dtype,
-        "layout": plist.get_layout(),
-        "filters": [plist.get_filter(i)[0] for i in range(plist.get_nfilters())],
-        "offset": ds.id.get_offset(),
-    }
 
 
 def _meta_from_attrs(path, attrs, layout) -> ArtifactMeta:
