@@ -173,8 +173,8 @@ def test_loading_an_unstamped_file_runs_every_verify_check(art_dir, tmp_path, ca
     shutil.copy(art_dir / "8-full.h5", good)  # a copy: no stamp of its own
     with caplog.at_level(logging.INFO, logger="pdbtool"):
         opened = open_trusted(good)
-    assert opened.checks == ("metadata", "checksums", "ranking", "completeness",
-                             "histogram", "consistency", "admissibility")
+    assert opened.checks == ("metadata", "checksums", "ranking", "completeness",  # every
+                             "histogram", "consistency", "exactness", "admissibility")  # entry
     assert "no valid verification stamp; ran metadata, checksums" in caplog.text
     assert open_trusted(art_dir / "8-full.h5").checks == ("stamp",)
 
@@ -327,9 +327,10 @@ def test_exhaustive_refuses_one_edited_entry_that_the_sample_misses(art_dir, tmp
             t[e] -= 1
 
     rewrite(art_dir / "15-5-5-5.h5", path, lower)
-    sampled = verify(path, stamp=False, seed=1)
+    sampled = verify(path, stamp=False, seed=1, exhaustive=False)
     assert sampled.ok, sampled.failed  # the sample misses it (this seed; most do)
-    report = verify(path, stamp=False, exhaustive=True)
+    report = verify(path, stamp=False)  # a table this small: every entry, unasked
+    assert report.exhaustive
     assert not report.ok and report.failed.name in ("consistency", "exactness")
     assert f"entry {e:,} (tiles 1 at 8, 2 at 9, 3 at 2, 6 at 7, 7 at 14;" in report.failed.detail
     assert "table t0_1-2-3-6-7" in report.failed.detail
@@ -378,3 +379,56 @@ def test_an_edited_histogram_is_refused(art_dir, tmp_path):
             "distance 20, the entries hold 16,993")
     with pytest.raises(ArtifactError, match="check histogram failed"):
         load_heuristic(path)
+
+
+def forged(src, dst, how: str):
+    """``src`` with its entries edited and every hash made to match again: checksums,
+    histograms, content version and seal, as whoever edits a table can (the table review's
+    forgery). ``how``: raise 50 entries of the first table by one, or every entry to 0
+    (Manhattan distance: a weaker heuristic in a valid-looking file)."""
+    meta, data = artifact.open_tables(src, verify=False)
+    data = np.array(data)
+    tables = [np.array(artifact.table_view(data, t)) for t in meta.tables]
+    if how == "raised":
+        a = tables[0]
+        for i in np.random.default_rng(0).choice(a.size, 50, replace=False):
+            if a[i] & 15 < 13:
+                a[i] += 1
+    else:
+        for a in tables:
+            a[:] = np.where(a >> 4 == 15, 0xF0, 0) | np.where(a & 15 == 15, 15, 0)
+
+    def write(histograms):
+        artifact.write_artifact(
+            dst, partition=meta.partition, size=meta.size, goal=meta.goal,
+            zero_aware=meta.zero_aware, builder_version=meta.builder_version, build={},
+            groups=meta.groups, tables=[artifact.TableData(t.name, t.tiles, t.cells, t.entries,
+                                                           tables[i], histograms[i], t.unset)
+                                        for i, t in enumerate(meta.tables)])
+    write([t.histogram for t in meta.tables])
+    written, entries = artifact.open_tables(dst, verify=False)
+    write([audit_table(written, entries, t, moves=False).histogram for t in written.tables])
+
+
+@pytest.mark.parametrize("how", ["raised", "lowered"])
+def test_a_forged_small_table_is_refused_by_every_reader(art_dir, tmp_path, how):
+    """Entries edited and the hashes made to match (checksums, histograms, version, seal):
+    the sampled checks let 50 raised entries of 8/full pass 7 of 10 seeds (and the table
+    answered 24 moves where 22 is optimal), and Manhattan distance in a table's clothes
+    passed every one. A table of at most EXHAUSTIVE_UP_TO entries is checked on every entry
+    by verify, unpack and a loader alike."""
+    from pdbtool.loading import install
+    from pdbtool.tables.packing import pack
+
+    path = tmp_path / "8-full.h5"
+    forged(art_dir / "8-full.h5", path, how)
+    assert artifact.read_meta(path).sealed
+    report = verify(path, stamp=False, seed=1)
+    assert report.exhaustive and not report.ok
+    assert report.failed.name in ("consistency", "exactness"), report.failed
+    with pytest.raises(ArtifactError, match=f"check {report.failed.name} failed"):
+        load_heuristic(path)
+    pack(path, tmp_path / "8-full.pdbpack")
+    with pytest.raises(ArtifactError, match=f"fail check {report.failed.name}"):
+        install(tmp_path / "8-full.pdbpack", tmp_path / "arrived.h5")
+    assert not (tmp_path / "arrived.h5").exists()

@@ -69,9 +69,9 @@ def cmd_verify(args) -> int:
     lines = [f"{'ok ' if c.ok else 'FAIL'} {c.name:13s} {c.detail} ({c.seconds:.2f} s)" for c in report.checks]
     lines.append(f"sampled with seed {report.seed} (--seed {report.seed} repeats them)")
     lines.append(f"{args.path}: {'verified' if report.ok else 'FAILED'}"
-                 + (" (exhaustive)" if args.exhaustive and report.ok else ""))
+                 + (" (exhaustive)" if report.exhaustive and report.ok else ""))
     emit(args, {"path": str(args.path), "ok": report.ok, "seed": report.seed,
-                "exhaustive": args.exhaustive,
+                "exhaustive": report.exhaustive,
                 "checks": [c.to_dict() for c in report.checks]}, "\n".join(lines))
     if not report.ok:
         failed = report.failed
