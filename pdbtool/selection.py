@@ -77,7 +77,7 @@ def load_directory(directory, *, reflect: bool = True, require: bool = False) ->
     if not d.is_dir():  # the user's input, exit 2, as a path that names no file
         raise NotAFile(not_a_directory(d))
     entries = artifact.scan_artifacts(d)
-    bad = [f"{p.name} is {problem}" for p, problem in entries if problem]
+    bad = [f"{p.name}: {problem}" for p, problem in entries if problem]
     if bad:
         raise ArtifactError(f"{d}: entries named like artifacts that cannot be read: "
                             f"{'; '.join(bad)}; remove or fix them")

@@ -398,8 +398,12 @@ def verify(path, *, full: bool = False, seed: int | None = None, stamp: bool = T
     if own:
         try:
             pin = trust.Pinned(path)
-        except (PdbError, OSError) as e:
+        except PdbError as e:
             return Report(None, [Check("metadata", False, str(e))], seed)
+        except OSError as e:  # as the loaders say it (files.read_problem)
+            return Report(None, [Check("metadata", False, f"{path}: cannot be read: "
+                                       f"{e.strerror or e} (check its mode and owner, and "
+                                       "its directory's)")], seed)
     try:
         meta, checks, exhaustive = _run_checks(path, full, seed, pin.protect, exhaustive,
                                                progress)

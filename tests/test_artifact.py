@@ -226,3 +226,24 @@ def test_file_names(tmp_path):
     for name in ("b.h5", "a.h5", "notes.txt"):
         (tmp_path / name).write_bytes(b"")
     assert find_artifacts(tmp_path) == [tmp_path / "a.h5", tmp_path / "b.h5"]
+
+
+def test_a_read_only_file_system_is_said_as_such(tmp_path, monkeypatch):
+    """The review's tmpfs mounted read-only: "Permission denied" was said (the directory's
+    mode was never the problem). The reason is the system's, found by trying."""
+    import errno
+
+    from pdbtool.errors import ArtifactError
+    from pdbtool.tables.files import check_directory
+
+    real_open = os.open
+
+    def read_only(path, *args):
+        if str(path).startswith(str(tmp_path)):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+        return real_open(path, *args)
+
+    monkeypatch.setattr(os, "access", lambda *a, **k: False)
+    monkeypatch.setattr(os, "open", read_only)
+    with pytest.raises(ArtifactError, match=f"cannot write in {tmp_path}: Read-only file system"):
+        check_directory(tmp_path)

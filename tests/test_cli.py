@@ -522,7 +522,8 @@ def test_sigterm_during_a_write_leaves_no_partial_file(tmp_path, capsys):
 def test_a_file_where_a_directory_belongs_is_named(tmp_path):
     f = tmp_path / "notes.txt"
     f.write_text("not a directory\n")
-    for args in (["list", str(f)], ["build", "8/full", "--out", str(f)]):
+    for args in (["list", str(f)], ["build", "8/full", "--out", str(f)],
+                 ["build", "8/full", "--out", str(f / "sub")]):  # (exit 1, after a mkdir)
         p = run(*args)
         assert p.returncode == 2 and "notes.txt: not a directory" in p.stderr, (args, p.stderr)
     assert f.read_text() == "not a directory\n"

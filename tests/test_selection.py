@@ -88,10 +88,13 @@ def test_entries_that_are_not_files_are_refused_and_listed(art_dir, tmp_path, ca
     (tmp_path / "dangling.h5").symlink_to(tmp_path / "gone.h5")
     (tmp_path / "dir.h5").mkdir()
     os.mkfifo(tmp_path / "fifo.h5")
+    (tmp_path / "loop.h5").symlink_to(tmp_path / "loop.h5")
     with pytest.raises(ArtifactError) as e:
         load_directory(tmp_path)  # used to serve without them, in silence
-    for words in ("dangling.h5 is a symbolic link to a missing file",
-                  "dir.h5 is not a regular file: a directory", "fifo.h5 is not a regular file: a FIFO"):
+    for words in ("dangling.h5: a symbolic link to a missing file",  # ("loop.h5 is cannot
+                  "dir.h5: not a regular file: a directory",  # be read" before)
+                  "fifo.h5: not a regular file: a FIFO",
+                  "loop.h5: cannot be read (Too many levels of symbolic links)"):
         assert words in str(e.value)
     assert cli.main(["list", str(tmp_path), "--json"]) == 0
     rows = {Path(r["path"]).name: r["state"] for r in json.loads(capsys.readouterr().out)["artifacts"]}

@@ -33,6 +33,11 @@ def cmd_build(args) -> int:
                        "replaced only once the new one is whole)")
     if Path(args.out).is_dir():  # (made by the build if it is not there yet)
         files.check_directory(args.out, f"{target}: ")
+    else:  # made with its parents, as mkdir -p: never through a file
+        through = next((p for p in Path(args.out).absolute().parents
+                        if os.path.lexists(p) and not p.is_dir()), None)
+        if os.path.lexists(args.out) or through is not None:
+            raise BadInput(f"--out {args.out}: {not_a_directory(through or Path(args.out))}")
     with open_cluster(args) if args.cluster else nullcontext() as cluster:
         try:
             meta = build(args.partition, args.out, zero_aware=not args.min_over_blank,

@@ -144,9 +144,20 @@ def check_directory(directory, what: str = "") -> None:
         raise BadInput(f"{what}no such directory {directory}" if not os.path.lexists(directory)
                        else f"{what}{directory} is not a directory")
     if not os.access(directory, os.W_OK | os.X_OK):
-        raise ArtifactError(f"{what}cannot write in {directory}: "
-                            f"{os.strerror(errno.EACCES)} (write to a directory you may "
-                            "write to)")
+        raise ArtifactError(f"{what}cannot write in {directory}: {why_unwritable(directory)} "
+                            "(write to a directory you may write to)")
+
+
+def why_unwritable(directory) -> str:
+    """The system's own reason a file cannot be made in ``directory`` (a read-only file
+    system is not a permission: EROFS, not EACCES), found by trying."""
+    probe = Path(directory) / f".pdbtool-probe.{os.getpid()}"
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError as e:
+        return e.strerror or os.strerror(errno.EACCES)
+    os.unlink(probe)
+    return os.strerror(errno.EACCES)
 
 
 def remove_stale_partials(path) -> list[Path]:
