@@ -121,6 +121,7 @@ class Job:
         self.client: str | None = None  # whom it counts against (pdbd.peers)
         self.submitted = time.monotonic()
         self.started: float | None = None
+        self.lane_seconds = 0.0  # searched in the fast lane before it went to the pool
 
     @property
     def reason(self) -> str | None:
@@ -144,12 +145,15 @@ class Job:
 
     @property
     def queue_seconds(self) -> float:
+        """Seconds it waited for a worker (the fast lane's search before is not waiting)."""
         end = self.started if self.started is not None else time.monotonic()
-        return end - self.submitted
+        return end - self.submitted - self.lane_seconds
 
     @property
     def search_seconds(self) -> float:
-        return 0.0 if self.started is None else time.monotonic() - self.started
+        """Seconds searched: in the fast lane, then in the pool."""
+        now = 0.0 if self.started is None else time.monotonic() - self.started
+        return self.lane_seconds + now
 
 
 class WorkerPool:
@@ -383,6 +387,7 @@ class FastLane:
                 future = Done(exception=e)
             else:  # the lane's budget ran out: to the pool, resumed where it stopped
                 self._hand_over(control, budget)
+                job.lane_seconds = time.monotonic() - job.started
                 job.started = None  # queued again (SolveStream's progress says so) until
                 # a worker of the pool takes it
         except Exception as e:  # noqa: BLE001 (kept, as the pool's future keeps it, for the caller)

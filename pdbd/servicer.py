@@ -495,17 +495,21 @@ class SolverServicer:
         if log.isEnabledFor(logging.INFO):  # its fields cost more than the line's check
             log.info("solve %s length=%d nodes=%d seconds=%.3f artifact=%s", shape,
                      result.length, result.nodes_generated, result.seconds, result.artifact,
-                     extra=self._fields(job, context, stream, "OK", length=result.length))
+                     extra=self._fields(job, context, stream, "OK", result.seconds,
+                                        length=result.length))
         if fields:
             return convert.result_fields(result, job.queue_seconds)
         return convert.result_message(result, job.queue_seconds)
 
     @staticmethod
-    def _fields(job: Job, context, stream: bool, code: str, **more) -> dict:
-        """The JSON fields of a solve's log line (pdbd.logs.request_fields)."""
+    def _fields(job: Job, context, stream: bool, code: str, seconds: float | None = None,
+                **more) -> dict:
+        """The JSON fields of a solve's log line (pdbd.logs.request_fields); ``seconds``:
+        the search's, as its result says them (the line's text says the same)."""
         method = (getattr(context, "method", None)  # a batch's item: SolveBatch
                   or f"{SERVICE_NAME}/{'SolveStream' if stream else 'Solve'}")
-        return request_fields(method, context.peer(), code, job.search_seconds,
+        return request_fields(method, context.peer(), code,
+                              job.search_seconds if seconds is None else seconds,
                               job.control.generated, size=size_field(job.solver.shape),
                               queue_seconds=round(job.queue_seconds, 6),
                               artifact=job.solver.heuristic.artifact,

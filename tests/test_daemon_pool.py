@@ -94,3 +94,29 @@ def test_a_failing_report_after_a_search_ends_neither_the_worker_nor_the_answer(
         assert pool.submit(job).result(timeout=10) == value
     assert pool.in_flight == 0 and "after a search" in caplog.text
     pool.shutdown()
+
+
+def test_the_fast_lanes_search_is_search_time_not_queue_time(monkeypatch):
+    """A search past the fast lane's nodes goes to the pool: its lane seconds were counted
+    as waiting (queue_seconds, in the result and the log line) and missed from its search
+    seconds (the log line's and the duration histogram's). A clock of the test's own."""
+    from pdbd import jobs
+    from pdbd.jobs import FastLane, Job, Lane
+    from pdbtool.errors import LimitReached
+
+    now = [100.0]
+    monkeypatch.setattr(jobs.time, "monotonic", lambda: now[0])
+
+    class Solver:  # searches 5 s in the lane, to its budget; then 2 s in the pool
+        def search(self, prepared, control=None, algorithm=None):
+            now[0] += 5.0 if control.checkpoint is not None else 2.0
+            if control.checkpoint is not None:
+                raise LimitReached("the lane's nodes")
+            return "answer"
+
+    job = Job(Solver(), None, None)
+    assert not FastLane(Lane(slots=1)).run(job, "client")  # handed to the pool
+    assert job.lane_seconds == 5.0 and job.started is None and job.search_seconds == 5.0
+    now[0] += 0.25  # waits for a worker
+    assert job.run() == "answer"
+    assert job.queue_seconds == 0.25 and job.search_seconds == 7.0
