@@ -432,6 +432,10 @@ def http_client(request: Request) -> str | None:
     return request.client.host if request.client else None
 
 
+STOP_GRACE = 1.0  # seconds the requests in flight get at a stop, then cancelled: an open
+# progress stream (a search of hours) held the stop for the join's whole timeout
+
+
 class ExposureError(ListenError):
     pass
 
@@ -501,8 +505,8 @@ class WebServer:
         # log_config=None: uvicorn's lines go through the process's handler (pdbd.logs).
         app = create_app(server, progress_ms, tls, allow_hosts=allow_hosts,
                          per_client=per_client)
-        config = uvicorn.Config(app, log_level="warning",
-                                lifespan="on", log_config=None, **https_files)
+        config = uvicorn.Config(app, log_level="warning", lifespan="on", log_config=None,
+                                timeout_graceful_shutdown=STOP_GRACE, **https_files)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self.sock]},
                                         name="pdbd-web", daemon=True)

@@ -213,3 +213,24 @@ def test_the_web_side_loads_no_numba():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                        timeout=120)
     assert p.returncode == 0, p.stderr + p.stdout
+
+
+def test_a_stop_does_not_wait_for_an_open_progress_stream(daemon24):
+    """SIGTERM to `pdbd web` with a page's progress stream open (a search of days): the
+    server waited for the stream to end, so the stop took its whole join timeout (10 s)
+    and the web process then died with the thread. Now the requests in flight get
+    STOP_GRACE, then are cancelled; the server's thread ends."""
+    from pdbd.web import WebServer
+
+    server = WebServer("127.0.0.1:0", daemon24.address).start()
+    try:
+        with httpx.stream("GET", server.url + "api/solve/stream", timeout=30,
+                          params={"board": " ".join(map(str, KORF24_1)),
+                                  "goal": "blank-first"}) as r:
+            lines = r.iter_lines()
+            assert any(line.startswith("data: ") for line in lines)  # streaming now
+            server.stop(timeout=60)
+            assert not server._thread.is_alive()
+    finally:
+        server.stop()
+    assert wait_for(lambda: info(daemon24)["counters"]["running"] == 0, 30), "search not stopped"
