@@ -109,7 +109,6 @@ def test_workers_end_with_their_parent_even_killed(tmp_path):
     import subprocess
     import sys
     import time
-    from pathlib import Path
 
     script = tmp_path / "parent.py"
     script.write_text(
@@ -129,18 +128,22 @@ def test_workers_end_with_their_parent_even_killed(tmp_path):
     os.kill(parent.pid, signal.SIGKILL)
     parent.wait(timeout=30)
 
-    def running(pid):  # a zombie has ended, whoever reaps it
-        try:
-            return (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]) != "Z"
-        except FileNotFoundError:
-            return False
-
     deadline = time.monotonic() + 30
     while running(worker) and time.monotonic() < deadline:
         time.sleep(0.05)
     if running(worker):
         os.kill(worker, signal.SIGKILL)
         raise AssertionError("the worker outlived its parent")
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie has ended, whoever reaps it)."""
+    from pathlib import Path
+
+    try:
+        return (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]) != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def children_of(pid: int) -> dict[int, str]:
@@ -188,7 +191,6 @@ def test_a_signal_to_the_group_ends_a_build_with_one_line_and_no_process_left(tm
     import subprocess
     import sys
     import time
-    from pathlib import Path
 
     out = tmp_path / "out"
     build = subprocess.Popen(
@@ -219,12 +221,6 @@ def test_a_signal_to_the_group_ends_a_build_with_one_line_and_no_process_left(tm
     assert build.returncode == code, stderr
     assert "Traceback" not in stderr and stderr.strip().endswith(f"pdbtool: {said}"), stderr
     assert not list(out.glob("*.h5")) if out.exists() else True
-
-    def running(pid):  # a zombie has ended, whoever reaps it
-        try:
-            return (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]) != "Z"
-        except FileNotFoundError:
-            return False
 
     deadline = time.monotonic() + 30
     while any(map(running, seen)) and time.monotonic() < deadline:
