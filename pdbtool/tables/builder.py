@@ -221,7 +221,7 @@ def build_tables(jobs: list[TableJob], layout: Layout, labels: dict,
     ctx = multiprocessing.get_context("spawn")
     with contextlib.ExitStack() as stack:
         manager = SyncManager(ctx=ctx)
-        with ctrl_c_held():
+        with signals_held():
             manager.start(die_with_parent, (os.getpid(),))  # the progress queue's process
             stack.callback(manager.shutdown)  # before a Ctrl-C held back is raised
         queue = manager.Queue()
@@ -232,7 +232,7 @@ def build_tables(jobs: list[TableJob], layout: Layout, labels: dict,
                                    initargs=(os.getpid(),))
         stack.callback(pool.shutdown, wait=True, cancel_futures=True)
         try:
-            with ctrl_c_held():  # the workers are spawned as the jobs are submitted
+            with signals_held():  # the workers are spawned as the jobs are submitted
                 tables = pool.map(_build_job, jobs, [queue] * len(jobs))
             return list(tables)
         except BaseException:  # a Ctrl-C, or a worker's failure: the others stop now, not
@@ -244,7 +244,7 @@ HELD = (signal.SIGINT, signal.SIGTERM)  # what the terminal's Ctrl-C and a servi
 
 
 @contextlib.contextmanager
-def ctrl_c_held():
+def signals_held():
     """A Ctrl-C or a SIGTERM is held back until the block ends, then raised as it would
     have been; processes started within never see either. Both go to the whole process
     group (the terminal's Ctrl-C; systemd's stop, a closed session): a worker still
@@ -257,7 +257,7 @@ def ctrl_c_held():
     resource_tracker.ensure_running()
     held: list[int] = []
     here = threading.current_thread() is threading.main_thread()  # (handlers: main only)
-    previous = {sig: signal.signal(sig, lambda sig, _: held.append(sig)) for sig in HELD} \
+    previous = {sig: signal.signal(sig, lambda number, _: held.append(number)) for sig in HELD} \
         if here else {}
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, HELD)
     try:
@@ -276,7 +276,7 @@ def stop_workers(pool: ProcessPoolExecutor) -> None:
         pool.kill_workers()
         return
     for process in list((getattr(pool, "_processes", None) or {}).values()):
-        process.kill()  # (SIGTERM: blocked in them, ctrl_c_held)
+        process.kill()  # (SIGTERM: blocked in them, signals_held)
 
 
 def peak_memory_bytes() -> tuple[int, int]:
