@@ -88,7 +88,8 @@ def translate(err: grpc.RpcError, address: str, tls: bool = False) -> PdbError:
         cls = ServerUnavailable
     elif code == grpc.StatusCode.DEADLINE_EXCEEDED:  # the server's details say the nodes;
         # the channel's own (the deadline passed before the server said anything) only this
-        said = "" if details.lower() == "deadline exceeded" else f": {details.removeprefix('deadline exceeded: ')}"
+        said = details.removeprefix("deadline exceeded: ")
+        said = "" if said.lower() == "deadline exceeded" else f": {said}"
         message = (f"deadline exceeded{said} (the search was stopped; give a longer "
                    "deadline, or stream its progress to see how far it got)")
     else:
