@@ -23,6 +23,7 @@ from pdbtool.heuristics.table_free import table_free
 from pdbtool.loading import load_heuristic
 from pdbtool.search.control import SearchControl
 from pdbtool.search.solver import Solver
+from reference import interruptible
 from serving import HARD
 
 SECTION = "search"
@@ -162,8 +163,9 @@ def stop_latency(runs: int = 5) -> list[str]:
     for _ in range(3):
         p = subprocess.Popen([PY, "-m", "pdbtool", "solve", "--heuristic", "manhattan",
                               "--goal", "blank-first", " ".join(map(str, HARD))],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(3 + STOP_AFTER)  # started (about 1 s, kernels cached) and searching
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             preexec_fn=interruptible)  # (a bench run in the background
+        time.sleep(3 + STOP_AFTER)  # ignores SIGINT, and so would the command)  # started (about 1 s, kernels cached) and searching
         t = time.perf_counter()
         p.send_signal(signal.SIGINT)
         code = p.wait(60)

@@ -283,6 +283,17 @@ def flip_byte(path, position: int) -> None:
         f.write(bytes([byte ^ 0xFF]))
 
 
+def interruptible() -> None:
+    """A child's preexec_fn: SIGINT as a shell's foreground job has it. A signal ignored
+    or blocked in this process (a test run in the background, `nohup ... &`, ignores it;
+    other tests of the session may block it) is inherited across exec, and Python keeps an
+    ignored SIGINT ignored: the command never saw the Ctrl-C and ran on to its answer."""
+    import signal
+
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as s:

@@ -10,7 +10,7 @@ from pdbtool.loading import load_heuristic
 from pdbtool.tables.artifact import open_tables
 from pdbtool.tables.builder import build, compact_table, distance_table
 from pdbtool.tables.catalogue import get, plan_tables
-from reference import ROOT, abstract_distances, reference_table, table_entry
+from reference import ROOT, abstract_distances, interruptible, reference_table, table_entry
 
 CASES = [((1, 2), 3), ((1, 5, 6), 3), ((4, 8), 3), ((1, 3, 5, 7), 3), ((1, 2, 3), 4),
          ((5, 6, 9, 10), 4), ((1, 5, 6), 5)]
@@ -196,7 +196,8 @@ def test_a_signal_to_the_group_ends_a_build_with_one_line_and_no_process_left(tm
     build = subprocess.Popen(
         [sys.executable, "-m", "pdbtool", "build", "15/5-5-5", "--processes", "2", "--out",
          str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        start_new_session=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        preexec_fn=interruptible)  # (a run in the background ignores SIGINT: CI's did)
     seen: set[int] = set()
     try:
         deadline = time.monotonic() + 60

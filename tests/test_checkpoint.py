@@ -21,7 +21,7 @@ from pdbtool.search.checkpoint import CLUSTER_ALGORITHM, Checkpoint, Checkpointi
 from pdbtool.search.control import SearchControl
 from pdbtool.search.solver import Solver
 from pdbtool.search.threads import search_parallel
-from reference import ROOT, instances, korf100
+from reference import ROOT, instances, interruptible, korf100
 from serving import HARD
 
 KORF = {n: board for n, _, board in korf100()}
@@ -341,7 +341,7 @@ def test_ctrl_c_saves_the_progress_before_the_command_ends(tmp_path):
                           "--goal", "blank-first", "--threads", "2", "--quiet", "--checkpoint",
                           str(path), "--checkpoint-every", "5", " ".join(map(str, board))],
                          cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                         preexec_fn=interruptible)
     try:
         deadline = time.monotonic() + 120
         while not path.exists() and time.monotonic() < deadline and p.poll() is None:

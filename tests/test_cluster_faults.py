@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from reference import interruptible
 from serving import HARD
 
 pytestmark = [pytest.mark.cluster, pytest.mark.process]
@@ -82,15 +83,6 @@ def read_until(fd: int, pattern, seconds: float) -> bytes:
             except OSError:  # the other end closed
                 break
     return seen
-
-
-def interruptible() -> None:
-    """In the child before it runs: SIGINT as a shell's foreground job has it. A signal
-    ignored or blocked in this process (as other tests of the session may leave it) is
-    inherited across exec, and Python keeps an ignored SIGINT ignored: the command never
-    saw the Ctrl-C and ran on to its answer."""
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def test_ctrl_c_cancels_the_whole_job(tmp_path):
