@@ -11,13 +11,15 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from pdbtool.errors import BadInput, LimitReached
 from pdbtool.heuristics.table_free import table_free
 from pdbtool.kernels.tasks import FAR
 from pdbtool.loading import load_heuristic
-from pdbtool.search.checkpoint import CLUSTER_ALGORITHM, Checkpoint, Checkpointing, Identity
+from pdbtool.search.checkpoint import (CLUSTER_ALGORITHM, FORMAT, UNDIGESTED, Checkpoint,
+                                      Checkpointing, Identity, digest)
 from pdbtool.search.control import SearchControl
 from pdbtool.search.solver import Solver
 from pdbtool.search.threads import search_parallel
@@ -114,7 +116,7 @@ def test_the_refusal_shows_the_boards_as_typed_toward_any_goal(tmp_path):
         run(other)
     saved = json.loads(path.read_text())
     saved["identity"]["board"] = [99] * 16  # edited: shown as saved, never a traceback
-    path.write_text(json.dumps(saved))
+    edited(path, saved)
     with pytest.raises(BadInput, match=r"its board \(99, 99,"):
         run(typed)
     path.unlink()
@@ -140,13 +142,26 @@ def test_one_goal_named_or_given_as_its_tiles_is_one_search(tmp_path):
     assert run(",".join(map(str, range(1, 16))) + ",0").length == 32 and said == [path]
     with pytest.raises(LimitReached):
         run("blank-last", budget=2_000)
-    with pytest.raises(BadInput, match="goal 'blank-last', not '2,1,3,"):
-        run("2,1,3,4,5,6,7,8,9,10,11,12,13,15,14,0")  # another goal (two swaps), solvable
+    with pytest.raises(BadInput, match=r"search: its goal 'blank-last', not '2,1,3,[0-9,]*'; "
+                                       "give another"):  # the goal alone: the boards (the
+        run("2,1,3,4,5,6,7,8,9,10,11,12,13,15,14,0")  # goals' images) were named too
+
+
+def edited(path, d: dict) -> None:
+    """Write ``d`` (a checkpoint's JSON, edited) with its digest made to match again, as
+    whoever edits the file on purpose can: the checks behind the digest see it."""
+    d = {k: v for k, v in d.items() if k not in ("format", "sha256")}
+    path.write_text(json.dumps({"format": FORMAT, **d, "sha256": digest(d)}))
 
 
 @pytest.mark.parametrize("field, value, says", [
     ("split", 10 ** 9, "deeper than any search of this program splits"),
-    ("split", 0, "split is 0, not an integer >= 1"),
+    ("split", 0, "split is 0, not an integer from 1"),
+    ("expanded", 10 ** 30, "expanded is 1000000000000000000000000000000, not an integer"),
+    ("bound", 1_000_000, r"bound is 1000000, beyond the depth limit"),
+    ("bound", "first's", r"the iterations' bounds \[.*\] do not rise"),
+    ("finished", {"0": [10 ** 20, 1, 1]}, "finished task 0's figures"),
+    ("finished", {"0": [0, 0, 0]}, "finished task 0's next bound is 0, not above the bound"),
     ("bound", -2, "bound is -2"),
     ("bound", "60", "bound is '60'"),
     ("expanded", True, "expanded is True"),
@@ -181,13 +196,101 @@ def test_a_damaged_or_edited_checkpoint_is_refused(art_dir, tmp_path, field, val
         value = [(1 << 30) - 1] + d[field][1:]
     elif value == "a tile 'x'":  # (once a traceback: sorted() of the board to show it)
         value = {**d[field], "board": ["x"] + d[field]["board"][1:]}
+    elif value == "first's":  # the bound of an iteration done before it
+        value = d["iterations"][0]["bound"]
     d[field] = value
-    path.write_text(json.dumps(d))
+    edited(path, d)
     said = []
     with pytest.raises(BadInput, match=says):
         search(solver, KORF[88], SearchControl(checkpoint=Checkpointing(path,
                                                                         on_resume=said.append)))
     assert said == []  # never "resuming" a file that is then refused
+
+
+def test_a_flipped_bit_is_refused_by_the_digest_and_an_undigested_file_still_resumes(
+        art_dir, tmp_path):
+    """The review's bit: "bound": 60 read as 64 resumed at 64 and answered two moves too
+    long, said optimal. Every checkpoint now carries the digest of its content; one of the
+    first format (none) resumes, its fields checked as before; nested lists past Python's
+    recursion limit are a refusal, not a traceback."""
+    solver = Solver(load_heuristic(art_dir / "15-5-5-5.h5"))
+    path = tmp_path / "search.json"
+    with pytest.raises(LimitReached):
+        search(solver, KORF[88], SearchControl(budget=200_000,
+                                               checkpoint=Checkpointing(path, every=1e9)))
+    good = path.read_text()
+    straight = search(solver, KORF[88], SearchControl())
+    bound = json.loads(good)["bound"]
+    for text in (good.replace(f'"bound": {bound},', f'"bound": {bound + 4},', 1),
+                 "[" * 100_000 + "]" * 100_000):
+        path.write_text(text)
+        with pytest.raises(BadInput, match="is not a pdbtool checkpoint"):
+            search(solver, KORF[88], SearchControl(checkpoint=Checkpointing(path)))
+    d = json.loads(good)
+    del d["sha256"]
+    path.write_text(json.dumps({**d, "format": UNDIGESTED}))
+    resumed = search(solver, KORF[88], SearchControl(checkpoint=Checkpointing(path)))
+    assert (resumed.length, resumed.nodes_generated) == (straight.length, straight.nodes_generated)
+
+
+def test_a_checkpoint_is_for_untraced_ida_and_a_killed_saves_leftovers_go(art_dir, tmp_path):
+    """The library took a checkpoint for A* (and the others, and traced searches) and
+    ignored it: nothing saved, nothing resumed. A save killed half way left
+    <name>.<pid>.partial until a later save; the answer now removes it with the file. A
+    name too long for the save's temporary file is said before the search."""
+    from pdbtool.search.checkpoint import forget
+    from pdbtool.tables.files import partial_name
+
+    solver = Solver(load_heuristic(art_dir / "15-5-5-5.h5"))
+    path = tmp_path / "search.json"
+    for algorithm, events in (("astar", None), ("ida", np.zeros(1 << 10, np.int64))):
+        with pytest.raises(BadInput, match="a checkpoint saves an untraced IDA"):
+            solver.search(solver.prepare(KORF[88], "blank-first"), algorithm=algorithm,
+                          events=events, control=SearchControl(checkpoint=Checkpointing(path)))
+    left = tmp_path / "search.json.4000000.partial"  # a process long gone
+    left.write_text("{")
+    path.write_text("{}")
+    forget(path)
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(BadInput, match="cannot save the checkpoint there .File name too long"):
+        Checkpointing(tmp_path / ("c" * 250))
+    for every in (float("nan"), float("inf"), 0):
+        with pytest.raises(BadInput, match="a positive number of seconds"):
+            Checkpointing(path, every)
+    assert not partial_name(path).exists()
+
+
+def test_a_second_ctrl_c_during_the_last_save_does_not_lose_it(tmp_path):
+    """Two Ctrl-C a few milliseconds apart: the second came while the first's cleanup
+    stopped the threads, before its save, and nothing was saved. Made certain here: the
+    second is sent by the first's halt itself. The save is made, then the second raised."""
+    import threading
+
+    from pdbtool.heuristics.table_free import table_free
+
+    solver = Solver(table_free("manhattan", 4))
+    path = tmp_path / "search.json"
+    control = SearchControl(checkpoint=Checkpointing(path, every=1e9))
+    halt, sent = control.halt, []
+
+    def halt_and_ctrl_c(*args, **kwargs):
+        if not sent:  # the first halt is the first Ctrl-C's cleanup: the second comes now
+            sent.append(signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGINT)
+        return halt(*args, **kwargs)
+
+    control.halt = halt_and_ctrl_c
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(1.0, os.kill, args=(os.getpid(), signal.SIGINT))
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            timer.start()  # HARD with Manhattan distance: an hour or more of search
+            search_parallel(solver, solver.prepare(HARD, "blank-first"), control, threads=2)
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+    assert sent and path.exists(), "nothing saved"
+    assert Checkpoint.from_json(path.read_text()).bound > 0
 
 
 def test_a_cluster_checkpoint_saved_before_closest_first_is_accepted():

@@ -27,7 +27,7 @@ from pdbtool.cli.tables import (cmd_build, cmd_info, cmd_list, cmd_pack, cmd_par
 from pdbtool.errors import EXIT_UNSOLVABLE, BadInput, PdbError
 from pdbtool.heuristics.table_free import TABLE_FREE
 from pdbtool.search.algorithms import ALGORITHMS, Algorithm
-from pdbtool.search.checkpoint import DEFAULT_EVERY
+from pdbtool.search.checkpoint import DEFAULT_EVERY, forget
 from pdbtool.search.trace import DEFAULT_CAP
 from pdbtool.selection import DEFAULT_ARTIFACTS
 from pdbtool.tables import artifact
@@ -134,7 +134,7 @@ def solve_one(args, text, solvers, algorithm, line: int | None = None) -> int:
             print(f"{PROG}: wrote {args.trace}: {trace.summary}", file=sys.stderr)
     emit(args, trace.result, result_text(trace.result, line))
     if getattr(args, "checkpoint", None):  # answered: nothing left to resume
-        Path(args.checkpoint).unlink(missing_ok=True)
+        forget(args.checkpoint)
     return 0
 
 

@@ -42,14 +42,17 @@ import numpy as np
 from pdbtool.errors import BadInput, PdbError
 from pdbtool.kernels.ida import MAX_DEPTH
 from pdbtool.kernels.tasks import FAR
-from pdbtool.tables.files import atomic_output, refuse_special
+from pdbtool.tables.files import (atomic_output, partial_name, refuse_special,
+                                  remove_stale_partials)
 
 if TYPE_CHECKING:
     from pdbtool.puzzle import Frame
     from pdbtool.search.control import PreparedBoard
     from pdbtool.search.solver import Solver
 
-FORMAT = "pdbtool-checkpoint-1"
+FORMAT = "pdbtool-checkpoint-2"  # with the digest of its content ("sha256")
+UNDIGESTED = "pdbtool-checkpoint-1"  # the first, without: still resumed (checked alike)
+MOST = (1 << 63) - 1  # a count beyond int64 (the kernels' counters) is no count of a search
 CLUSTER_ALGORITHM = "ida on a cluster"
 DEFAULT_EVERY = 60.0  # seconds between saves
 
@@ -85,15 +88,21 @@ class Checkpoint:
         d = dataclasses.asdict(self)
         d["identity"] = self.identity._asdict()
         d["finished"] = {str(k): v for k, v in self.finished.items()}
-        return json.dumps({"format": FORMAT, **d})
+        return json.dumps({"format": FORMAT, **d, "sha256": digest(d)})
 
     @classmethod
     def from_json(cls, text: str) -> Checkpoint:
         """The checkpoint in ``text``; ValueError naming the first field that is not what
-        this program writes (a damaged or edited file is never searched from)."""
+        this program writes, or a digest that does not match the rest (a damaged or
+        edited file is never searched from: one flipped bit of a bound gave an answer
+        two moves too long, said optimal)."""
         d = json.loads(text)
-        if not isinstance(d, dict) or d.pop("format", None) != FORMAT:
+        written = d.pop("format", None) if isinstance(d, dict) else None
+        if written not in (FORMAT, UNDIGESTED):
             raise ValueError("not a pdbtool checkpoint of this version")
+        if written == FORMAT and d.pop("sha256", None) != digest(d):
+            raise ValueError("its content does not match its digest: it is damaged, or "
+                             "was edited")
         ident = d.pop("identity")
         if not (isinstance(ident, dict) and isinstance(ident.get("board"), list)
                 and all(type(x) is int for x in ident["board"])):
@@ -108,13 +117,16 @@ class Checkpoint:
         return saved
 
     def check(self) -> None:
-        """ValueError unless every field has the type and range a search writes."""
+        """ValueError unless every field has the type and range a search writes, and the
+        bounds follow one another as IDA*'s do."""
         def count(name, x, low=0):
-            if type(x) is not int or x < low:
-                raise ValueError(f"{name} is {x!r}, not an integer >= {low}")
+            if type(x) is not int or not low <= x <= MOST:
+                raise ValueError(f"{name} is {x!r}, not an integer from {low} to 2^63 - 1")
 
         count("split", self.split, 1)
         count("bound", self.bound)
+        if self.bound > MAX_DEPTH:
+            raise ValueError(f"bound is {self.bound}, beyond the depth limit ({MAX_DEPTH})")
         count("expanded", self.expanded)
         count("generated", self.generated)
         if type(self.seconds) not in (int, float) or not 0 <= self.seconds < float("inf"):
@@ -125,6 +137,9 @@ class Checkpoint:
         for i in self.iterations:
             count("an iteration's bound", i["bound"])
             count("an iteration's nodes", i["nodes"])
+        bounds = [i["bound"] for i in self.iterations] + [self.bound]
+        if any(a >= b for a, b in zip(bounds, bounds[1:])):
+            raise ValueError(f"the iterations' bounds {bounds} do not rise, as IDA*'s do")
         if not isinstance(self.order, list) or not all(type(x) is int for x in self.order) \
                 or sorted(self.order) != list(range(len(self.order))):
             raise ValueError("order is not an order of the tasks (each of 0 .. n - 1 once)")
@@ -155,6 +170,15 @@ class Checkpoint:
                                  "generated]")
             for x in row:
                 count(f"finished task {k}'s figures", x)
+            if row[0] <= self.bound:  # a task's next bound is above the one it was searched to
+                raise ValueError(f"finished task {k}'s next bound is {row[0]}, not above the "
+                                 f"bound {self.bound}")
+
+
+def digest(content: dict) -> str:
+    """The sha256 of a checkpoint's content (its fields but the format and the digest)."""
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def identity(solver: Solver, prepared: PreparedBoard, algorithm: str = "ida") -> Identity:
@@ -189,8 +213,9 @@ class Checkpointing:
     def __init__(self, path, every: float = DEFAULT_EVERY, on_resume=None):
         self.path, self.every = Path(path), float(every)
         self.on_resume = on_resume  # called with the path once a saved search is accepted
-        if self.every <= 0:
-            raise BadInput(f"--checkpoint-every must be positive, not {every:g}")
+        if not 0 < self.every < float("inf"):  # (nan too: it never saved)
+            raise BadInput(f"--checkpoint-every must be a positive number of seconds, not "
+                           f"{every:g}")
         if self.path.is_dir():
             raise BadInput(f"{self.path} is a directory: give the checkpoint's file name")
         refuse_special(self.path)  # a link, a FIFO, a device: its first save (a minute into
@@ -202,6 +227,16 @@ class Checkpointing:
             # first save (nor after its answer)
             raise PdbError(f"{self.path}: cannot save the checkpoint there, its directory "
                            f"{parent} is not writable")
+        probe = partial_name(self.path)  # the name a save writes first (too long, a
+        try:  # read-only disk: its first save, a minute in, said so)
+            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            os.unlink(probe)
+        except FileExistsError:
+            pass
+        except OSError as e:
+            error = BadInput if e.errno == errno.ENAMETOOLONG else PdbError
+            raise error(f"{self.path}: cannot save the checkpoint there ({e.strerror}: "
+                        f"a save writes {probe.name} first)") from None
         self._last = time.monotonic()
         self.saves = 0
 
@@ -223,7 +258,7 @@ class Checkpointing:
                            "the checkpoint another file name") from None
         try:
             saved = Checkpoint.from_json(text)
-        except (ValueError, TypeError, KeyError) as e:
+        except (ValueError, TypeError, KeyError, RecursionError) as e:
             written = text.startswith(f'{{"format": "{FORMAT.rsplit("-", 1)[0]}')
             raise BadInput(f"{self.path} is not a pdbtool checkpoint ({e}); " + (
                 "give another file, or remove it to start afresh" if written  # damaged
@@ -235,9 +270,11 @@ class Checkpointing:
                 and sorted(shown.board) == sorted(identity.board)):  # (an edited one: as saved)
             shown = shown._replace(board=frame.board(shown.board))  # as the user typed it
             identity = identity._replace(board=frame.board(identity.board))
-        differs = [f"{name} {getattr(shown, name)!r}, not {mine!r}"
-                   for name, mine in identity._asdict().items()
-                   if getattr(shown, name) != mine]
+        mine = identity._asdict()
+        if shown.goal != identity.goal:  # each board is its goal's image: the goal is the
+            del mine["board"]  # difference to name (the images were named as boards)
+        differs = [f"{name} {getattr(shown, name)!r}, not {value!r}"
+                   for name, value in mine.items() if getattr(shown, name) != value]
         if differs:
             raise BadInput(f"{self.path} is the checkpoint of another search: its "
                            f"{'; '.join(differs)}; give another file, or remove it to start "
@@ -260,7 +297,7 @@ class Checkpointing:
         self.saves += 1
 
     def remove(self) -> None:
-        self.path.unlink(missing_ok=True)
+        forget(self.path)
 
     @contextlib.contextmanager
     def holding(self):
@@ -274,6 +311,13 @@ class Checkpointing:
             yield
         finally:
             hold.close()
+
+
+def forget(path) -> None:
+    """A checkpoint's file gone (its answer is out), and what a save killed half way left
+    beside it (``<name>.<pid>.partial``: removed before only by a later save)."""
+    Path(path).unlink(missing_ok=True)
+    remove_stale_partials(path)
 
 
 def claim(path: Path) -> socket.socket:

@@ -97,6 +97,12 @@ class Solver:
             raise BadInput("a traced search runs on one thread")
         if events is not None and algorithm.name != "ida":
             raise BadInput(f"a traced search runs IDA*, not {algorithm.name}")
+        keeper = control.checkpoint  # (was ignored by the others: nothing saved or resumed)
+        if keeper is not None and keeper.watching and (algorithm.name != "ida"
+                                                       or events is not None):
+            what = "a traced search" if events is not None else algorithm.name
+            raise BadInput(f"a checkpoint saves an untraced IDA* search (on threads or a "
+                           f"cluster), not {what}")
         if algorithm.name == "ida":
             self.compile_kernels(shared="shared" in self.kernel_parts(threads))
         else:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from pdbtool import limits
+from pdbtool import limits, signals
 from pdbtool.errors import BadInput, LimitReached
 from pdbtool.kernels.ida import (BOUND, EXPANDED, FOUND, GENERATED, INF, MAX_DEPTH, NOT_FOUND,
                                  STOPPED)
@@ -195,10 +195,11 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
                     if watched and keeper.due():
                         save(bound)
             except BaseException:  # Ctrl-C or SIGTERM raised here: the others stop, then
-                control.halt()  # the progress is saved as at any other stop
-                cf.wait(futures)
-                if watched:
-                    save(bound)
+                with signals.held():  # the progress is saved as at any other stop (a
+                    control.halt()  # second Ctrl-C here, 5 ms on, once lost the save)
+                    cf.wait(futures)
+                    if watched:
+                        save(bound)
                 raise
         shares += [f.result() for f in futures]
         publish(bound)

@@ -28,7 +28,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from pdbtool import __version__
+from pdbtool import __version__, signals
 from pdbtool.errors import BadInput, not_a_directory
 from pdbtool.geometry import Shape, as_shape, manhattan_table, neighbour_arrays
 from pdbtool.kernels import build as build_kernel
@@ -240,34 +240,19 @@ def build_tables(jobs: list[TableJob], layout: Layout, labels: dict,
             raise
 
 
-HELD = (signal.SIGINT, signal.SIGTERM)  # what the terminal's Ctrl-C and a service stop send
-
-
 @contextlib.contextmanager
 def signals_held():
-    """A Ctrl-C or a SIGTERM is held back until the block ends, then raised as it would
-    have been; processes started within never see either. Both go to the whole process
-    group (the terminal's Ctrl-C; systemd's stop, a closed session): a worker still
-    importing printed its own traceback, the progress queue's process died under the
-    parent's cleanup (whose error then replaced "terminated"), and a signal between a
-    process's start and its shutdown's registration left it running (the interpreter's
-    exit then waited for it for good). The workers inherit the signals blocked (a signal
-    mask survives spawn's exec); the parent stops them (stop_workers). Multiprocessing's
-    resource tracker is started first: starting it unblocks SIGINT and SIGTERM."""
+    """Ctrl-C and SIGTERM held while worker processes start (pdbtool.signals.held): both go
+    to the whole process group (the terminal's Ctrl-C; systemd's stop, a closed session),
+    and a worker still importing printed its own traceback, the progress queue's process
+    died under the parent's cleanup (whose error then replaced "terminated"), and a signal
+    between a process's start and its shutdown's registration left it running (the
+    interpreter's exit then waited for it for good). The workers inherit the signals
+    blocked; the parent stops them (stop_workers). Multiprocessing's resource tracker is
+    started first: starting it unblocks SIGINT and SIGTERM."""
     resource_tracker.ensure_running()
-    held: list[int] = []
-    here = threading.current_thread() is threading.main_thread()  # (handlers: main only)
-    previous = {sig: signal.signal(sig, lambda number, _: held.append(number)) for sig in HELD} \
-        if here else {}
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, HELD)
-    try:
+    with signals.held():
         yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        for sig in dict.fromkeys(held):
-            signal.raise_signal(sig)
 
 
 def stop_workers(pool: ProcessPoolExecutor) -> None:

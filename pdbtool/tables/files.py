@@ -30,7 +30,7 @@ def atomic_output(path, replace: bool = True):
         raise ArtifactError(f"{path} is a directory: give a file name")
     refuse_special(path)
     remove_stale_partials(path)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}{PARTIAL}")
+    tmp = partial_name(path)
     try:
         yield tmp
         _fsync(tmp)
@@ -71,6 +71,12 @@ def _rename_new(tmp: Path, path: Path) -> None:
 
 
 PARTIAL = ".partial"  # <name>.<pid>.partial: a file being written by process <pid>
+
+
+def partial_name(path) -> Path:
+    """The name atomic_output writes ``path`` under first, in this process."""
+    path = Path(path)
+    return path.with_name(f"{path.name}.{os.getpid()}{PARTIAL}")
 
 # What the disk or the system refuses a writer (HDF5 reports them as errno in a long text).
 WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM,
