@@ -3,13 +3,13 @@
 The public API, loaded on first use so that ``import pdbtool`` stays light (a gRPC client
 imports it without numba)::
 
-    from pdbtool import Solver, SearchControl, Solvers, Algorithm, build, verify, pack, unpack, install
+    from pdbtool import Solver, SearchControl, Checkpointing, Solvers, Algorithm, build, verify, pack, unpack, install
 
 Importing it changes nothing in the process (numba's cache directory is set in numba's own
 configuration when the kernels are first imported: kernels/cache.py).
 
 The folders are the layers, each importing only those below it (tests/test_layers.py):
-errors < geometry, limits, progress, result < puzzle (the vocabulary) < kernels < tables
+errors < geometry, limits, progress, result, signals < puzzle (the vocabulary) < kernels < tables
 < heuristics < search < verification < loading < selection < cluster < cli;
 docs/architecture.md.
 """
@@ -20,6 +20,7 @@ __version__ = "0.1.0"
 
 _API = {
     "Solver": "search.solver", "SearchControl": "search.control",
+    "Checkpointing": "search.checkpoint",
     "PreparedBoard": "search.control", "Algorithm": "search.algorithms",
     "SolveResult": "result", "Solvers": "selection", "load_directory": "selection",
     "load_heuristic": "loading", "table_free": "heuristics.table_free",
