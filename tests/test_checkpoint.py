@@ -18,12 +18,12 @@ from pdbtool.errors import BadInput, LimitReached
 from pdbtool.heuristics.table_free import table_free
 from pdbtool.kernels.tasks import FAR
 from pdbtool.loading import load_heuristic
-from pdbtool.search.checkpoint import (CLUSTER_ALGORITHM, FORMAT, UNDIGESTED, Checkpoint,
-                                      Checkpointing, Identity, digest)
+from pdbtool.search.checkpoint import (CLUSTER_ALGORITHM, UNDIGESTED, Checkpoint,
+                                      Checkpointing, Identity)
 from pdbtool.search.control import SearchControl
 from pdbtool.search.solver import Solver
 from pdbtool.search.threads import search_parallel
-from reference import ROOT, instances, interruptible, korf100
+from reference import ROOT, instances, interruptible, korf100, write_edited_checkpoint
 from serving import HARD
 
 KORF = {n: board for n, _, board in korf100()}
@@ -116,7 +116,7 @@ def test_the_refusal_shows_the_boards_as_typed_toward_any_goal(tmp_path):
         run(other)
     saved = json.loads(path.read_text())
     saved["identity"]["board"] = [99] * 16  # edited: shown as saved, never a traceback
-    edited(path, saved)
+    write_edited_checkpoint(path, saved)
     with pytest.raises(BadInput, match=r"its board \(99, 99,"):
         run(typed)
     path.unlink()
@@ -145,13 +145,6 @@ def test_one_goal_named_or_given_as_its_tiles_is_one_search(tmp_path):
     with pytest.raises(BadInput, match=r"search: its goal 'blank-last', not '2,1,3,[0-9,]*'; "
                                        "give another"):  # the goal alone: the boards (the
         run("2,1,3,4,5,6,7,8,9,10,11,12,13,15,14,0")  # goals' images) were named too
-
-
-def edited(path, d: dict) -> None:
-    """Write ``d`` (a checkpoint's JSON, edited) with its digest made to match again, as
-    whoever edits the file on purpose can: the checks behind the digest see it."""
-    d = {k: v for k, v in d.items() if k not in ("format", "sha256")}
-    path.write_text(json.dumps({"format": FORMAT, **d, "sha256": digest(d)}))
 
 
 @pytest.mark.parametrize("field, value, says", [
@@ -199,7 +192,7 @@ def test_a_damaged_or_edited_checkpoint_is_refused(art_dir, tmp_path, field, val
     elif value == "first's":  # the bound of an iteration done before it
         value = d["iterations"][0]["bound"]
     d[field] = value
-    edited(path, d)
+    write_edited_checkpoint(path, d)
     said = []
     with pytest.raises(BadInput, match=says):
         search(solver, KORF[88], SearchControl(checkpoint=Checkpointing(path,

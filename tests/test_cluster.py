@@ -26,7 +26,7 @@ from pdbtool.search.control import SearchControl, closest_first
 from pdbtool.search.solver import Solver
 from pdbtool.tables.builder import build
 from pdbtool.tables.packing import pack
-from reference import korf100, korf_shortest
+from reference import korf100, korf_shortest, write_edited_checkpoint
 from serving import HARD, HARDEST, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("ray_local")]
@@ -333,13 +333,13 @@ def test_a_cluster_checkpoint_with_a_frontier_too_large_is_refused(cluster, tmp_
             budget=300_000, checkpoint=Checkpointing(path, every=1e9)))
     saved = json.loads(path.read_text())
     saved["split"] = 10 ** 9
-    path.write_text(json.dumps(saved))
+    write_edited_checkpoint(path, saved)
     with pytest.raises(BadInput, match=rf"split is 1000000000, more than the {len(saved['order'])} "
                                        "nodes of the frontier"):  # its order says how many
         on_cluster(cluster, solver, HARDEST, control=SearchControl(
             checkpoint=Checkpointing(path)))
     saved["order"] = saved["closest"] = []  # as saved before the cluster searched closest first
-    path.write_text(json.dumps(saved))
+    write_edited_checkpoint(path, saved)
     with pytest.raises(BadInput, match="frontier of 1,000,000,000 subtrees is larger"):
         on_cluster(cluster, solver, HARDEST, control=SearchControl(
             checkpoint=Checkpointing(path)))
