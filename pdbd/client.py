@@ -12,7 +12,6 @@ from __future__ import annotations
 import collections
 import itertools
 import operator
-import re
 import threading
 import time
 from dataclasses import dataclass
@@ -126,13 +125,13 @@ def board_tiles(board) -> list[int]:
         tiles = list(board)  # the usual case, checked whole (type is int: never a bool)
         if all(type(t) is int for t in tiles) and 0 <= min(tiles) and max(tiles) <= UINT32_MAX:
             return tiles
-    if isinstance(board, str):
-        board = [t for t in re.split(r"[\s,]+", board.strip()) if t]
+    if isinstance(board, str):  # as pdbtool reads a board's text: never '1_5' or '１'
+        board = puzzle.numbers(board)
     tiles = []
     for t in board:
         try:  # a text's digits or an integer; never a float or a bool, which int() would
-            v = int(t) if isinstance(t, str) else operator.index(t)  # round or take as 0/1
-            if isinstance(t, bool):
+            v = puzzle.number(t) if isinstance(t, str) else operator.index(t)  # round or
+            if isinstance(t, bool):  # take as 0/1
                 raise TypeError
         except (TypeError, ValueError):
             raise BadInput(f"not an integer: {t!r} (tiles are whole numbers, 0 is the blank)") from None

@@ -54,8 +54,9 @@ import anyio
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
-from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, StreamingResponse
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from pdbtool.cli import animate
@@ -69,6 +70,7 @@ from .listening import ListenError
 
 PROGRESS_MS = 200  # SSE progress interval; well inside the page's 500 ms promise
 MAX_BODY = 64 * 1024  # bytes of a request body; a board is a few hundred
+WATCH_MS = 200  # how often a POST's search looks whether its browser is still there
 PER_CLIENT = 4        # searches (POST /api/solve, streams) one client address may have in flight
 LOG_EVERY = 5.0       # seconds: the same log line at most once in this time
 SEARCHES = ("/api/solve", "/api/solve/stream")
@@ -159,6 +161,8 @@ def create_app(server: str = DEFAULT_SERVER, progress_ms: int = PROGRESS_MS,
             fields = json.loads(await request.body())
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise BadInput(f"the request body is not JSON: {e}") from None
+        except ClientDisconnect:  # gone before its body arrived: nobody to answer (it was
+            return gone_away()  # an "Exception in ASGI application" and a traceback)
         if not isinstance(fields, dict):
             raise BadInput('the request body must be a JSON object, e.g. {"board": "1 2 3 4 5 6 7 0 8"}')
         who = http_client(request)
@@ -179,7 +183,7 @@ def create_app(server: str = DEFAULT_SERVER, progress_ms: int = PROGRESS_MS,
                 if await request.is_disconnected():
                     gone.set()
                     return
-                await anyio.sleep(min(progress_ms, 200) / 1000)
+                await anyio.sleep(min(progress_ms, WATCH_MS) / 1000)
 
         result, error = None, None
         async with anyio.create_task_group() as tasks:
@@ -189,18 +193,24 @@ def create_app(server: str = DEFAULT_SERVER, progress_ms: int = PROGRESS_MS,
             except PdbError as e:  # raised below, out of the group (which would wrap it)
                 error = e
             finally:
-                gone.set()  # (the watcher ends too)
+                gone.set()
+                tasks.cancel_scope.cancel()  # the watcher now, not after its sleep (every
+                # answer waited up to 200 ms for it)
         if error is not None:
             raise error
         if result is None:  # nobody to answer
-            return JSONResponse({"error": "the client went away", "exit_code": 4},
-                                status_code=499)
+            return gone_away()
         return JSONResponse(result.to_dict())
 
-    async def stream(request: Request) -> StreamingResponse:
+    def gone_away() -> JSONResponse:
+        return JSONResponse({"error": "the client went away", "exit_code": 4}, status_code=499)
+
+    async def stream(request: Request) -> Response:
+        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+        if request.method == "HEAD":  # the headers alone: no search for them (one ran)
+            return Response(media_type="text/event-stream", headers=headers)
         return StreamingResponse(events(dict(request.query_params), http_client(request)),
-                                 media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+                                 media_type="text/event-stream", headers=headers)
 
     async def events(fields: dict, who: str | None):
         try:
@@ -231,14 +241,21 @@ def create_app(server: str = DEFAULT_SERVER, progress_ms: int = PROGRESS_MS,
     async def pdb_error(request: Request, e: PdbError) -> JSONResponse:
         return JSONResponse(error_body(e), status_code=http_status(e))
 
+    async def http_error(request: Request, e: HTTPException) -> JSONResponse:
+        """The router's own refusals (no such path, a method not taken) as JSON too."""
+        return JSONResponse({"error": f"{request.method} {request.url.path}: {e.detail.lower()}",
+                             "exit_code": 2}, status_code=e.status_code, headers=e.headers)
+
     @contextlib.asynccontextmanager
     async def lifespan(app):
         yield
         client.close()
 
     return Starlette(routes=[Route("/", index), Route("/api/solve", solve, methods=["POST"]),
-                             Route("/api/solve/stream", stream), Route("/api/info", info)],
-                     exception_handlers={PdbError: pdb_error}, lifespan=lifespan,
+                             Route("/api/solve/stream", stream, methods=["GET"]),
+                             Route("/api/info", info, methods=["GET"])],
+                     exception_handlers={PdbError: pdb_error, HTTPException: http_error},
+                     lifespan=lifespan,
                      middleware=[Middleware(Door, allow_hosts=allow_hosts, max_body=max_body,
                                             per_client=per_client)])
 
@@ -305,7 +322,8 @@ class Door:
         if headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
             return 403, "cross-site request refused: use the page itself"
         kind = headers.get("content-type", "").partition(";")[0].strip().lower()
-        if unsafe and kind != "application/json":
+        posted = scope["method"] == "POST" and scope["path"] == "/api/solve"  # the one body
+        if posted and kind != "application/json":  # (other methods and paths: 405, 404)
             return 415, (f"expected Content-Type: application/json, not {kind or 'none'} "
                          '(the body: {"board": "1 2 3 ..."})')
         return None

@@ -43,6 +43,13 @@ def parse_board(text: str | list | tuple, shape=None) -> tuple[int, ...]:
 
     Raises BadInput with a message naming the problem.
     """
+    return validate(numbers(text), shape)
+
+
+def numbers(text: str | list | tuple) -> list[int]:
+    """The whole numbers of a board's text ("1 2 3, 4 ..."), or of a sequence of such
+    pieces, unchecked as a board: BadInput for an empty one, an empty field, or a word
+    that is not written in ASCII digits (int() would also take '١', '1_0' or '+1')."""
     if isinstance(text, (list, tuple)):
         text = " ".join(str(t) for t in text)
     tokens = re.split(r"\s*,\s*|\s+", text.strip())
@@ -50,12 +57,14 @@ def parse_board(text: str | list | tuple, shape=None) -> tuple[int, ...]:
         raise BadInput("empty board: give the tiles row by row, 0 for the blank")
     if "" in tokens:
         raise BadInput(f"empty field in {text.strip()!r}: separate the tiles by one comma or by spaces")
-    tiles = []
-    for tok in tokens:
-        if not re.fullmatch(r"-?[0-9]+", tok):  # int() would also take '١' or '1_0'
-            raise BadInput(f"not an integer: {tok!r} (tiles are whole numbers, 0 is the blank)")
-        tiles.append(int(tok))
-    return validate(tiles, shape)
+    return [number(tok) for tok in tokens]
+
+
+def number(word: str) -> int:
+    """One tile's word as a whole number written in ASCII digits; BadInput otherwise."""
+    if not re.fullmatch(r"-?[0-9]+", word):
+        raise BadInput(f"not an integer: {word!r} (tiles are whole numbers, 0 is the blank)")
+    return int(word)
 
 
 def check_shape(shape) -> Shape:

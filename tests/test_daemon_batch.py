@@ -464,6 +464,20 @@ def test_a_list_of_ints_is_taken_as_it_is_and_anything_else_as_before(board):
         assert got == expected and type(got) is list and got is not board
 
 
+@pytest.mark.parametrize("text", ["1_5 2 3", "\uff11 2 3", "+1 2 3", "1,,2,3", "1 2 x"])
+def test_a_boards_text_is_read_as_pdbtool_reads_it(text):
+    """The client (pdbd query, pdbd web's API) read '1_5' as 15 and a full-width digit as
+    its number, where pdbtool refuses them: one reading, puzzle.numbers."""
+    from pdbtool import puzzle
+
+    with pytest.raises(BadInput) as client_said:
+        board_tiles(text)
+    with pytest.raises(BadInput) as pdbtool_said:
+        puzzle.numbers(text)
+    assert str(client_said.value) == str(pdbtool_said.value)
+    assert board_tiles("1 2 3, 4") == [1, 2, 3, 4] == board_tiles(["1", "2", 3, "4"])
+
+
 def test_results_are_held_for_others_only_while_the_calls_deadline_is_not_near():
     """A packed result waits up to LINGER for others to share its message, but never into
     the last LINGER before the call's deadline, where it would end unsent with the call."""

@@ -317,3 +317,43 @@ def test_a_flood_of_bad_requests_writes_a_few_lines(fake):
     invalid = [x for x in drained.lines if "Invalid HTTP request" in x]
     assert 1 <= len(invalid) <= 3, drained.lines[:10]
     assert len(drained.lines) < 10, drained.lines
+
+
+def test_the_router_and_a_dropped_body_answer_in_json_and_quietly(fake, monkeypatch):
+    """The table of the web review: no such path and a method not taken were plain text
+    (and DELETE /api/solve was 415, the JSON check before the router); HEAD on the stream
+    started a search; an answer waited out its watcher's sleep (200 ms, each POST: made 60
+    s here, so that the wait is certain); a client gone before its body was a traceback."""
+    monkeypatch.setattr(web, "WATCH_MS", 60_000)
+    page = web.create_app("127.0.0.1:1", progress_ms=60_000)
+    with TestClient(page, base_url="http://127.0.0.1:8080") as client:
+        start = time.monotonic()
+        r = client.post("/api/solve", json=BOARD)
+        assert r.status_code == 200 and time.monotonic() - start < 30  # not 60 s
+        for method, path, status in (("GET", "/api/nope", 404), ("POST", "/nope", 404),
+                                     ("DELETE", "/api/solve", 405), ("GET", "/api/solve", 405),
+                                     ("POST", "/api/info", 405)):
+            r = client.request(method, path)
+            assert r.status_code == status and r.json()["exit_code"] == 2, (method, path, r.text)
+        searches = len(fake.searches)
+        r = client.head("/api/solve/stream", params=BOARD)
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+        assert len(fake.searches) == searches  # no search for the headers
+    import anyio
+
+    sent = []
+
+    async def gone():  # the client closes before its body's end: the server hears this
+        return {"type": "http.disconnect"}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+             "method": "POST", "scheme": "http", "path": "/api/solve", "raw_path": b"/api/solve",
+             "query_string": b"", "root_path": "", "client": ("127.0.0.1", 5000),
+             "server": ("127.0.0.1", 8080),
+             "headers": [(b"host", b"127.0.0.1:8080"), (b"content-type", b"application/json"),
+                         (b"content-length", b"100")]}
+    anyio.run(web.create_app("127.0.0.1:1"), scope, gone, send)  # raised ClientDisconnect
+    assert sent[0]["type"] == "http.response.start" and sent[0]["status"] == 499, sent
