@@ -284,18 +284,19 @@ class Door:
             await send(message)
 
         headers = Headers(scope=scope)
+        stream = scope["path"] == "/api/solve/stream" and scope["method"] == "GET"
         refusal = self.refusal(scope, headers)
         if refusal is None:
             refusal, receive = await self.body(headers, receive)
         if refusal is not None:
-            return await refuse(framed, *refusal)
+            return await refuse(framed, *refusal, stream=stream)
         if scope["path"] not in SEARCHES or not self.per_client:
             return await self.app(scope, receive, framed)
         who = http_client(Request(scope)) or "unknown"
         if self.searches.get(who, 0) >= self.per_client:
             return await refuse(framed, 429, f"{who} has {self.per_client} searches in flight "
                                 "already (the most one client may have): wait for one to end",
-                                exit_code=4)
+                                exit_code=4, stream=stream)
         self.searches[who] = self.searches.get(who, 0) + 1
         try:
             await self.app(scope, receive, framed)
@@ -368,11 +369,19 @@ class Door:
         return None, replayed
 
 
-async def refuse(send, status: int, message: str, exit_code: int = 2) -> None:
-    body = json.dumps({"error": message, "exit_code": exit_code}).encode()
+async def refuse(send, status: int, message: str, exit_code: int = 2,
+                 stream: bool = False) -> None:
+    """The refusal as JSON with its status; to the progress stream (``stream``), a
+    `failure` event that says it, as the stream's own refusals are: an EventSource cannot
+    read an error response (the page said "connection lost" for a client's limit)."""
+    error = {"error": message, "exit_code": exit_code}
+    if stream:
+        status, kind, body = 200, b"text/event-stream", sse("failure", {**error,
+                                                                       "status": status}).encode()
+    else:
+        kind, body = b"application/json", json.dumps(error).encode()
     await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode()),
+                "headers": [(b"content-type", kind), (b"content-length", str(len(body)).encode()),
                             (b"connection", b"close")]})
     await send({"type": "http.response.body", "body": body})
 

@@ -5,6 +5,7 @@ rebinding), never framed, a bounded number of searches per browser, log lines th
 The daemon behind the page is a fake SolverClient that records what it was asked, so
 "started no search" is checked exactly; servers are started on loopback only."""
 
+import json
 import logging
 import signal
 import socket
@@ -61,6 +62,15 @@ class FakeClient:
 
     def close(self):
         pass
+
+
+def stream_refusal(r) -> dict:
+    """The door's refusal of a progress stream: one `failure` event (an EventSource cannot
+    read an error response: the page said "connection lost")."""
+    assert r.status_code == 200 and r.headers["content-type"] == "text/event-stream", r.text
+    event, data = r.text.strip().split("\n")
+    assert event == "event: failure" and data.startswith("data: "), r.text
+    return json.loads(data.removeprefix("data: "))
 
 
 @pytest.fixture
@@ -142,10 +152,9 @@ def test_cross_origin_and_non_json_posts_start_no_search(app, fake):
         r = app.post("/api/solve", content=b'{"board": "1 2 3 4 5 6 7 0 8"}', headers=headers)
         assert r.status_code == status, (headers, r.text)
         assert r.json()["exit_code"] == 2 and r.json()["error"], r.text
-    r = app.get("/api/solve/stream", params=BOARD, headers={"sec-fetch-site": "cross-site"})
-    assert r.status_code == 403
-    r = app.get("/api/solve/stream", params=BOARD, headers={"origin": "http://evil.example"})
-    assert r.status_code == 403
+    for headers in ({"sec-fetch-site": "cross-site"}, {"origin": "http://evil.example"}):
+        r = app.get("/api/solve/stream", params=BOARD, headers=headers)
+        assert stream_refusal(r)["status"] == 403, r.text  # an event: the page reads it
     assert fake.searches == []
     for origin in (None, "http://127.0.0.1:8080", "https://127.0.0.1:8080"):
         headers = {**JSON, **({"origin": origin} if origin else {}),
@@ -250,7 +259,7 @@ def test_one_browser_has_a_bounded_number_of_searches(served_page, fake):
     r = httpx.post(served_page + "api/solve", json=BOARD, timeout=10)
     assert r.status_code == 429 and r.json()["exit_code"] == 4 and "in flight" in r.json()["error"]
     r = httpx.get(served_page + "api/solve/stream", params=BOARD, timeout=10)
-    assert r.status_code == 429
+    assert stream_refusal(r)["status"] == 429 and stream_refusal(r)["exit_code"] == 4
     assert httpx.get(served_page + "api/info", timeout=10).status_code == 200  # not a search
     fake.hold.set()
     for t in (*posts, stream):
