@@ -300,8 +300,9 @@ def test_a_node_lost_after_the_goal_is_found_does_not_lose_the_answer(cluster, m
             ref, (w, item) = next(iter(self.refs.items()))
             self.refs.pop(ref)
             w.in_flight.pop(ref, None)
-            self.todo.appendleft(item)  # as finished() does for a lost node's batch
-            gave_back.append(item)
+            self.todo.appendleft(item)  # as finished() does for a lost node's batch,
+            gave_back.append(item)  # which it then leaves out of what it returns (the
+            return []  # batch out may have been the last: nothing is left to wait on)
         return finished(self)
 
     halt = SearchRun._halt_actors
