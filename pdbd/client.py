@@ -95,6 +95,7 @@ def translate(err: grpc.RpcError, address: str, tls: bool = False) -> PdbError:
         message = details
     error = cls(message)
     error.code = code
+    error.refused = code == grpc.StatusCode.UNAVAILABLE and refused(err)  # pdbd's own, up
     # which limit refused or stopped it (pdbd-limit: per-client, queue-full, max-nodes, ...)
     error.limit = next((v for k, v in err.trailing_metadata() or () if k == LIMIT_KEY), None)
     return error

@@ -28,9 +28,10 @@ most once per few seconds.
 
 Errors carry the CLI's messages and exit codes, as JSON {"error", "exit_code"}: HTTP 400 for
 bad input or an unsolvable board (exit codes 2 and 3), 503 when a limit stopped the search
-(deadline, node budget, full queue: 4), 429 when the daemon's limit of searches per client
-(this browser's, through --trusted-proxy) refused it, 502 when pdbd cannot be reached or
-failed (1).
+(deadline, node budget, full queue: 4) or pdbd refuses searches for now (shutting down, a
+table changed on disk: 1), 429 when the daemon's limit of searches per client (this
+browser's, through --trusted-proxy) refused it, 502 when pdbd cannot be reached or failed
+(1).
 A client that goes away cancels its search on the daemon (the gRPC call is cancelled).
 
 Loads no numba: the page and the client are all it needs.
@@ -84,10 +85,13 @@ HTTP_STATUS = {2: 400, 3: 400, 4: 503}  # exit code -> HTTP status; anything els
 def http_status(error: PdbError) -> int:
     """The HTTP status of a failed solve: by its exit code, except that the daemon's limit of
     searches per client (the browser's, through --trusted-proxy) is 429, as the page's own.
+    A 503 when pdbd itself refuses for now (shutting down, a table changed on disk).
     A 502 (pdbd unreachable or failed) is the operator's to see: it is logged (a WARNING,
     the same line at most once per few seconds: throttle_logs)."""
     if getattr(error, "limit", None) == "per-client":
         return 429
+    if getattr(error, "refused", False):  # pdbd answered, but serves nothing now (shutting
+        return 503  # down, a table changed on disk): unavailable, not a bad gateway
     status = HTTP_STATUS.get(error.exit_code, 502)
     if status == 502:
         log.warning("answered 502: %s", error)
@@ -98,17 +102,22 @@ def error_body(error: PdbError) -> dict:
     return {"error": str(error), "exit_code": error.exit_code}
 
 
-def number(value, name: str, kind=float):
-    """An optional positive number from JSON or a query string; BadInput names the field."""
-    if value is None or value == "":
+def number(value, name: str, kind=float, text: bool = False):
+    """An optional positive number from JSON (``text``: or from a query string, where
+    every value is text); BadInput names the field."""
+    if value is None or value == "" and text:
         return None
+    if isinstance(value, str) and not text:  # JSON has numbers: "5" is a mistake
+        raise BadInput(f"{name} must be a JSON number, not the string {value!r}")
     if kind is int and isinstance(value, float):  # int() would round it
         raise BadInput(f"{name} must be a whole number, not {value!r}")
     try:
         v = kind(value)
     except (TypeError, ValueError, OverflowError):
         raise BadInput(f"{name} must be a{' whole' * (kind is int)} number, not {value!r}") from None
-    if isinstance(value, bool) or not (math.isfinite(v) and v > 0):
+    if isinstance(value, bool) or not math.isfinite(v):
+        raise BadInput(f"{name} must be a finite number, not {value!r}")
+    if v <= 0:
         raise BadInput(f"{name} must be more than 0, not {value!r}")
     return v
 
@@ -116,9 +125,10 @@ def number(value, name: str, kind=float):
 FIELDS = ("board", "goal", "deadline", "budget", "shape")  # what a request may name
 
 
-def solve_args(fields) -> dict:
-    """The arguments of SolverClient.solve from request fields (a dict or query params);
-    a field it does not know is refused (a misspelt "deadline" must not pass silently)."""
+def solve_args(fields, text: bool = False) -> dict:
+    """The arguments of SolverClient.solve from request fields (a JSON object, or with
+    ``text`` a query string's); a field it does not know is refused (a misspelt
+    "deadline" must not pass silently)."""
     unknown = sorted(set(fields) - set(FIELDS))
     if unknown:
         raise BadInput(f"unknown field{'s' * (len(unknown) > 1)} {', '.join(map(repr, unknown))}: "
@@ -133,8 +143,9 @@ def solve_args(fields) -> dict:
     shape = fields.get("shape")
     if shape is not None and not isinstance(shape, str):
         raise BadInput(f"shape must be ROWSxCOLS (e.g. \"3x4\"), not {shape!r}")
-    return {"board": board, "goal": goal, "deadline": number(fields.get("deadline"), "deadline"),
-            "budget": number(fields.get("budget"), "budget", int),
+    return {"board": board, "goal": goal,
+            "deadline": number(fields.get("deadline"), "deadline", text=text),
+            "budget": number(fields.get("budget"), "budget", int, text=text),
             "shape": Shape.parse(shape) if shape else None}
 
 
@@ -214,8 +225,8 @@ def create_app(server: str = DEFAULT_SERVER, progress_ms: int = PROGRESS_MS,
 
     async def events(fields: dict, who: str | None):
         try:
-            search = client.solve_stream(**solve_args(fields), progress_ms=progress_ms,
-                                         on_behalf=who)
+            search = client.solve_stream(**solve_args(fields, text=True),
+                                         progress_ms=progress_ms, on_behalf=who)
         except PdbError as e:
             yield sse("failure", {**error_body(e), "status": http_status(e)})
             return

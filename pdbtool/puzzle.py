@@ -94,7 +94,7 @@ def validate(tiles, shape=None) -> tuple[int, ...]:
         side = math.isqrt(n)
         if side * side != n:
             raise BadInput(f"{n} tiles is not a square board (expected s*s tiles: 4, 9, 16, 25, "
-                           "...); a board that is not square needs its shape, e.g. --shape 3x4")
+                           "...); a board that is not square needs its shape, rows x columns (e.g. 3x4)")
         shape = Shape(side, side)
     shape = check_shape(shape)
     if n != shape.cells:
@@ -131,7 +131,7 @@ def check_goal(goal, shape=None) -> str:
         return goal
     if isinstance(goal, str) and not re.search(r"\d", goal):
         raise BadInput(f"unknown goal {goal!r}: choose one of {', '.join(GOALS)}, or give the "
-                       "goal board's tiles (e.g. --goal '1 2 3 4 0 5 6 7 8')")
+                       "goal board's tiles (e.g. '1 2 3 4 0 5 6 7 8')")
     try:
         tiles = parse_board(goal, shape)
     except BadInput as e:

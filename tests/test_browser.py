@@ -106,6 +106,11 @@ def test_live_page_solves_korf_1_through_pdbd(chromium, served, tmp_path):
             expected = c.solve(board, "blank-first").to_dict()
         assert_shows(dom, expected, optimum)
         assert dom.board("board") == tuple(range(16))
+        # the shuffle menu offers what this pdbd serves (8/full, 15/5-5-5), no more
+        with SolverClient(served.address) as c:
+            served_shapes = [f"{s['rows']}x{s['cols']}" for s in c.info()["sizes"]]
+        assert sorted(o["value"] for o in dom.inside("size", tag="option")) == sorted(served_shapes)
+        assert dom.by_id("size")["data-served"] == " ".join(served_shapes)
         query["step"] = 0
         screenshot(chromium, url + "?" + urllib.parse.urlencode(query), tmp_path / "live.png",
                    budget_ms=20000)

@@ -97,11 +97,15 @@ def test_bad_input_is_400_with_the_cli_message(case, web, served, capsys):
     ({"board": "8 6 7 2 5 4 3 0 1", "algorithm": "foo"}, "unknown field 'algorithm'"),
     ({"board": "8 6 7 2 5 4 3 0 1", "dedline": 5}, "unknown field 'dedline'"),
     ({"board": "8 6 7 2 5 4 3 0 1", "budget": 1000.5}, "budget must be a whole number"),
+    ({"board": "8 6 7 2 5 4 3 0 1", "budget": "5"}, "budget must be a JSON number, not the string '5'"),
+    ({"board": "8 6 7 2 5 4 3 0 1", "deadline": ""}, "deadline must be a JSON number"),
+    ('{"board": "8 6 7 2 5 4 3 0 1", "deadline": 1e309}', "deadline must be a finite number, not inf"),
 ])
 def test_json_that_no_board_text_could_say_is_refused(web, body, says):
     """Mistakes only JSON can make: a float or a bool for a tile (int() would round it or
     read 1 and 0), a number too large for a float, a field the API does not know, a budget
-    with a fraction: 400, never an answer to another board or a server error."""
+    with a fraction or in a string, a deadline of infinity: 400, never an answer to another
+    board or a server error."""
     if isinstance(body, str):  # JSON that Python's encoder would not write
         r = httpx.post(web + "api/solve", content=body, headers={"content-type": "application/json"})
     else:
@@ -114,7 +118,7 @@ def test_malformed_requests_limits_and_an_unreachable_daemon(web, served, caplog
     for content, message in ((b"{", "not JSON"), (b"[1, 2]", "JSON object"),
                              (b'{"board": 7}', "no board"),
                              (b'{"board": "1 2 3 4 5 6 7 0 8", "budget": -1}', "budget must be more than 0"),
-                             (b'{"board": "1 2 3 4 5 6 7 0 8", "deadline": "soon"}', "deadline must be a number")):
+                             (b'{"board": "1 2 3 4 5 6 7 0 8", "deadline": "soon"}', "deadline must be a JSON number")):
         r = httpx.post(web + "api/solve", content=content,
                        headers={"content-type": "application/json"})
         assert r.status_code == 400 and message in r.json()["error"], content
@@ -129,6 +133,27 @@ def test_malformed_requests_limits_and_an_unreachable_daemon(web, served, caplog
                in rec.getMessage() for rec in caplog.records), caplog.records
 
 
+def test_a_daemon_shutting_down_is_503_not_a_bad_gateway(caplog):
+    """pdbd answered, but takes no new searches (a drain): the service is unavailable for
+    now (503), not a gateway that failed (502, which the operator is warned of)."""
+    from pdbtool.selection import TableSet
+
+    daemon = running_daemon(TableSet({3: table_free("manhattan", 3)}))
+    try:
+        with running_web(daemon.address) as url:
+            daemon.servicer.refuse_new()
+            with caplog.at_level(logging.WARNING, logger="pdbd"):
+                r = httpx.post(url + "api/solve", json={"board": list(EASY8)}, timeout=30)
+            assert r.status_code == 503 and "shutting down" in r.json()["error"], r.text
+            with httpx.stream("GET", url + "api/solve/stream", params={"board": "1 2 3 4 5 6 0 7 8"},
+                              timeout=30) as s:
+                got = events(s)
+            assert [name for _, name, _ in got] == ["failure"] and got[0][2]["status"] == 503
+    finally:
+        daemon.stop(grace=1)
+    assert not any("answered 502" in rec.getMessage() for rec in caplog.records)
+
+
 def test_page_info_and_stream(web, served):
     page = httpx.get(web)
     assert page.status_code == 200 and 'data-mode="live"' in page.text
@@ -141,6 +166,12 @@ def test_page_info_and_stream(web, served):
         got = events(r)
     assert [name for _, name, _ in got] == ["failure"]
     assert got[0][2]["status"] == 400 and got[0][2]["exit_code"] == 3 and "unsolvable" in got[0][2]["error"]
+    # a query string's numbers are text: "budget=5" is the number 5 there (in JSON, refused)
+    with httpx.stream("GET", web + "api/solve/stream", params={
+            "board": " ".join(map(str, HARD)), "goal": "blank-first", "budget": "5"}) as r:
+        got = events(r)
+    assert [name for _, name, _ in got] == ["failure"]
+    assert got[0][2]["status"] == 503 and "budget" in got[0][2]["error"], got
 
 
 def test_stream_brings_progress_repeatedly_until_the_client_leaves(daemon24):
