@@ -451,3 +451,27 @@ def test_ctrl_c_saves_the_progress_before_the_command_ends(tmp_path):
     last = Checkpoint.from_json(path.read_text())
     assert path.stat().st_mtime_ns != first[0]
     assert last.seconds > first[1].seconds
+
+
+def test_a_thread_search_s_checkpoint_given_to_the_cluster_is_refused_before_ray_starts(
+        tmp_path, monkeypatch, capsys):
+    """`pdbtool solve --cluster` with another search's checkpoint (here a thread search's)
+    is refused before the cluster is opened (it was refused only once Ray had started, a
+    minute on a cold machine); the refusal names the difference."""
+    from pdbtool.cli import main as cli
+
+    solver = Solver(table_free("manhattan", 4))
+    path = tmp_path / "search.json"
+    with pytest.raises(LimitReached):
+        search(solver, HARD, SearchControl(budget=200_000, checkpoint=Checkpointing(path, every=1e9)))
+    assert path.is_file()
+
+    def no_cluster(args):
+        raise AssertionError("the cluster was opened")
+
+    monkeypatch.setattr(cli, "open_cluster", no_cluster)
+    code = cli.main(["solve", "--heuristic", "manhattan", "--goal", "blank-first", "--cluster",
+                     "local", "--checkpoint", str(path), " ".join(map(str, HARD))])
+    err = capsys.readouterr().err
+    assert code == 2 and f"its algorithm 'ida', not '{CLUSTER_ALGORITHM}'" in err, err
+    assert path.is_file()  # kept: it is the thread search's to resume

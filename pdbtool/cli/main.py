@@ -233,9 +233,12 @@ def solve_on_cluster(args, solvers, algorithm) -> int:
 def solve_one_on_cluster(args, prepared_board) -> int:
     from pdbtool.search.control import SearchControl
 
+    from pdbtool.cluster.driver import resumed
+
     solver, prepared = prepared_board
     control = SearchControl(budget=args.budget, timeout=args.timeout, checkpoint=keeper_of(args))
-    with open_cluster(args) as cluster:
+    resumed(solver, prepared, control.checkpoint)  # another search's checkpoint: refused
+    with open_cluster(args) as cluster:  # before Ray starts, not a minute into it
         def busy() -> str:
             run = cluster.running
             return f", {run.busy}/{run.cpus} workers busy" if run else ""

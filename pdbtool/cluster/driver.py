@@ -68,12 +68,26 @@ from pdbtool.cluster.node import NodeWorker, build_on_node
 from pdbtool.cluster.run import Dispatch, Node, SearchRun, Worker, first_line, replays
 from pdbtool.errors import EXIT_LIMIT, ArtifactError, BadInput, LimitReached, not_a_directory
 from pdbtool.result import SolveResult
-from pdbtool.search.checkpoint import CLUSTER_ALGORITHM, identity
+from pdbtool.search.checkpoint import CLUSTER_ALGORITHM, Checkpoint, identity
 from pdbtool.search.control import PreparedBoard, SearchControl, envelope
 from pdbtool.search.solver import Solver
 from pdbtool.search.threads import search_bounds
 from pdbtool.tables.files import private_directory
 
+
+
+def resumed(solver: Solver, prepared: PreparedBoard, keeper) -> Checkpoint | None:
+    """The cluster search's saved progress in ``keeper`` (a Checkpointing, or None): None
+    if none is saved yet; BadInput for another search's checkpoint (a thread search's
+    too) or a damaged one. Needs no cluster: the command line asks it before Ray starts."""
+    if keeper is None:
+        return None
+    resume = keeper.load(identity(solver, prepared, CLUSTER_ALGORITHM), frame=prepared.frame)
+    if resume and resume.split > MAX_FRONTIER:
+        raise BadInput(f"{keeper.path}: the checkpoint's frontier of {resume.split:,} "
+                       "subtrees is larger than any cluster search of this program makes; "
+                       "it is damaged")
+    return resume
 
 class Cluster:
     """A connection to a Ray cluster (``address``, or ``"local"`` to start Ray on this
@@ -272,13 +286,7 @@ class Cluster:
         ``control.checkpoint`` the search saves its progress and resumes from it, as on
         threads (search/checkpoint.py)."""
         control = control or SearchControl()
-        keeper = control.checkpoint  # checkpoint.Checkpointing, or None
-        resume = keeper.load(identity(solver, prepared, CLUSTER_ALGORITHM),
-                             frame=prepared.frame) if keeper else None
-        if resume and resume.split > MAX_FRONTIER:
-            raise BadInput(f"{keeper.path}: the checkpoint's frontier of {resume.split:,} "
-                           "subtrees is larger than any cluster search of this program makes; "
-                           "it is damaged")
+        resume = resumed(solver, prepared, control.checkpoint)
         run = self.running = SearchRun(self, solver, prepared, control, target, resume)
         try:  # the driver's table file: the frontier and the replay read it
             with envelope(control, solver.heuristic.source):

@@ -212,7 +212,7 @@ class Checkpointing:
 
     def __init__(self, path, every: float = DEFAULT_EVERY, on_resume=None):
         self.path, self.every = Path(path), float(every)
-        self.on_resume = on_resume  # called with the path once a saved search is accepted
+        self.on_resume = on_resume  # called with the path when a saved search is first accepted
         if not 0 < self.every < float("inf"):  # (nan too: it never saved)
             raise BadInput(f"--checkpoint-every must be a positive number of seconds, not "
                            f"{every:g}")
@@ -282,8 +282,9 @@ class Checkpointing:
         if max_split is not None and saved.split > max_split:
             raise BadInput(f"{self.path}: the checkpoint's tasks lie {saved.split} moves deep, "
                            "deeper than any search of this program splits; it is damaged")
-        if self.on_resume:
-            self.on_resume(self.path)
+        if self.on_resume:  # once (the command line may look before the search does)
+            said, self.on_resume = self.on_resume, None
+            said(self.path)
         return saved
 
     def due(self) -> bool:
