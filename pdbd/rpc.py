@@ -9,8 +9,8 @@ is registered through ``service_handler``, never with gRPC's own deserializer:
 * **The request must arrive in time, and waiting for it is cheap to refuse.** Every method
   is registered as request-streaming (the same on the wire as a unary request), so the
   handler runs as soon as the call opens and waits for the request itself. Until it
-  arrives the call is only *reading* (``Reading``): of those waiting over a second, at
-  most a few per client and some in all, the oldest cancelled when a newer call comes,
+  arrives the call is only *reading* (``Reading``): at most some in all and, of those
+  waiting over a second, a few per client, the oldest cancelled when a newer call comes,
   and every one cancelled after ``request_timeout``. Calls that never send their request
   therefore cost a client only its own reading calls: they cannot fill a class of call,
   nor the threads.
@@ -136,12 +136,14 @@ class Admission:
 
 
 class Reading:
-    """Calls whose request has not arrived yet: at most ``per_client`` of one client and
-    ``total`` in all, counting only those waiting longer than ``grace`` seconds. A call
-    beyond either cancels the oldest such call (of that client, or of all): a client that
-    opens calls and sends nothing only ever cancels its own (or, past the total, the
-    longest waiting), while a request that arrives at once (every honest client's, a
-    burst of them too) is read long before ``grace``."""
+    """Calls whose request has not arrived yet: at most ``total`` in all, and at most
+    ``per_client`` of one client waiting longer than ``grace`` seconds. A call beyond
+    the total cancels the longest waiting call, however young (the server's threads hold
+    the total and no more: calls opened faster than ``grace`` would otherwise fill them,
+    and gRPC would refuse health checks); a client's call beyond its own cancels its
+    oldest that waited over ``grace``. A client that opens calls and sends nothing thus
+    cancels its own (or the longest waiting), while a request that arrives at once (every
+    honest client's, a burst of them too) is read in microseconds."""
 
     def __init__(self, per_client: int, total: int, notes: RateLimitedLog, on_evict=None,
                  grace: float = 1.0):
@@ -164,8 +166,7 @@ class Reading:
             mine[key] = now
             while len(mine) > self.per_client and self._old(next(iter(mine.values())), now):
                 evicted.append(self._pop(next(iter(mine))))
-            while len(self._all) > self.total and self._old(next(iter(self._all.values()))[2],
-                                                              now):
+            while len(self._all) > self.total:
                 evicted.append(self._pop(next(iter(self._all))))
         for ctx in evicted:
             self.notes.warning("evicted", "a call from %s waiting for its request was cancelled "

@@ -12,7 +12,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from pdbd.client import SolverClient
-from pdbd.server import Connections
+from pdbd.server import READING_TOTAL, Connections
 from pdbd.servicer import Limits
 from pdbd.v1 import solver_pb2 as pb
 from pdbtool import puzzle
@@ -123,7 +123,8 @@ def test_undecodable_requests_leave_no_memory_behind(art_dir):
 
 @pytest.mark.process
 def test_health_answers_while_calls_never_send_their_request():
-    """Health checks are answered SERVING while 70 calls never send their request. The
+    """Health checks are answered SERVING while 70 calls never send their request (64 held:
+    the server's total of reading calls). The
     server holds those up to its request timeout (10 s), beyond each check's deadline (5 s):
     a check starved behind them would fail, however loaded the machine. (How fast checks
     are answered is measured, not tested: scripts/bench daemon, '50 never-sending calls:
@@ -138,7 +139,8 @@ def test_health_answers_while_calls_never_send_their_request():
             refl = reflection_pb2_grpc.ServerReflectionStub(ch)
             idle = [refl.ServerReflectionInfo(iter(release.wait, True), timeout=60)
                     for _ in range(10)]  # (the timeout: a backstop, told apart below)
-            assert wait_for(lambda: len(daemon.reading._all) >= 70, 10)  # all held
+            # held, but for the oldest beyond the server's total of reading calls (64)
+            assert wait_for(lambda: len(daemon.reading._all) >= READING_TOTAL, 10)
             for _ in range(20):
                 assert health_status(daemon.address, timeout=5) == "SERVING"
             # made while held: checks from this client cancel its calls waiting over a
@@ -155,6 +157,31 @@ def test_health_answers_while_calls_never_send_their_request():
                 assert e.value.code() == grpc.StatusCode.CANCELLED  # the request timeout's
             with channel_stub(daemon.address) as stub:
                 assert stub.Solve(pb.SolveRequest(tiles=EASY15), timeout=5).length == 2
+    finally:
+        release.set()
+        daemon.stop(grace=1)
+
+
+@pytest.mark.process
+def test_health_answers_while_calls_open_faster_than_a_second_never_send():
+    """Calls that never send their request, opened faster than the per-client grace (a
+    second): beyond the server's reading total the longest waiting is cancelled however
+    young, so they never hold more threads than that total and health checks are answered
+    (they filled gRPC's call limit before: 'Concurrent RPC limit exceeded!' for a
+    liveness probe). The calls are all opened before the first check, so every check
+    meets at least the total of them waiting."""
+    daemon = manhattan(threads=1, max_queue=1, connections=Connections(request_timeout=60))
+    release = threading.Event()
+    try:
+        with grpc.insecure_channel(daemon.address) as ch:
+            calls = daemon.admission.total + READING_TOTAL + 60  # more than its threads
+            held = [never_sending(ch, "/pdbd.v1.Solver/Solve", release) for _ in range(calls)]
+            assert wait_for(lambda: sum(f.done() for f in held) >= calls - READING_TOTAL, 30)
+            for _ in range(10):
+                assert health_status(daemon.address, timeout=5) == "SERVING"
+            assert len(daemon.reading._all) <= READING_TOTAL
+            codes = {f.code() for f in held if f.done()}
+            assert codes == {grpc.StatusCode.CANCELLED}, codes  # evicted, not refused by gRPC
     finally:
         release.set()
         daemon.stop(grace=1)
