@@ -37,7 +37,10 @@ METHOD = "pdbd.v1.Solver/SolveBatch"
 WAIT_SECONDS = 0.005  # between looks for room while the pool is full
 END = object()
 SHUTDOWN = object()  # an entry the servicer puts in every call's answers (refuse_new)
-PER_MESSAGE = 256  # results at most in one BatchResult (about 100 KB)
+PER_MESSAGE = 256  # results at most in one BatchResult (about 100 KB of 15-puzzles)
+REPLY_BYTES = 1 << 20  # and about this many bytes at most: a client's gRPC takes 4 MiB a
+# message by default (results of long solutions, 20x20's greedy 115 KB each, once made a
+# reply of 9 MB that a client refused, losing the call)
 LINGER = 0.1  # seconds a packed result waits for others to share its message (0.02, then
 # 0.05 before: about 13, then 20 results a reply on one search thread at 3 ms a board; a reply
 # costs the two ends about 0.5 ms of CPU together, and more on a loaded machine, where 0.1
@@ -156,6 +159,18 @@ def boards_of(message: pb.BatchRequest) -> list[tuple[int, pb.SolveRequest]]:
     if message.HasField("request") or not items:
         items.insert(0, (message.id, message.request))
     return items
+
+
+def result_bytes(fields: dict) -> int:
+    """At least the bytes that one board's entry adds to a BatchResult, from its fields
+    (BatchResult fields: an id and a result's fields, or an error), without encoding it:
+    up to 5 bytes a move (the tile, the blank's letter, the path's h), 2 a cell of the
+    board, 16 an iteration, the note, and 512 for the rest."""
+    r = fields.get("result")
+    if r is None:
+        return 512 + len(fields["error"].message)
+    return (5 * (len(r["blank_moves"]) + 1) + 2 * len(r["board"]) + 16 * len(r["iterations"])
+            + len(r["note"]) + 512)
 
 
 def ready(finished: queue.Queue, pending, linger: float = 0.0, until: float = math.inf) -> list:
@@ -328,7 +343,7 @@ def solve_batch(servicer, requests, context):
             # begun before the first message was read sent its results one a message,
             # which the client took for a server that predates items (a whole batch failed)
             if packed.is_set():  # each result made in its reply (one copy of its message)
-                reply = pb.BatchResult()
+                reply, size = pb.BatchResult(), 0
                 for ident, job, ctx in entries:
                     if ident is END:
                         expected = job
@@ -337,10 +352,13 @@ def solve_batch(servicer, requests, context):
                         stopped.append("shutdown")
                         continue
                     counts[1] += 1
-                    if len(reply.results) == PER_MESSAGE:
+                    fields = outcome(ident, job, ctx)
+                    grows = result_bytes(fields)
+                    if len(reply.results) == PER_MESSAGE or reply.results and size + grows > REPLY_BYTES:
                         yield reply
-                        reply = pb.BatchResult()
-                    reply.results.add(**outcome(ident, job, ctx))
+                        reply, size = pb.BatchResult(), 0
+                    reply.results.add(**fields)
+                    size += grows
                 if reply.results:
                     yield reply
                 continue

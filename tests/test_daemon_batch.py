@@ -14,6 +14,7 @@ from pdbd.client import (MAX_PER_MESSAGE, Chunks, Runs, ServerUnavailable, Solve
                          board_tiles)
 from pdbd.jobs import FastLane, Lane
 from pdbd.v1 import solver_pb2 as pb
+from pdbtool import puzzle
 from pdbtool.errors import BadInput, LimitReached, Unsolvable
 from pdbtool.geometry import Shape
 from pdbtool.selection import load_directory
@@ -209,6 +210,33 @@ def test_query_file_that_cannot_be_read_or_has_a_huge_line(served, tmp_path, cap
     assert [line for line in out.splitlines() if line.startswith("length")] == [
         "length 2  moves 7 8", "length 1  moves 6"]
     assert "line 2" in err and "1,000,000 tiles: a board has at most 400" in err, err
+
+
+def test_a_reply_stays_far_below_what_a_client_takes_however_long_its_results(served, stub):
+    """Results of long solutions (20x20 greedy: about 100 KB each) that piled up while the
+    client read slowly went out in one reply of 9 MB, past the 4 MiB a gRPC client takes
+    by default: the client refused it and lost the whole call. A reply holds about
+    pdbd.batch.REPLY_BYTES at most (here: after the first, the client reads no more until
+    every board is answered)."""
+    import time
+
+    from pdbd.batch import REPLY_BYTES
+
+    rng = random.Random(20)
+    boards = [puzzle.random_board(Shape(20, 20), rng=rng) for _ in range(100)]
+    message = pb.BatchRequest(items=[pb.BatchItem(id=i, request=pb.SolveRequest(
+        tiles=b, rows=20, cols=20, algorithm="greedy")) for i, b in enumerate(boards)])
+    replies = stub.SolveBatch(iter([message]), timeout=120)
+    first = next(replies)
+    assert wait_for(lambda: info(served)["counters"]["in_flight"] == 0, 60)  # all answered
+    rest = list(replies)  # (refused by the client as a whole before: RESOURCE_EXHAUSTED)
+    got = {r.id: r.result for reply in (first, *rest) for r in reply.results}
+    assert sorted(got) == list(range(100))
+    for i, b in enumerate(boards):
+        assert puzzle.apply_tile_moves(b, got[i].moves) == puzzle.goal_board(Shape(20, 20))
+    largest = max(r.ByteSize() for r in got.values())
+    assert largest > 50_000  # long solutions indeed
+    assert max(reply.ByteSize() for reply in rest) <= REPLY_BYTES + largest + 16
 
 
 def test_several_boards_a_message_come_back_several_results_a_message(served, stub,
