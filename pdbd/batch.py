@@ -354,7 +354,8 @@ def solve_batch(servicer, requests, context):
                     counts[1] += 1
                     fields = outcome(ident, job, ctx)
                     grows = result_bytes(fields)
-                    if len(reply.results) == PER_MESSAGE or reply.results and size + grows > REPLY_BYTES:
+                    full = size + grows > REPLY_BYTES or len(reply.results) == PER_MESSAGE
+                    if full and reply.results:
                         yield reply
                         reply, size = pb.BatchResult(), 0
                     reply.results.add(**fields)
