@@ -10,7 +10,7 @@ how the exact 8-puzzle table of distances (the oracle) is built.
 import numpy as np
 from numba import njit
 
-from pdbtool.kernels.ida import FOUND, NOT_FOUND, POLL, STOPPED
+from pdbtool.kernels.ida import FOUND, NOT_FOUND, POLL, halted
 
 
 @njit(cache=True, nogil=True)
@@ -43,9 +43,11 @@ def unrank(r, n, fact, board):
 
 
 @njit(cache=True, nogil=True)
-def bfs(board, target, n, nbr, nnbr, fact, dist, parent, queue, stop):
-    """Breadth-first from ``board`` until rank ``target`` is dequeued (-1: every state).
-    Returns (status, expanded, generated, states reached)."""
+def bfs(board, target, n, nbr, nnbr, fact, dist, parent, queue, stop, budget):
+    """Breadth-first from ``board`` until rank ``target`` is dequeued (-1: every state),
+    the stop flag or more than ``budget`` nodes generated (-1: no budget; looked at every
+    POLL expansions, as IDA* does). Returns (status, expanded, generated, states
+    reached)."""
     start = rank(board, n, fact)
     dist[start] = 0
     parent[start] = -1
@@ -60,8 +62,10 @@ def bfs(board, target, n, nbr, nnbr, fact, dist, parent, queue, stop):
             return FOUND, expanded, generated, tail
         unrank(r, n, fact, cells)
         expanded += 1
-        if expanded & (POLL - 1) == 0 and stop[0] != 0:
-            return STOPPED, expanded, generated, tail
+        if expanded & (POLL - 1) == 0:
+            status = halted(stop, budget, generated)
+            if status != NOT_FOUND:
+                return status, expanded, generated, tail
         tail, pushed, _ = push_children(r, n, nbr, nnbr, fact, cells, dist, parent, queue, tail,
                                         dist[:0])
         generated += pushed

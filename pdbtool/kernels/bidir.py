@@ -27,7 +27,7 @@ from numba import njit
 from pdbtool.kernels.astar import MAX_G, MEMORY, find, heap_pop, heap_push, look_at_child
 from pdbtool.kernels.bfs import blank_of, push_children, unrank
 from pdbtool.kernels.heuristic import h_init
-from pdbtool.kernels.ida import BOUND, FOUND, INF, NOT_FOUND, STOPPED, poll, publish
+from pdbtool.kernels.ida import BOUND, FOUND, INF, NOT_FOUND, halted, poll, publish
 from pdbtool.kernels.state_key import board_of, key_of, slot_of
 
 CLOSED = 0x80  # flag in MM's gs: expanded
@@ -54,9 +54,10 @@ def bfs_layer(n, nbr, nnbr, fact, dist, parent, queue, head, tail, other, cells)
 
 @njit(cache=True, nogil=True)
 def bibfs(start, target, n, nbr, nnbr, fact, dist_f, parent_f, queue_f, dist_b, parent_b,
-          queue_b, stop):
-    """Breadth-first from rank ``start`` and from rank ``target`` until they meet; dist_*
-    all -1."""
+          queue_b, stop, budget):
+    """Breadth-first from rank ``start`` and from rank ``target`` until they meet, the stop
+    flag or more than ``budget`` nodes generated (-1: no budget; both looked at before
+    each layer); dist_* all -1."""
     dist_f[start] = 0
     parent_f[start] = -1
     dist_b[target] = 0
@@ -69,8 +70,9 @@ def bibfs(start, target, n, nbr, nnbr, fact, dist_f, parent_f, queue_f, dist_b, 
     expanded, generated = 0, 0
     cells = np.empty(n, np.int64)
     while hf < tf and hb < tb:
-        if stop[0] != 0:
-            return STOPPED, -1, expanded, generated, tf + tb
+        status = halted(stop, budget, generated)
+        if status != NOT_FOUND:
+            return status, -1, expanded, generated, tf + tb
         if tf - hf <= tb - hb:
             meet, t, gen = bfs_layer(n, nbr, nnbr, fact, dist_f, parent_f, queue_f, hf, tf,
                                      dist_b, cells)

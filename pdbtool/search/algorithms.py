@@ -307,8 +307,9 @@ def _bfs(solver, prepared, algorithm, control):
     queue = np.zeros(math.factorial(n) // 2 + 1, np.int32)
     target = rank(np.asarray(prepared.frame.image_goal, np.int64), n, fact)
     t0 = time.perf_counter()
-    status, expanded, generated, reached = bfs(np.asarray(image, np.int64), target, n, nbr, nnbr, fact,
-                                               dist, parent, queue, control.stop)
+    status, expanded, generated, reached = bfs(np.asarray(image, np.int64), target, n, nbr,
+                                               nnbr, fact, dist, parent, queue, control.stop,
+                                               control.kernel_budget)
     seconds = time.perf_counter() - t0
     if status != FOUND:
         _limit(status, "bfs", generated, seconds)
@@ -334,7 +335,7 @@ def exact_distances(shape=3) -> np.ndarray:
     dist = np.full(math.factorial(n), -1, np.int8)
     bfs(np.arange(n, dtype=np.int64), -1, n, nbr, nnbr, fact, dist,
         np.zeros(math.factorial(n), np.int32), np.zeros(math.factorial(n) // 2 + 1, np.int32),
-        np.zeros(1, np.int64))
+        np.zeros(1, np.int64), -1)
     return dist
 
 

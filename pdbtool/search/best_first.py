@@ -238,7 +238,8 @@ def _bibfs(solver, prepared, algorithm, control):
     t = rank(np.asarray(prepared.frame.image_goal, np.int64), n, fact)
     start = time.perf_counter()
     status, meet, expanded, generated, reached = bibfs(
-        s, t, n, nbr, nnbr, fact, dist_f, parent_f, queue_f, dist_b, parent_b, queue_b, control.stop)
+        s, t, n, nbr, nnbr, fact, dist_f, parent_f, queue_f, dist_b, parent_b, queue_b, control.stop,
+        control.kernel_budget)
     seconds = time.perf_counter() - start
     if status != FOUND:
         _limit(status, "bidir", generated, seconds)
