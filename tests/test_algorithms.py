@@ -79,6 +79,13 @@ def test_every_algorithm_reports_the_start_s_h(art_dir):
         assert r.initial_h == r.path_h[0] > 1, (name, r.initial_h, r.path_h[:3])
         lengths.add(r.length)
     assert len(lengths) == 1
+    # the searches no heuristic guides (bfs; bidir on 9 cells, greedy) report the served
+    # heuristic's h of the start too, as their path_h (they said 0 beside a path_h of 31)
+    solver8 = Solver(table_free("manhattan", 3))
+    far = (8, 6, 7, 2, 5, 4, 3, 0, 1)
+    for name in ("bfs", "bidir", "greedy"):
+        r = solver8.solve(far, algorithm=name)
+        assert r.heuristic == "none" and r.initial_h == r.path_h[0] == 21, (name, r.initial_h)
 
 
 def test_ida_tt_on_korf_instances_cuts_nodes(art_dir):

@@ -316,7 +316,7 @@ def _bfs(solver, prepared, algorithm, control):
     out = np.zeros(int(dist[target]) + 1, np.int64)
     length = trace(target, parent, n, fact, out)
     memory = dist.nbytes + parent.nbytes + queue.nbytes
-    r = solver.result(prepared, out[:length], expanded, generated, seconds, 0, [], algorithm="bfs",
+    r = solver.result(prepared, out[:length], expanded, generated, seconds, None, [], algorithm="bfs",
                       peak_memory=memory, heuristic="none")
     r.note = _join(r.note, f"reached {int(reached):,} states")
     return r
@@ -366,7 +366,7 @@ def _greedy(solver, prepared, algorithm, control):
         raise BadInput("greedy: no solution constructed (the board is unsolvable for this goal)")
     cells = out[:length].tolist() + (list(reversed([gb] + walk[:-1])) if walk else [])
     image_cells = [prepared.frame.cells[c] for c in cells]
-    r = solver.result(prepared, image_cells, 0, len(cells), seconds, 0,
+    r = solver.result(prepared, image_cells, 0, len(cells), seconds, None,
                       [], algorithm="greedy", optimal=False, peak_memory=out.nbytes, heuristic="none")
     r.note = _join(r.note, "constructive (rows, then columns, then the last 2x2): not optimal")
     return r

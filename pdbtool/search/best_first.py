@@ -248,7 +248,7 @@ def _bibfs(solver, prepared, algorithm, control):
     cells = out[:k][::-1][1:].tolist()
     k = bfs_trace(meet, parent_b, n, fact, out)
     cells += out[1:k].tolist()
-    r = solver.result(prepared, cells, expanded, generated, seconds, 0, [], algorithm="bidir",
+    r = solver.result(prepared, cells, expanded, generated, seconds, None, [], algorithm="bidir",
                       peak_memory=need, heuristic="none")
     r.note = _join(r.note, f"breadth-first from both ends, met after {int(reached):,} states "
                            f"(depths {int(dist_f[meet])} + {int(dist_b[meet])})")

@@ -286,7 +286,9 @@ class Solver:
                iterations, threads=1, *, algorithm="ida", optimal=True, bound=None,
                peak_memory=0, heuristic=None) -> SolveResult:
         """Turn the blank's path in the image into moves on the user's board and replay
-        them; check the heuristic along it (see _check_path)."""
+        them; check the heuristic along it (see _check_path). ``h0`` None: the search used
+        no heuristic (``heuristic`` "none"); the result's initial_h is then the solver's
+        heuristic's h of the start, as its path_h are."""
         board, goal, bf, frame = prepared
         moves, blank_moves_ = puzzle.blank_path_to_moves(board, frame.user_cells(blank_cells),
                                                          self.shape)
@@ -300,7 +302,8 @@ class Solver:
         return SolveResult(
             board=board, goal=goal, shape=self.shape, length=len(moves), moves=moves,
             blank_moves=blank_moves_, nodes_expanded=int(expanded), nodes_generated=int(generated),
-            seconds=seconds, heuristic=heuristic or self.heuristic.name, initial_h=h0,
+            seconds=seconds, heuristic=heuristic or self.heuristic.name,
+            initial_h=path_h[0] if h0 is None else h0,
             iterations=iterations, artifact=self.heuristic.artifact, threads=threads,
             note=self.heuristic.note, path_h=path_h, algorithm=algorithm, optimal=optimal,
             bound=bound, peak_memory_bytes=int(peak_memory))
