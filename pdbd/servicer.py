@@ -51,6 +51,7 @@ MIN_PROGRESS_MS = 10
 MAX_DETAILS = 400  # status details travel in a header: never echo a huge input back
 
 SEARCHES = ("Solve", "SolveStream", "SolveBatch")  # the methods whose requests are searches
+DEADLINE_SLACK = 0.1  # seconds: a call that ends this close to its deadline ended by it
 HALT_STATUS = {
     "deadline": (grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded"),
     "cancelled": (grpc.StatusCode.CANCELLED, "cancelled by the client"),
@@ -228,8 +229,8 @@ class SolverServicer:
             answered = True
             yield pb.SolveEvent(result=self._outcome(job, context, stream=True))
         finally:
-            if not answered:  # the client went away between two progress messages
-                job.halt("cancelled")
+            if not answered:  # the client went away between two progress messages, or
+                job.halt(self._why_ended(context))  # its deadline passed there
                 self._abandoned(job, context)
 
     def SolveBatch(self, requests, context):
@@ -391,8 +392,17 @@ class SolverServicer:
             self.metrics.reject(reason)
 
     def _abandoned(self, job: Job, context) -> None:
-        """A stream whose client left before the result: counted and logged, every one."""
+        """A stream that ended before its result: its deadline passed (as a Solve's would,
+        DEADLINE_EXCEEDED in the log and the metrics), or its client left (abandoned);
+        counted and logged, every one."""
         self.counters.add("cancelled")
+        if self._why_ended(context) == "deadline":
+            context.set_code(grpc.StatusCode.DEADLINE_EXCEEDED)  # how the call ended
+            log.info("stream %s stopped: deadline nodes=%d", self._what(job),
+                     job.control.generated, extra=self._fields(job, context, True,
+                                                               "DEADLINE_EXCEEDED",
+                                                               stopped="deadline"))
+            return
         self.counters.add("abandoned")
         log.info("stream %s abandoned by %s after %d nodes", self._what(job), context.peer(),
                  job.control.generated, extra=self._fields(job, context, True, "CANCELLED",
@@ -410,8 +420,13 @@ class SolverServicer:
 
     @staticmethod
     def _why_ended(context) -> str:
+        """Why a call ended before its answer: its deadline, or the client cancelled. A
+        client ends the call at its own deadline, a little before the server's copy of it
+        (which counts from the request's arrival): an end within DEADLINE_SLACK of the
+        deadline is the deadline's (it was taken for a cancel: CANCELLED in the log and
+        the metrics, a stream 'abandoned')."""
         left = time_left(context)
-        return "deadline" if left is not None and left <= 0 else "cancelled"
+        return "deadline" if left is not None and left <= DEADLINE_SLACK else "cancelled"
 
     @staticmethod
     def _wait(job: Job, context, tick: float | None) -> bool:

@@ -104,3 +104,35 @@ def test_metrics_beyond_loopback_are_refused_unless_insecure(tmp_path):
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 1 and "refusing to serve metrics on 0.0.0.0" in err, err
     assert "Traceback" not in err
+
+
+def test_a_clients_deadline_is_counted_as_a_deadline_not_a_cancel(slow, slow_stub):
+    """The client ends a call at its own deadline, a little before the server's copy of it:
+    the server took that for a cancel (CANCELLED in the log and the metrics, a stream
+    'abandoned'). Both searches run until the deadline (a hard board, Manhattan distance,
+    hours), so the deadline is what ends them."""
+    port = slow.metrics.serve("127.0.0.1", 0)
+    try:
+        before = scrape(port)
+        abandoned = info(slow)["counters"]["abandoned"]
+        request = pb.SolveRequest(tiles=HARD, goal="blank-first")
+        with pytest.raises(grpc.RpcError) as e:
+            slow_stub.Solve(request, timeout=1.5)
+        assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        assert worker_free_within(slow, 5)[0]
+        with pytest.raises(grpc.RpcError) as e:
+            for _ in slow_stub.SolveStream(request, timeout=1.5):
+                pass
+        assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        assert worker_free_within(slow, 5)[0]
+
+        def grew(method, code):
+            return (sample(scrape(port), "pdbd_requests_total", method=method, code=code)
+                    - sample(before, "pdbd_requests_total", method=method, code=code))
+
+        assert wait_for(lambda: grew(SOLVE, "DEADLINE_EXCEEDED") == 1, 5)
+        assert wait_for(lambda: grew("pdbd.v1.Solver/SolveStream", "DEADLINE_EXCEEDED") == 1, 5)
+        assert grew(SOLVE, "CANCELLED") == grew("pdbd.v1.Solver/SolveStream", "CANCELLED") == 0
+        assert info(slow)["counters"]["abandoned"] == abandoned
+    finally:
+        slow.metrics.close()
