@@ -71,8 +71,9 @@ class Limits:
     def budget(self, asked: int) -> tuple[int | None, bool]:
         """The node budget of a search whose client asked for ``asked`` (0: none), and
         whether the server's limit is the one that binds."""
-        if asked:
-            asked = limits.budget(asked, "node_budget")
+        if asked > limits.MAX_BUDGET:  # (0: none, on the wire)
+            raise BadInput(f"node_budget must be at most {limits.MAX_BUDGET:,} (2^63 - 1; 0: "
+                           f"no limit), not {asked:,}")
         if self.max_nodes and (not asked or asked > self.max_nodes):
             return self.max_nodes, True
         return asked or None, False

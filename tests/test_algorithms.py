@@ -289,11 +289,11 @@ def test_daemon_honours_the_algorithm(stub, oracle8):
 # -- the command line ----------------------------------------------------------------------
 
 @pytest.mark.parametrize("options, words", [
-    (dict(name="astar", max_memory=0), "--max-memory 0 bytes is too small: at least 64K"),
+    (dict(name="astar", max_memory=0), "a memory limit of 0 bytes is too small: at least 64K"),
     (dict(name="ida", max_memory=1 << 20),
-     "--max-memory applies to --algorithm astar, sma, frontier, bidir only"),
-    (dict(name="ida-tt", tt_size=0), "--tt-size 0: the table needs at least 1 entry"),
-    (dict(name="ida", tt_size=10), "--tt-size applies to --algorithm ida-tt only"),
+     "a memory limit applies to the algorithms astar, sma, frontier, bidir only"),
+    (dict(name="ida-tt", tt_size=0), "a transposition table of 0 entries: it needs at least 1"),
+    (dict(name="ida", tt_size=10), "a transposition table size applies to the ida-tt algorithm only"),
 ])
 def test_an_algorithms_bad_option_is_named(options, words):
     with pytest.raises(BadInput, match=re.escape(words)):

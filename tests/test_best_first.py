@@ -53,7 +53,7 @@ def test_sma_in_little_memory_equals_bfs_and_drops_states(memory, oracle8):
 def test_sma_says_when_the_path_does_not_fit(oracle8):
     solver = Solver(table_free("manhattan", 3))
     far = next(b for b in boards8(400, 32) if oracle8[b] >= 27)
-    with pytest.raises(LimitReached, match=r"sma: the optimal path does not fit in --max-memory 2,000 bytes \(27 nodes") as e:
+    with pytest.raises(LimitReached, match=r"sma: the optimal path does not fit in the memory limit of 2,000 bytes \(27 nodes") as e:
         run(solver, far, "sma", 2_000)  # 27 nodes: a path of 26 moves at most
     assert e.value.exit_code == 4 and e.value.limit == "memory"
     with pytest.raises(LimitReached, match="budget"):

@@ -646,5 +646,5 @@ def test_a_transposition_table_beyond_any_memory_is_a_limit(capsys):
     """Beyond numpy's sizes (it raised ValueError, a traceback): exit 4, as a table beyond
     the machine's memory is."""
     code = main(["solve", "--algorithm", "ida-tt", "--tt-size", "9" * 22, "8 6 7 2 5 4 3 0 1"])
-    assert code == 4 and "cannot be allocated here; give a smaller --tt-size" in \
+    assert code == 4 and "cannot be allocated here; give a smaller transposition table size" in \
         capsys.readouterr().err

@@ -81,6 +81,7 @@ def test_out_of_range_node_budget_is_invalid_argument(stub, budget):
         stub.Solve(pb.SolveRequest(tiles=EASY8, node_budget=budget))
     assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "node_budget" in e.value.details() and "2^63" in e.value.details()
+    assert "0: no limit" in e.value.details()  # (it said "from 1", where 0 is no limit)
     assert stub.Solve(pb.SolveRequest(tiles=EASY8, node_budget=(1 << 63) - 1)).length == 2
 
 
@@ -289,7 +290,11 @@ def test_server_memory_limit_caps_what_a_request_may_allocate():
             with pytest.raises(grpc.RpcError) as e:
                 stub.Solve(pb.SolveRequest(tiles=EASY15, algorithm="rbfs", max_memory=1 << 20))
             assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-            assert "--max-memory applies to --algorithm astar" in e.value.details()
+            assert "a memory limit applies to the algorithms astar" in e.value.details()
+            assert "--" not in e.value.details()  # a wire field is no command-line flag
+            with pytest.raises(grpc.RpcError) as e:
+                stub.Solve(pb.SolveRequest(tiles=EASY15, algorithm="ida", weight=2.0))
+            assert e.value.details() == "a weight applies to the wida algorithm only"
         assert info(daemon)["limits"]["max_search_memory"] == 1 << 20
     finally:
         daemon.stop(grace=1)

@@ -68,17 +68,17 @@ class Algorithm:
         if self.name not in ALGORITHMS:
             raise BadInput(f"unknown algorithm {self.name!r}: choose one of {', '.join(ALGORITHMS)}")
         if self.weight is not None and self.name != "wida":
-            raise BadInput("--weight applies to --algorithm wida only")
+            raise BadInput("a weight applies to the wida algorithm only")
         if self.weight is not None and not (1 <= self.weight <= 100):
             raise BadInput(f"weight {self.weight} out of range: wida takes 1 <= W <= 100")
         if self.tt_size is not None and self.name != "ida-tt":
-            raise BadInput("--tt-size applies to --algorithm ida-tt only")
+            raise BadInput("a transposition table size applies to the ida-tt algorithm only")
         if self.tt_size is not None and self.tt_size < 1:
-            raise BadInput(f"--tt-size {self.tt_size}: the table needs at least 1 entry")
+            raise BadInput(f"a transposition table of {self.tt_size} entries: it needs at least 1")
         if self.max_memory is not None and self.name not in MEMORY_BOUND:
-            raise BadInput(f"--max-memory applies to --algorithm {', '.join(MEMORY_BOUND)} only")
+            raise BadInput(f"a memory limit applies to the algorithms {', '.join(MEMORY_BOUND)} only")
         if self.max_memory is not None and self.max_memory < MIN_MAX_MEMORY:
-            raise BadInput(f"--max-memory {self.max_memory:,} bytes is too small: at least 64K")
+            raise BadInput(f"a memory limit of {self.max_memory:,} bytes is too small: at least 64K")
 
     @property
     def optimal(self) -> bool:
@@ -138,7 +138,7 @@ class Algorithm:
                            f"board; it serves boards up to {BFS_MAX_SIDE}x{BFS_MAX_SIDE} "
                            "(181,440 states). Use astar, ida or ida-tt")
         raise BadInput(f"{self.name} serves boards up to {limit}x{limit}, not {side}x{side}"
-                       + ("" if self.name == "greedy" else "; --algorithm greedy goes to 20x20"))
+                       + ("" if self.name == "greedy" else "; the greedy algorithm goes to 20x20"))
 
 
 def search_with(solver, prepared, control, *, algorithm: Algorithm, threads: int = 1):
@@ -157,9 +157,9 @@ def search_with(solver, prepared, control, *, algorithm: Algorithm, threads: int
         else:
             r = run(solver, prepared, algorithm, control)
     except MemoryError:  # the arrays asked for (--tt-size, --max-memory) cannot be had
-        option = "--tt-size" if algorithm.name == "ida-tt" else "--max-memory"
+        option = "transposition table size" if algorithm.name == "ida-tt" else "memory limit"
         raise LimitReached(f"{algorithm.name}: not enough memory for the arrays it asked for; "
-                           f"lower {option}", limit="memory") from None
+                           f"lower its {option}", limit="memory") from None
     control.counters[GENERATED], control.counters[EXPANDED] = r.nodes_generated, r.nodes_expanded
     return r
 
@@ -193,7 +193,7 @@ def _ida_tt(solver, prepared, algorithm, control):
     except (MemoryError, ValueError):
         raise LimitReached(f"ida-tt: a transposition table of {size:,} entries "
                            f"({size * TT_ENTRY_BYTES / 2**30:,.0f} GiB) cannot be allocated here; "
-                           "give a smaller --tt-size", limit="memory") from None
+                           "give a smaller transposition table size", limit="memory") from None
     path = np.zeros(depth + 1, np.int64)
     bounds = np.zeros(depth + 1, np.int64)
     nodes = np.zeros(depth + 1, np.int64)
@@ -265,8 +265,8 @@ def _astar(solver, prepared, algorithm, control):
         # freed only when the cyclic collector happens to run
         raise LimitReached(f"astar: memory limit of {budget_bytes / 2**20:,.4g} MiB reached holding "
                            f"{int(held):,} states ({int(peak):,} open at most) after "
-                           f"{int(expanded):,} expansions, {seconds:.3f} s; raise --max-memory or "
-                           "use ida", limit="memory")
+                           f"{int(expanded):,} expansions, {seconds:.3f} s; raise the memory limit "
+                           "or use ida", limit="memory")
     if status != FOUND:
         _limit(status, "astar", generated, seconds)
     out = np.zeros(MAX_DEPTH + 1, np.int64)

@@ -95,10 +95,10 @@ def _sma(solver, prepared, algorithm, control):
         lpos, free, control.kernel_budget, control.stop, control.counters, out)
     seconds = time.perf_counter() - start
     if status == MEMORY:
-        raise _memory(f"sma: the optimal path does not fit in --max-memory "
+        raise _memory(f"sma: the optimal path does not fit in the memory limit of "
                       f"{_mib(algorithm.max_memory)} ({cap:,} nodes of {BYTES_PER_NODE} bytes; "
                       f"a path of d moves needs d + 1) after {int(expanded):,} expansions, "
-                      f"{int(dropped):,} states dropped, {seconds:.3f} s; raise --max-memory")
+                      f"{int(dropped):,} states dropped, {seconds:.3f} s; raise the memory limit")
     if status != FOUND:
         _limit(status, "sma", generated, seconds)
     r = solver.result(prepared, out[:length], expanded, generated, seconds, h0, [],
@@ -163,7 +163,7 @@ class _Frontier:
             if status == MEMORY:
                 raise _memory(f"frontier: memory limit of {_mib(self.max_bytes)} reached holding "
                               f"{int(held):,} open states after {self.expanded:,} expansions; "
-                              "raise --max-memory or use ida")
+                              "raise the memory limit or use ida")
             if status != FOUND:
                 _limit(status, "frontier", self.generated, time.perf_counter() - self.t_start)
             if g < 2:  # no node strictly inside the path: the kernel set no middle to decode
@@ -229,7 +229,7 @@ def _bibfs(solver, prepared, algorithm, control):
     need = 2 * states * 5 + 2 * (states // 2 + 1) * 4
     if need > algorithm.max_memory:
         raise _memory(f"bidir: breadth-first from both ends needs {_mib(need)} on a "
-                      f"{solver.shape} board, more than --max-memory "
+                      f"{solver.shape} board, more than the memory limit of "
                       f"{_mib(algorithm.max_memory)}")
     dist_f, dist_b = np.full(states, -1, np.int8), np.full(states, -1, np.int8)
     parent_f, parent_b = np.zeros(states, np.int32), np.zeros(states, np.int32)
@@ -284,7 +284,7 @@ def mm(solver, prepared, algorithm, control):
     if status == MEMORY:
         raise _memory(f"bidir: memory limit of {_mib(algorithm.max_memory)} reached holding "
                       f"{int(held):,} states after {int(expanded):,} expansions, "
-                      f"{seconds:.3f} s; raise --max-memory or use ida")
+                      f"{seconds:.3f} s; raise the memory limit or use ida")
     if status != FOUND:
         _limit(status, "bidir", generated, seconds)
     out = np.zeros(MAX_DEPTH + 2, np.int64)
