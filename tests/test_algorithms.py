@@ -125,6 +125,11 @@ def test_wida_within_its_bound(weight, oracle8):
         assert oracle8[b] <= r.length <= w * oracle8[b] and r.bound == w, (b, r.bound)
         assert not r.optimal and "bounded-suboptimal" in r.note
         assert ("lowered to" in r.note) == (w < weight and weight == 100), r.note
+        # its bounds in moves, on g + W x h: the first W x h0 rounded down, the last
+        # within W x the length (they were W's denominator times that: 31,031 for W 1.001)
+        bounds = [i["bound"] for i in r.iterations]
+        assert bounds[0] == math.floor(w * r.initial_h + 1e-9), (bounds, w, r.initial_h)
+        assert bounds == sorted(bounds) and r.length <= bounds[-1] <= w * oracle8[b] + 1
 
 
 def test_wida_with_a_large_weight_answers_at_once(art_dir):

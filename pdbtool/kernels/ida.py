@@ -244,7 +244,7 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
     use_tt = on and extras.tt.shape[0] > 0
     mask = extras.tt.shape[0] - 1
     blanks, it, automaton, k0s, k1s = stacks[0], stacks[1], stacks[2], stacks[3], stacks[4]
-    counters[BOUND] = bound
+    counters[BOUND] = bound // extras.gw if on else bound  # wida: g + W x h, in moves
     h0 = hs[0, 0]
     f0 = extras.gw * g0 + extras.hw * h0 if on else g0 + h0
     if f0 > bound:

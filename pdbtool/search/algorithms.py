@@ -205,7 +205,9 @@ def _ida_tt(solver, prepared, algorithm, control):
     seconds = time.perf_counter() - t0
     if status != FOUND:
         _limit(status, algorithm.name, generated, seconds)
-    iterations = [{"bound": int(bounds[i]), "nodes": int(nodes[i])} for i in range(min(iters, len(bounds)))]
+    # the kernel's bounds are on gw x (g + W x h), W = hw / gw: in moves, rounded down
+    iterations = [{"bound": int(bounds[i]) // gw, "nodes": int(nodes[i])}
+                  for i in range(min(iters, len(bounds)))]
     memory = root.rows.nbytes + 6 * path.nbytes + size * TT_ENTRY_BYTES
     exact = weighted and w == 1  # f = g + h: IDA*'s own bounds, so its answer is optimal
     r = solver.result(prepared, path[:length], expanded, generated, seconds, root.h, iterations,
