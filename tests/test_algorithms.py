@@ -416,3 +416,59 @@ def test_an_algorithm_is_compiled_on_the_goal_before_the_clock(name, monkeypatch
     # the least memory (large arrays freed would change what glibc keeps), bidir's own
     assert least.max_memory == (1 << 16 if name in ("astar", "sma", "frontier") else None)
     assert least.tt_size == (1 if name == "ida-tt" else None)
+
+
+PEAK_PROBE = """
+import resource, sys
+from pdbtool.heuristics.table_free import table_free
+from pdbtool.search.algorithms import Algorithm
+from pdbtool.search.solver import Solver
+solver = Solver(table_free("manhattan", 4))
+board = tuple(int(t) for t in sys.argv[2].split())
+small = solver.solve(board, "blank-first", algorithm=Algorithm(sys.argv[1], max_memory=64 << 20))
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+big = solver.solve(board, "blank-first", algorithm=Algorithm(sys.argv[1], max_memory=16 << 30))
+grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+print(big.length == small.length, big.nodes_generated == small.nodes_generated, grown,
+      big.peak_memory_bytes)
+"""
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("name", ["astar", "bidir"])
+def test_a_large_memory_limit_is_a_ceiling_not_a_size(name):
+    """A* and MM key their states in a hash table: sized for the whole limit, an easy
+    search given 16 GiB touched gigabytes at random (30 GiB: 8.6 GB and 19 s where 64 MiB
+    took 0.15 s). They start with little room and take more only when it fills
+    (limits.memory_tries): the same search, the same memory, whatever the limit."""
+    import subprocess
+    import sys
+
+    board = " ".join(map(str, puzzle.random_walk(4, 60, "blank-first", random.Random(16))))
+    p = subprocess.run([sys.executable, "-c", PEAK_PROBE, name, board], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    same_length, same_nodes, grown_kib, reported = p.stdout.split()
+    assert same_length == same_nodes == "True"
+    assert int(grown_kib) < 100_000, grown_kib  # KiB: not the gigabytes of the limit
+    assert int(reported) < 200 << 20  # the arrays of its first try, 64 MiB, and no more
+
+
+@pytest.mark.parametrize("name", ["astar", "bidir"])
+def test_a_try_that_fills_up_starts_again_with_more_room(name, monkeypatch):
+    """The first try's room made tiny: the search fills it, starts again with 8x the room
+    (limits.memory_tries), and answers as a search with room enough from the start; the
+    nodes of the tries that filled up are counted, and the note says so."""
+    from pdbtool import limits
+
+    assert limits.memory_tries(1 << 30, 64 << 20) == [64 << 20, 512 << 20, 1 << 30]
+    assert limits.memory_tries(1 << 20, 64 << 20) == [1 << 20]
+    solver = Solver(table_free("manhattan", 4))
+    board = korf_shortest(1)[0][2]
+    whole = solver.solve(board, "blank-first", algorithm=name)
+    monkeypatch.setattr(limits, "FIRST_TRY_BYTES", 64 << 10)
+    monkeypatch.setattr(limits.memory_tries, "__defaults__", (64 << 10,))
+    tried = solver.solve(board, "blank-first", algorithm=name)
+    assert tried.length == whole.length and tried.optimal
+    assert tried.nodes_generated > whole.nodes_generated and "smaller tries" in tried.note
+    assert "smaller tries" not in whole.note

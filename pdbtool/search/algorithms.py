@@ -246,22 +246,30 @@ def _astar(solver, prepared, algorithm, control):
     # Never more slots than reachable states (the 8-puzzle's 181,440): the hash table is
     # touched at random, so an oversized one costs a page fault per state.
     reachable = math.factorial(n) // 2
-    cap, slots = limits.hashed_states(budget_bytes, BYTES_PER_STATE - HASH_BYTES,
-                                      min(reachable, (1 << 31) - 2))
-    root = solver.root(prepared.image, 1)
-    h0 = root.h  # the kernel reuses the root's rows as it goes
-    keys = np.zeros((cap, 2), np.int64)
-    parent = np.zeros(cap, np.int32)
-    gs = np.zeros(cap, np.uint8)
-    heap = np.zeros(cap + cap // 2, np.int64)
-    table = np.zeros(slots, np.int32)
     t0 = time.perf_counter()
-    status, goal, expanded, generated, held, peak = astar(
-        solver.heuristic.H, side, root.board, root.pos, solver.moves,
-        solver.nmoves, root.rows, bits, per, keys, parent, gs, heap, table, control.kernel_budget,
-        control.stop, control.counters)
+    spent_e = spent_g = fills = 0  # by the tries before that filled up (limits.memory_tries)
+    for room in limits.memory_tries(budget_bytes):
+        cap, slots = limits.hashed_states(room, BYTES_PER_STATE - HASH_BYTES,
+                                          min(reachable, (1 << 31) - 2))
+        root = solver.root(prepared.image, 1)
+        h0 = root.h  # the kernel reuses the root's rows as it goes
+        keys = np.zeros((cap, 2), np.int64)
+        parent = np.zeros(cap, np.int32)
+        gs = np.zeros(cap, np.uint8)
+        heap = np.zeros(cap + cap // 2, np.int64)
+        table = np.zeros(slots, np.int32)
+        left = control.kernel_budget if control.kernel_budget < 0 else \
+            max(0, control.kernel_budget - spent_g)
+        status, goal, expanded, generated, held, peak = astar(
+            solver.heuristic.H, side, root.board, root.pos, solver.moves, solver.nmoves,
+            root.rows, bits, per, keys, parent, gs, heap, table, left, control.stop,
+            control.counters)
+        if status != MEMORY or room == budget_bytes:
+            break
+        spent_e, spent_g, fills = spent_e + int(expanded), spent_g + int(generated), fills + 1
+    expanded, generated = spent_e + int(expanded), spent_g + int(generated)
     seconds = time.perf_counter() - t0
-    memory = int(held) * (16 + 4 + 1) + int(peak) * 8 + min(table.nbytes, 2 * int(held) * 4)
+    memory = int(held) * (16 + 4 + 1) + int(peak) * 8 + table.nbytes  # (touched at random)
     if status == MEMORY:  # raised without a name for it here: a frame that held the error
         # and the error's traceback that holds the frame (and its arrays) would be a cycle,
         # freed only when the cyclic collector happens to run
@@ -275,7 +283,8 @@ def _astar(solver, prepared, algorithm, control):
     length = trace(keys, parent, goal, n, bits, per, root.board.copy(), root.pos.copy(), out)
     r = solver.result(prepared, out[:length], expanded, generated, seconds, h0, [],
                       algorithm="astar", peak_memory=memory)
-    r.note = _join(r.note, f"held {int(held):,} states, {int(peak):,} open at most")
+    r.note = _join(r.note, f"held {int(held):,} states, {int(peak):,} open at most"
+                           + (f" (after {fills} smaller tries, their nodes counted)" if fills else ""))
     return r
 
 

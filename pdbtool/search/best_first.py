@@ -18,7 +18,7 @@ from pdbtool.heuristics.table_free import board_arrays, table_free
 from pdbtool.kernels.heuristic import PER_TILE, h_init, heuristic_arrays
 from pdbtool.kernels.ida import BUDGET, FOUND, MAX_DEPTH, STOPPED
 from pdbtool.kernels.state_key import board_of, key_of, layout
-from pdbtool.limits import hashed_states
+from pdbtool.limits import hashed_states, memory_tries
 
 BIDIR_BFS_MAX_CELLS = 9  # breadth-first from both ends up to 3x3 (or 2x4); MM above
 REASONS = {STOPPED: "search stopped (cancelled or deadline)", BUDGET: "node budget exhausted"}
@@ -264,23 +264,31 @@ def mm(solver, prepared, algorithm, control):
     side = solver.side
     n = solver.shape.cells
     bits, per = layout(n)
-    cap, tsize = hashed_states(algorithm.max_memory // 2, BYTES_PER_STATE - HASH_BYTES,
-                               min((1 << 31) - 2, math.factorial(n) // 2))  # a direction's
     image, goal = prepared.image, prepared.frame.image_goal
     h = solver.heuristic
-    board_f, pos_f, rows_f = _rows(h.H, h.width, side, image)
-    h0 = int(rows_f[0, 0])  # the kernel reuses the rows as it goes
     HB = manhattan_to(image, side)
-    board_b, pos_b, rows_b = _rows(HB, 1, side, goal)
     z = np.zeros
-    arrays = [(z((cap, 2), np.int64), z(cap, np.int32), z(cap, np.uint8), z(cap + cap // 2, np.int64),
-               z(tsize, np.int32)) for _ in range(2)]
     start = time.perf_counter()
-    status, length, jf, jb, expanded, generated, held = mm_kernel(
-        h.H, HB, side, board_f, pos_f, board_b, pos_b, solver.moves, solver.nmoves, rows_f, rows_b,
-        bits, per, *arrays[0], *arrays[1], control.kernel_budget, control.stop, control.counters)
+    spent_e = spent_g = fills = 0  # by the tries before that filled up (limits.memory_tries)
+    for room in memory_tries(algorithm.max_memory):
+        cap, tsize = hashed_states(room // 2, BYTES_PER_STATE - HASH_BYTES,
+                                   min((1 << 31) - 2, math.factorial(n) // 2))  # a direction's
+        board_f, pos_f, rows_f = _rows(h.H, h.width, side, image)
+        h0 = int(rows_f[0, 0])  # the kernel reuses the rows as it goes
+        board_b, pos_b, rows_b = _rows(HB, 1, side, goal)
+        arrays = [(z((cap, 2), np.int64), z(cap, np.int32), z(cap, np.uint8),
+                   z(cap + cap // 2, np.int64), z(tsize, np.int32)) for _ in range(2)]
+        left = control.kernel_budget if control.kernel_budget < 0 else \
+            max(0, control.kernel_budget - spent_g)
+        status, length, jf, jb, expanded, generated, held = mm_kernel(
+            h.H, HB, side, board_f, pos_f, board_b, pos_b, solver.moves, solver.nmoves, rows_f,
+            rows_b, bits, per, *arrays[0], *arrays[1], left, control.stop, control.counters)
+        if status != MEMORY or room == algorithm.max_memory:
+            break
+        spent_e, spent_g, fills = spent_e + int(expanded), spent_g + int(generated), fills + 1
+    expanded, generated = spent_e + int(expanded), spent_g + int(generated)
     seconds = time.perf_counter() - start
-    memory = int(held) * (BYTES_PER_STATE - 12) + 2 * min(tsize * 4, 8 * int(held))
+    memory = int(held) * (BYTES_PER_STATE - 12) + 2 * tsize * 4  # (touched at random)
     if status == MEMORY:
         raise _memory(f"bidir: memory limit of {_mib(algorithm.max_memory)} reached holding "
                       f"{int(held):,} states after {int(expanded):,} expansions, "
@@ -298,5 +306,6 @@ def mm(solver, prepared, algorithm, control):
     r = solver.result(prepared, cells, expanded, generated, seconds, h0, [],
                       algorithm="bidir", peak_memory=memory)
     r.note = _join(r.note, f"MM: forward with {h.name}, backward with Manhattan distance to the "
-                           f"start; held {int(held):,} states")
+                           f"start; held {int(held):,} states"
+                           + (f" (after {fills} smaller tries, their nodes counted)" if fills else ""))
     return r
