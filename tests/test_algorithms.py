@@ -472,3 +472,20 @@ def test_a_try_that_fills_up_starts_again_with_more_room(name, monkeypatch):
     assert tried.length == whole.length and tried.optimal
     assert tried.nodes_generated > whole.nodes_generated and "smaller tries" in tried.note
     assert "smaller tries" not in whole.note
+
+
+def test_a_board_prepared_by_another_solver_is_refused():
+    """Solver.search trusts what its own prepare made: a 3x3 image searched by a 4x4
+    solver read past the kernels' arrays (a segfault), a 4x4 one by a 3x3 solver said
+    'node budget exhausted after 0 nodes', a centre goal's image searched toward a corner
+    goal never ended."""
+    s3, s4 = Solver(table_free("manhattan", 3)), Solver(table_free("manhattan", 4))
+    centre = "1 2 3 4 0 5 6 7 8"
+    s3c = Solver(table_free("manhattan", 3, goal_blank=4))  # the centre's image goal
+    cases = [(s4, s3.prepare([1, 2, 3, 4, 5, 6, 7, 0, 8])),
+             (s3, s4.prepare([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0, 15])),
+             (s3, s3c.prepare([8, 6, 7, 2, 5, 4, 3, 0, 1], centre))]
+    for solver, prepared in cases:
+        for algorithm in ("ida", "astar"):
+            with pytest.raises(BadInput, match="prepared by another solver"):
+                solver.search(prepared, algorithm=algorithm)

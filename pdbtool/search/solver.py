@@ -89,6 +89,12 @@ class Solver:
 
         A table file that changed (or is opened for writing during the search: its lease,
         trust.Pinned) raises trust.TableChanged instead of an answer."""
+        if len(prepared.image) != self.shape.cells or \
+                prepared.frame.goal_blank != self.heuristic.goal_blank:  # another solver's:
+            raise BadInput(  # the kernels would read past its arrays, or never reach its goal
+                f"a board prepared by another solver ({len(prepared.board)} tiles, goal "
+                f"{prepared.goal}): this solver serves {self.shape} boards toward goals of its "
+                "own; prepare the board with it")
         control = control or SearchControl()
         threads = limits.threads(threads)
         algorithm = Algorithm(algorithm) if isinstance(algorithm, str) else algorithm or IDA
