@@ -129,6 +129,9 @@ def check_goal(goal, shape=None) -> str:
     of ``shape`` if given, else a square)."""
     if isinstance(goal, str) and goal in GOALS:
         return goal
+    if not isinstance(goal, (str, list, tuple)):
+        raise BadInput(f"a goal is one of {', '.join(GOALS)} or a goal board's tiles, not "
+                       f"{goal!r:.60}")
     if isinstance(goal, str) and not re.search(r"\d", goal):
         raise BadInput(f"unknown goal {goal!r}: choose one of {', '.join(GOALS)}, or give the "
                        "goal board's tiles (e.g. '1 2 3 4 0 5 6 7 8')")

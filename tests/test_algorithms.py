@@ -489,3 +489,32 @@ def test_a_board_prepared_by_another_solver_is_refused():
         for algorithm in ("ida", "astar"):
             with pytest.raises(BadInput, match="prepared by another solver"):
                 solver.search(prepared, algorithm=algorithm)
+
+
+@pytest.mark.parametrize("call, says", [
+    (lambda s: s.solve(None), "a board is a sequence"),
+    (lambda s: s.solve(5), "a board is a sequence"),
+    (lambda s: s.solve({1: 2}), "a board is a sequence"),
+    (lambda s: s.solve((t for t in range(9))), "a board is a sequence"),
+    (lambda s: s.solve(EIGHT, None), "a goal is one of"),
+    (lambda s: s.solve(EIGHT, 3), "a goal is one of"),
+    (lambda s: s.solve(EIGHT, algorithm=5), "algorithm must be an Algorithm"),
+    (lambda s: s.solve(EIGHT, "blank-last", {"timeout": 5}), "control must be a SearchControl"),
+    (lambda s: Algorithm("wida", weight="2"), "weight must be a number"),
+    (lambda s: Algorithm("ida-tt", tt_size=2.5), "tt_size must be a whole number"),
+    (lambda s: Algorithm("astar", max_memory=1e6), "max_memory must be a whole number"),
+    (lambda s: Algorithm("astar", max_memory="1G"), "max_memory must be a whole number"),
+    (lambda s: SearchControl(checkpoint="search.json"), "checkpoint must be a Checkpointing"),
+])
+def test_the_library_refuses_a_wrong_type_by_name(call, says):
+    """The library's entry points refuse an argument of the wrong type with BadInput that
+    names it (they raised TypeError, AttributeError or ValueError from deep inside, some
+    with a misleading message: a dict board was 'board side 1 is not supported')."""
+    solver = Solver(table_free("manhattan", 3))
+    with pytest.raises(BadInput, match=re.escape(says)):
+        call(solver)
+    assert solver.solve(np.array(EIGHT)).length == 2  # a numpy board is a sequence too
+    assert Algorithm("ida-tt", tt_size=np.int64(1024)).tt_size == 1024
+
+
+EIGHT = (1, 2, 3, 4, 5, 6, 0, 7, 8)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import time
 from dataclasses import dataclass
 from fractions import Fraction
@@ -65,6 +66,14 @@ class Algorithm:
     max_memory: int | None = None
 
     def __post_init__(self):
+        for name in ("tt_size", "max_memory"):  # whole numbers (a float or a bool: refused)
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool)
+                                      or not isinstance(value, numbers.Integral)):
+                raise BadInput(f"{name} must be a whole number, not {value!r:.60}")
+        if self.weight is not None and (isinstance(self.weight, bool)
+                                        or not isinstance(self.weight, numbers.Real)):
+            raise BadInput(f"weight must be a number, not {self.weight!r:.60}")
         if self.name not in ALGORITHMS:
             raise BadInput(f"unknown algorithm {self.name!r}: choose one of {', '.join(ALGORITHMS)}")
         if self.weight is not None and self.name != "wida":

@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from pdbtool import limits, puzzle
-from pdbtool.errors import LimitReached, PdbError
+from pdbtool.errors import BadInput, LimitReached, PdbError
 from pdbtool.kernels.heuristic import ROW_H
 from pdbtool.kernels.ida import (BOUND, BUDGET, COUNTERS, EXPANDED, FOUND, GENERATED, INF,
                                  NOT_FOUND, STOPPED)
@@ -111,6 +111,9 @@ class SearchControl:
         self._lock = threading.Lock()
         if self.budget is not None:
             self.budget = limits.budget(self.budget)
+        if self.checkpoint is not None and not hasattr(self.checkpoint, "watching"):
+            raise BadInput(f"checkpoint must be a Checkpointing (e.g. Checkpointing(path)), "
+                           f"not {self.checkpoint!r:.60}")
         if self.timeout is not None:
             self.timeout = limits.seconds(self.timeout)
 

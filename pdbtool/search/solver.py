@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -53,6 +54,11 @@ class Solver:
 
     def prepare(self, board, goal: str = "blank-last") -> PreparedBoard:
         """Validate and map into the image; raise BadInput / Unsolvable with a clear message."""
+        if isinstance(board, np.ndarray):
+            board = board.tolist()
+        if not isinstance(board, (str, Sequence)):
+            raise BadInput(f"a board is a sequence of whole numbers or its text, not "
+                           f"{board!r:.60}")
         shape = self.shape if len(board) == self.shape.cells else None
         board = puzzle.validate(board, shape)
         goal = puzzle.check_goal(goal, shape)
@@ -96,8 +102,12 @@ class Solver:
                 f"{prepared.goal}): this solver serves {self.shape} boards toward goals of its "
                 "own; prepare the board with it")
         control = control or SearchControl()
+        if not isinstance(control, SearchControl):
+            raise BadInput(f"control must be a SearchControl, not {control!r:.60}")
         threads = limits.threads(threads)
         algorithm = Algorithm(algorithm) if isinstance(algorithm, str) else algorithm or IDA
+        if not isinstance(algorithm, Algorithm):
+            raise BadInput(f"algorithm must be an Algorithm or its name, not {algorithm!r:.60}")
         algorithm.check_shape(self.shape)
         if events is not None and threads > 1:
             raise BadInput("a traced search runs on one thread")
