@@ -518,3 +518,23 @@ def test_the_library_refuses_a_wrong_type_by_name(call, says):
 
 
 EIGHT = (1, 2, 3, 4, 5, 6, 0, 7, 8)
+
+
+@pytest.mark.parametrize("shape", [(2, 2), (4, 4), (3, 5), (7, 7)])
+def test_greedy_makes_no_move_that_the_next_undoes(shape):
+    """A solved board is 0 moves (it was 14 on 4x4: the walks to the corner and back), one
+    a move away at most what the corner walks leave, and no answer holds LR, RL, UD or DU."""
+    from pdbtool.geometry import Shape
+    from pdbtool.selection import Solvers
+
+    shape = Shape(*shape)
+    solver = Solvers(heuristic="manhattan").for_side(shape)
+    for goal in ("blank-first", "blank-last"):
+        solved = puzzle.goal_board(shape, goal)
+        assert solver.solve(solved, goal, algorithm="greedy").length == 0
+        rng = random.Random(shape.cells)
+        for _ in range(5):
+            board = puzzle.random_board(shape, goal, rng)
+            r = solver.solve(board, goal, algorithm="greedy")
+            assert_replays(r.to_dict(), board, goal)
+            assert not re.search("LR|RL|UD|DU", r.blank_moves), r.blank_moves

@@ -8,7 +8,7 @@ a board of ``s`` columns and any number of rows (2 or more of each):
    row's last two tiles A, B by the usual trick: A into B's cell, B below it, then the
    blank from A's cell goes right and down;
 2. the last two rows, column by column (0 .. s-3), by the same trick transposed;
-3. the final 2x2: the blank goes round it until the three tiles are home.
+3. the final 2x2: the blank goes round it once, the way that brings the three tiles home.
 
 Every step is a real move recorded as the cell the blank enters, so the answer replays.
 About 5 s^3 moves; O(s^5) work with the BFS routing, milliseconds for 20x20.
@@ -204,15 +204,24 @@ def greedy(board, pos, s, nbr, nnbr, out):
         if length < 0:
             return FAILED, 0
     x0 = (rows - 2) * s + s - 2
-    cycle = (x0 + 1, x0, x0 + s, x0 + s + 1)  # from the corner: up, left, down, right
+    above, across, beside = x0 + 1, x0, x0 + s  # the final 2x2's cells but its corner
     length = route(board, pos, nbr, nnbr, blocked, n - 1, out, length, prev, queue)
-    for _ in range(3):
-        if length < 0:
-            return FAILED, 0
-        if board[x0] == x0 + 1 and board[x0 + 1] == x0 + 2 and board[x0 + s] == x0 + s + 1:
-            return OK, length
-        if length + 4 > out.shape[0]:
-            return FAILED, 0
-        for c in cycle:
-            length = step(board, pos, c, out, length)
-    return FAILED, 0
+    if length < 0:
+        return FAILED, 0
+    a, b, c = board[above], board[across], board[beside]  # home: x0 + 2, x0 + 1, x0 + s + 1
+    if a == x0 + 2 and b == x0 + 1 and c == x0 + s + 1:
+        return OK, length
+    # the blank once round either way moves the three tiles one place on, each way the
+    # other direction: the one that brings them home (going round the same way twice was
+    # 4 moves more)
+    if b == x0 + 2 and c == x0 + 1 and a == x0 + s + 1:
+        cycle = (above, across, beside, n - 1)
+    elif c == x0 + 2 and a == x0 + 1 and b == x0 + s + 1:
+        cycle = (beside, across, above, n - 1)
+    else:
+        return FAILED, 0
+    if length + 4 > out.shape[0]:
+        return FAILED, 0
+    for cell in cycle:
+        length = step(board, pos, cell, out, length)
+    return OK, length
