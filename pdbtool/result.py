@@ -34,6 +34,11 @@ class SolveResult:
         if isinstance(self.shape, int):
             self.shape = (self.shape, self.shape)
 
+    def add_note(self, text: str) -> None:
+        """Append ``text`` to the note ("; " between; an empty text adds nothing)."""
+        if text:
+            self.note = f"{self.note}; {text}" if self.note else text
+
     @property
     def ebf(self) -> float:
         """Effective branching factor: b with b**length = nodes generated."""

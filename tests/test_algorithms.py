@@ -538,3 +538,15 @@ def test_greedy_makes_no_move_that_the_next_undoes(shape):
             r = solver.solve(board, goal, algorithm="greedy")
             assert_replays(r.to_dict(), board, goal)
             assert not re.search("LR|RL|UD|DU", r.blank_moves), r.blank_moves
+
+
+def test_every_algorithms_note_joins_its_parts_once(tmp_path):
+    """A note is its parts joined by "; ", none empty (frontier's said "no table for 3x4
+    boards ...: fell back to walking-distance; ; open list only")."""
+    from pdbtool.selection import Solvers
+
+    solver = Solvers(directory=tmp_path).for_side((3, 4))  # no table there: a fallback's note
+    assert "fell back" in solver.heuristic.note
+    for name in ("ida", "greedy", "frontier"):
+        note = solver.solve((10, 2, 4, 11, 7, 5, 0, 1, 6, 3, 9, 8), algorithm=name).note
+        assert all(part.strip() for part in note.split(";")), (name, note)

@@ -367,9 +367,8 @@ def add_solve_options(p) -> None:
                         "iterations and every few thousand nodes, so a search may end a little past "
                         "it; on N threads each thread gets 1/N of what is left at an iteration's "
                         "start, and one that spends its share ends the search with that iteration, "
-                        "so it may end short of the budget; bfs, greedy and bidir on boards of 9 "
-                        "cells or fewer, whose work is bounded (a 3x3 has 181,440 states), do not "
-                        "take it")
+                        "so it may end short of the budget; greedy, whose work is bounded, does "
+                        "not take it")
     p.add_argument("--timeout", type=arg_seconds, help="give up after this many seconds (exit 4)")
     p.add_argument("--trace-cap", type=non_negative_int, default=DEFAULT_CAP, metavar="N",
                    help=f"nodes a trace records at most (default {DEFAULT_CAP:,}: the 8-puzzle and "

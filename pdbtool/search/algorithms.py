@@ -223,16 +223,16 @@ def _ida_tt(solver, prepared, algorithm, control):
                       algorithm=algorithm.name, optimal=not weighted or exact,
                       bound=float(w) if weighted and not exact else None, peak_memory=memory)
     if lowered:
-        r.note = _join(r.note, f"weight {float(algorithm.w):g} lowered to {float(w):g}: its first "
-                               f"bound, W x h0 = W x {root.h}, may be at most {WIDA_REACH} moves "
-                               "(the depth-first search wanders to its depth limit beyond)")
+        r.add_note(f"weight {float(algorithm.w):g} lowered to {float(w):g}: its first "
+                   f"bound, W x h0 = W x {root.h}, may be at most {WIDA_REACH} moves "
+                   "(the depth-first search wanders to its depth limit beyond)")
     if exact:
-        r.note = _join(r.note, "weight 1: optimal (IDA*'s bounds)")
+        r.add_note("weight 1: optimal (IDA*'s bounds)")
     elif weighted:
-        r.note = _join(r.note, f"bounded-suboptimal: at most {float(w):g} x the optimal "
-                               f"length (so the optimum is at least {math.ceil(r.length / w)})")
+        r.add_note(f"bounded-suboptimal: at most {float(w):g} x the optimal "
+                   f"length (so the optimum is at least {math.ceil(r.length / w)})")
     else:
-        r.note = _join(r.note, f"transposition table: {size:,} entries, {int(cuts):,} cuts")
+        r.add_note(f"transposition table: {size:,} entries, {int(cuts):,} cuts")
     return r
 
 
@@ -240,9 +240,6 @@ def thousandths(x: Fraction) -> Fraction:
     """``x`` rounded down to a multiple of 1/1000."""
     return Fraction(math.floor(x * 1000), 1000)
 
-
-def _join(a: str, b: str) -> str:
-    return f"{a}; {b}" if a else b
 
 
 def _astar(solver, prepared, algorithm, control):
@@ -292,8 +289,8 @@ def _astar(solver, prepared, algorithm, control):
     length = trace(keys, parent, goal, n, bits, per, root.board.copy(), root.pos.copy(), out)
     r = solver.result(prepared, out[:length], expanded, generated, seconds, h0, [],
                       algorithm="astar", peak_memory=memory)
-    r.note = _join(r.note, f"held {int(held):,} states, {int(peak):,} open at most"
-                           + (f" (after {fills} smaller tries, their nodes counted)" if fills else ""))
+    r.add_note(f"held {int(held):,} states, {int(peak):,} open at most"
+               + (f" (after {fills} smaller tries, their nodes counted)" if fills else ""))
     return r
 
 
@@ -338,7 +335,7 @@ def _bfs(solver, prepared, algorithm, control):
     memory = dist.nbytes + parent.nbytes + queue.nbytes
     r = solver.result(prepared, out[:length], expanded, generated, seconds, None, [], algorithm="bfs",
                       peak_memory=memory, heuristic="none")
-    r.note = _join(r.note, f"reached {int(reached):,} states")
+    r.add_note(f"reached {int(reached):,} states")
     return r
 
 
@@ -403,7 +400,7 @@ def _greedy(solver, prepared, algorithm, control):
     image_cells = [prepared.frame.cells[c] for c in cells]
     r = solver.result(prepared, image_cells, 0, len(cells), seconds, None,
                       [], algorithm="greedy", optimal=False, peak_memory=out.nbytes, heuristic="none")
-    r.note = _join(r.note, "constructive (rows, then columns, then the last 2x2): not optimal")
+    r.add_note("constructive (rows, then columns, then the last 2x2): not optimal")
     return r
 
 

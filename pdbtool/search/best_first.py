@@ -38,9 +38,6 @@ def _memory(text: str) -> LimitReached:
     return LimitReached(text, limit="memory")
 
 
-def _join(a: str, b: str) -> str:
-    return f"{a}; {b}" if a else b
-
 
 def _mib(x: int) -> str:
     return f"{x / 2**20:,.4g} MiB" if x >= 1 << 20 else f"{x:,} bytes"
@@ -104,8 +101,8 @@ def _sma(solver, prepared, algorithm, control):
     r = solver.result(prepared, out[:length], expanded, generated, seconds, h0, [],
                       algorithm="sma", peak_memory=int(peak) * BYTES_PER_NODE)
     r.dropped, r.reexpanded = int(dropped), int(regenerated)
-    r.note = _join(r.note, f"held {int(peak):,} of {cap:,} nodes; dropped {int(dropped):,} "
-                           f"states, {int(regenerated):,} re-expansions")
+    r.add_note(f"held {int(peak):,} of {cap:,} nodes; dropped {int(dropped):,} "
+               f"states, {int(regenerated):,} re-expansions")
     return r
 
 
@@ -204,9 +201,10 @@ def _frontier(solver, prepared, algorithm, control):
     h0 = int(_rows(heuristic.H, heuristic.width, solver.side, image)[2][0, 0])
     r = solver.result(prepared, cells, f.expanded, f.generated, seconds, h0, [],
                       algorithm="frontier", peak_memory=f.peak, heuristic=heuristic.name)
-    r.note = _join(_join(r.note, note), (
+    r.add_note(note)
+    r.add_note(
         f"open list only, no closed list; path by divide and conquer: {f.runs} frontier runs "
-        f"(the first {f.top_expanded:,} expansions, the halves {f.expanded - f.top_expanded:,})"))
+        f"(the first {f.top_expanded:,} expansions, the halves {f.expanded - f.top_expanded:,})")
     return r
 
 
@@ -250,8 +248,8 @@ def _bibfs(solver, prepared, algorithm, control):
     cells += out[1:k].tolist()
     r = solver.result(prepared, cells, expanded, generated, seconds, None, [], algorithm="bidir",
                       peak_memory=need, heuristic="none")
-    r.note = _join(r.note, f"breadth-first from both ends, met after {int(reached):,} states "
-                           f"(depths {int(dist_f[meet])} + {int(dist_b[meet])})")
+    r.add_note(f"breadth-first from both ends, met after {int(reached):,} states "
+               f"(depths {int(dist_f[meet])} + {int(dist_b[meet])})")
     return r
 
 
@@ -305,7 +303,7 @@ def mm(solver, prepared, algorithm, control):
         cells += out[1:k].tolist()
     r = solver.result(prepared, cells, expanded, generated, seconds, h0, [],
                       algorithm="bidir", peak_memory=memory)
-    r.note = _join(r.note, f"MM: forward with {h.name}, backward with Manhattan distance to the "
-                           f"start; held {int(held):,} states"
-                           + (f" (after {fills} smaller tries, their nodes counted)" if fills else ""))
+    r.add_note(f"MM: forward with {h.name}, backward with Manhattan distance to the "
+               f"start; held {int(held):,} states"
+               + (f" (after {fills} smaller tries, their nodes counted)" if fills else ""))
     return r
