@@ -129,3 +129,28 @@ def test_web_without_its_extra_says_how_to_install_it(capsys, monkeypatch):
     code, _, err = run_cli(capsys, "web", "--server", f"127.0.0.1:{free_port()}")
     assert code == 1 and "needs the web extra (starlette" in err
     assert "pip install 'pdbtool[web]'" in err
+
+
+@pytest.mark.process
+def test_query_from_stdin_that_cannot_reach_pdbd_exits_with_one_line():
+    """`pdbd query --file -` reads stdin on a thread of its own; with stdin still open (a
+    terminal, a pipe whose writer waits) and no daemon there, it said so and then the
+    interpreter aborted at exit: 'could not acquire lock for <stdin> at interpreter
+    shutdown', exit 134."""
+    import subprocess
+    from pathlib import Path
+
+    p = subprocess.Popen([str(Path(sys.executable).with_name("pdbd")), "query", "--server",
+                          f"127.0.0.1:{free_port()}", "--file", "-"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        p.stdin.write("1 2 3 4 5 6 7 0 8\n")
+        p.stdin.flush()  # and the pipe stays open: the reading thread waits for more
+        p.wait(timeout=120)
+        err = p.stderr.read()
+    finally:
+        p.kill()
+        p.stdin.close()
+    assert p.returncode == 1, err
+    assert "Fatal Python error" not in err and err.count("\n") == 1, err
+    assert "cannot reach pdbd" in err

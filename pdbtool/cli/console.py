@@ -304,10 +304,17 @@ def input_lines(path: str):
 
 
 def _stdin_bytes():
+    """Standard input's bytes, through a reader of its own on a copy of the descriptor:
+    ``pdbd query --file -`` reads it on a daemon thread, and an exit while that thread
+    waited in sys.stdin's own reader aborted the interpreter ("could not acquire lock for
+    <stdin> at interpreter shutdown", exit 134) after the error it had to say."""
     stream = getattr(sys.stdin, "buffer", sys.stdin)
     if stream is None or getattr(stream, "closed", False):
         raise BadInput("stdin is closed: give the board as arguments")
-    return stream
+    try:
+        return open(os.dup(stream.fileno()), "rb")
+    except (OSError, AttributeError, ValueError):  # no descriptor (a test's stream)
+        return stream
 
 
 STDOUT_CLOSED = ("stdout is closed: the result has nowhere to go (run the command with "
