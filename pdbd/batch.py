@@ -329,6 +329,8 @@ def solve_batch(servicer, requests, context):
         """More boards admitted than answered and the ``taken`` (finished, not yet sent)."""
         return counts[0] - counts[1] - taken > 0
 
+    if hasattr(requests, "busy"):  # (rpc.RequestStream) the next request's timeout waits
+        requests.busy = lambda: counts[0] > counts[1]  # while boards are in flight
     servicer.batches.add(finished)  # a shutdown puts SHUTDOWN in it (refuse_new)
     try:
         threading.Thread(target=read, name="pdbd-batch", daemon=True).start()

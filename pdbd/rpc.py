@@ -214,11 +214,13 @@ class Receiver:
             if key is not None:
                 self.reading.leave(key)
 
-    def next(self, requests, context, cls, method: str):
+    def next(self, requests, context, cls, method: str, busy=None):
         """The next message of the call, parsed; None when the client closed its side.
-        Cancels the call if nothing arrives within the timeout; aborts the call with
-        INVALID_ARGUMENT if the bytes do not decode."""
-        alarm = alarms.after(self.timeout, self._drop, context, method)
+        Cancels the call if nothing arrives within the timeout (``busy()`` true when it
+        passes: the call waits on answers of its own, and the timeout starts again);
+        aborts the call with INVALID_ARGUMENT if the bytes do not decode."""
+        alarm = (alarms.after(self.timeout, self._drop, context, method) if busy is None
+                 else Patience(self.timeout, busy, self._drop, context, method))
         try:
             data = next(requests, None)
         finally:
@@ -244,15 +246,67 @@ class Receiver:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "no request message was sent")
         return message
 
-    def stream(self, requests, context, cls, method: str):
-        """Every message of a request stream, each within the timeout."""
-        while (message := self.next(requests, context, cls, method)) is not None:
-            yield message
+    def stream(self, requests, context, cls, method: str, first=None) -> RequestStream:
+        """Every message of a request stream (after ``first``, if given), each within the
+        timeout."""
+        return RequestStream(self, requests, context, cls, method, first)
 
     def _drop(self, context, method: str) -> None:
         self.notes.warning("slow-request", "%s from %s: no request within %.3g s; call dropped",
                            method, context.peer(), self.timeout)
         context.cancel()
+
+
+class RequestStream:
+    """A call's request messages, each read within the receiver's timeout; its ``busy``
+    (a callable, None at first) is what the method sets to say that the call waits on
+    answers of its own (a SolveBatch with boards in flight): while it says so, the
+    timeout starts again rather than dropping the call (a client that sends its next
+    board once a result came would otherwise lose the call to a search longer than it)."""
+
+    def __init__(self, receiver: Receiver, requests, context, cls, method: str, first=None):
+        self.receiver, self.requests, self.context = receiver, requests, context
+        self.cls, self.method, self.first = cls, method, first
+        self.busy = None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.first is not None:
+            first, self.first = self.first, None
+            return first
+        message = self.receiver.next(self.requests, self.context, self.cls, self.method,
+                                     self.busy)
+        if message is None:
+            raise StopIteration
+        return message
+
+
+class Patience:
+    """An alarm that calls ``then(*args)`` once ``seconds`` pass while ``busy()`` is
+    false: each time it rings busy, it is set again for as long."""
+
+    def __init__(self, seconds: float, busy, then, *args):
+        self.seconds, self.busy, self.then, self.args = seconds, busy, then, args
+        self._lock = threading.Lock()
+        self._off = False
+        self._alarm = alarms.after(seconds, self._ring)
+
+    def _ring(self) -> None:
+        with self._lock:
+            if self._off:
+                return
+            if self.busy():
+                self._alarm = alarms.after(self.seconds, self._ring)
+                return
+            self._off = True
+        self.then(*self.args)
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._off = True
+            self._alarm.cancel()
 
 
 def service_handler(service, implementation, classes: dict[str, str], admission: Admission,
@@ -326,9 +380,9 @@ class Calls:
                     first = receiver.opening(requests, context, cls, name, client)
                     if first is None:  # the client closed its side at once: nothing to do
                         return
-                    rest = receiver.stream(requests, context, cls, name)
                     with admission.enter(admit, context, client):
-                        yield from fn(itertools.chain((first,), rest), context)
+                        yield from fn(receiver.stream(requests, context, cls, name, first),
+                                      context)
             return grpc.stream_stream_rpc_method_handler(behaviour, response_serializer=_serialize)
         if method.server_streaming:
             def behaviour(requests, context):

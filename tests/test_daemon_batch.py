@@ -534,3 +534,35 @@ def test_results_are_held_for_others_only_while_the_calls_deadline_is_not_near()
     threading.Timer(0.05, finished.put, [["second"]]).start()
     assert ready(finished, lambda n: n < 2, linger=30, until=time.monotonic() + 10) == \
         ["first", "second"]  # far from the deadline: held for the next (the last in flight)
+
+
+def test_the_next_request_may_wait_while_the_calls_boards_are_searched():
+    """A client that sends its next board once a result came (or closes its side then)
+    waits on the server: the request timeout (1 s here) of the next message starts again
+    while the call's boards are in flight (the call was dropped at the timeout, CANCELLED,
+    its search stopped). The board's search ends at its budget, seconds on."""
+    from pdbd.server import Connections
+    from pdbtool.heuristics.table_free import table_free
+    from pdbtool.selection import TableSet
+    from serving import channel_stub
+
+    daemon = running_daemon(TableSet({4: table_free("manhattan", 4)}), threads=1,
+                            connections=Connections(request_timeout=1))
+    answered = threading.Event()
+
+    def requests():
+        yield pb.BatchRequest(items=[pb.BatchItem(id=5, request=pb.SolveRequest(
+            tiles=HARD, goal="blank-first", node_budget=150_000_000))])
+        assert answered.wait(120)  # then the client closes its side
+
+    try:
+        with channel_stub(daemon.address) as stub:
+            got = []
+            for reply in stub.SolveBatch(requests(), timeout=120):
+                got += reply.results
+                answered.set()
+        assert [r.id for r in got] == [5]
+        assert got[0].error.code == "RESOURCE_EXHAUSTED" and got[0].error.limit == "node-budget"
+    finally:
+        answered.set()
+        daemon.stop(grace=1)
