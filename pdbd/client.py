@@ -231,17 +231,33 @@ class Runs:
                 self._cond.notify_all()
 
     def __iter__(self):
+        return self.take(None)
+
+    def take(self, live: threading.Event | None):
+        """The runs, while ``live`` (None: always) is set: once it is cleared and ``wake``
+        called, the iteration ends without taking another run."""
         while True:
             with self._cond:
-                while not self._items and not self._done:
+                while not self._items and not self._done and (live is None or live.is_set()):
                     self._cond.wait()
-                if not self._items:
+                if not self._items or live is not None and not live.is_set():
                     break
                 run = [self._items.popleft() for _ in range(min(self.most, len(self._items)))]
                 self._cond.notify_all()
             yield run
-        if self._error is not None:
+        if self._error is not None and (live is None or live.is_set()):
             raise self._error
+
+    @property
+    def finished(self) -> bool:
+        """Every item read and taken."""
+        with self._cond:
+            return self._done and not self._items
+
+    def wake(self) -> None:
+        """Let a ``take`` whose ``live`` was cleared end now."""
+        with self._cond:
+            self._cond.notify_all()
 
     def close(self) -> None:
         """Stop reading (the thread ends at its next item)."""
@@ -257,10 +273,22 @@ class Chunks:
 
     def __init__(self, source, most: int):
         self._source, self.most = iter(source), most
+        self.finished = False
 
     def __iter__(self):
-        while run := list(itertools.islice(self._source, self.most)):
+        return self.take(None)
+
+    def take(self, live: threading.Event | None):
+        """The runs, while ``live`` (None: always) is set (Runs.take)."""
+        while live is None or live.is_set():
+            run = list(itertools.islice(self._source, self.most))
+            if not run:
+                self.finished = True
+                return
             yield run
+
+    def wake(self) -> None:
+        pass
 
     def close(self) -> None:
         pass
@@ -405,29 +433,76 @@ class SolverClient:
             runs = Chunks(items(), per_message)  # without a thread to read them
         else:
             runs = Runs(items(), per_message)
-        if per_message > 1:
-            requests = (message(run) for run in runs)
-        else:  # as before items: understood by every pdbd with SolveBatch
-            requests = (pb.BatchRequest(id=i, request=request)
-                        for run in runs for i, request in run)
-        call = self._stub.SolveBatch(requests, timeout=deadline, metadata=behalf(on_behalf))
+        pending: dict[int, dict] = {}  # boards handed to a call and not yet answered
+
+        def requests(live: threading.Event):
+            """A call's messages: the boards an earlier call left unanswered, then new ones
+            while the call is ``live`` (and, at the end, any that the call before took as
+            this one began)."""
+            sent: set[int] = set()
+
+            def unsent():  # (a generator: what is pending when it is first read)
+                with lock:
+                    again = [(i, r) for i, r in pending.items() if i not in sent]
+                for k in range(0, len(again), per_message):
+                    yield again[k:k + per_message]
+
+            for run in itertools.chain(unsent(), runs.take(live), unsent()):
+                with lock:  # before it is sent: a call lost with it sends it again
+                    pending.update(run)
+                sent.update(i for i, _ in run)
+                if per_message > 1:
+                    yield message(run)
+                else:  # as before items: understood by every pdbd with SolveBatch
+                    yield from (pb.BatchRequest(id=i, request=r) for i, r in run)
+
+        end = None if deadline is None else time.monotonic() + deadline
+        fruitless = 0  # calls in a row that ended with boards sent and none answered
         try:
-            for reply in call:
+            while True:
+                live, answered = threading.Event(), [0]
+                live.set()
+                left = None if end is None else max(0.0, end - time.monotonic())
+                call = self._stub.SolveBatch(requests(live), timeout=left,
+                                             metadata=behalf(on_behalf))
+                try:
+                    for reply in call:
+                        yield from drain_local()
+                        if not reply.results and per_message > 1:
+                            raise ServerUnavailable(
+                                f"pdbd at {self.address} answered SolveBatch one board a "
+                                "message: it predates several boards a message (upgrade it, "
+                                "or send per_message=1)")
+                        for r in reply.results or (reply,):
+                            with lock:
+                                if pending.pop(r.id, None) is None:
+                                    continue  # answered on a call before (sent again)
+                            answered[0] += 1
+                            if r.HasField("result"):
+                                yield r.id, convert.result_from_message(r.result)
+                            else:
+                                yield r.id, batch_error(r.error, self.address)
+                except grpc.RpcError as e:
+                    # pdbd ends a call whose next request did not come within its request
+                    # timeout while none of its boards was in flight (a board typed at a
+                    # terminal after a pause): a new call takes the rest. Not twice in a
+                    # row for a call that left boards unanswered and answered none.
+                    with lock:
+                        fruitless = fruitless + 1 if pending and not answered[0] else 0
+                    if e.code() != grpc.StatusCode.CANCELLED or fruitless > 1 or left == 0.0:
+                        raise translate(e, self.address, self.tls) from None
+                finally:
+                    live.clear()
+                    runs.wake()
+                    call.cancel()
                 yield from drain_local()
-                if not reply.results and per_message > 1:
-                    raise ServerUnavailable(f"pdbd at {self.address} answered SolveBatch one "
-                                            "board a message: it predates several boards a "
-                                            "message (upgrade it, or send per_message=1)")
-                for r in reply.results or (reply,):
-                    if r.HasField("result"):
-                        yield r.id, convert.result_from_message(r.result)
-                    else:
-                        yield r.id, batch_error(r.error, self.address)
-            yield from drain_local()
-        except grpc.RpcError as e:
-            raise translate(e, self.address, self.tls) from None
+                with lock:
+                    if runs.finished and not pending:
+                        return
+                    if call.code() == grpc.StatusCode.OK and not answered[0]:
+                        raise ServerUnavailable(f"pdbd at {self.address} ended SolveBatch "
+                                                f"without answering {len(pending)} boards")
         finally:
-            call.cancel()
             runs.close()
 
     def info(self, timeout: float | None = 10.0) -> dict:

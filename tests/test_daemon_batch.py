@@ -566,3 +566,33 @@ def test_the_next_request_may_wait_while_the_calls_boards_are_searched():
     finally:
         answered.set()
         daemon.stop(grace=1)
+
+
+def test_boards_read_after_a_pause_longer_than_the_request_timeout_are_answered():
+    """Boards typed at a terminal come when they come: pdbd ends a batch call whose next
+    request does not come within its request timeout (1 s here) while none of its boards
+    is in flight, and the client goes on with a new call (it raised CANCELLED, the rest
+    of the boards lost)."""
+    import time
+
+    from pdbd.server import Connections
+    from pdbtool.heuristics.table_free import table_free
+    from pdbtool.selection import TableSet
+
+    daemon = running_daemon(TableSet({3: table_free("manhattan", 3)}), threads=1,
+                            connections=Connections(request_timeout=1))
+    boards = [(1, 2, 3, 4, 5, 6, 0, 7, 8), (1, 2, 3, 4, 5, 6, 7, 0, 8), (8, 6, 7, 2, 5, 4, 3, 0, 1)]
+
+    def typed():
+        for k, board in enumerate(boards):
+            if k:
+                time.sleep(2.5)  # a pause past the server's timeout
+            yield board
+
+    try:
+        with SolverClient(daemon.address) as c:
+            out = dict(c.solve_batch(typed()))
+        assert sorted(out) == [0, 1, 2]
+        assert [out[i].length for i in range(3)] == [2, 1, 31]
+    finally:
+        daemon.stop(grace=1)
