@@ -88,13 +88,18 @@ class SolverServicer(object):
         several (items); once a call's requests use items, a BatchResult holds in results
         the results finished by the time it is sent, and those finishing within 100 ms of the
         first while more boards of the call are in flight (a message costs more than a
-        board); else one result (id, outcome), as before items. Results come as searches finish, in
-        any order. The server reads a request only when it has room for a search (at most
+        board), at most 256 results and about 1 MiB a reply (within a gRPC client's default
+        4 MiB); else one result (id, outcome), as before items. Results come as searches
+        finish, in any order. Ids are the client's: echoed, never checked (two boards of one
+        id get two results of that id). A request with both request and items is both
+        boards, request's first; one with neither is one board, an empty one (its result an
+        INVALID_ARGUMENT "empty board" of id 0). The server reads a request only when it has room for a search (at most
         per_client, else threads + queue, in flight per call; an item waits for a full queue
         rather than being refused), so gRPC's flow control holds a fast sender back.
         The call's deadline and cancellation stop every search of the batch; each request
         must arrive within the server's request timeout of the one before (or the client
-        closes its side). Status of the call: OK once every result is sent; otherwise as
+        closes its side), a timeout that starts again while boards of the call are in flight;
+        past it the call ends CANCELLED (SolverClient then goes on with a new call). Status of the call: OK once every result is sent; otherwise as
         Solve (DEADLINE_EXCEEDED, CANCELLED, UNAVAILABLE on shutdown, INVALID_ARGUMENT for
         undecodable bytes), with the results sent so far.
         """
