@@ -97,6 +97,9 @@ class SearchControl:
     Both limits are checked as every tool checks them (pdbtool.limits). ``checkpoint``
     (checkpoint.Checkpointing): IDA* on threads saves its progress there now and then and
     resumes from it (search/checkpoint.py).
+
+    A control serves one search: its counters add up across searches given it, and once
+    halted it stops the next within a poll (an easy board may be answered before it).
     """
 
     budget: int | None = None
