@@ -329,8 +329,10 @@ def solve_batch(servicer, requests, context):
         """More boards admitted than answered and the ``taken`` (finished, not yet sent)."""
         return counts[0] - counts[1] - taken > 0
 
-    if hasattr(requests, "busy"):  # (rpc.RequestStream) the next request's timeout waits
-        requests.busy = lambda: counts[0] > counts[1]  # while boards are in flight
+    answered_at = [time.monotonic()]  # when the last result went into a reply
+    if hasattr(requests, "idle_since"):  # (rpc.RequestStream) the next request's timeout
+        requests.idle_since = lambda: None if counts[0] > counts[1] else answered_at[0]
+        # counts from the last answer, and not while boards are in flight
     servicer.batches.add(finished)  # a shutdown puts SHUTDOWN in it (refuse_new)
     try:
         threading.Thread(target=read, name="pdbd-batch", daemon=True).start()
@@ -354,6 +356,7 @@ def solve_batch(servicer, requests, context):
                         stopped.append("shutdown")
                         continue
                     counts[1] += 1
+                    answered_at[0] = time.monotonic()
                     fields = outcome(ident, job, ctx)
                     grows = result_bytes(fields)
                     full = size + grows > REPLY_BYTES or len(reply.results) == PER_MESSAGE
@@ -373,6 +376,7 @@ def solve_batch(servicer, requests, context):
                     stopped.append("shutdown")
                     continue
                 counts[1] += 1
+                answered_at[0] = time.monotonic()
                 yield pb.BatchResult(**outcome(ident, job, ctx))
     finally:
         servicer.batches.discard(finished)

@@ -9,7 +9,6 @@ ServerUnavailable (cannot reach the server, or it refused or failed).
 
 from __future__ import annotations
 
-import collections
 import itertools
 import operator
 import threading
@@ -31,6 +30,7 @@ from .defaults import DEFAULT_SERVER
 from .pem import check_pem
 from .peers import CLIENT_KEY
 from .rpc import LIMIT_KEY, REFUSED_KEY
+from .runs import CallTurn, Chunks, Runs
 from .v1 import solver_pb2 as pb, solver_pb2_grpc as pb_grpc
 
 UINT32_MAX = (1 << 32) - 1
@@ -197,103 +197,6 @@ def checked_algorithm(algorithm):
         max_memory=None if max_memory is None else limits.budget(max_memory, "max_memory"))
 
 
-class Runs:
-    """The items of ``source`` read on a thread of their own, at most ``most`` ahead, and
-    taken in runs: each run holds what has been read by the time it is asked for (one item
-    at least, ``most`` at most). A SolveBatch message carries a run: boards read from a
-    file go many a message (a message costs more than a board), while a board typed at
-    a terminal goes at once, never held back to fill a message."""
-
-    def __init__(self, source, most: int):
-        self.most = most
-        self._cond = threading.Condition()
-        self._items: collections.deque = collections.deque()
-        self._done = self._closed = False
-        self._error: BaseException | None = None
-        threading.Thread(target=self._fill, args=(iter(source),), name="pdbd-batch-read",
-                         daemon=True).start()
-
-    def _fill(self, source) -> None:
-        try:
-            for item in source:
-                with self._cond:
-                    while len(self._items) >= self.most and not self._closed:
-                        self._cond.wait()
-                    if self._closed:
-                        return
-                    self._items.append(item)
-                    self._cond.notify_all()
-        except BaseException as e:  # noqa: BLE001 (raised again where the runs are taken)
-            self._error = e
-        finally:
-            with self._cond:
-                self._done = True
-                self._cond.notify_all()
-
-    def __iter__(self):
-        return self.take(None)
-
-    def take(self, live: threading.Event | None):
-        """The runs, while ``live`` (None: always) is set: once it is cleared and ``wake``
-        called, the iteration ends without taking another run."""
-        while True:
-            with self._cond:
-                while not self._items and not self._done and (live is None or live.is_set()):
-                    self._cond.wait()
-                if not self._items or live is not None and not live.is_set():
-                    break
-                run = [self._items.popleft() for _ in range(min(self.most, len(self._items)))]
-                self._cond.notify_all()
-            yield run
-        if self._error is not None and (live is None or live.is_set()):
-            raise self._error
-
-    @property
-    def finished(self) -> bool:
-        """Every item read and taken."""
-        with self._cond:
-            return self._done and not self._items
-
-    def wake(self) -> None:
-        """Let a ``take`` whose ``live`` was cleared end now."""
-        with self._cond:
-            self._cond.notify_all()
-
-    def close(self) -> None:
-        """Stop reading (the thread ends at its next item)."""
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-
-
-class Chunks:
-    """The items of ``source`` in runs of ``most`` (the last may be shorter), taken on the
-    caller's thread: for a source whose items are all at hand (a list of boards), where
-    ``Runs`` would pass each over from a thread of its own."""
-
-    def __init__(self, source, most: int):
-        self._source, self.most = iter(source), most
-        self.finished = False
-
-    def __iter__(self):
-        return self.take(None)
-
-    def take(self, live: threading.Event | None):
-        """The runs, while ``live`` (None: always) is set (Runs.take)."""
-        while live is None or live.is_set():
-            run = list(itertools.islice(self._source, self.most))
-            if not run:
-                self.finished = True
-                return
-            yield run
-
-    def wake(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
 class _Failed:
     """A BatchError in the shape of a grpc.RpcError, so ``translate`` maps it as Solve's."""
 
@@ -393,7 +296,9 @@ class SolverClient:
         one a message, as before several a message (and any pdbd with SolveBatch takes
         them). A board that does not parse here is yielded as its BadInput at once.
         ``deadline`` covers the whole batch; a failure of the call itself (unreachable,
-        deadline, shutdown) raises."""
+        deadline, shutdown) raises. A call pdbd ends for waiting on the next board past its
+        request timeout is followed by another once a board comes (sending again what it
+        left unanswered, which may then be searched twice)."""
         if not 1 <= per_message <= MAX_PER_MESSAGE:
             raise BadInput(f"per_message must be 1 to {MAX_PER_MESSAGE}, not {per_message}")
         deadline, budget = checked_limits(deadline, budget)
@@ -435,22 +340,23 @@ class SolverClient:
             runs = Runs(items(), per_message)
         pending: dict[int, dict] = {}  # boards handed to a call and not yet answered
 
-        def requests(live: threading.Event):
-            """A call's messages: the boards an earlier call left unanswered, then new ones
-            while the call is ``live`` (and, at the end, any that the call before took as
-            this one began)."""
-            sent: set[int] = set()
-
-            def unsent():  # (a generator: what is pending when it is first read)
-                with lock:
-                    again = [(i, r) for i, r in pending.items() if i not in sent]
-                for k in range(0, len(again), per_message):
-                    yield again[k:k + per_message]
-
-            for run in itertools.chain(unsent(), runs.take(live), unsent()):
-                with lock:  # before it is sent: a call lost with it sends it again
-                    pending.update(run)
-                sent.update(i for i, _ in run)
+        def requests(call: CallTurn):
+            """A call's messages: the boards an earlier call left unanswered, then new ones,
+            while the call is live. Each run is taken and put in ``pending`` in one turn
+            (``call.turn``), which the loop below takes before it decides what a new call
+            sends: a call's generator never takes a board nor adds one once it is over."""
+            with lock:
+                again = list(pending.items())
+            it = itertools.chain((again[k:k + per_message]
+                                  for k in range(0, len(again), per_message)),
+                                 runs.take(call.live))
+            while True:
+                with call.turn:
+                    run = next(it, None) if call.live.is_set() else None
+                    if run is None:
+                        return
+                    with lock:
+                        pending.update(run)
                 if per_message > 1:
                     yield message(run)
                 else:  # as before items: understood by every pdbd with SolveBatch
@@ -458,13 +364,18 @@ class SolverClient:
 
         end = None if deadline is None else time.monotonic() + deadline
         fruitless = 0  # calls in a row that ended with boards sent and none answered
+        first = True
         try:
             while True:
-                live, answered = threading.Event(), [0]
-                live.set()
+                if not first and not pending:  # after an idle call: a new one only once
+                    runs.wait_ready()  # there is a board to send (or none will come)
+                first, call_turn, answered = False, CallTurn(), 0
                 left = None if end is None else max(0.0, end - time.monotonic())
-                call = self._stub.SolveBatch(requests(live), timeout=left,
-                                             metadata=behalf(on_behalf))
+                try:
+                    call = self._stub.SolveBatch(requests(call_turn), timeout=left,
+                                                 metadata=behalf(on_behalf))
+                except ValueError as e:  # the channel was closed (SolverClient.close)
+                    raise ServerUnavailable(f"pdbd at {self.address}: {e}") from None
                 try:
                     for reply in call:
                         yield from drain_local()
@@ -477,29 +388,29 @@ class SolverClient:
                             with lock:
                                 if pending.pop(r.id, None) is None:
                                     continue  # answered on a call before (sent again)
-                            answered[0] += 1
+                            answered += 1
                             if r.HasField("result"):
                                 yield r.id, convert.result_from_message(r.result)
                             else:
                                 yield r.id, batch_error(r.error, self.address)
                 except grpc.RpcError as e:
-                    # pdbd ends a call whose next request did not come within its request
-                    # timeout while none of its boards was in flight (a board typed at a
+                    # pdbd ends a call whose next request does not come within its request
+                    # timeout while none of its boards is in flight (a board typed at a
                     # terminal after a pause): a new call takes the rest. Not twice in a
                     # row for a call that left boards unanswered and answered none.
                     with lock:
-                        fruitless = fruitless + 1 if pending and not answered[0] else 0
+                        fruitless = fruitless + 1 if pending and not answered else 0
                     if e.code() != grpc.StatusCode.CANCELLED or fruitless > 1 or left == 0.0:
                         raise translate(e, self.address, self.tls) from None
                 finally:
-                    live.clear()
-                    runs.wake()
+                    call_turn.end(runs)
                     call.cancel()
                 yield from drain_local()
+                runs.raise_error()  # the source's own failure, taken by no call
                 with lock:
                     if runs.finished and not pending:
                         return
-                    if call.code() == grpc.StatusCode.OK and not answered[0]:
+                    if call.code() == grpc.StatusCode.OK and not answered:
                         raise ServerUnavailable(f"pdbd at {self.address} ended SolveBatch "
                                                 f"without answering {len(pending)} boards")
         finally:

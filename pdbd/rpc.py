@@ -214,13 +214,13 @@ class Receiver:
             if key is not None:
                 self.reading.leave(key)
 
-    def next(self, requests, context, cls, method: str, busy=None):
+    def next(self, requests, context, cls, method: str, idle_since=None):
         """The next message of the call, parsed; None when the client closed its side.
-        Cancels the call if nothing arrives within the timeout (``busy()`` true when it
-        passes: the call waits on answers of its own, and the timeout starts again);
-        aborts the call with INVALID_ARGUMENT if the bytes do not decode."""
-        alarm = (alarms.after(self.timeout, self._drop, context, method) if busy is None
-                 else Patience(self.timeout, busy, self._drop, context, method))
+        Cancels the call if nothing arrives within the timeout (with ``idle_since``: within
+        the timeout of the call's last answer, and never while it waits on answers of its
+        own, Patience); aborts the call with INVALID_ARGUMENT if the bytes do not decode."""
+        alarm = (alarms.after(self.timeout, self._drop, context, method) if idle_since is None
+                 else Patience(self.timeout, idle_since, self._drop, context, method))
         try:
             data = next(requests, None)
         finally:
@@ -258,16 +258,17 @@ class Receiver:
 
 
 class RequestStream:
-    """A call's request messages, each read within the receiver's timeout; its ``busy``
-    (a callable, None at first) is what the method sets to say that the call waits on
-    answers of its own (a SolveBatch with boards in flight): while it says so, the
-    timeout starts again rather than dropping the call (a client that sends its next
-    board once a result came would otherwise lose the call to a search longer than it)."""
+    """A call's request messages, each read within the receiver's timeout; its
+    ``idle_since`` (a callable, None at first) is what the method sets to say since when
+    (time.monotonic()) the call has waited on nothing of its own, or None while it waits on
+    answers (a SolveBatch with boards in flight): the timeout then counts from that time,
+    not from the read (a client that sends its next board once a result came lost the
+    call to any search longer than the timeout)."""
 
     def __init__(self, receiver: Receiver, requests, context, cls, method: str, first=None):
         self.receiver, self.requests, self.context = receiver, requests, context
         self.cls, self.method, self.first = cls, method, first
-        self.busy = None
+        self.idle_since = None
 
     def __iter__(self):
         return self
@@ -277,18 +278,19 @@ class RequestStream:
             first, self.first = self.first, None
             return first
         message = self.receiver.next(self.requests, self.context, self.cls, self.method,
-                                     self.busy)
+                                     self.idle_since)
         if message is None:
             raise StopIteration
         return message
 
 
 class Patience:
-    """An alarm that calls ``then(*args)`` once ``seconds`` pass while ``busy()`` is
-    false: each time it rings busy, it is set again for as long."""
+    """An alarm that calls ``then(*args)`` once ``seconds`` have passed since it was set
+    and since ``idle_since()`` (a time.monotonic(), None while there is something to wait
+    for): it rings again as long as either is nearer."""
 
-    def __init__(self, seconds: float, busy, then, *args):
-        self.seconds, self.busy, self.then, self.args = seconds, busy, then, args
+    def __init__(self, seconds: float, idle_since, then, *args):
+        self.seconds, self.idle_since, self.then, self.args = seconds, idle_since, then, args
         self._lock = threading.Lock()
         self._off = False
         self._alarm = alarms.after(seconds, self._ring)
@@ -297,8 +299,10 @@ class Patience:
         with self._lock:
             if self._off:
                 return
-            if self.busy():
-                self._alarm = alarms.after(self.seconds, self._ring)
+            since = self.idle_since()
+            wait = self.seconds if since is None else since + self.seconds - time.monotonic()
+            if wait > 0:
+                self._alarm = alarms.after(wait, self._ring)
                 return
             self._off = True
         self.then(*self.args)

@@ -397,7 +397,7 @@ class SolverServicer:
         DEADLINE_EXCEEDED in the log and the metrics), or its client left (abandoned);
         counted and logged, every one."""
         self.counters.add("cancelled")
-        if self._why_ended(context) == "deadline":
+        if job.reason == "deadline":  # (as the search was halted: the status says the same)
             context.set_code(grpc.StatusCode.DEADLINE_EXCEEDED)  # how the call ended
             log.info("stream %s stopped: deadline nodes=%d", self._what(job),
                      job.control.generated, extra=self._fields(job, context, True,

@@ -484,7 +484,11 @@ def test_a_board_prepared_by_another_solver_is_refused():
     s3c = Solver(table_free("manhattan", 3, goal_blank=4))  # the centre's image goal
     cases = [(s4, s3.prepare([1, 2, 3, 4, 5, 6, 7, 0, 8])),
              (s3, s4.prepare([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0, 15])),
-             (s3, s3c.prepare([8, 6, 7, 2, 5, 4, 3, 0, 1], centre))]
+             (s3, s3c.prepare([8, 6, 7, 2, 5, 4, 3, 0, 1], centre)),
+             # the same cells, another shape: a 3x4 image searched on 4x3 (another
+             # parity, so another puzzle: it searched until its budget)
+             (Solver(table_free("manhattan", (4, 3))),
+              Solver(table_free("manhattan", (3, 4))).prepare([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0, 11]))]
     for solver, prepared in cases:
         for algorithm in ("ida", "astar"):
             with pytest.raises(BadInput, match="prepared by another solver"):

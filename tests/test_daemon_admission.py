@@ -406,3 +406,27 @@ def test_a_client_is_named_as_its_address_is_written():
     assert client_of("ipv4:10.0.0.7:53211") == "ipv4:10.0.0.7"
     assert client_of("ipv6:%5B::1%5D:5") == "ipv6:[::1]"
     assert client_of("unix:/run/pdbd/pdbd.sock") == "unix:/run/pdbd/pdbd.sock"
+
+
+def test_patience_waits_while_busy_and_counts_from_the_last_answer():
+    """rpc.Patience (a SolveBatch's next request's timeout): it never rings while the call
+    has boards in flight (idle_since() None), nor within its seconds of the call's last
+    answer (it counted from the read: an answer just before the ring left the client 32 ms
+    of a 1 s timeout). An alarm cannot ring early, so 'not yet' is certain."""
+    from pdbd.rpc import Patience
+
+    rung = threading.Event()
+    state = {"since": None}  # busy at first
+    start = time.monotonic()
+    alarm = Patience(0.2, lambda: state["since"], rung.set)
+    try:
+        assert not rung.wait(0.5)  # busy all along: past its seconds twice over
+        state["since"] = time.monotonic()  # the last answer, now
+        assert not rung.wait(0.1)  # within 0.2 s of the answer
+        assert rung.wait(30)
+        assert time.monotonic() - state["since"] >= 0.2 and time.monotonic() - start >= 0.6
+    finally:
+        alarm.cancel()
+    cancelled = threading.Event()
+    Patience(0.1, lambda: None, cancelled.set).cancel()
+    assert not cancelled.wait(0.3)

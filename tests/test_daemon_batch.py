@@ -586,13 +586,24 @@ def test_boards_read_after_a_pause_longer_than_the_request_timeout_are_answered(
     def typed():
         for k, board in enumerate(boards):
             if k:
-                time.sleep(2.5)  # a pause past the server's timeout
+                time.sleep(3.5)  # a pause past the server's timeout, three times over
             yield board
 
+    port = daemon.metrics.serve("127.0.0.1", 0)
     try:
         with SolverClient(daemon.address) as c:
             out = dict(c.solve_batch(typed()))
         assert sorted(out) == [0, 1, 2]
         assert [out[i].length for i in range(3)] == [2, 1, 31]
+        # a call a board: the client opens the next one when it has a board to send, not
+        # at once (an idle client then held a call for good, and many idle ones evicted
+        # one another's calls, each opening the next at once: a thousand calls a second)
+        def calls():
+            return sum(v for (name, labels), v in scrape(port).items()
+                       if name == "pdbd_requests_total"
+                       and ("method", "pdbd.v1.Solver/SolveBatch") in labels)
+
+        assert wait_for(lambda: calls() >= 3, 10) and calls() == 3, calls()
     finally:
+        daemon.metrics.close()
         daemon.stop(grace=1)

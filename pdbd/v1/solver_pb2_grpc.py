@@ -97,9 +97,11 @@ class SolverServicer(object):
         per_client, else threads + queue, in flight per call; an item waits for a full queue
         rather than being refused), so gRPC's flow control holds a fast sender back.
         The call's deadline and cancellation stop every search of the batch; each request
-        must arrive within the server's request timeout of the one before (or the client
-        closes its side), a timeout that starts again while boards of the call are in flight;
-        past it the call ends CANCELLED (SolverClient then goes on with a new call). Status of the call: OK once every result is sent; otherwise as
+        must arrive within the server's request timeout of the one before and of the call's
+        last answer, and may wait as long as boards of the call are in flight (or the client
+        closes its side); past it the call ends CANCELLED (SolverClient then goes on with a
+        new call once it has a board to send). Status of the call: OK once every result is
+        sent; otherwise as
         Solve (DEADLINE_EXCEEDED, CANCELLED, UNAVAILABLE on shutdown, INVALID_ARGUMENT for
         undecodable bytes), with the results sent so far.
         """

@@ -277,7 +277,7 @@ def arg_path(text: str) -> str:
 
 def read_stdin() -> str:
     """All of stdin as text; BadInput if stdin is closed or not UTF-8."""
-    stream = _stdin_bytes()
+    stream = _stdin()
     try:
         return stream.read().decode("utf-8-sig")  # (a byte-order mark, as some editors
     except UnicodeDecodeError as e:  # write, is not part of the first board)
@@ -295,26 +295,33 @@ def input_lines(path: str):
             stream = open(path, "rb")
         except OSError as e:
             raise BadInput(f"cannot read {path}: {e.strerror}") from None
-    with stream:
-        for lineno, raw in enumerate(stream, 1):
+    with stream as lines:
+        for lineno, raw in enumerate(lines, 1):
             try:
                 yield lineno, raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
             except UnicodeDecodeError as e:
                 yield lineno, BadInput(f"not UTF-8 text ({e.reason} at byte {e.start})")
 
 
-def _stdin_bytes():
-    """Standard input's bytes, through a reader of its own on a copy of the descriptor:
-    ``pdbd query --file -`` reads it on a daemon thread, and an exit while that thread
-    waited in sys.stdin's own reader aborted the interpreter ("could not acquire lock for
-    <stdin> at interpreter shutdown", exit 134) after the error it had to say."""
+def _stdin():
+    """sys.stdin's bytes; BadInput if it is closed."""
     stream = getattr(sys.stdin, "buffer", sys.stdin)
     if stream is None or getattr(stream, "closed", False):
         raise BadInput("stdin is closed: give the board as arguments")
+    return stream
+
+
+def _stdin_bytes():
+    """Standard input's bytes line by line, through a reader of its own on a copy of the
+    descriptor (closed with it): ``pdbd query --file -`` reads it on a daemon thread, and
+    an exit while that thread waited in sys.stdin's own reader aborted the interpreter
+    ("could not acquire lock for <stdin> at interpreter shutdown", exit 134) after the
+    error it had to say. Nothing reads sys.stdin before it (its buffer is not seen)."""
+    stream = _stdin()
     try:
         return open(os.dup(stream.fileno()), "rb")
     except (OSError, AttributeError, ValueError):  # no descriptor (a test's stream)
-        return stream
+        return contextlib.nullcontext(stream)
 
 
 STDOUT_CLOSED = ("stdout is closed: the result has nowhere to go (run the command with "

@@ -71,8 +71,9 @@ class Algorithm:
             if value is not None and (isinstance(value, bool)
                                       or not isinstance(value, numbers.Integral)):
                 raise BadInput(f"{name} must be a whole number, not {value!r:.60}")
-        if self.weight is not None and (isinstance(self.weight, bool)
-                                        or not isinstance(self.weight, numbers.Real)):
+        if self.weight is not None and (isinstance(self.weight, (bool, str, bytes))
+                                        or not isinstance(self.weight, numbers.Number)
+                                        or isinstance(self.weight, complex)):
             raise BadInput(f"weight must be a number, not {self.weight!r:.60}")
         if self.name not in ALGORITHMS:
             raise BadInput(f"unknown algorithm {self.name!r}: choose one of {', '.join(ALGORITHMS)}")

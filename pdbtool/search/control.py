@@ -15,6 +15,7 @@ import numpy as np
 
 from pdbtool import limits, puzzle
 from pdbtool.errors import BadInput, LimitReached, PdbError
+from pdbtool.geometry import Shape
 from pdbtool.kernels.heuristic import ROW_H
 from pdbtool.kernels.ida import (BOUND, BUDGET, COUNTERS, EXPANDED, FOUND, GENERATED, INF,
                                  NOT_FOUND, STOPPED)
@@ -32,6 +33,7 @@ class PreparedBoard(NamedTuple):
     goal: str               # a goal name, or the goal board's tiles joined by commas
     image: tuple[int, ...]  # what the kernels search
     frame: puzzle.Frame
+    shape: Shape | None = None  # of the solver that prepared it (Solver.search checks it)
 
 
 class Root(NamedTuple):

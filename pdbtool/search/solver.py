@@ -73,7 +73,7 @@ class Solver:
                            "blank in a corner; this goal's blank is not in a corner "
                            "(Solvers picks one that fits)")
         puzzle.require_solvable(board, goal, self.shape)
-        return PreparedBoard(board, goal, frame.image(board), frame)
+        return PreparedBoard(board, goal, frame.image(board), frame, self.shape)
 
     def solve(self, board, goal: str = "blank-last", control: SearchControl | None = None, *,
               threads: int = 1, algorithm=None) -> SolveResult:
@@ -95,10 +95,10 @@ class Solver:
 
         A table file that changed (or is opened for writing during the search: its lease,
         trust.Pinned) raises trust.TableChanged instead of an answer."""
-        if len(prepared.image) != self.shape.cells or \
+        if prepared.shape != self.shape or \
                 prepared.frame.goal_blank != self.heuristic.goal_blank:  # another solver's:
             raise BadInput(  # the kernels would read past its arrays, or never reach its goal
-                f"a board prepared by another solver ({len(prepared.board)} tiles, goal "
+                f"a board prepared by another solver (a {prepared.shape} board, goal "
                 f"{prepared.goal}): this solver serves {self.shape} boards toward goals of its "
                 "own; prepare the board with it")
         control = control or SearchControl()
@@ -180,7 +180,7 @@ class Solver:
         board's states and need more than the least) with its own."""
         if algorithm.name in self._compiled:
             return
-        goal = PreparedBoard(frame.target, "", frame.image(frame.target), frame)
+        goal = PreparedBoard(frame.target, "", frame.image(frame.target), frame, self.shape)
         least = dataclasses.replace(
             algorithm, tt_size=1 if algorithm.name == "ida-tt" else algorithm.tt_size,
             max_memory=(MIN_MAX_MEMORY if algorithm.name in MEMORY_BOUND and (
@@ -305,7 +305,7 @@ class Solver:
         them; check the heuristic along it (see _check_path). ``h0`` None: the search used
         no heuristic (``heuristic`` "none"); the result's initial_h is then the solver's
         heuristic's h of the start, as its path_h are."""
-        board, goal, bf, frame = prepared
+        board, goal, bf, frame = prepared.board, prepared.goal, prepared.image, prepared.frame
         moves, blank_moves_ = puzzle.blank_path_to_moves(board, frame.user_cells(blank_cells),
                                                          self.shape)
         if puzzle.apply_tile_moves(board, moves, self.shape) != frame.target:
