@@ -147,3 +147,12 @@ def test_a_closed_pipe_is_quiet(installed):
              "head -c 100; "
              "echo \" ${PIPESTATUS[0]}\""], work, env)
     assert p.stderr == "" and p.stdout.rstrip().endswith(" 141"), (p.stdout[-200:], p.stderr)
+    # a failure's --json object into a closed pipe: the error's line and exit code stay (it
+    # was a traceback and exit 1)
+    for argv, code in ((["pdbtool", "solve", "--json", "1 2 3"], 2),
+                       (["pdbtool", "info", "--json", "nonexistent.h5"], 2)):
+        p = run(["bash", "-c", f"'{bin_ / argv[0]}' {' '.join(repr(a) for a in argv[1:])} | "
+                 "head -c 0; echo \" ${PIPESTATUS[0]}\""], work, env)
+        assert p.stdout.rstrip().endswith(f" {code}") and "Traceback" not in p.stderr, \
+            (argv, p.stdout[-200:], p.stderr)
+        assert p.stderr.count("\n") == 1 and p.stderr.startswith("pdbtool: "), p.stderr

@@ -193,18 +193,27 @@ class Parser(argparse.ArgumentParser):
     def report_usage_error(self, args: list[str], e: UsageError) -> None:
         """Tell a refused command line ``args`` (a command may say it another way)."""
         if "--json" in args:
-            print(json.dumps({"error": e.message, "exit_code": BadInput.exit_code,
-                              "where": ""}), flush=True)
+            json_error(e.message, BadInput.exit_code, "")
         print(e.usage + e.line, file=sys.stderr, flush=True)
 
 
 def report_error(prog: str, args, message: str, code: int, where: str = "") -> None:
-    """One line on stderr; with --json also an error object on stdout."""
+    """One line on stderr; with --json also an error object on stdout (a closed pipe or a
+    full disk there loses that object only: the line and the exit code stay the error's)."""
     if getattr(args, "json", False):
-        print(json.dumps({"error": message, "exit_code": code, "where": where}),
-              file=results_out(), flush=True)
+        json_error(message, code, where)
     prefix = f"{where}: " if where else ""
     print(f"{prog}: {prefix}{message}", file=sys.stderr, flush=True)
+
+
+def json_error(message: str, code: int, where: str) -> None:
+    """A failure's JSON object on stdout, as a --json reader takes it."""
+    out = results_out()
+    try:
+        print(json.dumps({"error": message, "exit_code": code, "where": where}), file=out,
+              flush=True)
+    except (OSError, ValueError, AttributeError):  # a closed pipe, a full disk, no stdout
+        silence_stdout()
 
 
 def batch_exit_code(codes) -> int:
