@@ -134,10 +134,15 @@ class ItemContext:
     method = METHOD
 
     def __init__(self, context, callbacks: Callbacks, key: int, client: str | None = None,
-                 checked: set | None = None, choices: Choices | None = None):
+                 checked: set | None = None, choices: Choices | None = None, peer: str = ""):
         self._context, self._callbacks, self.key = context, callbacks, key
         self.client, self.checked, self.choices = client, checked, choices
+        self._peer = peer
         self._metadata: dict[str, str] = {}
+
+    def peer(self) -> str:
+        """The call's peer, as the call began (found once a call)."""
+        return self._peer
 
     def abort(self, code, details):
         raise ItemAborted(code, details, self._metadata)
@@ -148,7 +153,7 @@ class ItemContext:
     def add_callback(self, callback) -> bool:
         return self._callbacks.add(self.key, callback)
 
-    def __getattr__(self, name):  # peer, invocation_metadata, time_remaining, is_active
+    def __getattr__(self, name):  # invocation_metadata, time_remaining, is_active
         return getattr(self._context, name)
 
 
@@ -211,7 +216,7 @@ def solve_batch(servicer, requests, context):
     room = Window(window)
     finished: queue.Queue = queue.Queue()  # lists of (id, job or None, context or error)
     callbacks = Callbacks(context)
-    client = servicer.proxies.client(context)
+    client, peer = servicer.proxies.client(context), context.peer()
     choices = Choices()  # the reader's: each board that asks as the one before takes its choice
     stopped: list[str] = []
     packed = threading.Event()  # the client sends items: results go several a message
@@ -268,7 +273,7 @@ def solve_batch(servicer, requests, context):
 
     def admit(key: int, ident: int, request, checked: set) -> None:
         while True:
-            ctx = ItemContext(context, callbacks, key, client, checked, choices)
+            ctx = ItemContext(context, callbacks, key, client, checked, choices, peer)
             try:
                 job = servicer._admit(request, ctx, deferring=True)
                 break

@@ -25,7 +25,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 from pdbtool.errors import LimitReached
-from pdbtool.kernels.ida import EXPANDED, GENERATED
+from pdbtool.kernels.ida import BOUND, EXPANDED, GENERATED
 from pdbtool.kernels.tasks import RESULT_EXPANDED, RESULT_GENERATED
 from pdbtool.search.checkpoint import Held
 from pdbtool.search.control import PreparedBoard, SearchControl
@@ -119,6 +119,8 @@ class Job:
         self.control = SearchControl(budget=budget, timeout=timeout, timeout_reason="time-limit")
         self.future: Future | Done | None = None
         self.client: str | None = None  # whom it counts against (pdbd.peers)
+        self.peer = ""  # the call's peer as it began (context.peer() is "" once the call's
+        # deadline has passed: its log lines take the peer from here)
         self.submitted = time.monotonic()
         self.started: float | None = None
         self.lane_seconds = 0.0  # searched in the fast lane before it went to the pool
@@ -432,6 +434,7 @@ class FastLane:
             control.checkpoint = None
             return
         finished = list(saved.finished.values())
+        control.counters[BOUND] = saved.bound  # the iteration it resumes in
         control.counters[GENERATED] = saved.generated + sum(r[RESULT_GENERATED] for r in finished)
         control.counters[EXPANDED] = saved.expanded + sum(r[RESULT_EXPANDED] for r in finished)
 

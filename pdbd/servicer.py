@@ -368,7 +368,7 @@ class SolverServicer:
                           "server's limit per client; retry when one has finished")
         job = Job(solver, prepared, budget, self.limits.max_search_seconds, algorithm,
                   self.delegation)
-        job.client = client
+        job.client, job.peer = client, context.peer()
         job.server_budget, job.server_memory = server_budget, choice.server_memory
         if not context.add_callback(lambda: job.halt(self._why_ended(context))):
             job.halt(self._why_ended(context))  # the RPC is over already
@@ -405,7 +405,7 @@ class SolverServicer:
                                                                stopped="deadline"))
             return
         self.counters.add("abandoned")
-        log.info("stream %s abandoned by %s after %d nodes", self._what(job), context.peer(),
+        log.info("stream %s abandoned by %s after %d nodes", self._what(job), job.peer,
                  job.control.generated, extra=self._fields(job, context, True, "CANCELLED",
                                                            stopped="abandoned"))
 
@@ -482,7 +482,7 @@ class SolverServicer:
                 abort(context, code, f"{what}: search stopped after {nodes:,} nodes")
             log.info("solve %s stopped: %s nodes=%d seconds=%.3f artifact=%s peer=%s", shape,
                      limit or job.reason, nodes, job.search_seconds,
-                     job.solver.heuristic.artifact, context.peer(),
+                     job.solver.heuristic.artifact, job.peer,
                      extra=self._fields(job, context, stream,
                                         "RESOURCE_EXHAUSTED" if limit else code.name,
                                         stopped=limit or job.reason))
@@ -524,7 +524,7 @@ class SolverServicer:
         the search's, as its result says them (the line's text says the same)."""
         method = (getattr(context, "method", None)  # a batch's item: SolveBatch
                   or f"{SERVICE_NAME}/{'SolveStream' if stream else 'Solve'}")
-        return request_fields(method, context.peer(), code,
+        return request_fields(method, job.peer, code,
                               job.search_seconds if seconds is None else seconds,
                               job.control.generated, size=size_field(job.solver.shape),
                               queue_seconds=round(job.queue_seconds, 6),

@@ -21,13 +21,18 @@ pytestmark = pytest.mark.process
 EASY_WALK = puzzle.random_walk(4, 12, rng=random.Random(7))  # blank-last, 12 moves at most
 
 
-def test_deadline_stops_the_search(slow, slow_stub):
+def test_deadline_stops_the_search(slow, slow_stub, caplog):
     before = info(slow)["counters"]
+    caplog.set_level("INFO", logger="pdbd")
     with pytest.raises(grpc.RpcError) as e:
         slow_stub.Solve(pb.SolveRequest(tiles=HARD, goal="blank-first"), timeout=0.3)
     assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
     ok, took = worker_free_within(slow, 5)  # (HARD would hold it for an hour or more)
     assert ok, f"worker still busy {took:.3f} s after the deadline"
+    # Its log line names the client (gRPC's context.peer() is "" once the deadline passed).
+    assert wait_for(lambda: any("stopped: deadline" in r.getMessage() for r in caplog.records), 5)
+    line = next(r for r in caplog.records if "stopped: deadline" in r.getMessage())
+    assert line.getMessage().endswith("peer=" + line.peer) and line.peer.startswith("ipv4:127.0.0.1:")
     # The single worker takes the next query at once, not after HARD: A* (which the fast
     # lane leaves to the worker) answers an easy board within its deadline.
     r = slow_stub.Solve(pb.SolveRequest(tiles=EASY_WALK, algorithm="astar"), timeout=10)

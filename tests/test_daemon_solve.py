@@ -119,6 +119,8 @@ def test_a_stream_handed_on_to_a_busy_pool_says_it_is_queued(slow):
     last = events[-1]  # a second on: long past the lane, waiting for the worker
     queued = [e for e in events if e["queued"]]
     assert last["queued"] and len({e["elapsed_seconds"] for e in queued}) == 1, queued
+    # ... and the bound of the iteration it resumes in, beside those nodes (it said 0)
+    assert queued[0]["nodes_generated"] > 0 and all(e["bound"] >= 40 for e in queued), queued
     # (the seconds it searched in the lane, which its nodes are: not growing while it waits)
 
 
