@@ -2,7 +2,9 @@
 as Solve answers it, with the request id the client chose.
 
 A reader thread takes requests off the stream only while the batch has room (``window``
-searches in flight), so gRPC's flow control holds a faster sender back; each board goes
+searches in flight, and fewer than ``window`` + UNSENT results not yet sent), so gRPC's
+flow control holds a faster sender back, and a client that does not read its results
+holds its boards back (their results piled up on the server before); each board goes
 through the servicer's own admission and outcome (``_admit``, ``_outcome``) with an
 ``ItemContext``: the call's context for the peer, the deadline and cancellation, but an
 abort ends only that item (a BatchError), not the call. Admission searches the board in
@@ -28,16 +30,18 @@ import time
 import grpc
 
 from .choices import Choices
+from .jobs import POOL_WAIT_SECONDS
 from .rpc import LIMIT_KEY, REFUSED_KEY, time_left
 from .v1 import solver_pb2 as pb
 
 log = logging.getLogger("pdbd")
 
 METHOD = "pdbd.v1.Solver/SolveBatch"
-WAIT_SECONDS = 0.005  # between looks for room while the pool is full
 END = object()
 SHUTDOWN = object()  # an entry the servicer puts in every call's answers (refuse_new)
 PER_MESSAGE = 256  # results at most in one BatchResult (about 100 KB of 15-puzzles)
+UNSENT = 2 * PER_MESSAGE  # results a call may hold unsent beyond its window (a reply's
+# worth lingering for others, and one being sent)
 REPLY_BYTES = 1 << 20  # and about this many bytes at most: a client's gRPC takes 4 MiB a
 # message by default (results of long solutions, 20x20's greedy 115 KB each, once made a
 # reply of 9 MB that a client refused, losing the call)
@@ -214,6 +218,7 @@ def solve_batch(servicer, requests, context):
     pool = servicer.pool
     window = servicer.limits.per_client or (pool.threads + pool.max_queue)
     room = Window(window)
+    unsent = window + UNSENT  # boards admitted and not yet in a reply, at most
     finished: queue.Queue = queue.Queue()  # lists of (id, job or None, context or error)
     callbacks = Callbacks(context)
     client, peer = servicer.proxies.client(context), context.peer()
@@ -232,8 +237,8 @@ def solve_batch(servicer, requests, context):
             held.clear()
 
     def wait_for_room() -> bool:
-        """Until the pool has a slot and the client room for one more (an item waits,
-        rather than being refused); False if the call ends or the server stops."""
+        """Until the batch, the pool and the client have room for one more board (an
+        item waits, rather than being refused); False if the call ends (pool_room)."""
         if not room.take():
             hand_on()  # never hold answers while waiting
             while not room.take(timeout=0.1):
@@ -242,13 +247,15 @@ def solve_batch(servicer, requests, context):
         return pool_room()
 
     def pool_room() -> bool:
-        """Until the pool has a slot and the client room for one more; False if the call
-        ends (or the server stops: True then, the board refused as shutting down)."""
-        while pool.full or not servicer.peers.has_room(client):
+        """Until the pool has a slot, the client room for one more, and the call fewer
+        than ``unsent`` results not yet sent (a client that reads none holds the call
+        back here); False if the call ends (or the server stops: True then, the board
+        refused as shutting down)."""
+        while pool.full or not servicer.peers.has_room(client) or counts[0] - counts[1] >= unsent:
             hand_on()  # (once: nothing is answered here meanwhile)
             if not context.is_active() or servicer._closing:
                 return context.is_active()
-            time.sleep(WAIT_SECONDS)
+            time.sleep(POOL_WAIT_SECONDS)
         # The call's end, as its callback saw it (a flag, where context.is_active() takes
         # the call's Condition, about 1 us a board): a board admitted as the call ends
         # meanwhile is halted by that callback (Callbacks) like any other in flight.
@@ -272,26 +279,19 @@ def solve_batch(servicer, requests, context):
             hand_on()
 
     def admit(key: int, ident: int, request, checked: set) -> None:
-        while True:
-            ctx = ItemContext(context, callbacks, key, client, checked, choices, peer)
-            try:
-                job = servicer._admit(request, ctx, deferring=True)
-                break
-            except ItemAborted as e:
-                # the pool's last slot taken by another call between the room seen and the
-                # board's search in the lane: it waits for room again, never refused for it
-                if (e.metadata.get(LIMIT_KEY) == "queue-full" and not servicer._closing
-                        and pool_room()):
-                    continue
-                callbacks.discard(key)
-                answered_here((ident, None, e))
-                return
-            except Exception as e:  # a bug: this item fails, the batch goes on (and ends)
-                log.exception("batch item %d failed", ident)
-                callbacks.discard(key)
-                answered_here((ident, None, ItemAborted(grpc.StatusCode.INTERNAL,
-                                                        f"internal error: {e}", {})))
-                return
+        ctx = ItemContext(context, callbacks, key, client, checked, choices, peer)
+        try:  # (deferring: a pool slot taken meanwhile by another call is waited for)
+            job = servicer._admit(request, ctx, deferring=True)
+        except ItemAborted as e:
+            callbacks.discard(key)
+            answered_here((ident, None, e))
+            return
+        except Exception as e:  # a bug: this item fails, the batch goes on (and ends)
+            log.exception("batch item %d failed", ident)
+            callbacks.discard(key)
+            answered_here((ident, None, ItemAborted(grpc.StatusCode.INTERNAL,
+                                                    f"internal error: {e}", {})))
+            return
         if job.future.done():  # searched in the fast lane, on this thread
             answered_here((ident, job, ctx))
         else:

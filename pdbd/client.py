@@ -128,6 +128,11 @@ def board_tiles(board) -> list[int]:
             return tiles
     if isinstance(board, str):  # as pdbtool reads a board's text: never '1_5' or '１'
         board = puzzle.numbers(board)
+    try:
+        board = iter(board)
+    except TypeError:
+        raise BadInput(f"not a board: {board!r:.60} (a board is a text of tiles or a sequence "
+                       "of whole numbers)") from None
     tiles = []
     for t in board:
         try:  # a text's digits or an integer; never a float or a bool, which int() would
@@ -294,8 +299,9 @@ class SolverClient:
         as the searches finish, in any order. The boards go up to ``per_message`` a message,
         as many as have been read when the channel can take the next (``Runs``); 1 sends
         one a message, as before several a message (and any pdbd with SolveBatch takes
-        them). A board that does not parse here is yielded as its BadInput at once.
-        ``deadline`` covers the whole batch; a failure of the call itself (unreachable,
+        them). A board that does not parse here is yielded as its BadInput with the next
+        answer (or as the call ends). ``deadline`` covers the whole batch, the waits for
+        the next board too (LimitReached); a failure of the call itself (unreachable,
         deadline, shutdown) raises. A call pdbd ends for waiting on the next board past its
         request timeout is followed by another once a board comes (sending again what it
         left unanswered, which may then be searched twice)."""
@@ -368,7 +374,10 @@ class SolverClient:
         try:
             while True:
                 if not first and not pending:  # after an idle call: a new one only once
-                    runs.wait_ready()  # there is a board to send (or none will come)
+                    # there is a board to send (or none will come), within the deadline
+                    if not runs.wait_ready(None if end is None else end - time.monotonic()):
+                        raise LimitReached(f"deadline exceeded: {deadline:g} s passed while "
+                                           "waiting for the next board (no search was running)")
                 first, call_turn, answered = False, CallTurn(), 0
                 left = None if end is None else max(0.0, end - time.monotonic())
                 try:

@@ -71,6 +71,9 @@ class Done:
             log.exception("exception calling callback for %r", self)
 
 
+POOL_WAIT_SECONDS = 0.005  # between looks for a slot of a full pool (a batch's boards wait)
+
+
 class QueueFull(Exception):
     """Every worker is busy and the queue holds max_queue jobs already."""
 

@@ -70,11 +70,11 @@ class Runs:
         with self._cond:
             return self._done and not self._items
 
-    def wait_ready(self) -> None:
-        """Until an item is there to take, or none will come."""
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Until an item is there to take, or none will come (True), or ``timeout``
+        seconds (None: no limit) have passed (False)."""
         with self._cond:
-            while not self._items and not self._done:
-                self._cond.wait()
+            return bool(self._cond.wait_for(lambda: self._items or self._done, timeout))
 
     def raise_error(self) -> None:
         """The source's failure, if every item before it was taken."""
@@ -134,8 +134,8 @@ class Chunks:
                 return
             yield run
 
-    def wait_ready(self) -> None:
-        pass
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        return True
 
     def raise_error(self) -> None:
         pass

@@ -288,9 +288,12 @@ class Daemon:
         restart a busy daemon."""
         if not self._serving:
             return
-        status = (health_pb2.HealthCheckResponse.NOT_SERVING if self.pool.full
-                  else health_pb2.HealthCheckResponse.SERVING)
+        # The pool read under the lock: read before it, a full pool's status could be
+        # published after a later call had seen the pool free, for good (the pool calls
+        # this outside its own lock, so the two locks are never taken the other way).
         with self._health_lock:  # set only on a change: twice a query otherwise
+            status = (health_pb2.HealthCheckResponse.NOT_SERVING if self.pool.full
+                      else health_pb2.HealthCheckResponse.SERVING)
             if status != self._solver_status:
                 self._solver_status = status
                 self.health.set(SERVICE_NAME, status)

@@ -37,7 +37,7 @@ from . import convert
 from .defaults import DEFAULT_MAX_NODES, DEFAULT_MAX_SEARCH_MEMORY, DEFAULT_MAX_SEARCH_SECONDS
 from .batch import SHUTDOWN, solve_batch
 from .choices import choose
-from .jobs import Delegation, FastLane, Job, Lane, QueueFull, WorkerPool
+from .jobs import POOL_WAIT_SECONDS, Delegation, FastLane, Job, Lane, QueueFull, WorkerPool
 from .logs import request_fields
 from .peers import PeerCounts, TrustedProxies
 from .rpc import LIMIT_KEY, REFUSED_KEY, RateLimitedLog, time_left
@@ -374,7 +374,7 @@ class SolverServicer:
             job.halt(self._why_ended(context))  # the RPC is over already
         try:
             if not self.fast.run(job, client, deferring):
-                self.pool.submit(job)
+                self._to_pool(job, context, deferring)
         except QueueFull as e:
             self.peers.leave(client)
             self._reject("queue-full")
@@ -386,6 +386,20 @@ class SolverServicer:
             abort(context, grpc.StatusCode.UNAVAILABLE, "the server is shutting down")
         job.future.add_done_callback(lambda _: self.peers.leave(client))
         return job
+
+    def _to_pool(self, job: Job, context, deferring: bool) -> None:
+        """``job`` into the pool's queue. A batch's board (``deferring``: its reader saw
+        room before admitting it) waits while another call takes the last slot first,
+        rather than being refused, or admitted again with its fast lane's search lost and
+        counted twice; as long as its call is live and the server not closing."""
+        while True:
+            try:
+                self.pool.submit(job)
+                return
+            except QueueFull:
+                if not deferring or self._closing or not context.is_active():
+                    raise
+            time.sleep(POOL_WAIT_SECONDS)
 
     def _reject(self, reason: str) -> None:
         self.counters.add("rejected")

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.process
 
 def test_a_batch_answers_every_board_as_solve_would(served, oracle8_last):
     boards = random.Random(6).sample(sorted(oracle8_last), 300)
-    mixed = [*boards, [1, 2, 3], "1 2 x", LOYD, EASY15, list(range(36))]
+    mixed = [*boards, [1, 2, 3], "1 2 x", LOYD, EASY15, list(range(36)), None]
     port = served.metrics.serve("127.0.0.1", 0)
     try:
         before = scrape(port)
@@ -44,6 +44,8 @@ def test_a_batch_answers_every_board_as_solve_would(served, oracle8_last):
     assert isinstance(got[n + 2], Unsolvable)
     assert got[n + 3].length == 2
     assert isinstance(got[n + 4], BadInput) and "no loaded table serves 6x6" in str(got[n + 4])
+    # not a board at all: its own BadInput (a TypeError failed the whole call)
+    assert isinstance(got[n + 5], BadInput) and "not a board: None" in str(got[n + 5])
 
     def grew(name, **labels):
         return sample(after, name, **labels) - sample(before, name, **labels)
@@ -127,10 +129,16 @@ def test_a_batch_board_that_finds_the_queue_taken_after_all_waits_for_room(slow,
 
     monkeypatch.setattr(FastLane, "run", lambda self, job, client, deferring=False: False)
     monkeypatch.setattr(WorkerPool, "submit", full_once)
+    before = info(slow)["counters"]
     with SolverClient(slow.address) as c:
         out = dict(c.solve_batch([EASY15] * 3, goal="blank-last"))
     assert sorted(out) == [0, 1, 2] and all(r.length == 2 for r in out.values()), out
     assert len(calls) == 6
+    # each board one request, none refused, each the same job tried again (it was admitted
+    # again: a new job, its lane search lost, counted as a second request and a refusal)
+    after = info(slow)["counters"]
+    assert (after["requests"] - before["requests"], after["rejected"]) == (3, before["rejected"])
+    assert calls[0::2] == calls[1::2]
 
 
 def test_results_go_several_a_message_however_late_the_first_message_is_read(served,
@@ -504,6 +512,83 @@ def test_a_boards_text_is_read_as_pdbtool_reads_it(text):
         puzzle.numbers(text)
     assert str(client_said.value) == str(pdbtool_said.value)
     assert board_tiles("1 2 3, 4") == [1, 2, 3, 4] == board_tiles(["1", "2", 3, "4"])
+
+
+def test_a_client_that_reads_no_result_holds_its_boards_back():
+    """The results a call has not sent are bounded: a client that sends boards and reads
+    nothing (its results filling gRPC's window) holds back the reading of its boards
+    beyond the window and UNSENT. The results piled up on the server before, about 2,000
+    a second here."""
+    import time
+
+    import pdbd.batch
+    from pdbtool.heuristics.table_free import table_free
+    from pdbtool.selection import TableSet
+    from pdbd.v1.solver_pb2_grpc import SolverStub
+
+    daemon = running_daemon(TableSet({3: table_free("manhattan", 3)}), threads=2, max_queue=8)
+    boards = [puzzle.random_walk(3, 20, rng=random.Random(k)) for k in range(200)]
+
+    def requests():
+        for k in range(400):
+            yield pb.BatchRequest(items=[pb.BatchItem(id=k * 500 + j, request=pb.SolveRequest(
+                tiles=boards[j % 200])) for j in range(500)])
+
+    sent = [0]
+    outcome = daemon.servicer._outcome
+
+    def counted(*args, **kw):
+        sent[0] += 1  # (a result made for its reply)
+        return outcome(*args, **kw)
+
+    daemon.servicer._outcome = counted
+    window = daemon.servicer.limits.per_client or daemon.pool.threads + daemon.pool.max_queue
+    most = window + pdbd.batch.UNSENT
+    try:  # (gRPC's window kept at its first 64 KB: it grows to megabytes otherwise)
+        with grpc.insecure_channel(daemon.address, [("grpc.http2.bdp_probe", 0)]) as channel:
+            call = SolverStub(channel).SolveBatch(requests(), timeout=60)  # never read
+            try:
+                held = []
+                for _ in range(40):
+                    time.sleep(0.1)
+                    held.append(info(daemon)["counters"]["requests"] - sent[0])
+                assert max(held) <= most + 1, (held, most)  # (+1: a result counted, not yet made)
+                assert sent[0] > 0
+            finally:
+                call.cancel()
+    finally:
+        daemon.stop(grace=1)
+
+
+def test_the_deadline_covers_the_wait_for_the_next_board():
+    """solve_batch's deadline covers the whole batch: after pdbd ended an idle call (its
+    request timeout, 1 s here), waiting for the source's next board ends at the deadline
+    too (it waited for the board however long that took)."""
+    import time
+
+    from pdbd.server import Connections
+    from pdbtool.heuristics.table_free import table_free
+    from pdbtool.selection import TableSet
+
+    daemon = running_daemon(TableSet({3: table_free("manhattan", 3)}), threads=1,
+                            connections=Connections(request_timeout=1))
+    stop = threading.Event()
+
+    def typed():
+        yield (1, 2, 3, 4, 5, 6, 0, 7, 8)
+        stop.wait(30)  # the next board never comes within the test
+
+    try:
+        with SolverClient(daemon.address) as c:
+            out, start = [], time.monotonic()
+            with pytest.raises(LimitReached, match="deadline exceeded"):
+                for item in c.solve_batch(typed(), deadline=4):
+                    out.append(item)
+            assert not stop.is_set() and time.monotonic() - start < 25
+        assert [(i, r.length) for i, r in out] == [(0, 2)]
+    finally:
+        stop.set()
+        daemon.stop(grace=1)
 
 
 def test_results_are_held_for_others_only_while_the_calls_deadline_is_not_near():

@@ -339,6 +339,47 @@ def test_health_reports_overload():
         daemon.stop(grace=1)
 
 
+def test_health_is_not_left_not_serving_by_two_changes_at_once():
+    """Two changes of the pool's load at once (a search admitted, then one finished on
+    another thread): the status the second saw (free) is the one left. Read outside the
+    lock, the first's read (full) was published after the second had found nothing to
+    change: NOT_SERVING for good on an idle daemon."""
+    import threading
+
+    daemon = manhattan(threads=1, max_queue=1)
+    reading, go = threading.Event(), threading.Event()
+
+    class Pool:  # the pool as _update_health reads it: full once (held), then free
+        reads = 0
+
+        @property
+        def full(self):
+            Pool.reads += 1
+            if Pool.reads == 1:
+                reading.set()
+                go.wait(10)
+                return True
+            return False
+
+    real = daemon.pool
+    try:
+        daemon.pool = Pool()
+        first = threading.Thread(target=daemon._update_health)
+        first.start()
+        assert reading.wait(10)
+        second = threading.Thread(target=daemon._update_health)
+        second.start()
+        second.join(0.5)  # (the code before: it returns, having found nothing to change)
+        go.set()
+        first.join(10)
+        second.join(10)
+        assert health_status(daemon.address, "pdbd.v1.Solver") == "SERVING"
+    finally:
+        go.set()
+        daemon.pool = real
+        daemon.stop(grace=1)
+
+
 def test_listen_address_is_checked(capsys):
     from pdbd import cli
 
