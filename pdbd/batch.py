@@ -31,8 +31,9 @@ import grpc
 
 from .choices import Choices
 from .jobs import POOL_WAIT_SECONDS
-from .rpc import LIMIT_KEY, REFUSED_KEY, time_left
+from .rpc import time_left
 from .v1 import solver_pb2 as pb
+from .wire import LIMIT_KEY, REFUSED_KEY
 
 log = logging.getLogger("pdbd")
 

@@ -20,6 +20,7 @@ from pdbtool.search.solver import Solver
 from pdbtool.selection import Solvers, TableSet
 
 from . import convert
+from .wire import EMPTY_BOARD
 
 if TYPE_CHECKING:
     from .servicer import Limits, Served
@@ -61,7 +62,7 @@ def solver_for(served: Served, request, algorithm: Algorithm) -> tuple[str, Solv
     wrong with a board no solver serves."""
     tiles = request.tiles
     if not tiles:
-        raise BadInput("empty board: give the tiles row by row, 0 for the blank")
+        raise BadInput(EMPTY_BOARD)
     given = convert.request_shape(request)
     shape = puzzle.shape_of(tiles, given)
     goal = puzzle.check_goal(request.goal or convert.DEFAULT_GOAL, given)

@@ -315,7 +315,7 @@ def serve(args) -> int:
 # -- clients -------------------------------------------------------------------------------
 
 def read_board(args) -> str:
-    from .client import EMPTY_BOARD
+    from .wire import EMPTY_BOARD
 
     text = " ".join(args.board) if args.board else read_stdin()
     if not text.strip():
@@ -355,8 +355,7 @@ def query_file(args) -> int:
                                 max_memory=args.max_memory)
     lines: list[int] = []  # the line number of each board sent, by its index
     if args.file != "-":
-        # Opened once here: on gRPC's thread, which reads the boards, a file that cannot be
-        # read failed the whole call as "Exception iterating requests".
+        # Opened once here: a file that cannot be read is refused before a call is made.
         try:
             open(args.file, "rb").close()
         except OSError as e:

@@ -28,16 +28,13 @@ from . import convert
 from .address import parse_target
 from .defaults import DEFAULT_SERVER
 from .pem import check_pem
-from .peers import CLIENT_KEY
-from .rpc import LIMIT_KEY, REFUSED_KEY
 from .runs import CallTurn, Chunks, Runs
 from .v1 import solver_pb2 as pb, solver_pb2_grpc as pb_grpc
+from .wire import CLIENT_KEY, EMPTY_BOARD, LIMIT_KEY, REFUSED_KEY, SERVICE_NAME
 
 UINT32_MAX = (1 << 32) - 1
 PER_MESSAGE = 64  # boards at most in one SolveBatch message, by default
 MAX_PER_MESSAGE = 1024  # far within the server's 1 MiB a message (a 5x5 board: about 40 B)
-EMPTY_BOARD = "empty board: give the tiles row by row, 0 for the blank"
-SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Solver"].full_name
 
 
 class ServerUnavailable(PdbError):

@@ -11,7 +11,8 @@ from urllib.parse import unquote
 
 from pdbtool.errors import BadInput
 
-CLIENT_KEY = "pdbd-client"  # metadata: the client a trusted proxy calls for
+from .wire import CLIENT_KEY
+
 MAX_NAME = 100  # a proxied client's name, as kept and logged
 
 

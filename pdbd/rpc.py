@@ -42,11 +42,10 @@ from google.protobuf.message import DecodeError
 from pdbtool.search import alarms
 
 from .peers import PeerCounts, client_of
+from .wire import LIMIT_KEY
 
 log = logging.getLogger("pdbd")
 
-LIMIT_KEY = "pdbd-limit"  # trailing metadata telling the RESOURCE_EXHAUSTED cases apart
-REFUSED_KEY = "pdbd-refused"  # trailing metadata: an UNAVAILABLE of pdbd's own, not the channel's
 
 
 NO_DEADLINE = 1e8  # time_remaining() of a call without a deadline is huge, not None

@@ -48,8 +48,9 @@ from .metrics import Metrics
 from .peers import TrustedProxies
 from .pidfile import PidFile
 from .rpc import Admission, Cap, RateLimitedLog, Reading, Receiver, service_handler
-from .servicer import SERVICE_NAME, Limits, Served, SolverServicer
+from .servicer import Limits, Served, SolverServicer
 from .v1 import solver_pb2 as pb
+from .wire import SERVICE_NAME
 
 log = logging.getLogger("pdbd")
 

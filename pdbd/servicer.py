@@ -28,6 +28,7 @@ import pdbtool
 from pdbtool import limits
 from pdbtool.cluster.messages import ClusterError
 from pdbtool.errors import ArtifactError, BadInput, LimitReached, PdbError, Unsolvable
+from pdbtool.geometry import Shape
 from pdbtool.search.algorithms import Algorithm
 from pdbtool.search.solver import Solver
 from pdbtool.selection import TableSet
@@ -40,12 +41,12 @@ from .choices import choose
 from .jobs import POOL_WAIT_SECONDS, Delegation, FastLane, Job, Lane, QueueFull, WorkerPool
 from .logs import request_fields
 from .peers import PeerCounts, TrustedProxies
-from .rpc import LIMIT_KEY, REFUSED_KEY, RateLimitedLog, time_left
+from .rpc import RateLimitedLog, time_left
 from .v1 import solver_pb2 as pb
+from .wire import LIMIT_KEY, REFUSED_KEY, SERVICE_NAME
 
 log = logging.getLogger("pdbd")
 
-SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Solver"].full_name
 DEFAULT_PROGRESS_MS = 250
 MIN_PROGRESS_MS = 10
 MAX_DETAILS = 400  # status details travel in a header: never echo a huge input back
@@ -90,7 +91,7 @@ class Served:
     the last search on them ended, their files are released: mappings detached, files
     closed and their leases given up (a reload no longer keeps every old table open)."""
 
-    def __init__(self, tables: TableSet, solvers: dict[int, Solver]):
+    def __init__(self, tables: TableSet, solvers: dict[Shape, Solver]):
         self.tables = tables
         self.solvers = solvers
         self._lock = threading.Lock()
@@ -199,7 +200,7 @@ class SolverServicer:
         self.batches: set = set()  # each SolveBatch call's queue of answers (batch.py)
 
     @property
-    def solvers(self) -> dict[int, Solver]:
+    def solvers(self) -> dict[Shape, Solver]:
         return self.served.solvers
 
     @property

@@ -64,7 +64,7 @@ from pdbtool.cli import animate
 from pdbtool.errors import BadInput, PdbError
 from pdbtool.geometry import Shape
 
-from .address import LOOPBACK_NAMES, Address
+from .address import LOOPBACK_NAMES, parse_address
 from .client import ClientTls, SolverClient
 from .defaults import DEFAULT_SERVER, DEFAULT_WEB_LISTEN
 from .listening import ListenError
@@ -478,18 +478,11 @@ class ExposureError(ListenError):
     pass
 
 
-def split_listen(listen: str) -> Address:
-    """HOST:PORT or [IPv6]:PORT; BadInput if malformed."""
-    host, sep, port = listen.rpartition(":")
-    if not sep or not host or not port.isdigit() or int(port) > 65535:
-        raise BadInput(f"--listen {listen!r}: expected HOST:PORT, e.g. {DEFAULT_WEB_LISTEN}")
-    return Address(host.strip("[]"), int(port))
-
-
 def check_exposure(listen: str, https, insecure: bool) -> None:
     """Beyond loopback only over HTTPS, or with ``insecure`` said out loud (pdbd serve's
-    rule: a name that is not localhost counts as beyond loopback)."""
-    if not split_listen(listen).loopback and not https and not insecure:
+    rule, and its reading of the address: a name that is not localhost counts as beyond
+    loopback)."""
+    if not parse_address(listen, "--listen").loopback and not https and not insecure:
         raise ExposureError(f"refusing to listen on {listen} without HTTPS: anyone who can "
                             "reach it could solve through the daemon behind it; give "
                             "--https-cert and --https-key, or --insecure")
@@ -498,7 +491,7 @@ def check_exposure(listen: str, https, insecure: bool) -> None:
 def bind(listen: str = DEFAULT_WEB_LISTEN) -> socket.socket:
     """A listening socket for HOST:PORT (port 0 picks a free one); BadInput if malformed,
     ListenError if the address cannot be had (in use, not this machine's)."""
-    host, port = split_listen(listen)
+    host, port = parse_address(listen, "--listen")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -33,7 +33,8 @@ from serving import (
 
 from pdbd.client import ClientTls, SolverClient
 from pdbd.jobs import Lane
-from pdbd.peers import CLIENT_KEY, TrustedProxies, client_of
+from pdbd.peers import TrustedProxies, client_of
+from pdbd.wire import CLIENT_KEY
 from pdbd.server import Connections
 from pdbd.servicer import Limits
 from pdbd.v1 import solver_pb2 as pb

@@ -233,7 +233,7 @@ def test_pdbd_web_command(served):
         proc.wait()
     proc = pdbd_process("web", "--listen", "nowhere")
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 2 and "expected HOST:PORT" in err
+    assert proc.returncode == 2 and "--listen 'nowhere' is not HOST:PORT" in err
 
 
 def test_the_web_side_loads_no_numba():

@@ -25,6 +25,7 @@ from reference import free_port
 from serving import Drained, pdbd_process
 
 from pdbd import web
+from pdbtool.errors import BadInput
 
 BOARD = {"board": "1 2 3 4 5 6 7 0 8"}
 JSON = {"content-type": "application/json"}
@@ -99,6 +100,11 @@ def test_beyond_loopback_only_with_https_or_insecure():
             web.check_exposure(listen, None, False)
         web.check_exposure(listen, ("cert.pem", "key.pem"), False)
         web.check_exposure(listen, None, True)
+    # read as pdbd serve reads --listen (pdbd web took '::1:8080', and '[::1]x:80' as ::1]x)
+    for listen, said in (("::1:8080", "put an IPv6 address in brackets"),
+                         ("[::1]x:80", "is not HOST:PORT"), ("127.0.0.1:x", "the port must be")):
+        with pytest.raises(BadInput, match=said):
+            web.check_exposure(listen, None, False)
     with pytest.raises(web.ExposureError):  # refused before anything is bound (a TEST-NET
         web.WebServer("192.0.2.7:0", "127.0.0.1:1")  # address: never bound if it were not)
 

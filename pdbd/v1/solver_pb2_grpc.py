@@ -95,7 +95,9 @@ class SolverServicer(object):
         boards, request's first; one with neither is one board, an empty one (its result an
         INVALID_ARGUMENT "empty board" of id 0). The server reads a request only when it has room for a search (at most
         per_client, else threads + queue, in flight per call; an item waits for a full queue
-        rather than being refused), so gRPC's flow control holds a fast sender back.
+        rather than being refused), and while fewer than that and 512 of its results are
+        unsent, so gRPC's flow control holds a fast sender back, and a client that reads no
+        result holds its boards back.
         The call's deadline and cancellation stop every search of the batch; each request
         must arrive within the server's request timeout of the one before and of the call's
         last answer, and may wait as long as boards of the call are in flight (or the client
