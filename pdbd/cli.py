@@ -323,25 +323,29 @@ def read_board(args) -> str:
     return text
 
 
+def asked(args) -> dict:
+    """What `pdbd query` asks of each search besides its board and goal, as the client's
+    solve methods take it. The server checks the algorithm and its options (this command
+    loads no numba)."""
+    return dict(deadline=args.deadline, budget=args.budget, shape=args.shape,
+                algorithm=SimpleNamespace(name=args.algorithm, weight=args.weight,
+                                          tt_size=args.tt_size, max_memory=args.max_memory))
+
+
 def query(args) -> int:
     if args.file is not None:
         return query_file(args)
     board = read_board(args)
-    # The server checks the algorithm and its options (this command loads no numba).
-    algorithm = SimpleNamespace(name=args.algorithm, weight=args.weight, tt_size=args.tt_size,
-                                max_memory=args.max_memory)
     with client(args) as c:
         if args.stream:
             result = None
-            for event in c.solve_stream(board, args.goal, args.deadline, args.budget,
-                                        algorithm=algorithm, shape=args.shape):
+            for event in c.solve_stream(board, args.goal, **asked(args)):
                 if isinstance(event, dict):
                     print_progress(event, args.json)
                 else:
                     result = event
         else:
-            result = c.solve(board, args.goal, args.deadline, args.budget, algorithm,
-                             shape=args.shape)
+            result = c.solve(board, args.goal, **asked(args))
     d = result.to_dict()
     emit(args, d, result_text(d))
     return 0
@@ -351,8 +355,6 @@ def query_file(args) -> int:
     """`pdbd query --file`: every board on one SolveBatch call, printed in the file's order."""
     if args.board or args.stream:
         raise BadInput("--file takes the boards from the file: give no BOARD and no --stream")
-    algorithm = SimpleNamespace(name=args.algorithm, weight=args.weight, tt_size=args.tt_size,
-                                max_memory=args.max_memory)
     lines: list[int] = []  # the line number of each board sent, by its index
     if args.file != "-":
         # Opened once here: a file that cannot be read is refused before a call is made.
@@ -372,8 +374,7 @@ def query_file(args) -> int:
 
     codes, waiting, printed = [], {}, 0
     with client(args) as c:
-        for index, outcome in c.solve_batch(boards(), args.goal, args.deadline, args.budget,
-                                            algorithm, shape=args.shape):
+        for index, outcome in c.solve_batch(boards(), args.goal, **asked(args)):
             waiting[index] = outcome
             while printed in waiting:
                 codes.append(print_outcome(args, waiting.pop(printed), lines[printed]))

@@ -249,7 +249,7 @@ class SolverClient:
         self._stub = pb_grpc.SolverStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
 
-    def solve(self, board, goal: str = "blank-last", deadline: float | None = None,
+    def solve(self, board, goal: str = "blank-last", *, deadline: float | None = None,
               budget: int | None = None, algorithm=None, on_behalf: str | None = None,
               shape=None) -> SolveResult:
         """Solve, as Solver.solve does locally. ``deadline`` is in seconds from now;
@@ -266,7 +266,7 @@ class SolverClient:
             raise translate(e, self.address, self.tls) from None
         return convert.result_from_message(reply)
 
-    def solve_stream(self, board, goal: str = "blank-last", deadline: float | None = None,
+    def solve_stream(self, board, goal: str = "blank-last", *, deadline: float | None = None,
                      budget: int | None = None, progress_ms: int | None = None, algorithm=None,
                      on_behalf: str | None = None, shape=None):
         """Yield progress dicts ({"event": "progress", "bound", "nodes_generated", ...}) while
@@ -286,7 +286,7 @@ class SolverClient:
         finally:
             call.cancel()  # a no-op once finished; otherwise the server stops the search
 
-    def solve_batch(self, boards, goal: str = "blank-last", deadline: float | None = None,
+    def solve_batch(self, boards, goal: str = "blank-last", *, deadline: float | None = None,
                     budget: int | None = None, algorithm=None, on_behalf: str | None = None,
                     shape=None, per_message: int = PER_MESSAGE):
         """Solve many boards on one call (SolveBatch): yield (index, SolveResult or the
