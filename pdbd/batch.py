@@ -76,12 +76,12 @@ class Window:
         self._free = size  # the reader's own count
         self._back: queue.SimpleQueue = queue.SimpleQueue()  # room given back by others
 
-    def take(self, timeout: float | None = None) -> bool:
-        """Room for one more board, waiting up to ``timeout`` seconds (None: not at all)
-        for a board answered elsewhere to give its room back; False if none did."""
+    def take(self, wait: float = 0.0) -> bool:
+        """Room for one more board, waiting up to ``wait`` seconds (0: not at all) for a
+        board answered elsewhere to give its room back; False if none did."""
         if not self._free:
             try:
-                self._back.get(timeout=timeout) if timeout else self._back.get_nowait()
+                self._back.get(timeout=wait) if wait > 0 else self._back.get_nowait()
             except queue.Empty:
                 return False
             self._free += 1
@@ -242,7 +242,7 @@ def solve_batch(servicer, requests, context):
         item waits, rather than being refused); False if the call ends (pool_room)."""
         if not room.take():
             hand_on()  # never hold answers while waiting
-            while not room.take(timeout=0.1):
+            while not room.take(wait=0.1):
                 if not context.is_active():
                     return False
         return pool_room()
@@ -352,28 +352,8 @@ def solve_batch(servicer, requests, context):
             # first board of a message with items), not by when the wait began: a wait
             # begun before the first message was read sent its results one a message,
             # which the client took for a server that predates items (a whole batch failed)
-            if packed.is_set():  # each result made in its reply (one copy of its message)
-                reply, size = pb.BatchResult(), 0
-                for ident, job, ctx in entries:
-                    if ident is END:
-                        expected = job
-                        continue
-                    if ident is SHUTDOWN:
-                        stopped.append("shutdown")
-                        continue
-                    counts[1] += 1
-                    answered_at[0] = time.monotonic()
-                    fields = outcome(ident, job, ctx)
-                    grows = result_bytes(fields)
-                    full = size + grows > REPLY_BYTES or len(reply.results) == PER_MESSAGE
-                    if full and reply.results:
-                        yield reply
-                        reply, size = pb.BatchResult(), 0
-                    reply.results.add(**fields)
-                    size += grows
-                if reply.results:
-                    yield reply
-                continue
+            pack = packed.is_set()  # each result made in its reply (one copy of its message)
+            reply, size = pb.BatchResult(), 0
             for ident, job, ctx in entries:
                 if ident is END:
                     expected = job
@@ -383,7 +363,19 @@ def solve_batch(servicer, requests, context):
                     continue
                 counts[1] += 1
                 answered_at[0] = time.monotonic()
-                yield pb.BatchResult(**outcome(ident, job, ctx))
+                fields = outcome(ident, job, ctx)
+                if not pack:  # one result a message, as before items
+                    yield pb.BatchResult(**fields)
+                    continue
+                grows = result_bytes(fields)
+                full = size + grows > REPLY_BYTES or len(reply.results) == PER_MESSAGE
+                if full and reply.results:
+                    yield reply
+                    reply, size = pb.BatchResult(), 0
+                reply.results.add(**fields)
+                size += grows
+            if reply.results:
+                yield reply
     finally:
         servicer.batches.discard(finished)
     if "failed" in stopped and context.code() is not None:  # the reader's abort

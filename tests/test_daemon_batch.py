@@ -439,11 +439,11 @@ def test_a_window_gives_room_back_from_the_reader_and_from_other_threads():
     thread at once, or from another thread to a reader that waits for it."""
     window = Window(2)
     assert window.take() and window.take()
-    assert not window.take() and not window.take(timeout=0.05)  # full: no room comes
+    assert not window.take() and not window.take(wait=0.05)  # full: no room comes
     window.give_here()
     assert window.take() and not window.take()
     threading.Timer(0.1, window.give).start()
-    assert window.take(timeout=10)  # woken by the other thread's room
+    assert window.take(wait=10)  # woken by the other thread's room
     assert not window.take()
 
 
