@@ -5,7 +5,7 @@ A reader thread takes requests off the stream only while the batch has room (``w
 searches in flight, and fewer than ``window`` + UNSENT results not yet sent), so gRPC's
 flow control holds a faster sender back, and a client that does not read its results
 holds its boards back (their results piled up on the server before); each board goes
-through the servicer's own admission and outcome (``_admit``, ``_outcome``) with an
+through the servicer's own admission and outcome (``admit``, ``outcome``) with an
 ``ItemContext``: the call's context for the peer, the deadline and cancellation, but an
 abort ends only that item (a BatchError), not the call. Admission searches the board in
 the fast lane on the reader's thread, as a unary Solve is searched on its handler's (the
@@ -254,7 +254,7 @@ def solve_batch(servicer, requests, context):
         refused as shutting down)."""
         while pool.full or not servicer.peers.has_room(client) or counts[0] - counts[1] >= unsent:
             hand_on()  # (once: nothing is answered here meanwhile)
-            if not context.is_active() or servicer._closing:
+            if not context.is_active() or servicer.closing:
                 return context.is_active()
             time.sleep(POOL_WAIT_SECONDS)
         # The call's end, as its callback saw it (a flag, where context.is_active() takes
@@ -282,7 +282,7 @@ def solve_batch(servicer, requests, context):
     def admit(key: int, ident: int, request, checked: set) -> None:
         ctx = ItemContext(context, callbacks, key, client, checked, choices, peer)
         try:  # (deferring: a pool slot taken meanwhile by another call is waited for)
-            job = servicer._admit(request, ctx, deferring=True)
+            job = servicer.admit(request, ctx, deferring=True)
         except ItemAborted as e:
             callbacks.discard(key)
             answered_here((ident, None, e))
@@ -306,7 +306,7 @@ def solve_batch(servicer, requests, context):
                     packed.set()  # before the first admission: every result goes packed
                 checked: set = set()  # the table files checked for this message
                 for ident, request in boards_of(message):
-                    if servicer._closing:
+                    if servicer.closing:
                         stopped.append("shutdown")
                         return
                     if not wait_for_room():
@@ -327,7 +327,7 @@ def solve_batch(servicer, requests, context):
             return {"id": ident, "error": ctx.message()}
         callbacks.discard(ctx.key)
         try:
-            return {"id": ident, "result": servicer._outcome(job, ctx, fields=True)}
+            return {"id": ident, "result": servicer.outcome(job, ctx, fields=True)}
         except ItemAborted as e:
             return {"id": ident, "error": e.message()}
 

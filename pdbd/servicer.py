@@ -195,7 +195,7 @@ class SolverServicer:
         self.notes = RateLimitedLog()
         self.started = time.monotonic()
         self.locked = False  # tables pinned in memory (set by the server)
-        self._closing = False
+        self.closing = False  # refusing new searches (a shutdown or a drain began)
         self._swap_lock = threading.Lock()
         self.batches: set = set()  # each SolveBatch call's queue of answers (batch.py)
 
@@ -214,13 +214,13 @@ class SolverServicer:
     # -- RPCs --------------------------------------------------------------------------------
 
     def Solve(self, request, context):
-        job = self._admit(request, context)
+        job = self.admit(request, context)
         while not self._wait(job, context, None):
             pass
-        return self._outcome(job, context)
+        return self.outcome(job, context)
 
     def SolveStream(self, request, context):
-        job = self._admit(request, context)
+        job = self.admit(request, context)
         tick = max(request.progress_ms or DEFAULT_PROGRESS_MS, MIN_PROGRESS_MS) / 1000
         answered = False
         try:
@@ -229,7 +229,7 @@ class SolverServicer:
                 yield pb.SolveEvent(progress=convert.progress_message(
                     job.control, job.search_seconds, queued))
             answered = True
-            yield pb.SolveEvent(result=self._outcome(job, context, stream=True))
+            yield pb.SolveEvent(result=self.outcome(job, context, stream=True))
         finally:
             if not answered:  # the client went away between two progress messages, or
                 job.halt(self._why_ended(context))  # its deadline passed there
@@ -298,27 +298,32 @@ class SolverServicer:
         """Refuse new searches (UNAVAILABLE); running and queued ones go on (a drain). A
         SolveBatch call ends once its boards in flight are answered, even while its reader
         waits for the client's next message (batch.SHUTDOWN)."""
-        self._closing = True
+        self.closing = True
         for answers in list(self.batches):
             answers.put([(SHUTDOWN, 0, None)])
 
     def close(self) -> None:
         """Refuse new searches and stop every running or queued one, in the pool and in
         the fast lane (whose searches would otherwise have gone on to the pool)."""
-        self._closing = True
+        self.closing = True
         self.pool.close()
         self.fast.halt_all("shutdown")
         self.pool.halt_all("shutdown")
 
     # -- steps -------------------------------------------------------------------------------
 
-    def _admit(self, request, context, deferring: bool = False) -> Job:
+    def admit(self, request, context, deferring: bool = False) -> Job:
         """Validate (no search for bad or unsolvable boards), check the table and the
         client's limit, and search in the fast lane or queue; or abort the RPC. A batch's
         board (``deferring``) takes the lane only when a slot is free at once and no other
-        call waits for one (FastLane.run): else, or past the lane's nodes, the pool."""
+        call waits for one (FastLane.run): else, or past the lane's nodes, the pool.
+
+        A batch's board comes with its ``batch.ItemContext``, which carries what the call
+        found once for all its boards: the ``client`` it counts against, the ``choices``
+        of the boards before it, the table files ``checked`` for its message, and the
+        ``method`` its log lines name; a unary call's context has none of them."""
         self.counters.add("requests")
-        if self._closing:
+        if self.closing:
             self._reject("shutdown")
             abort(context, grpc.StatusCode.UNAVAILABLE, "the server is shutting down")
         served = self._hold()
@@ -331,7 +336,7 @@ class SolverServicer:
         return job
 
     def _admit_on(self, served: Served, request, context, deferring: bool = False) -> Job:
-        """``_admit`` with the tables held for the search."""
+        """``admit`` with the tables held for the search."""
         # A batch's boards that ask alike take the choice made for the first (``context.
         # choices``): their size, goal and algorithm are not checked again.
         choices = getattr(context, "choices", None)
@@ -398,7 +403,7 @@ class SolverServicer:
                 self.pool.submit(job)
                 return
             except QueueFull:
-                if not deferring or self._closing or not context.is_active():
+                if not deferring or self.closing or not context.is_active():
                     raise
             time.sleep(POOL_WAIT_SECONDS)
 
@@ -465,7 +470,7 @@ class SolverServicer:
             return False
         return True
 
-    def _outcome(self, job: Job, context, stream: bool = False, fields: bool = False):
+    def outcome(self, job: Job, context, stream: bool = False, fields: bool = False):
         """The finished job as a result message (``fields``: its fields, as a dict), or
         abort with the status that explains it."""
         try:

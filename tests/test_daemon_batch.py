@@ -535,13 +535,13 @@ def test_a_client_that_reads_no_result_holds_its_boards_back():
                 tiles=boards[j % 200])) for j in range(500)])
 
     sent = [0]
-    outcome = daemon.servicer._outcome
+    outcome = daemon.servicer.outcome
 
     def counted(*args, **kw):
         sent[0] += 1  # (a result made for its reply)
         return outcome(*args, **kw)
 
-    daemon.servicer._outcome = counted
+    daemon.servicer.outcome = counted
     window = daemon.servicer.limits.per_client or daemon.pool.threads + daemon.pool.max_queue
     most = window + pdbd.batch.UNSENT
     try:  # (gRPC's window kept at its first 64 KB: it grows to megabytes otherwise)

@@ -152,7 +152,7 @@ def test_drain_lets_a_running_search_finish_and_refuses_new_ones(monkeypatch):
             assert wait_for(lambda: info(daemon)["counters"]["running"] == 1, 5)
             stopper = threading.Thread(target=daemon.stop, kwargs={"grace": 1, "drain": 120})
             stopper.start()
-            assert wait_for(lambda: daemon.servicer._closing, 5)
+            assert wait_for(lambda: daemon.servicer.closing, 5)
             with pytest.raises(grpc.RpcError) as refused:
                 stub.Solve(pb.SolveRequest(tiles=HARD, goal="blank-first"), timeout=10)
             assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
