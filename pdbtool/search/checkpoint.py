@@ -51,7 +51,8 @@ if TYPE_CHECKING:
     from pdbtool.search.solver import Solver
 
 FORMAT = "pdbtool-checkpoint-2"  # with the digest of its content ("sha256")
-UNDIGESTED = "pdbtool-checkpoint-1"  # the first, without: still resumed (checked alike)
+UNDIGESTED = "pdbtool-checkpoint-1"  # the first, without: refused (nothing to check it by,
+# and its tasks' counts are not this version's: the walks' nodes were added since)
 MOST = (1 << 63) - 1  # a count beyond int64 (the kernels' counters) is no count of a search
 CLUSTER_ALGORITHM = "ida on a cluster"
 DEFAULT_EVERY = 60.0  # seconds between saves
@@ -93,14 +94,18 @@ class Checkpoint:
     @classmethod
     def from_json(cls, text: str) -> Checkpoint:
         """The checkpoint in ``text``; ValueError naming the first field that is not what
-        this program writes, or a digest that does not match the rest (a damaged or
-        edited file is never searched from: one flipped bit of a bound gave an answer
-        two moves too long, said optimal)."""
+        this program writes, or a digest that does not match the rest (a damaged file, or
+        one edited without its digest made again, is never searched from: one flipped bit
+        of a bound gave an answer two moves too long, said optimal). The digest is no
+        seal: a file edited and digested again is taken as the user's own."""
         d = json.loads(text)
         written = d.pop("format", None) if isinstance(d, dict) else None
-        if written not in (FORMAT, UNDIGESTED):
+        if written == UNDIGESTED:
+            raise ValueError("written by an older pdbtool, without a digest to check it by, "
+                             "and counting its tasks' nodes otherwise")
+        if written != FORMAT:
             raise ValueError("not a pdbtool checkpoint of this version")
-        if written == FORMAT and d.pop("sha256", None) != digest(d):
+        if d.pop("sha256", None) != digest(d):
             raise ValueError("its content does not match its digest: it is damaged, or "
                              "was edited")
         ident = d.pop("identity")
