@@ -175,7 +175,8 @@ def parser() -> Parser:
                    help="astar, sma, frontier, bidir: memory for the states they hold, e.g. "
                         "512M (default 1G; the server's --max-search-memory caps it)")
     q.add_argument("--deadline", "--timeout", type=arg_seconds, default=None, metavar="S",
-                   help="give up after S seconds")
+                   help="give up after S seconds (with --file: for the whole batch; the "
+                        "answers received are printed, the lines left unanswered named)")
     q.add_argument("--budget", type=arg_budget, default=None, metavar="N", help="node budget")
     q.add_argument("--file", metavar="FILE", type=arg_path, help=(
         "solve one board per line of FILE ('-' = stdin) on one call (SolveBatch), printed in "
@@ -373,13 +374,37 @@ def query_file(args) -> int:
             yield line
 
     codes, waiting, printed = [], {}, 0
-    with client(args) as c:
-        for index, outcome in c.solve_batch(boards(), args.goal, **asked(args)):
-            waiting[index] = outcome
-            while printed in waiting:
-                codes.append(print_outcome(args, waiting.pop(printed), lines[printed]))
-                printed += 1
+    try:
+        with client(args) as c:
+            for index, outcome in c.solve_batch(boards(), args.goal, **asked(args)):
+                waiting[index] = outcome
+                while printed in waiting:
+                    codes.append(print_outcome(args, waiting.pop(printed), lines[printed]))
+                    printed += 1
+    except PdbError as e:  # the call itself failed (its deadline, the server gone): every
+        if not codes and not waiting:  # answer received is printed, in the file's order,
+            raise  # and the lines left unanswered are named; none received: the error
+        unanswered = []
+        for index in range(printed, len(lines)):
+            if index in waiting:
+                codes.append(print_outcome(args, waiting.pop(index), lines[index]))
+            else:
+                unanswered.append(lines[index])
+        report_error(PROG, args, f"not answered: {e}", e.exit_code, line_ranges(unanswered))
+        codes.append(e.exit_code)
     return batch_exit_code(codes)
+
+
+def line_ranges(numbers: list[int]) -> str:
+    """'line 4', 'lines 4-7, 9': the numbers given (ascending) as ranges."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    text = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
+    return f"line{'s' * (len(numbers) > 1)} {text}" if numbers else ""
 
 
 def print_outcome(args, outcome, lineno: int) -> int:

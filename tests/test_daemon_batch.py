@@ -204,6 +204,26 @@ def test_query_file_prints_in_the_files_order(served, tmp_path, capsys):
     assert "not UTF-8" in err and "unsolvable" in err
 
 
+def test_query_file_past_its_deadline_prints_what_was_answered(slow, tmp_path, capsys):
+    """--deadline covers the whole batch: when it passes, the answers received are printed
+    in the file's order and the lines left unanswered named (the answers waiting behind an
+    unanswered line were lost, the unanswered lines never said)."""
+    from serving import HARDEST  # (hours with Manhattan distance: never answered here)
+
+    f = tmp_path / "boards.txt"
+    f.write_text("\n".join(" ".join(map(str, b)) for b in (EASY15, HARDEST, EASY15)) + "\n")
+    code, out, err = run_cli(capsys, "query", "--server", slow.address, "--file", str(f),
+                             "--deadline", "5")
+    assert code == 4, err
+    assert [line for line in out.splitlines() if line.startswith("line")] == [
+        "line 1: board " + " ".join(map(str, EASY15)), "line 3: board " + " ".join(map(str, EASY15))]
+    assert err.startswith("pdbd: line 2: not answered: deadline exceeded"), err
+    from pdbd.cli import line_ranges
+
+    assert (line_ranges([4, 5, 6, 9]), line_ranges([2]), line_ranges([])) == ("lines 4-6, 9",
+                                                                             "line 2", "")
+
+
 def test_query_file_that_cannot_be_read_or_has_a_huge_line(served, tmp_path, capsys):
     """A missing file or a directory is named before any call (it was "Exception iterating
     requests" of the call); a line of a million tiles is that line's error, the other
