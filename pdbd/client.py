@@ -117,6 +117,18 @@ def refused(err: grpc.RpcError) -> bool:
 MAX_TILES = puzzle.MAX_SIDE ** 2
 
 
+def goal_text(goal) -> str:
+    """A request's goal: blank-last, blank-first, or a goal board's tiles (as text, or as
+    a sequence of whole numbers, sent as text); BadInput otherwise, an empty one too (which
+    the server would take for blank-last)."""
+    if isinstance(goal, str) and goal.strip():
+        return goal
+    if isinstance(goal, (list, tuple)) and goal:
+        return " ".join(map(str, board_tiles(goal)))
+    raise BadInput("goal must be blank-last, blank-first or a goal board's tiles, "
+                   f"not {goal!r:.60}")
+
+
 def board_tiles(board) -> list[int]:
     """Tiles from text ("1 2 3, 4 ...") or a sequence of ints; the server validates the rest."""
     if isinstance(board, (list, tuple)) and board and len(board) <= MAX_TILES:
@@ -258,7 +270,7 @@ class SolverClient:
         ``on_behalf``: a proxy's client (counted as that client by a daemon that trusts the
         proxy: --trusted-proxy). ``shape``: the board's (rows, cols); None: a square."""
         deadline, budget = checked_limits(deadline, budget)
-        request = convert.solve_request(board_tiles(board), goal, budget,
+        request = convert.solve_request(board_tiles(board), goal_text(goal), budget,
                                         algorithm=checked_algorithm(algorithm), shape=shape)
         try:
             reply = self._stub.Solve(request, timeout=deadline, metadata=behalf(on_behalf))
@@ -272,7 +284,7 @@ class SolverClient:
         """Yield progress dicts ({"event": "progress", "bound", "nodes_generated", ...}) while
         the search runs, then the SolveResult. Stopping the iteration early cancels it."""
         deadline, budget = checked_limits(deadline, budget)
-        request = convert.solve_request(board_tiles(board), goal, budget, progress_ms,
+        request = convert.solve_request(board_tiles(board), goal_text(goal), budget, progress_ms,
                                         checked_algorithm(algorithm), shape)
         call = self._stub.SolveStream(request, timeout=deadline, metadata=behalf(on_behalf))
         try:
@@ -311,7 +323,7 @@ class SolverClient:
         # The request's fields but the tiles, the same for every board: each item is made
         # in its message from them (a SolveRequest made apart would be copied in, twice).
         common = {f.name: v for f, v in convert.solve_request(
-            (), goal, budget, algorithm=algorithm, shape=shape).ListFields()}
+            (), goal_text(goal), budget, algorithm=algorithm, shape=shape).ListFields()}
 
         def items():
             for i, board in enumerate(boards):

@@ -108,18 +108,30 @@ def number(value, name: str, kind=float, text: bool = False):
     if value is None or value == "" and text:
         return None
     if isinstance(value, str) and not text:  # JSON has numbers: "5" is a mistake
-        raise BadInput(f"{name} must be a JSON number, not the string {value!r}")
+        raise BadInput(f"{name} must be a JSON number, not the string {shown(value)}")
     if kind is int and isinstance(value, float):  # int() would round it
-        raise BadInput(f"{name} must be a whole number, not {value!r}")
+        raise BadInput(f"{name} must be a whole number, not {shown(value)}")
     try:
+        if isinstance(value, bool):
+            raise TypeError
         v = kind(value)
     except (TypeError, ValueError, OverflowError):
-        raise BadInput(f"{name} must be a{' whole' * (kind is int)} number, not {value!r}") from None
-    if isinstance(value, bool) or not math.isfinite(v):
-        raise BadInput(f"{name} must be a finite number, not {value!r}")
+        raise BadInput(f"{name} must be a{' whole' * (kind is int)} number, "
+                       f"not {shown(value)}") from None
+    if not math.isfinite(v):
+        raise BadInput(f"{name} must be a finite number, not {shown(value)}")
     if v <= 0:
-        raise BadInput(f"{name} must be more than 0, not {value!r}")
+        raise BadInput(f"{name} must be more than 0, not {shown(value)}")
     return v
+
+
+def shown(value) -> str:
+    """A request's value as the client wrote it (JSON: true, null, [1, 2]), cut short."""
+    try:
+        text = json.dumps(value, allow_nan=False)  # (inf: repr)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 FIELDS = ("board", "goal", "deadline", "budget", "shape")  # what a request may name
@@ -134,19 +146,24 @@ def solve_args(fields, text: bool = False) -> dict:
         raise BadInput(f"unknown field{'s' * (len(unknown) > 1)} {', '.join(map(repr, unknown))}: "
                        f"a request names {', '.join(FIELDS)}")
     board = fields.get("board")
-    if not isinstance(board, (str, list)):
+    if board is None:
         raise BadInput('no board: give "board" as the tiles row by row ("1 2 3 ..." or a list), '
                        "0 for the blank")
-    goal = fields.get("goal") or "blank-last"
-    if not isinstance(goal, str):
-        raise BadInput(f"goal must be blank-last, blank-first or a goal board's tiles, not {goal!r}")
-    shape = fields.get("shape")
+    if not isinstance(board, (str, list)):
+        raise BadInput('board must be the tiles row by row ("1 2 3 ..." or a list), 0 for the '
+                       f"blank, not {shown(board)}")
+    goal, shape = fields.get("goal"), fields.get("shape")
+    if text:  # a query string's empty value is no value, as for the numbers
+        goal, shape = goal or None, shape or None
+    if goal is not None and not isinstance(goal, (str, list)):  # the client checks the rest
+        raise BadInput("goal must be blank-last, blank-first or a goal board's tiles, "
+                       f"not {shown(goal)}")
     if shape is not None and not isinstance(shape, str):
-        raise BadInput(f"shape must be ROWSxCOLS (e.g. \"3x4\"), not {shape!r}")
-    return {"board": board, "goal": goal,
+        raise BadInput(f"shape must be ROWSxCOLS (e.g. \"3x4\"), not {shown(shape)}")
+    return {"board": board, "goal": "blank-last" if goal is None else goal,
             "deadline": number(fields.get("deadline"), "deadline", text=text),
             "budget": number(fields.get("budget"), "budget", int, text=text),
-            "shape": Shape.parse(shape) if shape else None}
+            "shape": None if shape is None else Shape.parse(shape)}
 
 
 def sse(event: str, data: dict) -> str:

@@ -97,7 +97,15 @@ def test_bad_input_is_400_with_the_cli_message(case, web, served, capsys):
     ({"board": "8 6 7 2 5 4 3 0 1", "algorithm": "foo"}, "unknown field 'algorithm'"),
     ({"board": "8 6 7 2 5 4 3 0 1", "dedline": 5}, "unknown field 'dedline'"),
     ({"board": "8 6 7 2 5 4 3 0 1", "budget": 1000.5}, "budget must be a whole number"),
-    ({"board": "8 6 7 2 5 4 3 0 1", "budget": "5"}, "budget must be a JSON number, not the string '5'"),
+    ({"board": "8 6 7 2 5 4 3 0 1", "budget": "5"}, 'budget must be a JSON number, not the string "5"'),
+    ({"board": "8 6 7 2 5 4 3 0 1", "budget": True}, "budget must be a whole number, not true"),
+    # a goal or a shape given but empty or of no kind: never blank-last, or no shape, silently
+    ({"board": "8 6 7 2 5 4 3 0 1", "goal": ""}, "goal must be blank-last, blank-first"),
+    ({"board": "8 6 7 2 5 4 3 0 1", "goal": 0}, "goal must be blank-last, blank-first or a goal board's tiles, not 0"),
+    ({"board": "8 6 7 2 5 4 3 0 1", "goal": False}, "not false"),
+    ({"board": "8 6 7 2 5 4 3 0 1", "goal": []}, "goal must be blank-last"),
+    ({"board": "8 6 7 2 5 4 3 0 1", "shape": ""}, "not a shape: ''"),
+    ({"board": {"a": 1}}, 'board must be the tiles row by row ("1 2 3 ..." or a list), 0 for the blank, not {"a": 1}'),
     ({"board": "8 6 7 2 5 4 3 0 1", "deadline": ""}, "deadline must be a JSON number"),
     ('{"board": "8 6 7 2 5 4 3 0 1", "deadline": 1e309}', "deadline must be a finite number, not inf"),
 ])
@@ -114,9 +122,22 @@ def test_json_that_no_board_text_could_say_is_refused(web, body, says):
     assert r.json()["exit_code"] == 2
 
 
+def test_a_goal_given_as_a_list_or_as_text_is_one_goal(web, served, capsys):
+    """A goal board's tiles as a list, as a board's may be (it was refused, the message
+    saying tiles were taken); `pdbd query --goal ""` is refused as pdbtool refuses it (it
+    solved towards blank-last)."""
+    board, goal = "8 6 7 2 5 4 3 0 1", [1, 2, 3, 4, 5, 6, 7, 0, 8]
+    answers = [httpx.post(web + "api/solve", json={"board": board, "goal": g}, timeout=30)
+               for g in (goal, " ".join(map(str, goal)))]
+    assert [r.status_code for r in answers] == [200, 200], answers[0].text
+    assert answers[0].json()["moves"] == answers[1].json()["moves"]
+    code, _, err = run_cli(capsys, "query", "--server", served.address, "--goal", "", board)
+    assert code == 2 and "goal must be blank-last, blank-first or a goal board's tiles, not ''" in err
+
+
 def test_malformed_requests_limits_and_an_unreachable_daemon(web, served, caplog):
     for content, message in ((b"{", "not JSON"), (b"[1, 2]", "JSON object"),
-                             (b'{"board": 7}', "no board"),
+                             (b'{"board": 7}', "board must be the tiles"), (b'{}', "no board"),
                              (b'{"board": "1 2 3 4 5 6 7 0 8", "budget": -1}', "budget must be more than 0"),
                              (b'{"board": "1 2 3 4 5 6 7 0 8", "deadline": "soon"}', "deadline must be a JSON number")):
         r = httpx.post(web + "api/solve", content=content,
