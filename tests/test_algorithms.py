@@ -86,6 +86,13 @@ def test_every_algorithm_reports_the_start_s_h(art_dir):
     for name in ("bfs", "bidir", "greedy"):
         r = solver8.solve(far, algorithm=name)
         assert r.heuristic == "none" and r.initial_h == r.path_h[0] == 21, (name, r.initial_h)
+    # ... and never the note of a fallback they did not search with
+    import dataclasses
+
+    fell = Solver(dataclasses.replace(table_free("linear-conflict", 3), note="fell back"))
+    assert fell.solve(far).note == "fell back"
+    for name in ("bfs", "bidir"):
+        assert "fell back" not in fell.solve(far, algorithm=name).note, name
 
 
 def test_ida_tt_on_korf_instances_cuts_nodes(art_dir):

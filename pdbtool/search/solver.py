@@ -304,7 +304,8 @@ class Solver:
         """Turn the blank's path in the image into moves on the user's board and replay
         them; check the heuristic along it (see _check_path). ``h0`` None: the search used
         no heuristic (``heuristic`` "none"); the result's initial_h is then the solver's
-        heuristic's h of the start, as its path_h are."""
+        heuristic's h of the start, as its path_h are, and the heuristic's note (a fallback
+        said) is left out."""
         board, goal, bf, frame = prepared.board, prepared.goal, prepared.image, prepared.frame
         moves, blank_moves_ = puzzle.blank_path_to_moves(board, frame.user_cells(blank_cells),
                                                          self.shape)
@@ -321,5 +322,5 @@ class Solver:
             seconds=seconds, heuristic=heuristic or self.heuristic.name,
             initial_h=path_h[0] if h0 is None else h0,
             iterations=iterations, artifact=self.heuristic.artifact, threads=threads,
-            note=self.heuristic.note, path_h=path_h, algorithm=algorithm, optimal=optimal,
+            note="" if h0 is None else self.heuristic.note, path_h=path_h, algorithm=algorithm, optimal=optimal,
             bound=bound, peak_memory_bytes=int(peak_memory))
