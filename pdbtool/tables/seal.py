@@ -78,9 +78,10 @@ def check(path) -> Seal | None:
                                 f"{seal.file_size:,}: truncated or appended to; refused")
         digest = _digest(f, size, seal.data_offset, seal.data_length)
     if digest != seal.sha256:
-        raise ArtifactError(f"{path}: its bytes do not match its seal (sha256 {digest[:16]}... "
-                            f"outside the tables, sealed {seal.sha256[:16]}...): the file is "
-                            "corrupted or was edited; refused before HDF5 reads it")
+        where = " outside the tables" if seal.data_length else ""
+        raise ArtifactError(f"{path}: its bytes do not match its seal (their sha256{where} is "
+                            f"{digest}, the seal says {seal.sha256}): the file is corrupted "
+                            "or was edited; refused before HDF5 reads it")
     return seal
 
 
