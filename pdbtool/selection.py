@@ -69,10 +69,13 @@ def strength(meta: artifact.ArtifactMeta) -> int:
     return 2 * (known.strength if known else 0) + int(meta.zero_aware)
 
 
-def load_directory(directory, *, reflect: bool = True, require: bool = False) -> TableSet:
+def load_directory(directory, *, reflect: bool = True, require: bool = False,
+                   shapes=None) -> TableSet:
     """One pass over the directory: each artifact's HDF5 file is opened once (its
     metadata), its tables mapped and checked (loading.open_trusted). With ``require``, a
-    directory without artifacts is an error."""
+    directory without artifacts is an error. ``shapes``: only the artifacts that serve one
+    of these shapes are mapped and checked, the others' metadata read (a file without a
+    stamp is checked whole, minutes for 15/7-8: not for a 3x3 board)."""
     d = Path(directory)
     if not d.is_dir():  # the user's input, exit 2, as a path that names no file
         raise NotAFile(not_a_directory(d))
@@ -85,6 +88,8 @@ def load_directory(directory, *, reflect: bool = True, require: bool = False) ->
     loaded = []
     try:
         for path, _ in entries:
+            if shapes is not None and not serves(artifact.read_meta(path).shape, shapes):
+                continue
             opened = open_trusted(path)
             loaded.append(opened)
             shape = opened.meta.shape
@@ -102,6 +107,11 @@ def load_directory(directory, *, reflect: bool = True, require: bool = False) ->
         release(loaded)
         raise
     return TableSet({shape: h for shape, (_, h) in best.items()}, tuple(loaded))
+
+
+def serves(shape: Shape, shapes) -> bool:
+    """Whether a table of ``shape`` serves one of ``shapes`` (itself, or its transpose)."""
+    return shape in shapes or (not shape.square and shape.transposed in shapes)
 
 
 def release(loaded) -> None:
@@ -181,12 +191,13 @@ class Solvers:
         if self.artifact_path:
             return load_heuristic(self.artifact_path, reflect=self.reflect, shape=shape)
         directory = self.directory or Path(DEFAULT_ARTIFACTS)
-        if self._tables is None:
+        tables = self._tables
+        if tables is None:  # the directory's tables for this shape only (load_directory)
             explicit = self.directory is not None
-            self._tables = (load_directory(directory, reflect=self.reflect)
-                            if explicit or directory.is_dir() else TableSet({}))
-        if shape in self._tables.heuristics:
-            return self._tables.heuristics[shape]
+            tables = (load_directory(directory, reflect=self.reflect, shapes={shape})
+                      if explicit or directory.is_dir() else TableSet({}))
+        if shape in tables.heuristics:
+            return tables.heuristics[shape]
         return fallback(shape, f"no table for {shape} boards in {directory}/")
 
 

@@ -104,6 +104,22 @@ def test_entries_that_are_not_files_are_refused_and_listed(art_dir, tmp_path, ca
     assert rows["dir.h5"] == "not an artifact: not a regular file: a directory"
 
 
+def test_a_board_loads_only_the_tables_of_its_shape(art_dir, tmp_path, caplog):
+    """pdbtool solve maps and checks only the tables that serve its board's shape: a 3x3
+    board is not held up (minutes for an unstamped 15/7-8) nor refused by a 4x4 table;
+    that table is refused for a 4x4 board."""
+    shutil.copy(art_dir / "15-5-5-5.h5", tmp_path)  # (copies: no stamp, every check runs)
+    shutil.copy(art_dir / "8-full.h5", tmp_path)
+    damaged = tmp_path / "15-5-5-5.h5"
+    flip_byte(damaged, artifact.read_meta(damaged).data_offset + 99)
+    solvers = Solvers(directory=tmp_path)
+    with caplog.at_level("WARNING", logger="pdbtool"):
+        assert solvers.for_side(3).heuristic.name == "pdb 8/full + reflection"
+    assert not any("15-5-5-5" in r.getMessage() for r in caplog.records)  # not even checked
+    with pytest.raises(ArtifactError, match=r"15-5-5-5\.h5: .*checksum.* mismatch"):
+        solvers.for_side(4)
+
+
 def test_a_refused_table_is_refused_for_every_later_board_without_loading_again(tmp_path,
                                                                                monkeypatch):
     """A batch's boards against a damaged table: each is refused as the first was, and the
@@ -113,7 +129,7 @@ def test_a_refused_table_is_refused_for_every_later_board_without_loading_again(
 
     loads = []
 
-    def refused(directory, reflect=True):
+    def refused(directory, reflect=True, shapes=None):
         loads.append(directory)
         raise ArtifactError(f"{directory}/a.h5: check checksums failed")
 
