@@ -59,8 +59,8 @@ def solve_traced(args, text, solvers, algorithm, cap: int):
     solver = solvers.for_goal(puzzle.shape_of(board, args.shape), args.goal, algorithm)
     note_heuristic(args, solver)
     control = SearchControl(budget=args.budget, timeout=args.timeout, checkpoint=keeper_of(args))
-    if not args.quiet and algorithm.name == "ida":
-        announce_compile(solver, args.threads)
+    if not args.quiet:
+        announce_compile(solver, args.threads, algorithm.name)
     with SearchReporter(control, enabled=not args.quiet):
         return record(solver, board, args.goal, args.threads, control, cap, algorithm)
 
@@ -89,11 +89,13 @@ def note_heuristic(args, solver) -> None:
         print(f"{PROG}: note: {note}", file=sys.stderr, flush=True)
 
 
-def announce_compile(solver, threads: int) -> None:
-    """Say so before a search waits for its kernels to compile (the first on a machine)."""
+def announce_compile(solver, threads: int, algorithm: str = "ida") -> None:
+    """Say so before a search waits for its kernels to compile (the first of its algorithm
+    on a machine)."""
     from pdbtool.search import warm
 
-    seconds = warm.pending(type(solver.heuristic.H), solver.kernel_parts(threads))
+    parts = solver.kernel_parts(threads) if algorithm == "ida" else (algorithm,)
+    seconds = warm.pending(type(solver.heuristic.H), parts)
     if seconds:
         print(f"{PROG}: compiling the search kernels for this machine, once: about "
               f"{seconds:.0f} s ('pdbtool warm' does it ahead of time)", file=sys.stderr, flush=True)

@@ -169,7 +169,7 @@ class Solver:
 
     def compile_algorithm(self, algorithm: Algorithm, frame: puzzle.Frame) -> None:
         """Compile (or load from numba's cache) what ``algorithm``, not IDA*, runs, by
-        solving the goal of ``frame`` with it (no move to make), before a search's clock
+        solving a board four moves from the goal of ``frame`` with it, before a search's clock
         and timeout start: the first search of an algorithm in a process counted seconds of
         compiling (or loading) as search time, and a daemon's --max-search-seconds could
         stop it for that. Once per solver and algorithm. With the least memory the
@@ -180,14 +180,26 @@ class Solver:
         board's states and need more than the least) with its own."""
         if algorithm.name in self._compiled:
             return
-        goal = PreparedBoard(frame.target, "", frame.image(frame.target), frame, self.shape)
+        # Four moves from the goal (the blank across, down, across, down): on a board at
+        # the goal or a move or two from it, some kernels never run (frontier's halves).
+        image = list(frame.image_goal)
+        cols, rows = self.shape.cols, self.shape.rows
+        blank = image.index(0)
+        for step in range(4):
+            row, col = divmod(blank, cols)
+            to = (blank + (1 if col + 1 < cols else -1) if step % 2 == 0
+                  else blank + (cols if row + 1 < rows else -cols))
+            image[blank], image[to] = image[to], image[blank]
+            blank = to
+        near = PreparedBoard(frame.board(tuple(image)), "", tuple(image), frame, self.shape)
         least = dataclasses.replace(
             algorithm, tt_size=1 if algorithm.name == "ida-tt" else algorithm.tt_size,
             max_memory=(MIN_MAX_MEMORY if algorithm.name in MEMORY_BOUND and (
                 algorithm.name != "bidir" or self.shape.cells > BIDIR_BFS_MAX_CELLS)
                 else algorithm.max_memory))
-        search_with(self, goal, SearchControl(), algorithm=least)
+        search_with(self, near, SearchControl(), algorithm=least)
         self._compiled.add(algorithm.name)
+        warm.mark_ready(type(self.heuristic.H), algorithm.name)  # (the CLI's notice)
 
     def _search_serial(self, prepared: PreparedBoard, control: SearchControl,
                        events: np.ndarray | None) -> SolveResult:

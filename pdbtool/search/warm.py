@@ -33,6 +33,8 @@ PARTS = ("serial", "shared")  # Solver.kernel_parts: IDA* on one thread; the sha
 # Seconds of compiling on one core of the machines in BENCHMARKS.md, for the announcements.
 ESTIMATE = {"serial": {hk.PDB: 9.0}, "shared": {hk.PDB: 2.5}}
 DEFAULT_ESTIMATE = {"serial": 5.0, "shared": 2.0}
+ALGORITHM_ESTIMATE = 10.0  # another algorithm's kernels (a part named for it: frontier 10 s,
+# sma 8 s on the Intel Xeon)
 PRECOMPILE = (sys.executable, "-m", "pdbtool.search.precompile")  # + the class's name
 
 log = logging.getLogger("pdbtool")
@@ -68,7 +70,8 @@ def pending(cls: type, parts) -> float:
     seconds = 0.0
     for part in parts:
         if not ready(cls, part):
-            seconds += ESTIMATE[part].get(cls.KIND, DEFAULT_ESTIMATE[part])
+            seconds += ESTIMATE.get(part, {}).get(cls.KIND,
+                                                  DEFAULT_ESTIMATE.get(part, ALGORITHM_ESTIMATE))
     try:
         busy = max(1.0, (os.getloadavg()[0] + cores) / cpus)  # our compile's processes too
     except OSError:  # no load average here
