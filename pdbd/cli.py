@@ -84,7 +84,8 @@ def parser() -> Parser:
                    version=version_text("pdbd", "grpcio", "protobuf", "numba"))
     sub = p.add_subparsers(dest="command", required=True)
 
-    s = sub.add_parser("serve", help="load verified artifacts and answer solve queries")
+    s = sub.add_parser("serve", help="load verified artifacts and answer solve queries",
+                       description="load verified artifacts and answer solve queries")
     s.add_argument("--artifacts", required=True, metavar="DIR", type=arg_path, help="directory of *.h5 artifacts")
     s.add_argument("--listen", default=DEFAULT_LISTEN, metavar="ADDR",
                    help=f"HOST:PORT, [IPv6]:PORT or unix:PATH (a socket only its owner may use) "
@@ -157,7 +158,8 @@ def parser() -> Parser:
     s.add_argument("--verbose", "-v", action="store_true", help="debug logging (--log-level debug)")
     s.set_defaults(func=serve)
 
-    q = sub.add_parser("query", help="solve a board on a running server")
+    q = sub.add_parser("query", help="solve a board on a running server",
+                       description="solve a board on a running server")
     add_server(q)
     q.add_argument("board", nargs="*", metavar="BOARD",
                    help="tiles row by row, 0 for the blank (spaces or commas); stdin if none")
@@ -186,12 +188,14 @@ def parser() -> Parser:
     q.add_argument("--json", action="store_true", help="print the result as JSON")
     q.set_defaults(func=query)
 
-    i = sub.add_parser("info", help="what a server has loaded and done")
+    i = sub.add_parser("info", help="what a server has loaded and done",
+                       description="what a server has loaded and done")
     add_server(i)
-    i.add_argument("--json", action="store_true")
+    i.add_argument("--json", action="store_true", help="print JSON on stdout instead of text")
     i.set_defaults(func=info)
 
-    h = sub.add_parser("health", help="print the server's health; exit 0 if SERVING")
+    h = sub.add_parser("health", help="print the server's health; exit 0 if SERVING",
+                       description="print the server's health; exit 0 if SERVING")
     add_server(h)
     h.add_argument("--wait", type=arg_seconds, default=0.0, metavar="S",
                    help="wait up to S seconds for SERVING")
@@ -337,16 +341,23 @@ def query(args) -> int:
     if args.file is not None:
         return query_file(args)
     board = read_board(args)
-    with client(args) as c:
-        if args.stream:
-            result = None
-            for event in c.solve_stream(board, args.goal, **asked(args)):
-                if isinstance(event, dict):
-                    print_progress(event, args.json)
-                else:
-                    result = event
-        else:
-            result = c.solve(board, args.goal, **asked(args))
+    try:
+        with client(args) as c:
+            if args.stream:
+                result = None
+                for event in c.solve_stream(board, args.goal, **asked(args)):
+                    if isinstance(event, dict):
+                        print_progress(event, args.json)
+                    else:
+                        result = event
+            else:
+                result = c.solve(board, args.goal, **asked(args))
+    except BadInput as e:  # several boards piped in, read as one: say how to send them
+        lines = sum(1 for line in board.splitlines() if line.strip())
+        if args.board or lines < 2:
+            raise
+        raise BadInput(f"{e} (stdin's {lines} lines were read as one board; `pdbd query "
+                       "--file -` solves one board a line)") from None
     d = result.to_dict()
     emit(args, d, result_text(d))
     return 0
@@ -438,7 +449,8 @@ def info(args) -> int:
               f"(artifact {s['artifact'] or 'none'})")
     limits = d["limits"]
     memory = limits.get("max_search_memory")
-    print(f"limits: {limits['max_search_seconds'] or 'no'} s, {limits['max_nodes'] or 'no'} nodes "
+    nodes = limits["max_nodes"]
+    print(f"limits: {limits['max_search_seconds'] or 'no'} s, {f'{nodes:,}' if nodes else 'no'} nodes "
           f"and {f'{memory / 2**20:,.0f} MiB' if memory else 'no memory limit'} per search, "
           f"{limits['per_client'] or 'any'} searches per client"
           + ("; OVERLOADED" if d["overloaded"] else ""))

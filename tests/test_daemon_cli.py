@@ -131,6 +131,20 @@ def test_web_without_its_extra_says_how_to_install_it(capsys, monkeypatch):
     assert "pip install 'pdbtool[web]'" in err
 
 
+def test_several_boards_piped_to_query_are_told_about_file(served, capsys, monkeypatch):
+    """Two boards piped into `pdbd query` are one board of 18 tiles: the error says how
+    to send a board a line (--file -); one board over several lines is still one board."""
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(
+        b"8 6 7 2 5 4 3 0 1\n1 2 3 4 5 6 7 0 8\n")))
+    code, _, err = run_cli(capsys, "query", "--server", served.address)
+    assert code == 2 and "18 tiles" in err and "`pdbd query --file -` solves one board a line" in err
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"8 6 7\n2 5 4\n3 0 1\n")))
+    code, out, err = run_cli(capsys, "query", "--server", served.address)
+    assert code == 0 and out.startswith("length 31"), (out, err)
+
+
 @pytest.mark.process
 def test_query_from_stdin_that_cannot_reach_pdbd_exits_with_one_line():
     """`pdbd query --file -` reads stdin on a thread of its own; with stdin still open (a

@@ -348,8 +348,8 @@ def add_solve_options(p) -> None:
                         "cells: 3x3, 2x4, 4x2): optimal; wida: at most --weight x optimal; greedy: constructive, not "
                         "optimal, up to 20x20")
     p.add_argument("--weight", type=float,
-                   help="wida: f = g + W*h, 1 <= W <= 100 (default 1.5), in thousandths; lowered "
-                        "so that W x h0 <= 500 (the output says so)")
+                   help="wida: f = g + W*h, 1 <= W <= 100 (default 1.5), rounded to 0.001; "
+                        "lowered so that W x h0 <= 500 (the output says so)")
     p.add_argument("--tt-size", type=positive_int, help="ida-tt: transposition table entries (default 1M)")
     p.add_argument("--max-memory", type=arg_size, metavar="SIZE",
                    help="astar, sma, frontier, bidir: memory for the states they hold, e.g. 512M, "
@@ -380,14 +380,14 @@ def add_solve_options(p) -> None:
 
 def shipping_command(sub, name, func, help, output_help):
     """pack and unpack: a file in, a file out, compressed on all cores."""
-    p = sub.add_parser(name, help=help)
+    p = sub.add_parser(name, help=help, description=help)
     p.add_argument("path", type=arg_path)
     p.add_argument("-o", "--output", required=True, type=arg_path, help=output_help)
     p.add_argument("--threads", type=arg_threads, default=os.cpu_count(),
                    help="threads (default: all cores)")
     p.add_argument("--force", action="store_true",
                    help="replace an existing output file (never the input, never a non-regular file)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON on stdout instead of text")
     p.set_defaults(func=func)
     return p
 
@@ -442,7 +442,7 @@ def parser() -> Parser:
     a.add_argument("--force", action="store_true", help="replace an existing page (never a "
                    "table or the --trace read, never a link or a non-regular file)")
     add_solve_options(a)
-    a.add_argument("--json", action="store_true")
+    a.add_argument("--json", action="store_true", help="print JSON on stdout instead of text")
     a.set_defaults(func=cmd_animate)
 
     sv = sub.add_parser("solvable", help="can one arrangement reach another? (parity)", description=(
@@ -451,7 +451,7 @@ def parser() -> Parser:
     sv.add_argument("--to", default="blank-last", metavar="GOAL",
                     help="blank-last (default), blank-first, or the goal board's tiles")
     add_shape_option(sv)
-    sv.add_argument("--json", action="store_true")
+    sv.add_argument("--json", action="store_true", help="print JSON on stdout instead of text")
     sv.set_defaults(func=cmd_solvable)
 
     pr = sub.add_parser("predict", help="predict IDA* nodes per iteration from a table's values",
@@ -460,7 +460,7 @@ def parser() -> Parser:
     pr.add_argument("--depth", type=positive_int, required=True, help="predict bounds 0..DEPTH")
     pr.add_argument("--blank", type=int, default=0, help="the start's blank cell (default 0)")
     pr.add_argument("--no-prune", action="store_true", help="count the tree with parent pruning only")
-    pr.add_argument("--json", action="store_true")
+    pr.add_argument("--json", action="store_true", help="print JSON on stdout instead of text")
     pr.set_defaults(func=cmd_predict)
 
     b = sub.add_parser("build", help="build a partition's pattern databases", description=(
@@ -481,7 +481,7 @@ def parser() -> Parser:
     b.add_argument("--force", action="store_true",
                    help="replace an artifact of the same name in the output directory")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
-    b.add_argument("--json", action="store_true")
+    b.add_argument("--json", action="store_true", help="print JSON on stdout instead of text")
     b.set_defaults(func=cmd_build)
 
     v = sub.add_parser("verify", help="check an artifact thoroughly", description=(
@@ -498,7 +498,7 @@ def parser() -> Parser:
         "entries, 15/6-6-3's included: seconds)"))
     v.add_argument("--seed", type=non_negative_int, metavar="N",
                    help="seed of the sampled checks (default: a fresh one each run, printed)")
-    v.add_argument("--json", action="store_true")
+    v.add_argument("--json", action="store_true", help="print JSON on stdout instead of text")
     v.set_defaults(func=cmd_verify)
 
     se = sub.add_parser("seal", help="seal an artifact written before seals, in place",
@@ -513,15 +513,17 @@ def parser() -> Parser:
     se.add_argument("--json", action="store_true", help="one JSON object per file")
     se.set_defaults(func=cmd_seal)
 
-    i = sub.add_parser("info", help="show an artifact's metadata")
+    i = sub.add_parser("info", help="show an artifact's metadata",
+                       description="show an artifact's metadata")
     i.add_argument("path", type=arg_path)
-    i.add_argument("--json", action="store_true")
+    i.add_argument("--json", action="store_true", help="print JSON on stdout instead of text")
     i.set_defaults(func=cmd_info)
 
-    ls = sub.add_parser("list", help="list the artifacts in a directory")
+    ls = sub.add_parser("list", help="list the artifacts in a directory",
+                        description="list the artifacts in a directory")
     ls.add_argument("dir", nargs="?", default=DEFAULT_ARTIFACTS, type=arg_path,
                     help=f"directory of *.h5 artifacts (default ./{DEFAULT_ARTIFACTS})")
-    ls.add_argument("--json", action="store_true")
+    ls.add_argument("--json", action="store_true", help="print JSON on stdout instead of text")
     ls.set_defaults(func=cmd_list)
 
     pk = shipping_command(sub, "pack", cmd_pack, "compress an artifact for shipping (zstd, all cores)",
@@ -539,11 +541,12 @@ def parser() -> Parser:
                    help=f"directory of *.h5 artifacts (default ./{DEFAULT_ARTIFACTS} if it exists)")
     w.add_argument("--threads", type=arg_threads, default=os.cpu_count() or 1,
                    help="the threads the searches will use (default: all cores)")
-    w.add_argument("--json", action="store_true")
+    w.add_argument("--json", action="store_true", help="print JSON on stdout instead of text")
     w.set_defaults(func=cmd_warm)
 
-    pt = sub.add_parser("partitions", help="list the catalogues of partitions")
-    pt.add_argument("--json", action="store_true")
+    pt = sub.add_parser("partitions", help="list the catalogues of partitions",
+                        description="list the catalogues of partitions")
+    pt.add_argument("--json", action="store_true", help="print JSON on stdout instead of text")
     pt.set_defaults(func=cmd_partitions)
     return p
 
