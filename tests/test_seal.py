@@ -219,6 +219,12 @@ def test_the_seal_command(tmp_path, monkeypatch, capsys):
     assert main(["seal", "--json", str(a)]) == 0
     assert json.loads(capsys.readouterr().out) == {"path": str(a), "sealed": "already"}
     assert main(["info", str(a)]) == 0 and "metadata sealed" in capsys.readouterr().out
+    # a file refused among them is said, and the ones after it are still done
+    c, missing = tmp_path / "c.h5", tmp_path / "none.h5"
+    write_unsealed(c, monkeypatch)
+    assert main(["seal", str(missing), str(c)]) == 2
+    captured = capsys.readouterr()
+    assert "none.h5" in captured.err and captured.out.startswith(f"sealed {c}: "), captured
 
 
 @pytest.mark.parametrize("child, said", [

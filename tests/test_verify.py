@@ -432,3 +432,16 @@ def test_a_forged_small_table_is_refused_by_every_reader(art_dir, tmp_path, how)
     with pytest.raises(ArtifactError, match=f"fail check {report.failed.name}"):
         install(tmp_path / "8-full.pdbpack", tmp_path / "arrived.h5")
     assert not (tmp_path / "arrived.h5").exists()
+
+
+def test_verify_names_a_seed_only_when_it_sampled(art_dir, tmp_path, capsys):
+    """A file refused at its metadata (a pack, an empty or foreign file) ran no sampled
+    check: no seed to repeat them by (it said one)."""
+    from pdbtool.cli.main import main
+
+    foreign = tmp_path / "x.h5"
+    foreign.write_text("not a table\n")
+    assert main(["verify", str(foreign)]) == 1
+    assert "sampled with seed" not in capsys.readouterr().out
+    assert main(["verify", str(art_dir / "8-full.h5"), "--seed", "7"]) == 0
+    assert "sampled with seed 7 (--seed 7 repeats them)" in capsys.readouterr().out

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pdbtool.cli import PROG
 from pdbtool.cli.cluster import open_cluster
-from pdbtool.cli.console import emit, plural
+from pdbtool.cli.console import batch_exit_code, emit, plural, report_error
 from pdbtool.errors import BadInput, NotAFile, PdbError, not_a_directory
 from pdbtool.tables import artifact, catalogue, files, trust
 from pdbtool.tables.files import file_problem
@@ -72,7 +72,8 @@ def cmd_verify(args) -> int:
     report = verify(args.path, full=args.full, seed=args.seed, exhaustive=args.exhaustive,
                     progress=progress)
     lines = [f"{'ok ' if c.ok else 'FAIL'} {c.name:13s} {c.detail} ({c.seconds:.2f} s)" for c in report.checks]
-    lines.append(f"sampled with seed {report.seed} (--seed {report.seed} repeats them)")
+    if report.meta is not None:  # (a file refused at its metadata: nothing was sampled)
+        lines.append(f"sampled with seed {report.seed} (--seed {report.seed} repeats them)")
     lines.append(f"{args.path}: {'verified' if report.ok else 'FAILED'}"
                  + (" (exhaustive)" if report.exhaustive and report.ok else ""))
     emit(args, {"path": str(args.path), "ok": report.ok, "seed": report.seed,
@@ -181,18 +182,26 @@ def cmd_unpack(args) -> int:
 def cmd_seal(args) -> int:
     from pdbtool.loading import seal
 
-    for path in args.paths:  # one line (or JSON object) a file, as each is sealed
-        if artifact.read_meta(path).sealed:
-            emit(args, {"path": str(path), "sealed": "already"}, f"{path}: sealed already")
+    codes = []
+    for path in args.paths:  # one line (or JSON object) a file, as each is sealed; a file
+        try:  # refused is said, and the others are sealed (the exit code says the worst)
+            if artifact.read_meta(path).sealed:
+                emit(args, {"path": str(path), "sealed": "already"}, f"{path}: sealed already")
+                codes.append(0)
+                continue
+            meta = seal(path)
+        except PdbError as e:
+            report_error(PROG, args, str(e), e.exit_code)
+            codes.append(e.exit_code)
             continue
-        meta = seal(path)
+        codes.append(0)
         stamped = checksum_state(meta) == "verified"
         emit(args, {"path": str(path), "sealed": "now", "partition": meta.partition,
                     "version": meta.version, "stamped": stamped},
              f"sealed {path}: {meta.partition} version {meta.version}, checksums checked"
              + ("; stamped again" if stamped else "; not stamped (it had no stamp): "
                 f"pdbtool verify {path}"))
-    return 0
+    return batch_exit_code(codes)
 
 
 def cmd_warm(args) -> int:
