@@ -569,6 +569,13 @@ def test_with_json_a_usage_error_is_a_json_error_too(capsys):
         main(["solve", "--threads", "0", "1 2 3 4 5 6 7 8 0"])  # without --json: stderr only
     out, err = capsys.readouterr()
     assert out == "" and "threads must be from 1 to 1024, not 0" in err
+    # a value that starts with '-' (argparse takes it for an option): how to give it
+    with pytest.raises(SystemExit):
+        main(["solve", "--max-memory", "-1G", "1 2 3 4 5 6 7 8 0"])
+    assert "give it as --max-memory=VALUE" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["solve", "--max-memory=-1G", "1 2 3 4 5 6 7 8 0"])
+    assert "not a size: '-1G'" in capsys.readouterr().err
 
 
 def test_build_force_onto_a_link_or_a_directory_is_refused_before_building(tmp_path,

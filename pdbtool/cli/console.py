@@ -165,6 +165,10 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message):
+        if message.endswith("expected one argument"):  # perhaps a value taken for an option
+            option = message.removeprefix("argument ").split(":")[0].split("/")[-1]
+            message += (f" (a value that starts with '-' is taken for an option: give it as "
+                        f"{option}=VALUE)")
         raise UsageError(self.format_usage(), f"{self.prog}: error: {message}")
 
     def print_help(self, file=None):
