@@ -139,11 +139,19 @@ class ItemContext:
     method = METHOD
 
     def __init__(self, context, callbacks: Callbacks, key: int, client: str | None = None,
-                 checked: set | None = None, choices: Choices | None = None, peer: str = ""):
+                 checked: set | None = None, choices: Choices | None = None, peer: str = "",
+                 waiting=None):
         self._context, self._callbacks, self.key = context, callbacks, key
         self.client, self.checked, self.choices = client, checked, choices
         self._peer = peer
+        self._waiting = waiting
         self._metadata: dict[str, str] = {}
+
+    def waiting_for_pool(self) -> None:
+        """The board waits for a slot of the pool (SolverServicer._to_pool): the answers
+        held on the reader's thread go to the sender first (never held while waiting)."""
+        if self._waiting is not None:
+            self._waiting()
 
     def peer(self) -> str:
         """The call's peer, as the call began (found once a call)."""
@@ -280,7 +288,7 @@ def solve_batch(servicer, requests, context):
             hand_on()
 
     def admit(key: int, ident: int, request, checked: set) -> None:
-        ctx = ItemContext(context, callbacks, key, client, checked, choices, peer)
+        ctx = ItemContext(context, callbacks, key, client, checked, choices, peer, hand_on)
         try:  # (deferring: a pool slot taken meanwhile by another call is waited for)
             job = servicer.admit(request, ctx, deferring=True)
         except ItemAborted as e:

@@ -13,6 +13,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import signal
 import sys
 from types import SimpleNamespace
@@ -354,7 +355,7 @@ def query(args) -> int:
                 result = c.solve(board, args.goal, **asked(args))
     except BadInput as e:  # several boards piped in, read as one: say how to send them
         lines = sum(1 for line in board.splitlines() if line.strip())
-        if args.board or lines < 2:
+        if args.board or lines < 2 or not re.match(r"\d+ tiles is not a ", str(e)):
             raise
         raise BadInput(f"{e} (stdin's {lines} lines were read as one board; `pdbd query "
                        "--file -` solves one board a line)") from None

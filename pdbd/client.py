@@ -118,9 +118,11 @@ MAX_TILES = puzzle.MAX_SIDE ** 2
 
 
 def goal_text(goal) -> str:
-    """A request's goal: blank-last, blank-first, or a goal board's tiles (as text, or as
-    a sequence of whole numbers, sent as text); BadInput otherwise, an empty one too (which
-    the server would take for blank-last)."""
+    """A request's goal: blank-last (also None), blank-first, or a goal board's tiles (as
+    text, or as a sequence of whole numbers, sent as text); BadInput otherwise, an empty
+    one too (which the server would take for blank-last)."""
+    if goal is None:
+        return "blank-last"
     if isinstance(goal, str) and goal.strip():
         return goal
     if isinstance(goal, (list, tuple)) and goal:

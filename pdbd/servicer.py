@@ -395,9 +395,10 @@ class SolverServicer:
 
     def _to_pool(self, job: Job, context, deferring: bool) -> None:
         """``job`` into the pool's queue. A batch's board (``deferring``: its reader saw
-        room before admitting it) waits while another call takes the last slot first,
-        rather than being refused, or admitted again with its fast lane's search lost and
-        counted twice; as long as its call is live and the server not closing."""
+        room before admitting it; its context a batch.ItemContext) waits while another
+        call takes the last slot first, rather than being refused, or admitted again with
+        its fast lane's search lost and counted twice; as long as its call is live and the
+        server not closing, the batch's answers sent meanwhile."""
         while True:
             try:
                 self.pool.submit(job)
@@ -405,6 +406,7 @@ class SolverServicer:
             except QueueFull:
                 if not deferring or self.closing or not context.is_active():
                     raise
+            context.waiting_for_pool()
             time.sleep(POOL_WAIT_SECONDS)
 
     def _reject(self, reason: str) -> None:

@@ -2,10 +2,11 @@
 
 The strongest artifact per board shape wins (an artifact of a rectangle serves its
 transpose too: a 3x4 table serves 4x3 boards) (``Catalogue.strength``, zero-aware tables
-before min-over-blank ones of the same catalogue); every artifact of a
-directory is opened and checked, not only the chosen ones, so a damaged file is an error
-and never silently skipped; so is an entry named like an artifact that is no regular file
-(a dangling symbolic link, a directory, a FIFO). With no table for a size, the table-free fallback is said in
+before min-over-blank ones of the same catalogue). The daemon opens and checks every
+artifact of its directory, not only the chosen ones, so a damaged file is an error and
+never silently skipped; `pdbtool solve` (``Solvers``) every artifact that serves the
+board's shape (the others' metadata read). An entry named like an artifact that is no
+regular file (a dangling symbolic link, a directory, a FIFO) is an error either way. With no table for a size, the table-free fallback is said in
 the heuristic's note, which every answer carries.
 """
 
@@ -140,6 +141,8 @@ class Solvers:
         self.directory = Path(directory) if directory else None
         self.reflect, self.prune = reflect, prune
         self._tables: TableSet | None = tables  # given: loaded already (the daemon's)
+        self._loaded: dict[Shape, TableSet] = {}  # else loaded here, a shape at a time (and
+        # its transpose: a rectangle's file serves both)
         self._solvers: dict = {}
         self._refused: dict = {}  # shape -> the PdbError its table was refused with
 
@@ -191,11 +194,13 @@ class Solvers:
         if self.artifact_path:
             return load_heuristic(self.artifact_path, reflect=self.reflect, shape=shape)
         directory = self.directory or Path(DEFAULT_ARTIFACTS)
-        tables = self._tables
+        tables = self._tables or self._loaded.get(shape)
         if tables is None:  # the directory's tables for this shape only (load_directory)
             explicit = self.directory is not None
-            tables = (load_directory(directory, reflect=self.reflect, shapes={shape})
+            shapes = {shape, shape.transposed}
+            tables = (load_directory(directory, reflect=self.reflect, shapes=shapes)
                       if explicit or directory.is_dir() else TableSet({}))
+            self._loaded.update(dict.fromkeys(shapes, tables))
         if shape in tables.heuristics:
             return tables.heuristics[shape]
         return fallback(shape, f"no table for {shape} boards in {directory}/")

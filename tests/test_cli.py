@@ -572,7 +572,11 @@ def test_with_json_a_usage_error_is_a_json_error_too(capsys):
     # a value that starts with '-' (argparse takes it for an option): how to give it
     with pytest.raises(SystemExit):
         main(["solve", "--max-memory", "-1G", "1 2 3 4 5 6 7 8 0"])
-    assert "give it as --max-memory=VALUE" in capsys.readouterr().err
+    assert "('-1G' was taken for an option: give it as --max-memory=-1G)" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["solve", "1 2 3 4 5 6 7 8 0", "--goal"])  # a value missing: no such hint
+    err = capsys.readouterr().err
+    assert err.rstrip().endswith("--goal: expected one argument"), err
     with pytest.raises(SystemExit):
         main(["solve", "--max-memory=-1G", "1 2 3 4 5 6 7 8 0"])
     assert "not a size: '-1G'" in capsys.readouterr().err

@@ -141,6 +141,40 @@ def test_a_batch_board_that_finds_the_queue_taken_after_all_waits_for_room(slow,
     assert calls[0::2] == calls[1::2]
 
 
+def test_answers_are_sent_while_a_board_waits_for_the_pool(slow, monkeypatch):
+    """A board that waits for a slot of the pool (another call took the last one) holds no
+    answer back: the boards answered before it in the fast lane are sent meanwhile (they
+    waited with it, and a deadline passing then lost them). Made certain here: the pool
+    refuses the last board until the client has the three answers before it."""
+    import time
+
+    from pdbd.jobs import QueueFull, WorkerPool
+
+    last = tuple(range(1, 13)) + (0, 13, 14, 15)  # three moves from blank-last
+    released = threading.Event()
+    run, submit = FastLane.run, WorkerPool.submit
+
+    def lane(self, job, client, deferring=False):
+        return False if job.prepared.board == last else run(self, job, client, deferring)
+
+    def full_for_last(self, job):
+        if job.prepared.board == last and not released.wait(0) and time.monotonic() < give_up:
+            raise QueueFull("taken by another call meanwhile")
+        return submit(self, job)
+
+    monkeypatch.setattr(FastLane, "run", lane)
+    monkeypatch.setattr(WorkerPool, "submit", full_for_last)
+    give_up = time.monotonic() + 30  # (the code before: the three came only then)
+    got = []
+    with SolverClient(slow.address) as c:
+        for index, result in c.solve_batch([EASY15] * 3 + [last], goal="blank-last"):
+            got.append((index, result.length))
+            if len(got) == 3:
+                released.set()
+    assert sorted(got) == [(0, 2), (1, 2), (2, 2), (3, 3)] and got[3] == (3, 3), got
+    assert time.monotonic() < give_up
+
+
 def test_results_go_several_a_message_however_late_the_first_message_is_read(served,
                                                                              monkeypatch):
     """The sender waits for results as soon as the call starts; the reader marks the call

@@ -143,6 +143,10 @@ def test_several_boards_piped_to_query_are_told_about_file(served, capsys, monke
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"8 6 7\n2 5 4\n3 0 1\n")))
     code, out, err = run_cli(capsys, "query", "--server", served.address)
     assert code == 0 and out.startswith("length 31"), (out, err)
+    # ... whose other refusals say nothing of lines (a goal, an option)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"8 6 7\n2 5 4\n3 0 1\n")))
+    code, _, err = run_cli(capsys, "query", "--server", served.address, "--goal", "blank-middle")
+    assert code == 2 and "unknown goal" in err and "--file -" not in err, err
 
 
 @pytest.mark.process

@@ -120,6 +120,27 @@ def test_a_board_loads_only_the_tables_of_its_shape(art_dir, tmp_path, caplog):
         solvers.for_side(4)
 
 
+def test_a_rectangle_s_tables_load_once_for_both_of_its_shapes(tmp_path, monkeypatch):
+    """A rectangle's file serves its transpose too: a 3x4 board and then a 4x3 one load
+    the directory once (each loaded it for its own shape: a file mapped, and checked when
+    it has no stamp, twice)."""
+    from pdbtool import selection
+    from pdbtool.geometry import Shape
+    from pdbtool.heuristics.table_free import table_free
+
+    calls = []
+
+    def loaded(directory, reflect=True, shapes=None):
+        calls.append(shapes)
+        return selection.TableSet({s: table_free("manhattan", s) for s in shapes})
+
+    monkeypatch.setattr(selection, "load_directory", loaded)
+    solvers = selection.Solvers(directory=tmp_path)
+    assert solvers.for_side(Shape(3, 4)).shape == Shape(3, 4)
+    assert solvers.for_side(Shape(4, 3)).shape == Shape(4, 3)
+    assert calls == [{Shape(3, 4), Shape(4, 3)}], calls
+
+
 def test_a_refused_table_is_refused_for_every_later_board_without_loading_again(tmp_path,
                                                                                monkeypatch):
     """A batch's boards against a damaged table: each is refused as the first was, and the

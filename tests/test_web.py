@@ -133,6 +133,10 @@ def test_a_goal_given_as_a_list_or_as_text_is_one_goal(web, served, capsys):
     assert answers[0].json()["moves"] == answers[1].json()["moves"]
     code, _, err = run_cli(capsys, "query", "--server", served.address, "--goal", "", board)
     assert code == 2 and "goal must be blank-last, blank-first or a goal board's tiles, not ''" in err
+    from pdbd.client import SolverClient
+
+    with SolverClient(served.address) as c:  # the library's None: blank-last, as before
+        assert c.solve(board, None).moves == c.solve(board, "blank-last").moves
 
 
 def test_malformed_requests_limits_and_an_unreachable_daemon(web, served, caplog):

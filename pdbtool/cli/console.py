@@ -153,6 +153,19 @@ class UsageError(Exception):
         return self.line.split(": error: ", 1)[1]
 
 
+def with_dash_hint(e: UsageError, args: list[str]) -> UsageError:
+    """argparse takes a value that starts with '-' (such as -1G) for an option and says
+    the option "expected one argument": the error then says how to give such a value."""
+    if not e.line.endswith("expected one argument"):
+        return e
+    names = e.message.removeprefix("argument ").split(":")[0].split("/")
+    for given, after in zip(args, args[1:]):
+        if given in names and after.startswith("-"):
+            return UsageError(e.usage, f"{e.line} ('{after}' was taken for an option: give "
+                                       f"it as {given}={after})")
+    return e
+
+
 class Parser(argparse.ArgumentParser):
     """argparse's parser (its subcommands' too): a usage error is argparse's usage and
     error line on stderr, exit 2, and with --json among the arguments also the JSON error
@@ -165,10 +178,6 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message):
-        if message.endswith("expected one argument"):  # perhaps a value taken for an option
-            option = message.removeprefix("argument ").split(":")[0].split("/")[-1]
-            message += (f" (a value that starts with '-' is taken for an option: give it as "
-                        f"{option}=VALUE)")
         raise UsageError(self.format_usage(), f"{self.prog}: error: {message}")
 
     def print_help(self, file=None):
@@ -191,7 +200,7 @@ class Parser(argparse.ArgumentParser):
         try:
             return super().parse_args(args, namespace)
         except UsageError as e:
-            self.report_usage_error(args, e)
+            self.report_usage_error(args, with_dash_hint(e, args))
             raise SystemExit(BadInput.exit_code) from None
 
     def report_usage_error(self, args: list[str], e: UsageError) -> None:
