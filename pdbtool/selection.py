@@ -6,8 +6,9 @@ before min-over-blank ones of the same catalogue). The daemon opens and checks e
 artifact of its directory, not only the chosen ones, so a damaged file is an error and
 never silently skipped; `pdbtool solve` (``Solvers``) every artifact that serves the
 board's shape (the others' metadata read). An entry named like an artifact that is no
-regular file (a dangling symbolic link, a directory, a FIFO) is an error either way. With no table for a size, the table-free fallback is said in
-the heuristic's note, which every answer carries.
+regular file (a dangling symbolic link, a directory, a FIFO) is an error either way. With
+no table for a size, the table-free fallback is said in the heuristic's note, which every
+answer carries.
 """
 
 from __future__ import annotations
@@ -194,7 +195,7 @@ class Solvers:
         if self.artifact_path:
             return load_heuristic(self.artifact_path, reflect=self.reflect, shape=shape)
         directory = self.directory or Path(DEFAULT_ARTIFACTS)
-        tables = self._tables or self._loaded.get(shape)
+        tables = self._tables if self._tables is not None else self._loaded.get(shape)
         if tables is None:  # the directory's tables for this shape only (load_directory)
             explicit = self.directory is not None
             shapes = {shape, shape.transposed}

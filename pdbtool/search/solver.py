@@ -334,5 +334,5 @@ class Solver:
             seconds=seconds, heuristic=heuristic or self.heuristic.name,
             initial_h=path_h[0] if h0 is None else h0,
             iterations=iterations, artifact=self.heuristic.artifact, threads=threads,
-            note="" if h0 is None else self.heuristic.note, path_h=path_h, algorithm=algorithm, optimal=optimal,
-            bound=bound, peak_memory_bytes=int(peak_memory))
+            note="" if h0 is None else self.heuristic.note, path_h=path_h, algorithm=algorithm,
+            optimal=optimal, bound=bound, peak_memory_bytes=int(peak_memory))
