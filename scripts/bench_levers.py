@@ -6,9 +6,12 @@ start: ``serial_below`` = threads.NEVER), per instance in turn (the order altern
 rounds after a warm one; the search time each result reports (``seconds``), summed over
 the 100, median of the rounds; nodes generated per instance. Then the search on 2 threads.
 The 17 positions that need 80 moves (tests/data/hardest80.txt) on 2 threads: each length
-checked and each answer replayed, seconds summed over the 17, median of 3 rounds.
+checked and each answer replayed, seconds summed over the 17, median of 3 rounds. The
+10 easiest of Korf & Felner's 50 (by their published count) with 24/small on 2 threads:
+expanded nodes against Korf & Felner's, the geometric mean against the issue's "today"
+(EASY10_BEFORE, the one-hour run of 085508a).
 
-Builds 15/7-8 into artifacts/ when missing. Rewrites the `levers` section of
+Builds 15/7-8 and 24/small into artifacts/ when missing. Rewrites the `levers` section of
 BENCHMARKS.md. Usage: scripts/bench levers
 """
 
@@ -16,7 +19,8 @@ from __future__ import annotations
 
 import statistics
 
-from benchlib import ensure_artifact, instances, machine, record_bar, run, table
+from benchlib import (WARM_24, data_rows, ensure_artifact, geometric_mean, instances, korf24,
+                      machine, record_bar, run, table)
 from pdbtool import puzzle
 from pdbtool.loading import load_heuristic
 from pdbtool.search.control import SearchControl
@@ -27,6 +31,8 @@ SECTION = "levers"
 ROUNDS = 5
 NODES_BAR, SECONDS_BAR = 12_000, 0.12
 HARDEST_BAR = 2.0  # seconds for the 17 positions at 80 moves on 2 threads
+EASY10_BEFORE = 0.0291  # expanded / Korf & Felner's, geometric mean over their 10 easiest
+# (by their count), 24/small on 2 threads, when issue 36 was filed (085508a's one-hour run)
 
 
 def hardest80(solver) -> list[str]:
@@ -55,6 +61,33 @@ def hardest80(solver) -> list[str]:
             "replayed; the median of 3 rounds by total (its per-position figures), after a warm "
             f"round; rounds: {' / '.join(f'{t:.3f}' for t in totals)} s.", "",
             table(("position", "length", "generated", "seconds"), rows)]
+
+
+def easiest24() -> list[str]:
+    """Korf & Felner's 10 easiest 24-puzzles with 24/small on 2 threads: expanded nodes
+    against theirs (issue 36: the geometric mean at most half of EASY10_BEFORE)."""
+    boards, _ = korf24()
+    published = {row[0]: row[2] for row in data_rows("korf24_50_clausecker.txt")}
+    solver = Solver(load_heuristic(ensure_artifact("24/small")))
+    solver.solve(WARM_24, "blank-first", threads=2)
+    rows, ratios = [], []
+    for k in sorted(published, key=published.get)[:10]:
+        opt, board = boards[k]
+        r = solver.solve(board, "blank-first", threads=2)
+        assert r.length == opt, k
+        ratios.append(r.nodes_expanded / published[k])
+        rows.append((f"#{k}", r.length, f"{r.nodes_expanded:,}", f"{published[k]:,}",
+                     f"{ratios[-1]:.4f}", f"{r.seconds:.2f}"))
+    mean = geometric_mean(ratios)
+    record_bar(SECTION, "24-puzzle, Korf & Felner's 10 easiest: expanded / theirs, geometric mean "
+               f"<= half of {EASY10_BEFORE} (the issue's today)",
+               f"{mean:.4f} ({mean / EASY10_BEFORE:.2f}x; 24/small, 2 threads)",
+               mean <= EASY10_BEFORE / 2)
+    return ["", "Korf & Felner's 10 easiest 24-puzzles (by their published count), 24/small + "
+            "reflection on 2 threads, each length the published one: geometric mean of expanded / "
+            f"Korf & Felner's **{mean:.4f}**, {mean / EASY10_BEFORE:.2f}x the {EASY10_BEFORE} of "
+            "the one-hour run when issue 36 was filed (085508a); the bar is half of it.", "",
+            table(("instance", "length", "expanded", "K&F expanded", "ratio", "seconds"), rows)]
 
 
 def measure() -> str:
@@ -107,7 +140,7 @@ def measure() -> str:
         "16,704 nodes an instance on the day). Per instance in turn, the order alternating; search seconds summed "
         f"over the 100, median of {ROUNDS} rounds (the rounds listed).", "",
         table(("threads", "search", "generated an instance", "seconds (median)", "rounds"), rows),
-        *hardest80(solver)])
+        *hardest80(solver), *easiest24()])
 
 
 if __name__ == "__main__":
