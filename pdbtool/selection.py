@@ -220,8 +220,9 @@ def warm(directory=None, *, threads: int = 2, starting=None, report=None) -> lis
     table: ``pdbtool warm``, for images and CI. ``starting(shape, heuristic name, seconds
     of compiling ahead, 0 if numba's cache holds them: warm.pending)`` before each shape's
     kernels (the tables loaded and checked by then), ``report(Warmed)`` after."""
-    tables = (load_directory(directory) if directory is not None or
-              Path(DEFAULT_ARTIFACTS).is_dir() else TableSet({}))
+    if directory is None and Path(DEFAULT_ARTIFACTS).is_dir():
+        directory = Path(DEFAULT_ARTIFACTS)
+    tables = load_directory(directory) if directory is not None else TableSet({})
     solvers = Solvers(directory=directory, tables=tables)
     done = []
     for shape in tables.shapes or [Shape(3, 3), Shape(4, 4)]:

@@ -557,6 +557,17 @@ def test_warm_names_a_missing_directory_before_announcing_a_compile(tmp_path, ca
     assert "nope: no such directory" in err and "compiling" not in err
 
 
+def test_warm_without_artifacts_uses_the_artifacts_directory_here(art_dir, tmp_path, monkeypatch,
+                                                                  capsys):
+    """As its help says: ./artifacts when --artifacts is not given (it crashed: the
+    directory None was handed to load_directory)."""
+    (tmp_path / "artifacts").mkdir()
+    shutil.copy(art_dir / "8-full.h5", tmp_path / "artifacts" / "8-full.h5")
+    monkeypatch.chdir(tmp_path)
+    assert main(["warm", "--json"]) == 0
+    assert [w["heuristic"] for w in json.loads(capsys.readouterr().out)["warmed"]] == ["pdb 8/full + reflection"]
+
+
 def test_with_json_a_usage_error_is_a_json_error_too(capsys):
     with pytest.raises(SystemExit) as e:
         main(["solve", "--json", "--bogus", "1 2 3 4 5 6 7 8 0"])
