@@ -185,3 +185,38 @@ def test_a_search_on_a_touched_file_still_answers_after(served_dir):
     assert Solver(h).solve(EASY8, control=SearchControl()).length == 2
     assert signal.getsignal(lease.SIGNAL) is lease._on_signal  # the lease's handler stays
     h.source.release()
+
+
+@pytest.mark.parametrize("stamped_by", ["verify", "open_trusted"])
+def test_a_touch_while_the_checks_read_the_file_checks_it_again(art_dir, tmp_path, monkeypatch,
+                                                                stamped_by):
+    """A touch breaks the lease: the mapping is dropped (zero pages) until the file is found
+    unchanged. Checks that ran meanwhile read zeros: `pdbtool verify` said the file FAILED
+    ("the metadata was edited"), and a solve from a file without a stamp refused it. The
+    checks run again once the file is found unchanged."""
+    from pdbtool import verification
+
+    path = tmp_path / "8-full.h5"
+    shutil.copy(art_dir / "8-full.h5", path)
+    original = verification.check_checksums
+    touched = []
+
+    def touch_then_check(meta, data):
+        if touched:
+            return original(meta, data)
+        touched.append(True)  # the first pass: the file held open for writing meanwhile (the
+        with open(path, "r+b"):  # open returns once the mapping is dropped; the recovery
+            return original(meta, data)  # waits for the close): the checksums read zeros
+
+    monkeypatch.setattr(verification, "check_checksums", touch_then_check)
+    if stamped_by == "verify":
+        report = verification.verify(path)
+        assert report.ok, report.failed
+        assert trust.is_recorded(artifact.read_meta(path))
+    else:
+        opened = open_trusted(path)
+        try:
+            assert "checksums" in opened.checks and opened.pin.broken is None
+        finally:
+            opened.pin.release()
+    assert touched

@@ -149,6 +149,7 @@ class Pinned:
         self._breaks = self._restored = 0
         self._why = ""  # what the last break or content check found
         self._attaching = False  # the recovery is mapping the file back (the handler waits)
+        self._recovering = False  # a break's recovery is under way (settle waits for it)
         self._releasing = False  # release() began: never map the file back
         self._content = None  # (version, offset, length, sha256s) read at load, if an artifact
         self._mapped: list = []  # the arrays mapped from the file (detached on a break)
@@ -156,6 +157,21 @@ class Pinned:
         self._recheck = threading.Lock()  # one content check or recovery at a time
         self._searches: dict[int, object] = {}  # id -> SearchControl of a search reading it
         self.unleased = lease.hold(self._fd, self._detach, self._stop_searches)
+
+    @property
+    def breaks(self) -> int:
+        """How many times the file was opened for writing while held (its mapping dropped
+        each time until found unchanged): a reader that saw the count change read zero
+        pages meanwhile."""
+        return self._breaks
+
+    def settle(self, timeout: float = RECOVER_SECONDS + 5.0) -> bool:
+        """After a break, wait (up to ``timeout`` seconds) for the recovery to decide; True
+        if the file serves again (found unchanged: a ``touch``), False if it is refused."""
+        end = time.monotonic() + timeout
+        while self._recovering and time.monotonic() < end:
+            time.sleep(RECOVER_POLL)
+        return self.broken is None
 
     @property
     def broken(self) -> str | None:
@@ -261,6 +277,7 @@ class Pinned:
         """The lease is being broken (in the signal handler: no locks). Before the writer
         goes on, the mapped pages become zero pages: no search can fault on the file."""
         self._why = "opened for writing by another process while in use"
+        self._recovering = True  # (before the count: a reader that sees it waits in settle)
         self._breaks += 1
         while self._attaching:  # the recovery is mapping the file back: detach after it
             time.sleep(0.001)
@@ -284,6 +301,12 @@ class Pinned:
         """Take the lease again once no writer holds the file open (from then on, any
         writer is heard of first); if the bytes are those loaded (a ``touch``), map the file
         back and serve it again; otherwise it stays refused until loaded again."""
+        try:
+            self._recover_once()
+        finally:
+            self._recovering = False
+
+    def _recover_once(self) -> None:
         with self._recheck:
             breaks = self._breaks
             if self._fd < 0 or breaks <= self._restored:
