@@ -337,3 +337,36 @@ def test_an_interrupted_pack_stops_its_compressors_within_a_step(tmp_path, monke
         pack(src, tmp_path / "big.pdbpack", chunk_bytes=1 << 20, threads=2, level=19)
     assert after[0] <= 4 * 2 * packing.STEP, after  # (whole chunks: up to 2 MiB)
     assert not (tmp_path / "big.pdbpack").exists()
+
+
+def test_a_source_truncated_while_packed_is_refused_without_a_fault(tmp_path):
+    """A source truncated as the pack reads it (the writer's open breaks the pack's read
+    lease: the mapping becomes zero pages first) is refused by name, nothing written; the
+    pack died of SIGBUS. In a child: the old failure kills its process."""
+    import subprocess
+    import sys
+
+    src, dst = tmp_path / "a.h5", tmp_path / "a.pdbpack"
+    make_installed(src, sizes=(300_000, 300_000))
+    child = f"""
+import sys
+sys.path.insert(0, {os.path.dirname(__file__)!r})
+from pdbtool.errors import ArtifactError
+from pdbtool.tables import packing
+real, seen = packing._TableHasher.update, []
+def update(self, buf):  # the second chunk: the file truncated to half, as the pack reads it
+    seen.append(1)
+    if len(seen) == 2:
+        with open({str(src)!r}, "r+b") as f:
+            f.truncate({os.path.getsize(src) // 2})
+    return real(self, buf)
+packing._TableHasher.update = update
+try:
+    packing.pack({str(src)!r}, {str(dst)!r}, chunk_bytes={CHUNK}, threads=1)
+except ArtifactError as e:
+    print("refused:", e)
+"""
+    p = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
+    assert "opened for writing by another process while being packed" in p.stdout
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["a.h5"]  # no pack, no partial

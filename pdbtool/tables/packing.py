@@ -20,7 +20,7 @@ import h5py
 import zstandard
 
 from pdbtool.errors import ArtifactError
-from pdbtool.tables import seal
+from pdbtool.tables import seal, trust
 from pdbtool.tables.artifact import (DATASET, INSTALLED, PACKED, ZSTD_FILTER, create_installed_file,
                                      open_tables, read_attrs, read_meta, read_packed_meta,
                                      write_attrs)
@@ -39,12 +39,23 @@ class Stopped(Exception):
 def pack(src, dst, *, threads=None, level=10, chunk_bytes=DEFAULT_CHUNK, force=False) -> dict:
     """Write a zstd-chunked copy of installed artifact `src` to `dst` (atomically),
     checking the source tables' checksums on the way. An existing `dst` is replaced only
-    with ``force`` (files.check_output)."""
+    with ``force`` (files.check_output). The source is held as the searches hold a table
+    (trust.Pinned): a source opened for writing meanwhile (truncated, say) is read as zero
+    pages, never faults the pack, and the pack is refused with nothing written."""
     if not 1 <= chunk_bytes <= MAX_CHUNK:
         raise ValueError(f"chunk_bytes must be in 1..{MAX_CHUNK}")
     check_output(dst, inputs=(src,), force=force)
+    pin = trust.Pinned(src)
+    try:
+        return _pack(src, dst, pin, threads, level, chunk_bytes, force)
+    finally:
+        pin.release()
+
+
+def _pack(src, dst, pin, threads, level, chunk_bytes, force) -> dict:
     start = time.perf_counter()
     meta, data = open_tables(src, verify=False)  # verified while streaming below
+    pin.protect(data, meta)
     attrs = read_attrs(src)
     attrs["form"] = PACKED
     total = meta.data_length
@@ -78,6 +89,9 @@ def pack(src, dst, *, threads=None, level=10, chunk_bytes=DEFAULT_CHUNK, force=F
                 for offset, frame in zip(offsets, frames):
                     hasher.update(data[offset:offset + chunk])
                     dsid.write_direct_chunk((offset,), frame)
+        if pin.breaks:  # what the pack read may be the zero pages of the dropped mapping
+            raise ArtifactError(f"{src}: opened for writing by another process while being "
+                                "packed; nothing was written (pack it again once it is whole)")
         hasher.check(src, "source")
         seal.write(tmp)  # a pack is hashed whole, its compressed chunks too
     return {
