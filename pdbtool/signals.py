@@ -1,15 +1,19 @@
 """Ctrl-C and SIGTERM held back over a step that must finish (``held``): a search's last
 save when it is stopped, the start of a build's worker processes. A signal that comes
 meanwhile is raised as it would have been, once the step is done; processes started
-within never see one (they inherit the signals blocked)."""
+within never see one (they inherit the signals blocked). And a child process's first
+step, ``die_with_parent``: the build's workers, the kernels' precompile child."""
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import os
 import signal
 import threading
 
 STOPS = (signal.SIGINT, signal.SIGTERM)  # what the terminal's Ctrl-C and a service stop send
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent ends
 
 
 @contextlib.contextmanager
@@ -31,3 +35,16 @@ def held(signals=STOPS):
             signal.signal(sig, handler)
         for sig in dict.fromkeys(noted):
             signal.raise_signal(sig)
+
+
+def die_with_parent(parent: int) -> None:
+    """A child process's first step: end when its parent (pid ``parent``) ends, even by
+    SIGKILL or SIGHUP (Linux's parent-death signal; a killed build left its workers
+    running, gigabytes each). Where the call does not exist the child is left as before."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent ended before the signal was asked for
+        os._exit(1)

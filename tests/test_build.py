@@ -114,7 +114,7 @@ def test_workers_end_with_their_parent_even_killed(tmp_path):
     script.write_text(
         "import multiprocessing, os, sys, time\n"
         "from concurrent.futures import ProcessPoolExecutor\n"
-        "from pdbtool.tables.builder import die_with_parent\n"
+        "from pdbtool.signals import die_with_parent\n"
         "if __name__ == '__main__':\n"
         "    ctx = multiprocessing.get_context('spawn')\n"
         "    pool = ProcessPoolExecutor(1, mp_context=ctx, initializer=die_with_parent,\n"

@@ -4,6 +4,7 @@ old code inlined into it (numba keys a cache entry on its own file only); given 
 configuration, never to the environment."""
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -184,6 +185,43 @@ def test_a_child_that_succeeds_says_nothing(monkeypatch, caplog):
     with caplog.at_level("WARNING", logger="pdbtool"):
         warm.wait(child)
     assert not [r for r in caplog.records if "child process failed" in r.getMessage()]
+
+
+def test_a_child_stopped_by_ctrl_c_says_nothing(monkeypatch, caplog):
+    """The terminal's Ctrl-C reaches the child too: it was not a failure to warn of ("failed
+    (exit -2: KeyboardInterrupt); this process compiles them itself", then "interrupted")."""
+    from pdbtool.kernels import heuristic as hk
+    from pdbtool.search import warm
+
+    monkeypatch.setattr(warm, "ready", lambda cls, part: False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(warm, "PRECOMPILE", (sys.executable, "-c", "raise KeyboardInterrupt"))
+    child = warm.aside(hk.ARRAYS_CLASSES["PdbArrays"])
+    with caplog.at_level("WARNING", logger="pdbtool"):
+        warm.wait(child)
+    assert child.process.returncode == -signal.SIGINT
+    assert not [r for r in caplog.records if "child process failed" in r.getMessage()]
+
+
+def test_the_child_is_told_to_end_with_its_parent(monkeypatch, tmp_path):
+    """A solve killed during its first compile left the child compiling for seconds: the
+    child is given the parent's pid and asks for the parent-death signal first (one
+    given another parent's pid ends at once, compiling nothing)."""
+    from pdbtool.kernels import heuristic as hk
+    from pdbtool.search import warm
+
+    monkeypatch.setattr(warm, "ready", lambda cls, part: False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    out = tmp_path / "argv"
+    monkeypatch.setattr(warm, "PRECOMPILE", (sys.executable, "-c", "import sys; open(sys.argv[1], "
+                                             f"'w').write(' '.join(sys.argv[2:]))", str(out)))
+    warm.wait(warm.aside(hk.ARRAYS_CLASSES["PdbArrays"]))
+    assert out.read_text() == f"PdbArrays {os.getpid()}"
+    other = subprocess.run([sys.executable, "-m", "pdbtool.search.precompile", "PdbArrays", "1"],
+                           capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")})
+    assert other.returncode == 1, other.stderr
+    assert not list((tmp_path / "numba").rglob("*.nbi"))  # nothing compiled into its cache
 
 
 def test_the_compile_estimate_grows_with_the_machine_s_load(monkeypatch):

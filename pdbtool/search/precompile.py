@@ -15,6 +15,7 @@ from pdbtool.kernels import heuristic as hk
 from pdbtool.kernels.ida import MAX_DEPTH
 from pdbtool.search.control import Root, SearchControl
 from pdbtool.search.solver import Solver
+from pdbtool.signals import die_with_parent
 
 
 def compile_search(cls: type, side: int = 4) -> None:
@@ -32,12 +33,16 @@ def compile_search(cls: type, side: int = 4) -> None:
 
 
 def main(argv=None) -> int:
-
+    """CLASS [PARENT]: with PARENT (the starting process's pid) the child ends with it,
+    even killed (a solve killed during its first compile left its child compiling)."""
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1 or args[0] not in hk.ARRAYS_CLASSES:
-        print("usage: python -m pdbtool.search.precompile CLASS (one of "
+    if len(args) not in (1, 2) or args[0] not in hk.ARRAYS_CLASSES or \
+            (len(args) == 2 and not args[1].isdigit()):
+        print("usage: python -m pdbtool.search.precompile CLASS [PARENT_PID] (CLASS one of "
               f"{', '.join(sorted(hk.ARRAYS_CLASSES))})", file=sys.stderr)
         return 2
+    if len(args) == 2:
+        die_with_parent(int(args[1]))
     compile_search(hk.ARRAYS_CLASSES[args[0]])
     return 0
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -100,7 +101,8 @@ def aside(cls: type) -> Aside | None:
     except OSError:  # no writable temporary directory: the child's last line is lost
         stderr = open(os.devnull, "w+b")  # noqa: SIM115 (closed by ``wait``)
     try:
-        process = subprocess.Popen([*PRECOMPILE, cls.__name__], stdin=subprocess.DEVNULL,
+        process = subprocess.Popen([*PRECOMPILE, cls.__name__, str(os.getpid())],
+                                   stdin=subprocess.DEVNULL,
                                    stdout=subprocess.DEVNULL, stderr=stderr)
     except OSError:
         stderr.close()
@@ -121,6 +123,8 @@ def wait(child: Aside | None) -> None:
             process.kill()
             process.wait()
             raise
+        if process.returncode == -signal.SIGINT:  # Ctrl-C: the terminal sends it to the
+            return  # whole group, this process too, which stops (it failed in nothing)
         if process.returncode != 0:  # (negative: a signal's number)
             stderr.seek(0)
             lines = stderr.read().decode(errors="replace").strip().splitlines()

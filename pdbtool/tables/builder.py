@@ -11,11 +11,9 @@ on the layout. Workers report progress through a queue; the parent draws it.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import multiprocessing
 import os
 import resource
-import signal
 import sys
 import threading
 import time
@@ -39,7 +37,6 @@ from pdbtool.tables import artifact, trust
 from pdbtool.tables.catalogue import Catalogue, get, plan_tables
 
 BUILDER_VERSION = f"{__version__}/layered-region-bfs-2"
-PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent ends
 
 
 def mask_dtype(cells: int):
@@ -171,19 +168,6 @@ def _build_job(job: TableJob, queue) -> artifact.TableData:
                        report=lambda done, total, text: queue.put((job.index, done, total, text)))
 
 
-def die_with_parent(parent: int) -> None:
-    """A worker's first step: end when its parent ends, even by SIGKILL or SIGHUP (Linux's
-    parent-death signal; a killed build left its workers running, gigabytes each). Where
-    the call does not exist the worker is left as before."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != parent:  # the parent ended before the signal was asked for
-        os._exit(1)
-
-
 def _draw(queue, labels: dict, enabled: bool) -> None:
     """The parent's side of the workers' progress: one bar or line per table."""
     bars: dict[int, Progress] = {}
@@ -222,13 +206,13 @@ def build_tables(jobs: list[TableJob], layout: Layout, labels: dict,
     with contextlib.ExitStack() as stack:
         manager = SyncManager(ctx=ctx)
         with signals_held():
-            manager.start(die_with_parent, (os.getpid(),))  # the progress queue's process
+            manager.start(signals.die_with_parent, (os.getpid(),))  # the progress queue's process
             stack.callback(manager.shutdown)  # before a Ctrl-C held back is raised
         queue = manager.Queue()
         drawer = threading.Thread(target=_draw, args=(queue, labels, progress), daemon=True)
         drawer.start()
         stack.callback(_stop_drawing, queue, drawer)
-        pool = ProcessPoolExecutor(layout.processes, mp_context=ctx, initializer=die_with_parent,
+        pool = ProcessPoolExecutor(layout.processes, mp_context=ctx, initializer=signals.die_with_parent,
                                    initargs=(os.getpid(),))
         stack.callback(pool.shutdown, wait=True, cancel_futures=True)
         try:
