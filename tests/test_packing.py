@@ -370,3 +370,18 @@ except ArtifactError as e:
     assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
     assert "opened for writing by another process while being packed" in p.stdout
     assert sorted(x.name for x in tmp_path.iterdir()) == ["a.h5"]  # no pack, no partial
+
+
+def test_a_pack_never_replaces_an_installed_table_even_with_force(tmp_path, packed):
+    """`pdbtool pack a.h5 -o artifacts/b.h5 --force` replaced an installed table with a pack:
+    every later solve in that directory was refused ("is a packed file"). An older pack is
+    replaced with --force as before."""
+    src, old_pack = packed
+    other = tmp_path / "other.h5"
+    make_installed(other, sizes=(100, 200))
+    before = other.read_bytes()
+    with pytest.raises(BadInput, match="is an installed table: refusing to replace it with a pack"):
+        pack(src, other, chunk_bytes=CHUNK, force=True)
+    assert other.read_bytes() == before
+    pack(src, old_pack, chunk_bytes=CHUNK, force=True)
+    assert read_packed_meta(old_pack).form == "packed"

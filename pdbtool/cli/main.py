@@ -386,7 +386,8 @@ def shipping_command(sub, name, func, help, output_help):
     p.add_argument("--threads", type=arg_threads, default=os.cpu_count(),
                    help="threads (default: all cores)")
     p.add_argument("--force", action="store_true",
-                   help="replace an existing output file (never the input, never a non-regular file)")
+                   help="replace an existing output file (never the input, never a non-regular "
+                        "file; pack never an installed table)")
     p.add_argument("--json", action="store_true", help="print JSON on stdout instead of text")
     p.set_defaults(func=func)
     return p

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 import h5py
 import zstandard
 
-from pdbtool.errors import ArtifactError
+from pdbtool.errors import ArtifactError, BadInput
 from pdbtool.tables import seal, trust
 from pdbtool.tables.artifact import (DATASET, INSTALLED, PACKED, ZSTD_FILTER, create_installed_file,
                                      open_tables, read_attrs, read_meta, read_packed_meta,
@@ -39,12 +39,16 @@ class Stopped(Exception):
 def pack(src, dst, *, threads=None, level=10, chunk_bytes=DEFAULT_CHUNK, force=False) -> dict:
     """Write a zstd-chunked copy of installed artifact `src` to `dst` (atomically),
     checking the source tables' checksums on the way. An existing `dst` is replaced only
-    with ``force`` (files.check_output). The source is held as the searches hold a table
+    with ``force`` (files.check_output), and never an installed table. The source is held as the searches hold a table
     (trust.Pinned): a source opened for writing meanwhile (truncated, say) is read as zero
     pages, never faults the pack, and the pack is refused with nothing written."""
     if not 1 <= chunk_bytes <= MAX_CHUNK:
         raise ValueError(f"chunk_bytes must be in 1..{MAX_CHUNK}")
     check_output(dst, inputs=(src,), force=force)
+    if force and _installed_table(dst):
+        raise BadInput(f"{dst} is an installed table: refusing to replace it with a pack, even "
+                       "with --force (solves would find a pack where the table was); give "
+                       "another output name, e.g. one ending .pdbpack")
     pin = trust.Pinned(src)
     try:
         return _pack(src, dst, pin, threads, level, chunk_bytes, force)
@@ -101,6 +105,14 @@ def _pack(src, dst, pin, threads, level, chunk_bytes, force) -> dict:
         "chunk_bytes": chunk,
         "seconds": time.perf_counter() - start,
     }
+
+
+def _installed_table(path) -> bool:
+    """Whether ``path`` holds an installed artifact (read as one)."""
+    try:
+        return os.path.isfile(path) and read_meta(path) is not None
+    except (ArtifactError, OSError):
+        return False
 
 
 def unpack(src, dst, *, threads=None, force=False):
