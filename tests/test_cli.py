@@ -568,6 +568,33 @@ def test_warm_without_artifacts_uses_the_artifacts_directory_here(art_dir, tmp_p
     assert [w["heuristic"] for w in json.loads(capsys.readouterr().out)["warmed"]] == ["pdb 8/full + reflection"]
 
 
+def test_json_says_when_the_stamp_was_not_written(art_dir, tmp_path, monkeypatch, capsys):
+    """verify and unpack succeed when only the stamp cannot be written (a full disk, a
+    read-only directory): the JSON said nothing of it, only stderr did."""
+    from pdbtool.tables import trust
+
+    path = tmp_path / "8-full.h5"
+    shutil.copy(art_dir / "8-full.h5", path)
+    assert main(["pack", str(path), "-o", str(tmp_path / "8.pdbpack")]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(path), "--json"]) == 0
+    good = json.loads(capsys.readouterr().out)
+    assert good["stamped"] is True and good["warnings"] == []
+
+    def full_disk(meta, checked=None):
+        raise trust.StampNotWritten(f"{meta.path}: stamp not written (test)", meta)
+
+    monkeypatch.setattr(trust, "record", full_disk)
+    assert main(["verify", str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] is True and report["stamped"] is False
+    assert report["warnings"] == [f"{path}: stamp not written (test)"]
+    out = tmp_path / "copy.h5"
+    assert main(["unpack", str(tmp_path / "8.pdbpack"), "-o", str(out), "--json"]) == 0
+    unpacked = json.loads(capsys.readouterr().out)
+    assert unpacked["stamped"] is False and unpacked["warnings"] == [f"{out}: stamp not written (test)"]
+
+
 def test_with_json_a_usage_error_is_a_json_error_too(capsys):
     with pytest.raises(SystemExit) as e:
         main(["solve", "--json", "--bogus", "1 2 3 4 5 6 7 8 0"])

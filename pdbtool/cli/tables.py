@@ -77,7 +77,8 @@ def cmd_verify(args) -> int:
     lines.append(f"{args.path}: {'verified' if report.ok else 'FAILED'}"
                  + (" (exhaustive)" if report.exhaustive and report.ok else ""))
     emit(args, {"path": str(args.path), "ok": report.ok, "seed": report.seed,
-                "exhaustive": report.exhaustive,
+                "exhaustive": report.exhaustive, "stamped": report.ok and not report.note,
+                "warnings": [report.note] if report.note else [],
                 "checks": [c.to_dict() for c in report.checks]}, "\n".join(lines))
     if not report.ok:
         failed = report.failed
@@ -174,7 +175,8 @@ def cmd_unpack(args) -> int:
     meta = report.meta
     if report.note:
         warn(report.note)
-    emit(args, meta.to_dict(), f"unpacked {args.path} -> {meta.path}: {meta.partition} version {meta.version}, "
+    emit(args, {**meta.to_dict(), "stamped": not report.note,
+                "warnings": [report.note] if report.note else []}, f"unpacked {args.path} -> {meta.path}: {meta.partition} version {meta.version}, "
                                f"checksums and all {len(report.checks)} verify checks passed")
     return 0
 
