@@ -4,6 +4,7 @@ entries, stale trust stamps, a wrong rank scheme, an interrupted write."""
 import json
 import logging
 import os
+import re
 import shutil
 
 import h5py
@@ -445,3 +446,34 @@ def test_verify_names_a_seed_only_when_it_sampled(art_dir, tmp_path, capsys):
     assert "sampled with seed" not in capsys.readouterr().out
     assert main(["verify", str(art_dir / "8-full.h5"), "--seed", "7"]) == 0
     assert "sampled with seed 7 (--seed 7 repeats them)" in capsys.readouterr().out
+
+
+def relabel(src, dst, partition: str):
+    """A copy of ``src`` labelled ``partition``, its content version and seal made again."""
+    shutil.copy(src, dst)
+    m = artifact.read_meta(dst)
+    with h5py.File(dst, "r+") as f:
+        f.attrs["partition"] = partition
+        f.attrs["version"] = artifact.content_version(
+            partition, m.size, m.goal, m.rank_scheme, m.rank_version, m.zero_aware,
+            m.encoding, m.tables, m.groups, m.cols)
+    seal.reseal(dst)
+
+
+@pytest.mark.parametrize("table, label, says", [
+    ("15-5-5-5.h5", "15/7-8", r"labelled '15/7-8' \(4x4, groups 1-2-3-4-5-6-7 8-9-10-11-12-13-14-15\)"
+                              r", but it holds 4x4 tables of groups 1-2-3-6-7 4-5-8-9-12 10-11-13-14-15: mislabelled"),
+    ("8-full.h5", "24/small", r"labelled '24/small' \(5x5, .*but it holds 3x3 tables"),
+])
+def test_a_table_labelled_as_another_catalogue_is_refused(art_dir, tmp_path, table, label, says):
+    """The label edited and sealed again: `list`, `info` and every answer named a 15/7-8 of
+    0.2 MiB. A catalogue this pdbtool ships is checked against the groups held."""
+    path = tmp_path / table
+    relabel(art_dir / table, path, label)
+    report = verify(path)
+    assert not report.ok and report.failed.name == "metadata"
+    assert re.search(says, report.failed.detail), report.failed.detail
+    with pytest.raises(ArtifactError, match="mislabelled"):
+        load_heuristic(path)
+    relabel(art_dir / table, path, "15/from-a-newer-pdbtool")  # a name it does not know
+    assert verify(path).ok

@@ -34,7 +34,7 @@ from pdbtool.heuristics.table_free import Heuristic
 from pdbtool.kernels import heuristic as hk
 from pdbtool.kernels.ranking import (MAX_OUTSIDE_CELLS, RANK_SCHEME, RANK_VERSION, colex_tables,
                                      lex_weights, order_weights, outside_cells, regions)
-from pdbtool.tables import artifact
+from pdbtool.tables import artifact, catalogue
 
 
 class Lookup(NamedTuple):
@@ -93,6 +93,7 @@ def check_layout(meta: artifact.ArtifactMeta) -> None:
         if t.entries >= 2**31:  # h_update keeps entry indices in the int32 state row
             raise ArtifactError(f"{where}: table {t.name!r} has {t.entries:,} entries; "
                                 "this pdbtool reads tables of fewer than 2^31")
+    check_label(meta)
     symmetries = set(geometry.symmetries(meta.shape))
     for g in meta.groups:
         if len(meta.tables[g.table].tiles) != len(g.tiles):
@@ -100,6 +101,30 @@ def check_layout(meta: artifact.ArtifactMeta) -> None:
         if tuple(g.cell_map) not in symmetries:  # moves on the board must be moves there
             raise ArtifactError(f"{where}: group {list(g.tiles)}'s cell map is not a "
                                 f"symmetry of the {meta.shape} board")
+
+
+def check_label(meta: artifact.ArtifactMeta) -> None:
+    """An artifact labelled with a catalogue this pdbtool ships holds that catalogue's
+    groups on its board (a label edited and sealed again named another table in `list`,
+    `info` and every answer); a name it does not know (a newer pdbtool's) is not checked."""
+    known = catalogue.catalogues().get(meta.partition)
+    if known is None:
+        return
+
+    def split(partitions):
+        return sorted(sorted(tuple(sorted(g)) for g in p) for p in partitions)
+
+    held = split([g.tiles for g in meta.groups if g.partition == p]
+                 for p in range(meta.partitions))
+    if known.shape != meta.shape or held != split(known.partitions):
+        raise ArtifactError(f"{meta.path}: labelled {meta.partition!r} ({known.shape}, groups "
+                            f"{_groups_text(split(known.partitions))}), but it holds "
+                            f"{meta.shape} tables of groups {_groups_text(held)}: mislabelled")
+
+
+def _groups_text(partitions) -> str:
+    text = " | ".join(" ".join("-".join(map(str, g)) for g in p) for p in partitions)
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 SCATTERED_BYTES = 64 << 20  # see scattered
