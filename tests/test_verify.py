@@ -477,3 +477,12 @@ def test_a_table_labelled_as_another_catalogue_is_refused(art_dir, tmp_path, tab
         load_heuristic(path)
     relabel(art_dir / table, path, "15/from-a-newer-pdbtool")  # a name it does not know
     assert verify(path).ok
+
+
+def test_the_ranking_check_says_all_when_every_rank_was_checked(art_dir):
+    """8/full's tables are smaller than the samples: every rank and map is checked, and the
+    line said "(sampled)"; 15/5-5-5's are sampled."""
+    checks = {c.name: c.detail for c in verify(art_dir / "8-full.h5", stamp=False).checks}
+    assert "for 362,880 ranks (all)" in checks["ranking"]
+    checks = {c.name: c.detail for c in verify(art_dir / "15-5-5-5.h5", stamp=False).checks}
+    assert "ranks (sampled)" in checks["ranking"]
