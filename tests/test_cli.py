@@ -593,6 +593,13 @@ def test_json_says_when_the_stamp_was_not_written(art_dir, tmp_path, monkeypatch
     assert main(["unpack", str(tmp_path / "8.pdbpack"), "-o", str(out), "--json"]) == 0
     unpacked = json.loads(capsys.readouterr().out)
     assert unpacked["stamped"] is False and unpacked["warnings"] == [f"{out}: stamp not written (test)"]
+    monkeypatch.undo()
+    assert main(["unpack", str(tmp_path / "8.pdbpack"), "-o", str(tmp_path / "noext"), "--json"]) == 0
+    out, err = capsys.readouterr()  # a name the directory scans never find: said
+    assert json.loads(out)["warnings"] == [f"{tmp_path / 'noext'}: a name not ending .h5 is not "
+                                           "found in a directory (pdbtool solve --artifacts, pdbd "
+                                           "serve); give it with --artifact, or rename it"]
+    assert "warning: " in err and "not ending .h5" in err
 
 
 def test_with_json_a_usage_error_is_a_json_error_too(capsys):

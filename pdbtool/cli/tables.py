@@ -173,10 +173,14 @@ def cmd_unpack(args) -> int:
 
     report = install(args.path, args.output, threads=args.threads, force=args.force)
     meta = report.meta
-    if report.note:
-        warn(report.note)
-    emit(args, {**meta.to_dict(), "stamped": not report.note,
-                "warnings": [report.note] if report.note else []}, f"unpacked {args.path} -> {meta.path}: {meta.partition} version {meta.version}, "
+    warnings = [report.note] if report.note else []
+    if not str(args.output).endswith(".h5"):
+        warnings.append(f"{args.output}: a name not ending .h5 is not found in a directory "
+                        "(pdbtool solve --artifacts, pdbd serve); give it with --artifact, or "
+                        "rename it")
+    for text in warnings:
+        warn(text)
+    emit(args, {**meta.to_dict(), "stamped": not report.note, "warnings": warnings}, f"unpacked {args.path} -> {meta.path}: {meta.partition} version {meta.version}, "
                                f"checksums and all {len(report.checks)} verify checks passed")
     return 0
 
