@@ -423,6 +423,9 @@ def serve_with(args, tls: Tls | None, metrics: Metrics, pid_file: PidFile | None
                     reflection_on=not args.no_reflection, tls=tls, insecure=args.insecure,
                     mlock=args.mlock, prefault=not args.no_prefault, delegation=delegation,
                     metrics=metrics, proxies=proxies, stopping=stop)
+    sizes = sizes_text(loaded)
+    del loaded  # the daemon's now: a reload releases them, and nothing here may keep them
+    # (this frame lives as long as the process: it held the start's files open for good)
     if stop.is_set():  # SIGTERM or SIGINT while it started: never served, cleaned up
         notify.stopping()
         log.info("stopping before serving: a SIGTERM or SIGINT came while it started")
@@ -441,7 +444,7 @@ def serve_with(args, tls: Tls | None, metrics: Metrics, pid_file: PidFile | None
                  limits.max_search_seconds or "no",
                  f"{limits.max_nodes:,}" if limits.max_nodes else "no",
                  f"{limits.max_search_memory >> 20:,}" if limits.max_search_memory else "no",
-                 per_client or "any", sizes_text(loaded))
+                 per_client or "any", sizes)
         log.info("at most %d connections at once (open-file limit %d); more are closed as "
                  "they arrive", daemon.max_connections, files)
         while not stop.wait(0.5):

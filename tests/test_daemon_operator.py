@@ -1,6 +1,7 @@
 """pdbd as an operator runs it, as processes: the pid file, `pdbd web` and SIGHUP, and the
 whole (unix socket, metrics, JSON logs, pid file, reload)."""
 
+import contextlib
 import json
 import os
 import re
@@ -396,3 +397,38 @@ def test_metrics_on_the_listen_address_are_refused_before_the_tables(tmp_path, c
     err = capsys.readouterr().err
     assert code == 1 and "is --listen's address: give the metrics a port of their own" in err
     assert "no artifacts" not in err
+
+
+def test_a_reload_closes_the_files_of_the_tables_loaded_at_start(served_dir):
+    """The rollout the README gives (a new file renamed over the old, then SIGHUP): the
+    tables replaced were said released, but `pdbd serve` itself still held the tables it
+    loaded at start (their mappings' files open, deleted: the disk space held until a
+    restart). A reload's replaced tables were released; now the start's are too."""
+    import shutil
+
+    listen = f"127.0.0.1:{free_port()}"
+    proc = pdbd_process("serve", "--artifacts", str(served_dir), "--listen", listen)
+    err = Drained(proc)
+    try:
+        assert wait_for(lambda: "serving on" in "".join(err.lines) or proc.poll() is not None, 60)
+        for path in served_dir.glob("*.h5"):
+            shutil.copy(path, path.with_suffix(".new"))
+            os.replace(path.with_suffix(".new"), path)
+        proc.send_signal(signal.SIGHUP)
+        assert wait_for(lambda: "released the tables replaced by a reload" in "".join(err.lines), 60)
+
+        def deleted() -> list[str]:
+            held = []
+            for fd in os.listdir(f"/proc/{proc.pid}/fd"):
+                with contextlib.suppress(OSError):
+                    target = os.readlink(f"/proc/{proc.pid}/fd/{fd}")
+                    if target.startswith(str(served_dir)) and target.endswith("(deleted)"):
+                        held.append(target)
+            return held
+
+        assert wait_for(lambda: not deleted(), 10), deleted()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
