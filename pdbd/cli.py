@@ -463,7 +463,8 @@ def info(args) -> int:
     for a in d["artifacts"]:
         print(f"artifact {a['path']}: {a['partition']} version {a['version']}, "
               f"{a['resident_bytes'] / 2**20:.1f} of {a['bytes'] / 2**20:.1f} MiB in memory"
-              + (" (locked)" if a["locked"] else ""))
+              + (" (locked)" if a["locked"] else "")
+              + (f"; REFUSED: {a['refused']} (reload to serve it again)" if a["refused"] else ""))
         for t in a["tables"]:
             print(f"  table {t['name']}: {t['entries']:,} entries, sha256 {t['sha256']}")
     print("counters: " + ", ".join(f"{k} {v}" for k, v in d["counters"].items()))

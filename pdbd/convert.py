@@ -115,7 +115,8 @@ def artifact_message(loaded, locked: bool = False) -> pb.Artifact:
         path=Path(meta.path).name, partition=meta.partition, size=meta.size,
         cols=meta.shape.cols, version=meta.version,
         tables=[pb.Table(name=t.name, sha256=t.sha256, entries=t.entries) for t in meta.tables],
-        bytes=data.nbytes, resident_bytes=resident_bytes(data), locked=locked)
+        bytes=data.nbytes, resident_bytes=resident_bytes(data), locked=locked,
+        refused=loaded.pin.broken or "")
 
 
 def info_dict(m: pb.InfoReply) -> dict:
@@ -136,6 +137,7 @@ def info_dict(m: pb.InfoReply) -> dict:
                        "rows": a.size, "cols": a.cols or a.size,
                        "version": a.version, "bytes": a.bytes,
                        "resident_bytes": a.resident_bytes, "locked": a.locked,
+                       "refused": a.refused or None,
                        "tables": [{"name": t.name, "sha256": t.sha256, "entries": t.entries}
                                   for t in a.tables]} for a in m.artifacts],
         "cluster": ({"address": m.cluster.address, "nodes": m.cluster.nodes,

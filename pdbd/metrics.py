@@ -193,12 +193,16 @@ class StateCollector:
         size = GaugeMetricFamily("pdbd_table_bytes", "Bytes of a table loaded", labels=labels)
         resident = GaugeMetricFamily("pdbd_table_resident_bytes", "Bytes of a table in memory "
                                      "(mincore)", labels=labels)
+        refused = GaugeMetricFamily("pdbd_table_refused", "1 while a table's searches are "
+                                    "refused (its file changed on disk while served: reload)",
+                                    labels=labels)
         for t in s.tables.loaded:
             values = [t.meta.partition, str(t.meta.version), Path(t.meta.path).name]
             info.add_metric(values, 1)
             size.add_metric(values, t.data.nbytes)
             resident.add_metric(values, resident_bytes(t.data))
-        yield from (info, size, resident)
+            refused.add_metric(values, int(t.pin.broken is not None))
+        yield from (info, size, resident, refused)
 
 
 def gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:

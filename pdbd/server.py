@@ -206,6 +206,13 @@ class Daemon:
         if mlock:
             lock_tables(tables)
             self.servicer.locked = True
+        self._watch_tables(tables)
+
+    def _watch_tables(self, tables: TableSet) -> None:
+        """Health follows each table's file: refused (changed on disk while served), the
+        daemon is NOT_SERVING until a reload or the file found unchanged (a touch)."""
+        for loaded in tables.loaded:
+            loaded.pin.watch(self._update_health)
 
     def start(self) -> None:
         self.server.start()
@@ -226,7 +233,9 @@ class Daemon:
         except BaseException:  # refused: the new tables are let go, the old ones serve
             release(tables.loaded)
             raise
+        self._watch_tables(tables)
         self.servicer.swap(served)
+        self._update_health()  # a refused table replaced: serving again
         self._prefault(tables)
 
     def stop(self, grace: float = 5.0, drain: float = 0.0,
@@ -284,16 +293,18 @@ class Daemon:
             self.metrics.search_done(job.solver.shape, job.search_seconds, job.control.generated)
 
     def _update_health(self) -> None:
-        """pdbd.v1.Solver is NOT_SERVING while no search can be admitted (overload); the
-        server's own status ("") stays SERVING: it is alive, and a liveness probe must not
-        restart a busy daemon."""
+        """pdbd.v1.Solver is NOT_SERVING while no search can be admitted (overload) or a
+        table serving is refused (its file changed on disk: every search on it would be
+        refused, until a reload); the server's own status ("") stays SERVING: it is alive,
+        and a liveness probe must not restart a busy daemon."""
         if not self._serving:
             return
         # The pool read under the lock: read before it, a full pool's status could be
         # published after a later call had seen the pool free, for good (the pool calls
         # this outside its own lock, so the two locks are never taken the other way).
         with self._health_lock:  # set only on a change: twice a query otherwise
-            status = (health_pb2.HealthCheckResponse.NOT_SERVING if self.pool.full
+            refused = any(t.pin.broken for t in self.servicer.served.tables.serving)
+            status = (health_pb2.HealthCheckResponse.NOT_SERVING if self.pool.full or refused
                       else health_pb2.HealthCheckResponse.SERVING)
             if status != self._solver_status:
                 self._solver_status = status

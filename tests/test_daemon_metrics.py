@@ -136,3 +136,35 @@ def test_a_clients_deadline_is_counted_as_a_deadline_not_a_cancel(slow, slow_stu
         assert info(slow)["counters"]["abandoned"] == abandoned
     finally:
         slow.metrics.close()
+
+
+def test_a_table_refused_is_a_gauge_and_takes_the_solver_out_of_rotation(served_dir):
+    """A served file changed on disk: its searches are refused until a reload; the metrics
+    said nothing but its residency (0), and health stayed SERVING."""
+    from pdbd.server import reload_tables
+    from pdbd.wire import SERVICE_NAME
+    from pdbtool.selection import load_directory
+    from serving import change_under, daemon_serving
+
+    with daemon_serving(load_directory(served_dir), threads=1) as daemon:
+        port = daemon.metrics.serve("127.0.0.1", 0)
+        try:
+            def refused(partition):
+                m = scrape(port)
+                [labels] = [dict(k[1]) for k in m if k[0] == "pdbd_table_info"
+                            and dict(k[1])["partition"] == partition]
+                return sample(m, "pdbd_table_refused", **labels)
+
+            with SolverClient(daemon.address) as c:
+                assert refused("8/full") == 0 and c.health(SERVICE_NAME) == "SERVING"
+                change_under(served_dir / "8-full.h5", "truncate", None)  # (a thread: the
+                # lease's holder is this process)
+                assert wait_for(lambda: refused("8/full") == 1, 10)
+                assert refused("15/5-5-5") == 0
+                assert wait_for(lambda: c.health(SERVICE_NAME) == "NOT_SERVING", 10)
+                assert c.health() == "SERVING"  # alive: a liveness probe must not restart it
+                (served_dir / "8-full.h5").unlink()
+                reload_tables(daemon, served_dir)  # serves 4x4 only now: nothing refused
+                assert c.health(SERVICE_NAME) == "SERVING"
+        finally:
+            daemon.metrics.close()

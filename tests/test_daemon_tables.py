@@ -13,6 +13,7 @@ from pdbd.client import ClientTls, ServerUnavailable, SolverClient
 from pdbd.listening import ListenError, Tls, check_exposure
 from pdbd.server import Daemon
 from pdbd.v1 import solver_pb2 as pb
+from pdbd.wire import SERVICE_NAME
 from pdbtool.errors import BadInput
 from pdbtool.selection import load_directory
 from pdbtool.tables import artifact, residency, trust
@@ -66,7 +67,12 @@ def test_a_changed_table_is_refused_and_sighup_reloads(art_dir, tmp_path):
         with pytest.raises(ServerUnavailable, match="refused: table file 8-full.h5 changed"):
             client.solve(EASY8)
         assert str(d) not in str(client.info())  # names, never the server's paths
+        # Alive, but the solver service out of rotation: every search would be refused
+        # (it said SERVING), and Info says which table and why.
         assert client.health() == "SERVING" and proc.poll() is None
+        assert wait_for(lambda: client.health(SERVICE_NAME) == "NOT_SERVING", 10)
+        [listed] = client.info()["artifacts"]
+        assert listed["refused"].startswith("opened for writing") or "truncated" in listed["refused"]
         # Its old bytes written back in place: still refused (a table found changed stays
         # refused until a reload, whatever it holds meanwhile; a rewrite in place of a file
         # not yet refused: test_table_identity.py).
@@ -83,6 +89,8 @@ def test_a_changed_table_is_refused_and_sighup_reloads(art_dir, tmp_path):
         # same bytes); a second SIGHUP sent before it is handled would make one reload of both
         assert wait_for(lambda: any("reloaded" in line for line in log.lines), 30), log.lines
         assert client.solve(EASY8).length == 2
+        assert client.health(SERVICE_NAME) == "SERVING"
+        assert client.info()["artifacts"][0]["refused"] is None
         # A reload that fails verification keeps the tables loaded before.
         (d / "15-5-5-5.h5").write_bytes(b"not an artifact")
         proc.send_signal(signal.SIGHUP)

@@ -168,7 +168,7 @@ class Table(_message.Message):
     def __init__(self, name: _Optional[str] = ..., sha256: _Optional[str] = ..., entries: _Optional[int] = ...) -> None: ...
 
 class Artifact(_message.Message):
-    __slots__ = ("path", "partition", "size", "version", "tables", "bytes", "resident_bytes", "locked", "cols")
+    __slots__ = ("path", "partition", "size", "version", "tables", "bytes", "resident_bytes", "locked", "cols", "refused")
     PATH_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
@@ -178,6 +178,7 @@ class Artifact(_message.Message):
     RESIDENT_BYTES_FIELD_NUMBER: _ClassVar[int]
     LOCKED_FIELD_NUMBER: _ClassVar[int]
     COLS_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
     path: str
     partition: str
     size: int
@@ -187,7 +188,8 @@ class Artifact(_message.Message):
     resident_bytes: int
     locked: bool
     cols: int
-    def __init__(self, path: _Optional[str] = ..., partition: _Optional[str] = ..., size: _Optional[int] = ..., version: _Optional[str] = ..., tables: _Optional[_Iterable[_Union[Table, _Mapping]]] = ..., bytes: _Optional[int] = ..., resident_bytes: _Optional[int] = ..., locked: bool = ..., cols: _Optional[int] = ...) -> None: ...
+    refused: str
+    def __init__(self, path: _Optional[str] = ..., partition: _Optional[str] = ..., size: _Optional[int] = ..., version: _Optional[str] = ..., tables: _Optional[_Iterable[_Union[Table, _Mapping]]] = ..., bytes: _Optional[int] = ..., resident_bytes: _Optional[int] = ..., locked: bool = ..., cols: _Optional[int] = ..., refused: _Optional[str] = ...) -> None: ...
 
 class SizeServed(_message.Message):
     __slots__ = ("size", "heuristic", "artifact_version", "rows", "cols")

@@ -156,7 +156,20 @@ class Pinned:
         self._lock = threading.Lock()
         self._recheck = threading.Lock()  # one content check or recovery at a time
         self._searches: dict[int, object] = {}  # id -> SearchControl of a search reading it
+        self._watchers: list = []  # called when the file is refused or serves again (watch)
         self.unleased = lease.hold(self._fd, self._detach, self._stop_searches)
+
+    def watch(self, callback) -> None:
+        """``callback()`` (no arguments, on whatever thread found it) whenever the file is
+        refused (``broken`` set) or found unchanged and serving again: a daemon's health."""
+        self._watchers.append(callback)
+
+    def _tell(self) -> None:
+        for callback in list(self._watchers):
+            try:
+                callback()
+            except Exception:  # a watcher's failure is said, never the file's handling
+                log.exception("a watcher of %s failed", self.path)
 
     @property
     def breaks(self) -> int:
@@ -230,6 +243,7 @@ class Pinned:
             if not broken:  # refused from now on, whatever the file looks like later
                 self._why = what
                 self._breaks += 1
+                self._tell()
             raise TableChanged(f"table file {self.path.name} changed on disk since it was "
                                f"loaded ({what}); refusing to answer from it until it is "
                                "loaded again")
@@ -295,6 +309,7 @@ class Pinned:
         log.warning("%s was opened for writing while in use: its tables were dropped from "
                     "memory, %d search(es) on it stopped; refused until it is found unchanged "
                     "or loaded again", self.path, len(searches))
+        self._tell()
         threading.Thread(target=self._recover, name="pdbtool-lease-recover", daemon=True).start()
 
     def _recover(self) -> None:
@@ -340,6 +355,7 @@ class Pinned:
             self._restored = breaks
         log.info("%s was opened for writing but its content is unchanged: serving it again",
                  self.path)
+        self._tell()
 
     def release(self) -> None:
         """No search will read the file again: unmap its tables (zero pages at the same
