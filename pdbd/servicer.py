@@ -53,6 +53,7 @@ MAX_DETAILS = 400  # status details travel in a header: never echo a huge input 
 
 SEARCHES = ("Solve", "SolveStream", "SolveBatch")  # the methods whose requests are searches
 DEADLINE_SLACK = 0.1  # seconds: a call that ends this close to its deadline ended by it
+LATE = ("deadline", "cancelled")  # a search that answers after these has nobody to answer
 HALT_STATUS = {
     "deadline": (grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded"),
     "cancelled": (grpc.StatusCode.CANCELLED, "cancelled by the client"),
@@ -491,6 +492,8 @@ class SolverServicer:
         shape = job.solver.shape
         try:
             result = job.future.result()
+            if job.reason in LATE:  # halted as it finished (a first search's compile does
+                raise CancelledError  # not look at the stop flag): the caller has gone
         except TableChanged as e:
             self._refuse_changed(e, context)
         except (LimitReached, CancelledError) as e:

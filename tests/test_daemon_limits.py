@@ -121,3 +121,29 @@ def test_message_over_the_limit_is_refused(stub):
         stub.Solve(pb.SolveRequest(tiles=list(range(500_000))))  # ~1.5 MB
     assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert "larger than max" in e.value.details()
+
+
+def test_a_search_that_answers_after_its_deadline_is_counted_as_the_deadline(slow, slow_stub,
+                                                                            monkeypatch, caplog):
+    """A search that does not look at its stop flag for a while (a first search's compile)
+    and answers after the call's deadline: the client saw DEADLINE_EXCEEDED, the server
+    logged and counted the call as solved (code OK). Here the search waits until the
+    deadline has halted it, then answers, whatever the machine's speed."""
+    from pdbtool.search.control import SearchControl
+    from pdbtool.search.solver import Solver
+
+    search = Solver.search
+
+    def late(self, prepared, control=None, **kw):
+        assert wait_for(lambda: control.reason is not None, 30)  # halted: the deadline
+        return search(self, prepared, control=SearchControl(), **kw)  # answers all the same
+
+    monkeypatch.setattr(Solver, "search", late)
+    before = info(slow)["counters"]
+    caplog.set_level("INFO", logger="pdbd")
+    with pytest.raises(grpc.RpcError) as e:  # A*: the fast lane leaves it to the worker
+        slow_stub.Solve(pb.SolveRequest(tiles=EASY_WALK, algorithm="astar"), timeout=0.3)
+    assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert wait_for(lambda: any("stopped: deadline" in r.getMessage() for r in caplog.records), 10)
+    after = info(slow)["counters"]
+    assert after["solved"] == before["solved"] and after["cancelled"] == before["cancelled"] + 1
