@@ -7,7 +7,9 @@ flow control holds a faster sender back, and a client that does not read its res
 holds its boards back (their results piled up on the server before); each board goes
 through the servicer's own admission and outcome (``admit``, ``outcome``) with an
 ``ItemContext``: the call's context for the peer, the deadline and cancellation, but an
-abort ends only that item (a BatchError), not the call. Admission searches the board in
+abort ends only that item (a BatchError), not the call; and with what the call settled
+once for all its boards (``Settled``: its client, its last choice, the table files checked
+for the message, its method). Admission searches the board in
 the fast lane on the reader's thread, as a unary Solve is searched on its handler's (the
 same budget, slots and share per client, but only while a slot is free and no other call
 waits for one: a batch never holds the lane against unary calls); a board past the lane's
@@ -26,6 +28,7 @@ import math
 import queue
 import threading
 import time
+from typing import NamedTuple
 
 import grpc
 
@@ -130,19 +133,28 @@ class Callbacks:
             callback()
 
 
+class Settled(NamedTuple):
+    """What a SolveBatch call settled once for all its boards, which SolverServicer.admit
+    and outcome take beside each board's ItemContext (a unary call gives none): the
+    ``client`` its searches count against (found once a call), its last ``choices``
+    (pdbd.choices: the solver, goal and algorithm of the boards before), the table files
+    ``checked`` for the request message being read (admission checks each once a message;
+    the reader empties the set at each message), and the ``method`` its log lines name."""
+
+    client: str
+    choices: Choices
+    checked: set
+    method: str = METHOD
+
+
 class ItemContext:
-    """The call's context as one item of the batch sees it: also the call's ``client``
-    (found once a call), the table files ``checked`` for the item's request message
-    (SolverServicer._admit_on checks each once a message) and the call's last ``choices``
-    (pdbd.choices: the solver, goal and algorithm of the boards before it)."""
+    """The call's context as one item of the batch sees it: its abort and trailing
+    metadata the item's own, its callback one of the call's (Callbacks), its peer the one
+    the call began with; the rest (invocation_metadata, time_remaining, is_active) the
+    call's."""
 
-    method = METHOD
-
-    def __init__(self, context, callbacks: Callbacks, key: int, client: str | None = None,
-                 checked: set | None = None, choices: Choices | None = None, peer: str = "",
-                 waiting=None):
+    def __init__(self, context, callbacks: Callbacks, key: int, peer: str = "", waiting=None):
         self._context, self._callbacks, self.key = context, callbacks, key
-        self.client, self.checked, self.choices = client, checked, choices
         self._peer = peer
         self._waiting = waiting
         self._metadata: dict[str, str] = {}
@@ -231,7 +243,9 @@ def solve_batch(servicer, requests, context):
     finished: queue.Queue = queue.Queue()  # lists of (id, job or None, context or error)
     callbacks = Callbacks(context)
     client, peer = servicer.proxies.client(context), context.peer()
-    choices = Choices()  # the reader's: each board that asks as the one before takes its choice
+    # The reader's: each board that asks as the one before takes its choice; the table
+    # files checked for the message being read (emptied at each message).
+    settled = Settled(client, Choices(), set())
     stopped: list[str] = []
     packed = threading.Event()  # the client sends items: results go several a message
     counts = [0, 0]  # boards admitted (by the reader), answered (sent, or in this message)
@@ -287,10 +301,10 @@ def solve_batch(servicer, requests, context):
                 or now >= until):
             hand_on()
 
-    def admit(key: int, ident: int, request, checked: set) -> None:
-        ctx = ItemContext(context, callbacks, key, client, checked, choices, peer, hand_on)
+    def admit(key: int, ident: int, request) -> None:
+        ctx = ItemContext(context, callbacks, key, peer, hand_on)
         try:  # (deferring: a pool slot taken meanwhile by another call is waited for)
-            job = servicer.admit(request, ctx, deferring=True)
+            job = servicer.admit(request, ctx, deferring=True, batch=settled)
         except ItemAborted as e:
             callbacks.discard(key)
             answered_here((ident, None, e))
@@ -312,7 +326,7 @@ def solve_batch(servicer, requests, context):
             for message in requests:
                 if message.items:
                     packed.set()  # before the first admission: every result goes packed
-                checked: set = set()  # the table files checked for this message
+                settled.checked.clear()  # each table file checked again for this message
                 for ident, request in boards_of(message):
                     if servicer.closing:
                         stopped.append("shutdown")
@@ -321,7 +335,7 @@ def solve_batch(servicer, requests, context):
                         return
                     n += 1
                     counts[0] = n
-                    admit(n, ident, request, checked)
+                    admit(n, ident, request)
                 hand_on()  # before waiting for the next message
         except BaseException:  # an undecodable request (aborted), a dropped call
             stopped.append("failed")
@@ -335,7 +349,8 @@ def solve_batch(servicer, requests, context):
             return {"id": ident, "error": ctx.message()}
         callbacks.discard(ctx.key)
         try:
-            return {"id": ident, "result": servicer.outcome(job, ctx, fields=True)}
+            result = servicer.outcome(job, ctx, fields=True, batch=settled)
+            return {"id": ident, "result": result}
         except ItemAborted as e:
             return {"id": ident, "error": e.message()}
 

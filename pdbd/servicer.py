@@ -36,7 +36,7 @@ from pdbtool.tables.trust import TableChanged
 
 from . import convert
 from .defaults import DEFAULT_MAX_NODES, DEFAULT_MAX_SEARCH_MEMORY, DEFAULT_MAX_SEARCH_SECONDS
-from .batch import SHUTDOWN, solve_batch
+from .batch import SHUTDOWN, Settled, solve_batch
 from .choices import choose
 from .jobs import POOL_WAIT_SECONDS, Delegation, FastLane, Job, Lane, QueueFull, WorkerPool
 from .logs import request_fields
@@ -313,34 +313,37 @@ class SolverServicer:
 
     # -- steps -------------------------------------------------------------------------------
 
-    def admit(self, request, context, deferring: bool = False) -> Job:
+    def admit(self, request, context, deferring: bool = False,
+              batch: Settled | None = None) -> Job:
         """Validate (no search for bad or unsolvable boards), check the table and the
         client's limit, and search in the fast lane or queue; or abort the RPC. A batch's
         board (``deferring``) takes the lane only when a slot is free at once and no other
         call waits for one (FastLane.run): else, or past the lane's nodes, the pool.
 
-        A batch's board comes with its ``batch.ItemContext``, which carries what the call
-        found once for all its boards: the ``client`` it counts against, the ``choices``
-        of the boards before it, the table files ``checked`` for its message, and the
-        ``method`` its log lines name; a unary call's context has none of them."""
+        A batch's board comes with its ``batch.ItemContext`` and with ``batch``, what the
+        call settled once for all its boards (pdbd.batch.Settled): the ``client`` it counts
+        against, the ``choices`` of the boards before it, the table files ``checked`` for
+        its message; a unary call gives none (its client found from its context, its
+        choice made and its table file checked for it alone)."""
         self.counters.add("requests")
         if self.closing:
             self._reject("shutdown")
             abort(context, grpc.StatusCode.UNAVAILABLE, "the server is shutting down")
         served = self._hold()
         try:
-            job = self._admit_on(served, request, context, deferring)
+            job = self._admit_on(served, request, context, deferring, batch)
         except BaseException:
             served.leave()
             raise
         job.future.add_done_callback(lambda _: served.leave())
         return job
 
-    def _admit_on(self, served: Served, request, context, deferring: bool = False) -> Job:
+    def _admit_on(self, served: Served, request, context, deferring: bool = False,
+                  batch: Settled | None = None) -> Job:
         """``admit`` with the tables held for the search."""
-        # A batch's boards that ask alike take the choice made for the first (``context.
+        # A batch's boards that ask alike take the choice made for the first (``batch.
         # choices``): their size, goal and algorithm are not checked again.
-        choices = getattr(context, "choices", None)
+        choices = None if batch is None else batch.choices
         try:
             choice = (choose(served, request, self.limits) if choices is None
                       else choices.get(served, request, self.limits))
@@ -357,8 +360,8 @@ class SolverServicer:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, short(str(e)))
         # The table file (the search checks it again, before and after: no answer comes
         # from a changed file either way). A batch checks it once a request message
-        # (``context.checked``: the files checked for this message), not once a board.
-        source, checked = solver.heuristic.source, getattr(context, "checked", None)
+        # (``batch.checked``: the files checked for this message), not once a board.
+        source, checked = solver.heuristic.source, None if batch is None else batch.checked
         try:
             if source and (checked is None or source not in checked):
                 source.check()
@@ -366,7 +369,7 @@ class SolverServicer:
                     checked.add(source)
         except TableChanged as e:
             self._refuse_changed(e, context)
-        client = getattr(context, "client", None) or self.proxies.client(context)
+        client = self.proxies.client(context) if batch is None else batch.client
         if not self.peers.enter(client):
             self._reject("per-client")
             context.set_trailing_metadata(((LIMIT_KEY, "per-client"),))
@@ -423,13 +426,12 @@ class SolverServicer:
         if job.reason == "deadline":  # (as the search was halted: the status says the same)
             context.set_code(grpc.StatusCode.DEADLINE_EXCEEDED)  # how the call ended
             log.info("stream %s stopped: deadline nodes=%d", self._what(job),
-                     job.control.generated, extra=self._fields(job, context, True,
-                                                               "DEADLINE_EXCEEDED",
+                     job.control.generated, extra=self._fields(job, True, "DEADLINE_EXCEEDED",
                                                                stopped="deadline"))
             return
         self.counters.add("abandoned")
         log.info("stream %s abandoned by %s after %d nodes", self._what(job), job.peer,
-                 job.control.generated, extra=self._fields(job, context, True, "CANCELLED",
+                 job.control.generated, extra=self._fields(job, True, "CANCELLED",
                                                            stopped="abandoned"))
 
     def _refuse_changed(self, e: TableChanged, context) -> None:
@@ -473,11 +475,13 @@ class SolverServicer:
             return False
         return True
 
-    def outcome(self, job: Job, context, stream: bool = False, fields: bool = False):
+    def outcome(self, job: Job, context, stream: bool = False, fields: bool = False,
+                batch: Settled | None = None):
         """The finished job as a result message (``fields``: its fields, as a dict), or
-        abort with the status that explains it."""
+        abort with the status that explains it; ``batch``: a batch's board (its log lines
+        name the batch's method), as ``admit`` took it."""
         try:
-            return self._outcome_of(job, context, stream, fields)
+            return self._outcome_of(job, context, stream, fields, batch)
         finally:
             # Raised here by result(), the search's exception (kept in the future) got
             # this frame, which holds the job, which holds the future: a cycle keeping the
@@ -488,7 +492,8 @@ class SolverServicer:
                 if error is not None:
                     error.__traceback__ = None
 
-    def _outcome_of(self, job: Job, context, stream: bool, fields: bool = False):
+    def _outcome_of(self, job: Job, context, stream: bool, fields: bool = False,
+                    batch: Settled | None = None):
         shape = job.solver.shape
         try:
             result = job.future.result()
@@ -508,9 +513,9 @@ class SolverServicer:
             log.info("solve %s stopped: %s nodes=%d seconds=%.3f artifact=%s peer=%s", shape,
                      limit or job.reason, nodes, job.search_seconds,
                      job.solver.heuristic.artifact, job.peer,
-                     extra=self._fields(job, context, stream,
+                     extra=self._fields(job, stream,
                                         "RESOURCE_EXHAUSTED" if limit else code.name,
-                                        stopped=limit or job.reason))
+                                        stopped=limit or job.reason, batch=batch))
             if limit:  # not halted by the client: a limit of the client's or the server's
                 self.counters.add("failed")
                 context.set_trailing_metadata(((LIMIT_KEY, limit),))
@@ -522,7 +527,7 @@ class SolverServicer:
             self.counters.add("failed")
             log.error("solve %s failed%s: %s", shape,
                       " on the cluster" if isinstance(e, ClusterError) else "", e,
-                      extra=self._fields(job, context, stream, "UNAVAILABLE"))
+                      extra=self._fields(job, stream, "UNAVAILABLE", batch=batch))
             abort(context, grpc.StatusCode.UNAVAILABLE, short(str(e)))
         except PdbError as e:  # prepared already, so not expected; still a clear answer
             self.counters.add("failed")
@@ -530,25 +535,26 @@ class SolverServicer:
         except Exception as e:
             self.counters.add("failed")
             log.exception("solve %s failed", shape,
-                          extra=self._fields(job, context, stream, "INTERNAL"))
+                          extra=self._fields(job, stream, "INTERNAL", batch=batch))
             context.abort(grpc.StatusCode.INTERNAL, short(f"internal error: {e}"))
         self.counters.add("solved")
         if log.isEnabledFor(logging.INFO):  # its fields cost more than the line's check
             log.info("solve %s length=%d nodes=%d seconds=%.3f artifact=%s", shape,
                      result.length, result.nodes_generated, result.seconds, result.artifact,
-                     extra=self._fields(job, context, stream, "OK", result.seconds,
-                                        length=result.length))
+                     extra=self._fields(job, stream, "OK", result.seconds,
+                                        length=result.length, batch=batch))
         if fields:
             return convert.result_fields(result, job.queue_seconds)
         return convert.result_message(result, job.queue_seconds)
 
     @staticmethod
-    def _fields(job: Job, context, stream: bool, code: str, seconds: float | None = None,
-                **more) -> dict:
+    def _fields(job: Job, stream: bool, code: str, seconds: float | None = None, *,
+                batch: Settled | None = None, **more) -> dict:
         """The JSON fields of a solve's log line (pdbd.logs.request_fields); ``seconds``:
-        the search's, as its result says them (the line's text says the same)."""
-        method = (getattr(context, "method", None)  # a batch's item: SolveBatch
-                  or f"{SERVICE_NAME}/{'SolveStream' if stream else 'Solve'}")
+        the search's, as its result says them (the line's text says the same); the method
+        a batch's (``batch``), SolveStream's (``stream``) or Solve's."""
+        method = (batch.method if batch is not None
+                  else f"{SERVICE_NAME}/{'SolveStream' if stream else 'Solve'}")
         return request_fields(method, job.peer, code,
                               job.search_seconds if seconds is None else seconds,
                               job.control.generated, size=size_field(job.solver.shape),

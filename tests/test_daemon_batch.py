@@ -438,6 +438,62 @@ def test_a_table_changed_mid_batch_never_answers_from_the_changed_file(served_di
         assert "8-full.h5 changed on disk" in str(out[i])
 
 
+def test_a_batch_checks_its_table_file_once_a_message_and_solve_once_a_call(served, stub,
+                                                                           oracle8_last,
+                                                                           monkeypatch):
+    """Admission checks the table file once for each request message of a batch (the boards
+    of a message share the check: pdbd.batch.Settled.checked), and once for every unary
+    Solve; the searches' own checks (trust.Pinned.guarding) are not counted here."""
+    import sys
+
+    source = served.servicer.solvers[Shape(3, 3)].heuristic.source
+    check, admitted = source.check, []
+
+    def counted():
+        if sys._getframe(1).f_code.co_name == "_admit_on":
+            admitted.append(1)
+        return check()
+
+    monkeypatch.setattr(source, "check", counted)
+    boards = random.Random(21).sample(sorted(oracle8_last), 6)
+    messages = []
+    for part in (boards[:3], boards[3:]):
+        m = pb.BatchRequest()
+        for b in part:
+            m.items.add(id=len(messages) * 3 + len(m.items), request=pb.SolveRequest(tiles=b))
+        messages.append(m)
+    got = {r.id: r for reply in stub.SolveBatch(iter(messages), timeout=60)
+           for r in reply.results}
+    assert [got[i].result.length for i in range(6)] == [oracle8_last[b] for b in boards]
+    assert len(admitted) == 2  # one a message (a set never emptied: 1; none kept: 6)
+    for b in boards[:3]:
+        assert stub.Solve(pb.SolveRequest(tiles=b), timeout=30).length == oracle8_last[b]
+    assert len(admitted) == 2 + 3
+
+
+def test_a_batchs_log_lines_name_its_method_and_its_client(served, stub, oracle8_last,
+                                                           caplog):
+    """A batch's boards are logged under SolveBatch (answered or stopped by a limit), and
+    counted against the call's client, as a unary Solve's are under Solve."""
+    boards = random.Random(22).sample(sorted(oracle8_last), 2)
+    m = pb.BatchRequest()
+    for i, b in enumerate(boards):
+        m.items.add(id=i, request=pb.SolveRequest(tiles=b))
+    m.items.add(id=2, request=pb.SolveRequest(tiles=HARD, goal="blank-first",
+                                              node_budget=1000))
+    with caplog.at_level("INFO", logger="pdbd"):
+        got = {r.id: r for reply in stub.SolveBatch(iter([m]), timeout=60)
+               for r in reply.results}
+        assert stub.Solve(pb.SolveRequest(tiles=boards[0]), timeout=30).length > 0
+    assert got[2].error.code == "RESOURCE_EXHAUSTED" and got[2].error.limit == "node-budget"
+    lines = [r for r in caplog.records if r.getMessage().startswith("solve ")]
+    assert sorted((r.method, r.code) for r in lines[:3]) == [
+        ("pdbd.v1.Solver/SolveBatch", "OK"), ("pdbd.v1.Solver/SolveBatch", "OK"),
+        ("pdbd.v1.Solver/SolveBatch", "RESOURCE_EXHAUSTED")]
+    assert [(r.method, r.code) for r in lines[3:]] == [("pdbd.v1.Solver/Solve", "OK")]
+    assert {r.client for r in lines} == {"ipv4:127.0.0.1"}  # the call's, found once
+
+
 def test_boards_that_ask_otherwise_are_each_chosen_for_in_one_message(served, stub, oracle):
     """A message's boards share what the one before chose (pdbd.choices) only when they ask
     alike: goals, sizes and algorithms that change from board to board, and a bad goal
