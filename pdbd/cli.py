@@ -33,8 +33,9 @@ from .defaults import (DEFAULT_CONNECTION_AGE, DEFAULT_IDLE_SECONDS, DEFAULT_LIS
                        DEFAULT_MAX_SEARCH_SECONDS, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SERVER,
                        DEFAULT_WEB_LISTEN, DEFAULT_CLUSTER_ABOVE)
 
-if TYPE_CHECKING:  # the client loads gRPC: imported where a command needs it
+if TYPE_CHECKING:  # the client loads gRPC, the server numba: imported where a command needs it
     from .client import ClientTls, SolverClient
+    from .server import ServeConfig
 
 PROG = "pdbd"
 
@@ -315,7 +316,26 @@ def non_negative(text):
 def serve(args) -> int:
     from .server import serve as run_server  # loads numba and the tables: not for clients
 
-    return run_server(args)
+    return run_server(serve_config(args))
+
+
+def serve_config(args) -> ServeConfig:
+    """The daemon's configuration from the options of `pdbd serve`."""
+    from .server import ServeConfig
+
+    return ServeConfig(
+        artifacts=args.artifacts, listen=args.listen, metrics=args.metrics,
+        pid_file=args.pid_file, threads=args.threads, max_queue=args.max_queue,
+        max_search_seconds=args.max_search_seconds, max_nodes=args.max_nodes,
+        max_search_memory=args.max_search_memory, max_per_client=args.max_per_client,
+        trusted_proxies=tuple(args.trusted_proxy or ()), request_timeout=args.request_timeout,
+        idle_timeout=args.idle_timeout, max_connection_age=args.max_connection_age,
+        reflection=not args.no_reflection, tls_cert=args.tls_cert, tls_key=args.tls_key,
+        client_ca=args.client_ca, insecure=args.insecure, mlock=args.mlock,
+        prefault=not args.no_prefault, grace=args.grace, drain=args.drain,
+        cluster=args.cluster, cluster_above=args.cluster_above,
+        cluster_shared=args.cluster_shared, cluster_cache=args.cluster_cache,
+        log_format=args.log_format, log_level="debug" if args.verbose else args.log_level)
 
 
 # -- clients -------------------------------------------------------------------------------

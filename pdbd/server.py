@@ -1,5 +1,5 @@
 """Assembling the daemon: warm-up, gRPC server, health checking, reflection, TLS, tables
-kept in memory, reload, shutdown.
+kept in memory, reload, shutdown; ``serve(ServeConfig(...))``, what `pdbd serve` runs.
 
 Every service goes through pdbd.rpc (requests parsed by us, a small budget per client for
 calls still waiting for their request, admission per class of call once it arrived), so
@@ -38,8 +38,10 @@ from pdbtool.tables import residency
 
 from .address import parse_target
 from .connections import ConnectionWatch, open_files, tcp_peers, unix_peers
-from .defaults import (DEFAULT_CONNECTION_AGE, DEFAULT_IDLE_SECONDS, DEFAULT_LISTEN,
-                       DEFAULT_MAX_QUEUE, DEFAULT_REQUEST_TIMEOUT, default_per_client)
+from .defaults import (DEFAULT_CLUSTER_ABOVE, DEFAULT_CONNECTION_AGE, DEFAULT_IDLE_SECONDS,
+                       DEFAULT_LISTEN, DEFAULT_MAX_NODES, DEFAULT_MAX_QUEUE,
+                       DEFAULT_MAX_SEARCH_MEMORY, DEFAULT_MAX_SEARCH_SECONDS,
+                       DEFAULT_REQUEST_TIMEOUT, default_per_client)
 from . import logs, notify
 from .jobs import Delegation, Lane, WorkerPool
 from .listening import (ListenError, Tls, check_exposure, check_listen, check_metrics,
@@ -362,77 +364,119 @@ def warm_up(solvers, stopping: threading.Event | None = None) -> None:
 
 # -- serve ---------------------------------------------------------------------------------
 
-def serve(args) -> int:
+@dataclass(frozen=True)
+class ServeConfig:
+    """What ``serve`` runs with: the options of ``pdbd serve`` (pdbd/cli.py builds it from
+    them; its help says what each does), with the same defaults. Only ``artifacts``, the
+    directory of tables, has none. None for a limit: none (``max_per_client`` None: an
+    eighth of threads + queue, 0: none); ``threads`` None: one per core; ``metrics`` and
+    ``pid_file`` None: not served, not written."""
+
+    artifacts: str
+    listen: str = DEFAULT_LISTEN
+    metrics: str | None = None
+    pid_file: str | None = None
+    threads: int | None = None
+    max_queue: int = DEFAULT_MAX_QUEUE
+    max_search_seconds: float | None = DEFAULT_MAX_SEARCH_SECONDS
+    max_nodes: int | None = DEFAULT_MAX_NODES
+    max_search_memory: int | None = DEFAULT_MAX_SEARCH_MEMORY
+    max_per_client: int | None = None
+    trusted_proxies: tuple[str, ...] = ()
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    idle_timeout: float = DEFAULT_IDLE_SECONDS
+    max_connection_age: float = DEFAULT_CONNECTION_AGE
+    reflection: bool = True
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    client_ca: str | None = None
+    insecure: bool = False
+    mlock: bool = False
+    prefault: bool = True
+    grace: float = 5.0
+    drain: float = 0.0
+    cluster: str | None = None
+    cluster_above: int = DEFAULT_CLUSTER_ABOVE
+    cluster_shared: str | None = None
+    cluster_cache: str | None = None
+    log_format: str = "text"
+    log_level: str = "info"
+
+
+def serve(config: ServeConfig) -> int:
     """``pdbd serve``: check what fails fast, load and check the tables, start the daemon,
-    serve until SIGTERM or SIGINT (SIGHUP reloads the tables); ``args`` holds the options
-    of ``pdbd serve`` (pdbd/cli.py). Returns the exit code."""
-    logs.setup(args.log_format, "debug" if args.verbose else args.log_level)
-    if bool(args.tls_cert) != bool(args.tls_key) or (args.client_ca and not args.tls_cert):
+    serve until SIGTERM or SIGINT (SIGHUP reloads the tables); on the main thread (it
+    handles those signals). Its errors name the options of ``pdbd serve``. Returns the
+    exit code."""
+    logs.setup(config.log_format, config.log_level)
+    if bool(config.tls_cert) != bool(config.tls_key) or (config.client_ca
+                                                         and not config.tls_cert):
         raise BadInput("give --tls-cert and --tls-key together (and --client-ca only with them)")
-    tls = Tls(args.tls_cert, args.tls_key, args.client_ca) if args.tls_cert else None
+    tls = Tls(config.tls_cert, config.tls_key, config.client_ca) if config.tls_cert else None
     # What fails fast fails before the slow steps (loading and checking the tables).
     if tls:
         tls.credentials()  # reads the files: one missing is said now
-    check_exposure(args.listen, tls, args.insecure)
-    check_listen(args.listen)
-    proxies = TrustedProxies(args.trusted_proxy or ())  # a malformed one is said now
-    pid_file = PidFile(args.pid_file) if args.pid_file else None
+    check_exposure(config.listen, tls, config.insecure)
+    check_listen(config.listen)
+    proxies = TrustedProxies(config.trusted_proxies)  # a malformed one is said now
+    pid_file = PidFile(config.pid_file) if config.pid_file else None
     if pid_file:
         pid_file.check()  # a daemon running already is said now, not after the tables
-    if args.cluster:
+    if config.cluster:
         from pdbtool.cluster.messages import ray_module
 
-        ray_module(args.cluster)  # Ray missing is said now, not after the tables
-    elif args.cluster_shared or args.cluster_cache:
+        ray_module(config.cluster)  # Ray missing is said now, not after the tables
+    elif config.cluster_shared or config.cluster_cache:
         raise BadInput("--cluster-shared and --cluster-cache need --cluster")
     metrics = Metrics()
-    if args.metrics:
-        address = check_metrics(args.metrics, args.insecure)
-        listen = parse_target(args.listen, "--listen").address
+    if config.metrics:
+        address = check_metrics(config.metrics, config.insecure)
+        listen = parse_target(config.listen, "--listen").address
         if address.port and listen is not None and address == listen:
-            raise ListenError(f"--metrics {args.metrics} is --listen's address: give the "
+            raise ListenError(f"--metrics {config.metrics} is --listen's address: give the "
                               "metrics a port of their own")
         port = metrics.serve(address.host, address.port)
         log.info("metrics on http://%s/metrics", address._replace(port=port))
     try:
-        if args.metrics:
-            check_listen(args.listen)  # again: the metrics may hold it under another name
+        if config.metrics:
+            check_listen(config.listen)  # again: the metrics may hold it under another name
             # of the host (0.0.0.0 and 127.0.0.1)
-        return serve_with(args, tls, metrics, pid_file, proxies)
+        return serve_with(config, tls, metrics, pid_file, proxies)
     finally:
         metrics.close()
         if pid_file:
             pid_file.remove()
 
 
-def serve_with(args, tls: Tls | None, metrics: Metrics, pid_file: PidFile | None,
-               proxies: TrustedProxies) -> int:
+def serve_with(config: ServeConfig, tls: Tls | None, metrics: Metrics,
+               pid_file: PidFile | None, proxies: TrustedProxies) -> int:
     """The rest of ``serve``, once what fails fast has passed and the metrics are served."""
     # Handle the signals before the slow steps, so an early SIGTERM still exits cleanly.
     stop, reload = stop_on_signals(), threading.Event()
     signal.signal(signal.SIGHUP, lambda *_: reload.set())
-    loaded = load_directory(args.artifacts, require=True)
+    loaded = load_directory(config.artifacts, require=True)
     log_tables(loaded)
     delegation = None
-    if args.cluster:
+    if config.cluster:
         from pdbtool.cluster.driver import Cluster
 
-        cluster = Cluster(args.cluster, cache_dir=args.cluster_cache, shared=args.cluster_shared,
-                          notify=log.warning)
-        delegation = Delegation(cluster, args.cluster_above)
+        cluster = Cluster(config.cluster, cache_dir=config.cluster_cache,
+                          shared=config.cluster_shared, notify=log.warning)
+        delegation = Delegation(cluster, config.cluster_above)
         info = cluster.info()
         log.info("searches above %s nodes go to the Ray cluster at %s: %d nodes, %d CPUs",
-                 f"{args.cluster_above:,}", info.address, info.nodes, info.cpus)
+                 f"{config.cluster_above:,}", info.address, info.nodes, info.cpus)
     files = raise_file_limit()
-    threads = args.threads or os.cpu_count() or 1
-    per_client = (default_per_client(threads, args.max_queue) if args.max_per_client is None
-                  else args.max_per_client or None)
-    limits = Limits(args.max_search_seconds, args.max_nodes, per_client, args.max_search_memory)
-    daemon = Daemon(loaded, args.listen, threads, args.max_queue, limits=limits,
-                    connections=Connections(args.request_timeout, args.idle_timeout,
-                                            args.max_connection_age),
-                    reflection_on=not args.no_reflection, tls=tls, insecure=args.insecure,
-                    mlock=args.mlock, prefault=not args.no_prefault, delegation=delegation,
+    threads = config.threads or os.cpu_count() or 1
+    per_client = (default_per_client(threads, config.max_queue) if config.max_per_client is None
+                  else config.max_per_client or None)
+    limits = Limits(config.max_search_seconds, config.max_nodes, per_client,
+                    config.max_search_memory)
+    daemon = Daemon(loaded, config.listen, threads, config.max_queue, limits=limits,
+                    connections=Connections(config.request_timeout, config.idle_timeout,
+                                            config.max_connection_age),
+                    reflection_on=config.reflection, tls=tls, insecure=config.insecure,
+                    mlock=config.mlock, prefault=config.prefault, delegation=delegation,
                     metrics=metrics, proxies=proxies, stopping=stop)
     sizes = sizes_text(loaded)
     del loaded  # the daemon's now: a reload releases them, and nothing here may keep them
@@ -462,13 +506,13 @@ def serve_with(args, tls: Tls | None, metrics: Metrics, pid_file: PidFile | None
             if reload.is_set():
                 reload.clear()
                 notify.reloading()
-                reload_tables(daemon, args.artifacts)
+                reload_tables(daemon, config.artifacts)
                 notify.ready()  # the new tables, or (refused) the ones before
     finally:
         notify.stopping()
         log.info("shutting down")
         stop.clear()  # set again by a second SIGTERM or SIGINT: the drain ends at once
-        daemon.stop(args.grace, args.drain, cut=stop)
+        daemon.stop(config.grace, config.drain, cut=stop)
         log.info("stopped")
     return 0
 

@@ -432,3 +432,86 @@ def test_a_reload_closes_the_files_of_the_tables_loaded_at_start(served_dir):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_the_command_lines_defaults_are_the_configurations():
+    """`pdbd serve --artifacts DIR` runs the ServeConfig that Python gets with only DIR
+    given: the library's defaults and the command's never drift apart."""
+    from pdbd import cli
+    from pdbd.server import ServeConfig
+
+    args = cli.parser().parse_args(["serve", "--artifacts", "tables"])
+    assert cli.serve_config(args) == ServeConfig(artifacts="tables")
+
+
+def test_every_serve_option_reaches_the_configuration(tmp_path):
+    from pdbd import cli
+    from pdbd.server import ServeConfig
+
+    args = cli.parser().parse_args([
+        "serve", "--artifacts", "t", "--listen", "unix:/s", "--metrics", "127.0.0.1:9",
+        "--pid-file", "p", "--threads", "3", "--max-queue", "4", "--max-search-seconds", "0",
+        "--max-nodes", "5", "--max-search-memory", "1M", "--max-per-client", "0",
+        "--trusted-proxy", "10.0.0.0/8", "--trusted-proxy", "unix", "--request-timeout", "6",
+        "--idle-timeout", "7", "--max-connection-age", "8", "--no-reflection",
+        "--tls-cert", "c", "--tls-key", "k", "--client-ca", "ca", "--insecure", "--mlock",
+        "--no-prefault", "--grace", "0", "--drain", "9", "--cluster", "local",
+        "--cluster-above", "10", "--cluster-shared", "sh", "--cluster-cache", "cc",
+        "--log-format", "json", "--log-level", "warning", "--verbose"])
+    assert cli.serve_config(args) == ServeConfig(
+        artifacts="t", listen="unix:/s", metrics="127.0.0.1:9", pid_file="p", threads=3,
+        max_queue=4, max_search_seconds=None, max_nodes=5, max_search_memory=1 << 20,
+        max_per_client=0, trusted_proxies=("10.0.0.0/8", "unix"), request_timeout=6.0,
+        idle_timeout=7.0, max_connection_age=8.0, reflection=False, tls_cert="c",
+        tls_key="k", client_ca="ca", insecure=True, mlock=True, prefault=False, grace=0.0,
+        drain=9.0, cluster="local", cluster_above=10, cluster_shared="sh",
+        cluster_cache="cc", log_format="json", log_level="debug")  # (--verbose wins)
+
+
+def test_serve_runs_from_python_with_a_configuration(art_dir, tmp_path, caplog):
+    """The library's entry point without a command line: serve(ServeConfig(...)) answers
+    until SIGTERM, then returns 0 and leaves no socket or pid file."""
+    import threading
+
+    from pdbd.client import SolverClient
+    from pdbd.server import ServeConfig, serve
+    from serving import EASY8
+
+    sock, pid_file = tmp_path / "pdbd.sock", tmp_path / "pdbd.pid"
+    answered, returned = [], threading.Event()
+
+    def query_then_stop():
+        if not wait_for(lambda: pid_file.exists() or returned.is_set(), 120):
+            return
+        if returned.is_set():  # (serve failed: no SIGTERM for the test's own process)
+            return
+        try:
+            with SolverClient(f"unix:{sock}") as c:
+                answered.append(c.solve(EASY8).length)
+        finally:
+            os.kill(os.getpid(), signal.SIGTERM)  # serve's handler stops it
+
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    client = threading.Thread(target=query_then_stop)
+    try:
+        with caplog.at_level("INFO", logger="pdbd"):
+            client.start()
+            code = serve(ServeConfig(artifacts=str(art_dir), listen=f"unix:{sock}",
+                                     pid_file=str(pid_file), prefault=False, grace=1.0))
+    finally:
+        returned.set()
+        client.join()
+        for s, h in handlers.items():
+            signal.signal(s, h)
+    assert code == 0 and answered == [2]
+    lines = [r.getMessage() for r in caplog.records]
+    assert any(line.startswith(f"serving on unix:{sock}") for line in lines), lines
+    assert not sock.exists() and not pid_file.exists()
+
+
+def test_a_configuration_with_half_of_tls_is_refused_before_the_tables(tmp_path):
+    from pdbd.server import ServeConfig, serve
+    from pdbtool.errors import BadInput
+
+    with pytest.raises(BadInput, match="give --tls-cert and --tls-key together"):
+        serve(ServeConfig(artifacts=str(tmp_path), tls_cert="cert.pem"))
