@@ -360,7 +360,6 @@ class FastLane:
         self._busy = 0
         self._waiting = 0  # callers waiting for a slot (a batch's board defers to them)
         self._jobs: set[Job] = set()  # searching here now (a shutdown halts them too)
-        self.answered = 0  # searches answered here (the rest went on to the pool)
 
     def run(self, job: Job, client: str, deferring: bool = False) -> bool:
         """Search ``job`` here if it may be: True when ``job.future`` holds its outcome
@@ -403,7 +402,7 @@ class FastLane:
         finally:
             with self._lock:
                 self._jobs.discard(job)
-            self._leave(client, answered=future is not None)
+            self._leave(client)
         if future is None:
             return False
         job.future = future
@@ -472,14 +471,12 @@ class FastLane:
         self._busy += 1
         self._n[client] = self._n.get(client, 0) + 1
 
-    def _leave(self, client: str, answered: bool = False) -> None:
-        """The slot back; ``answered``: the search's outcome is the caller's (counted)."""
+    def _leave(self, client: str) -> None:
+        """The slot back."""
         with self._lock:
             self._busy -= 1
             n = self._n.pop(client) - 1
             if n:
                 self._n[client] = n
-            if answered:
-                self.answered += 1
             if self._waiting:  # (under the lock, as the waiters count themselves)
                 self._room.notify_all()

@@ -98,8 +98,7 @@ class Served:
         self._lock = threading.Lock()
         self._holders = 0
         self._retired = False
-        self._releasing = False  # decided: no search may hold them again
-        self.released = False  # and done: their mappings detached, their files closed
+        self._releasing = False  # decided: no search may hold them again (then released)
 
     @classmethod
     def of(cls, tables: TableSet) -> Served:
@@ -138,7 +137,6 @@ class Served:
                 loaded.pin.release()
             except Exception:  # on a search's done callback: say it, release the others
                 log.exception("releasing %s", loaded.meta.path)
-        self.released = True
         log.info("released the tables replaced by a reload: %s",
                  ", ".join(Path(t.meta.path).name for t in self.tables.loaded) or "none")
 

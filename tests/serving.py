@@ -109,6 +109,40 @@ def rss_kib(pid: int) -> int:
         return next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0)
 
 
+def table_mappings(directory) -> int:
+    """Lines of /proc/self/maps backed by a file of ``directory``."""
+    prefix = str(directory) + os.sep
+    with open("/proc/self/maps") as f:
+        return sum(1 for line in f if prefix in line)
+
+
+def table_fds(directory) -> int:
+    """This process's open files in ``directory``."""
+    prefix = str(directory) + os.sep
+    n = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            n += os.readlink(f"/proc/self/fd/{fd}").startswith(prefix)
+        except OSError:
+            pass
+    return n
+
+
+def pool_submissions(daemon, monkeypatch) -> list:
+    """The searches the daemon's worker pool takes from now on (one answered in the fast
+    lane never reaches it), as a list that grows: each one's board shape."""
+    taken = []
+    submit = daemon.pool.submit
+
+    def counted(job):
+        future = submit(job)
+        taken.append(job.solver.shape)
+        return future
+
+    monkeypatch.setattr(daemon.pool, "submit", counted)
+    return taken
+
+
 def worker_free_within(daemon, seconds: float) -> tuple[bool, float]:
     start = time.monotonic()
     ok = wait_for(lambda: info(daemon)["counters"]["running"] == 0, seconds)

@@ -27,6 +27,7 @@ from serving import (
     channel_stub,
     info,
     pdbd_process,
+    pool_submissions,
     running_daemon,
     wait_for,
 )
@@ -39,6 +40,7 @@ from pdbd.server import Connections
 from pdbd.servicer import Limits
 from pdbd.v1 import solver_pb2 as pb
 from pdbtool import puzzle
+from pdbtool.geometry import Shape
 from pdbtool.heuristics.table_free import table_free
 from pdbtool.selection import TableSet, load_directory
 
@@ -252,11 +254,12 @@ def test_an_easy_query_is_answered_behind_hard_searches_of_other_clients():
         daemon.stop(grace=1)
 
 
-def test_a_clients_second_search_goes_to_the_pool_not_behind_its_first():
+def test_a_clients_second_search_goes_to_the_pool_not_behind_its_first(monkeypatch):
     """A client whose lane share is taken (a long search in the lane) gets its next search
     in the pool at once: answered while the first still searches, not after the lane's
     wait for a slot (a minute here, beyond the second call's deadline)."""
     daemon = manhattan(threads=2, lane=Lane(slots=2, per_client=1, nodes=10**12, wait=60))
+    pooled = pool_submissions(daemon, monkeypatch)
     try:
         with channel_stub(daemon.address) as stub:
             long = stub.Solve.future(pb.SolveRequest(tiles=HARDEST), timeout=120)  # 80 moves:
@@ -264,28 +267,30 @@ def test_a_clients_second_search_goes_to_the_pool_not_behind_its_first():
             assert wait_for(lambda: daemon.servicer.fast.in_flight == 1, 10)  # in the lane
             r = stub.Solve(pb.SolveRequest(tiles=puzzle.random_walk(4, 10, rng=random.Random(3))),
                            timeout=30)
-            assert r.length <= 10 and daemon.servicer.fast.answered == 0  # by the pool
+            assert r.length <= 10 and pooled == [Shape(4, 4)]  # by the pool
             assert not long.done()
             long.cancel()
     finally:
         daemon.stop(grace=1)
 
 
-def test_a_search_not_done_in_the_fast_lane_goes_on_in_the_pool():
+def test_a_search_not_done_in_the_fast_lane_goes_on_in_the_pool(monkeypatch):
     """A search beyond the lane's nodes goes on in the pool and is answered optimally; its
     client's budget counts there (not the lane's)."""
     daemon = manhattan(threads=1, lane=Lane(slots=1, per_client=1, nodes=1000))
+    pooled = pool_submissions(daemon, monkeypatch)
     try:
         with channel_stub(daemon.address) as stub:
             board = puzzle.random_walk(4, 40, rng=random.Random(3))
             r = stub.Solve(pb.SolveRequest(tiles=board), timeout=60)
-            assert r.nodes_generated > 1000
+            assert r.nodes_generated > 1000 and len(pooled) == 1
             assert stub.Solve(pb.SolveRequest(tiles=EASY15), timeout=5).length == 2
+            assert len(pooled) == 1  # answered in the lane
             with pytest.raises(grpc.RpcError) as e:  # the client's budget, beyond the lane's
                 stub.Solve(pb.SolveRequest(tiles=HARD, goal="blank-first", node_budget=50_000),
                            timeout=60)
             assert ("pdbd-limit", "node-budget") in e.value.trailing_metadata()
-        assert daemon.servicer.fast.answered == 1  # EASY15; the others went on to the pool
+        assert len(pooled) == 2  # the others went on to the pool
     finally:
         daemon.stop(grace=1)
 
@@ -308,11 +313,12 @@ def test_the_pool_resumes_a_search_where_the_fast_lane_stopped(monkeypatch):
         return iterate(self, *args, **kw)
 
     daemon = manhattan(threads=1, lane=Lane(slots=1, per_client=1, nodes=5_000))
+    pooled = pool_submissions(daemon, monkeypatch)
     monkeypatch.setattr(Solver, "iterate", counted)
     try:
         with channel_stub(daemon.address) as stub:
             r = stub.Solve(pb.SolveRequest(tiles=board), timeout=60)
-        assert daemon.servicer.fast.answered == 0  # the pool's answer
+        assert pooled == [Shape(4, 4)]  # the pool's answer
     finally:
         daemon.stop(grace=1)
     assert len(first_iterations) == 1  # searched from the start again: 2

@@ -19,7 +19,7 @@ from pdbtool.selection import load_directory
 from pdbtool.tables import artifact, residency, trust
 from reference import flip_byte, free_port
 from serving import (EASY8, EASY15, HARDEST, Drained, change_under, channel_stub, pdbd_process,
-                     running_daemon, wait_for)
+                     running_daemon, table_fds, table_mappings, wait_for)
 
 
 def serving_copy(art_dir, tmp_path, *names):
@@ -154,23 +154,30 @@ def test_a_table_changed_during_a_search_ends_the_search_not_the_daemon(art_dir,
 
 
 @pytest.mark.process
-def test_reload_lets_running_searches_finish_on_the_old_tables(art_dir, tmp_path):
+def test_reload_lets_running_searches_finish_on_the_old_tables(art_dir, tmp_path, caplog):
     from pdbtool.search.control import SearchControl
 
     d = serving_copy(art_dir, tmp_path, "8-full.h5")
-    daemon = running_daemon(load_directory(d), threads=1)
+    daemon = running_daemon(load_directory(d), threads=1, prefault=False)
     try:
         old = daemon.servicer.served
         assert old.hold()  # as a search admitted before the reload holds them
-        daemon.reload(load_directory(art_dir))
+        with caplog.at_level("INFO", logger="pdbd"):
+            daemon.reload(load_directory(art_dir))
         assert daemon.servicer.served is not old
         assert daemon.servicer.tables.shapes == [(3, 3), (4, 4)]
         # The old solver still answers from its mapping (a job that held it would).
         r = old.solvers[3, 3].solve(EASY8, control=SearchControl())
         assert r.length == 2
-        assert not old.released
-        old.leave()  # its last search ended: unmapped and closed
-        assert old.released
+        fds = table_fds(d)
+        assert fds >= 1 and table_mappings(d) >= 1  # the old file: open and mapped
+        assert not any("released the tables" in rec.getMessage() for rec in caplog.records)
+        with caplog.at_level("INFO", logger="pdbd"):
+            old.leave()  # its last search ended: unmapped and closed
+        assert table_mappings(d) == 0 and table_fds(d) < fds  # (what Python's mmap object
+        # holds, a duplicate, goes with the object, which the test still holds)
+        assert any(rec.getMessage() == "released the tables replaced by a reload: 8-full.h5"
+                   for rec in caplog.records)
     finally:
         daemon.stop(grace=1)
 
