@@ -96,7 +96,7 @@ def parser() -> Parser:
                    help="serve Prometheus metrics at http://HOST:PORT/metrics (loopback unless "
                         "--insecure; port 0 picks a free one)")
     s.add_argument("--pid-file", metavar="PATH", type=arg_path, help="write the process id to PATH once "
-                   "serving (for kill -HUP), remove it at exit; refuses a running process's file")
+                   "serving (for kill -HUP), remove it at exit; refuses a running pdbd's file")
     s.add_argument("--threads", type=arg_threads, default=None, metavar="N",
                    help="search threads (default: one per core)")
     s.add_argument("--max-queue", type=non_negative, default=DEFAULT_MAX_QUEUE, metavar="Q",

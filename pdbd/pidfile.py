@@ -1,12 +1,15 @@
 """`pdbd serve --pid-file PATH`: the daemon's process id for `kill -HUP "$(cat PATH)"`,
 written once the daemon is bound and serving, removed at exit; a file naming a live
-process is never overwritten (another daemon may be using it)."""
+pdbd is never overwritten (another daemon may be using it); one naming a process that is
+gone or is another program (its number taken again) is replaced, with a warning."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
+import stat
 from pathlib import Path
 
 from pdbtool.errors import PdbError
@@ -18,13 +21,32 @@ class PidFileError(PdbError):
     exit_code = 1
 
 
+def _read(path: Path) -> str | None:
+    """The file's text; None if there is none. Never blocks: a FIFO or a device is not
+    read (check refuses them)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        return path.read_text()
+    except FileNotFoundError:
+        return None
+
+
+def command_of(pid: int) -> str | None:
+    """The command line of process ``pid`` (/proc); None where it cannot be read, or is
+    empty (a process not yet exec'd, a zombie, a kernel thread: nothing to tell by)."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    return " ".join(a.decode(errors="replace") for a in raw.split(b"\0") if a) or None
+
+
 def live_pid(path: Path) -> int | None:
     """The process id in ``path`` if that process is alive; None if there is no file, it
     holds no number, or its process is gone (a stale file left by a crash)."""
     try:
-        pid = int(path.read_text().strip())
-    except FileNotFoundError:
-        return None
+        pid = int((_read(path) or "").strip())
     except (OSError, ValueError):
         return None
     if pid <= 0:
@@ -38,18 +60,35 @@ def live_pid(path: Path) -> int | None:
     return pid
 
 
-def stale(path: Path) -> str | None:
-    """Why a pid file that is there names no live process (for the log when it is
-    replaced), or None if there is none."""
-    try:
-        text = path.read_text().strip()
-    except FileNotFoundError:
+def other_pdbd(path: Path) -> int | None:
+    """The live process ``path`` names if it is not this one and may be a pdbd (a process
+    whose command line names no pdbd took the number of one gone, after an OOM kill or a
+    reboot: it is not in the way)."""
+    pid = live_pid(path)
+    if pid is None or pid == os.getpid():
         return None
+    command = command_of(pid)
+    return None if command is not None and "pdbd" not in command else pid
+
+
+def stale(path: Path) -> str | None:
+    """Why a pid file that is there names no live pdbd (for the log when it is replaced),
+    or None if there is none."""
+    try:
+        text = _read(path)
     except OSError as e:
         return f"it could not be read ({e.strerror})"
+    if text is None:
+        return None
+    text = text.strip()
     if not text.isdigit() or int(text) <= 0:
         return f"it held no process id ({text[:20]!r})"
-    return f"process {int(text)} is gone" if live_pid(path) is None else None
+    pid = int(text)
+    if live_pid(path) is None:
+        return f"process {pid} is gone"
+    if pid != os.getpid() and other_pdbd(path) is None:
+        return f"process {pid} is not a pdbd ({(command_of(pid) or '')[:60]})"
+    return None
 
 
 class PidFile:
@@ -60,13 +99,16 @@ class PidFile:
     def check(self) -> None:
         """Refuse (PidFileError) if the file names a live process other than this one, or
         its directory is missing or not writable: said at start-up, before the tables."""
-        pid = live_pid(self.path)
-        if pid is not None and pid != os.getpid():
+        pid = other_pdbd(self.path)
+        if pid is not None:
             raise PidFileError(f"{self.path} names process {pid}, which is running: another "
                                "pdbd? Stop it, or give another --pid-file")
         parent = self.path.parent
         if self.path.is_dir():
             raise PidFileError(f"cannot write the pid file {self.path}: it is a directory")
+        if self.path.exists() and not self.path.is_file():  # a FIFO blocked the start
+            raise PidFileError(f"cannot write the pid file {self.path}: it is not a regular "
+                               "file")
         if parent.exists() and not parent.is_dir():
             raise PidFileError(f"cannot write the pid file {self.path}: {parent} is not a "
                                "directory")

@@ -18,15 +18,49 @@ from serving import Drained, pdbd_process, wait_for
 pytestmark = pytest.mark.process
 
 
-def test_a_pid_file_of_a_running_process_is_refused_before_the_tables(tmp_path):
-    pid_file = tmp_path / "pdbd.pid"
-    pid_file.write_text(f"{os.getpid()}\n")  # this test's process: alive
-    proc = pdbd_process("serve", "--artifacts", str(tmp_path), "--listen",
-                        f"127.0.0.1:{free_port()}", "--pid-file", str(pid_file))
-    _, err = proc.communicate(timeout=30)
+def test_a_pid_file_of_a_running_pdbd_is_refused_before_the_tables(tmp_path):
+    import sys
+
+    pid_file = tmp_path / "pdbd.pid"  # a live process whose command line is a pdbd's
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "pdbd"])
+    try:
+        pid_file.write_text(f"{other.pid}\n")
+        proc = pdbd_process("serve", "--artifacts", str(tmp_path), "--listen",
+                            f"127.0.0.1:{free_port()}", "--pid-file", str(pid_file))
+        _, err = proc.communicate(timeout=30)
+    finally:
+        other.kill()
+        other.wait()
     assert proc.returncode == 1, err
-    assert f"names process {os.getpid()}, which is running" in err and "no artifacts" not in err
-    assert pid_file.read_text() == f"{os.getpid()}\n"  # left alone
+    assert f"names process {other.pid}, which is running" in err and "no artifacts" not in err
+    assert pid_file.read_text() == f"{other.pid}\n"  # left alone
+
+
+def test_a_pid_file_of_another_program_or_a_fifo(tmp_path, caplog):
+    """A pid file naming a live process that is no pdbd (its number taken again after an
+    OOM kill or a reboot) blocked every restart: it is replaced, with a warning saying
+    what ran there. A FIFO as the pid file hung the start, silent: refused by name."""
+    from pdbd.pidfile import PidFile, PidFileError
+
+    path = tmp_path / "pdbd.pid"
+    sleeper = subprocess.Popen(["sleep", "120"])
+    try:
+        assert wait_for(lambda: Path(f"/proc/{sleeper.pid}/cmdline").read_bytes(), 10)  # exec'd
+        path.write_text(f"{sleeper.pid}\n")
+        with caplog.at_level("WARNING", logger="pdbd"):
+            pid_file = PidFile(path)
+            pid_file.write()
+        assert path.read_text() == f"{os.getpid()}\n"
+        assert [r.getMessage() for r in caplog.records] == [
+            f"replaced the pid file {path}: process {sleeper.pid} is not a pdbd (sleep 120)"]
+        pid_file.remove()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    fifo = tmp_path / "fifo.pid"
+    os.mkfifo(fifo)
+    with pytest.raises(PidFileError, match="fifo.pid: it is not a regular file"):
+        PidFile(fifo).check()
 
 
 def test_a_stale_pid_file_is_replaced_and_said(tmp_path, caplog):
