@@ -25,6 +25,7 @@ from pdbtool.cli.console import (Parser, UsageError, arg_budget, arg_path, arg_s
                                  input_lines, read_stdin, report_error, result_text, run,
                                  search_line, stop_on_signals, version_text)
 from pdbtool.errors import BadInput, PdbError
+from pdbtool.progress import fmt_bytes
 
 from . import handshakes, logs
 from .logs import FORMATS, LEVELS
@@ -472,7 +473,7 @@ def info(args) -> int:
     memory = limits.get("max_search_memory")
     nodes = limits["max_nodes"]
     print(f"limits: {limits['max_search_seconds'] or 'no'} s, {f'{nodes:,}' if nodes else 'no'} nodes "
-          f"and {f'{memory / 2**20:,.0f} MiB' if memory else 'no memory limit'} per search, "
+          f"and {f'{fmt_bytes(memory)} of memory' if memory else 'no memory limit'} per search, "
           f"{limits['per_client'] or 'any'} searches per client"
           + ("; OVERLOADED" if d["overloaded"] else ""))
     cl = d.get("cluster")

@@ -34,6 +34,7 @@ from pdbtool.errors import PdbError
 from pdbtool.cli.console import plural, stop_on_signals
 from pdbtool.errors import BadInput
 from pdbtool.selection import TableSet, load_directory, release
+from pdbtool.progress import fmt_bytes
 from pdbtool.tables import residency
 
 from .address import parse_target
@@ -494,11 +495,11 @@ def serve_with(config: ServeConfig, tls: Tls | None, metrics: Metrics,
             pid_file.write()
         notify.ready()  # systemd's Type=notify: started now, not when the process began
         log.info("serving on %s (%s) with %d threads, queue %d, limits: %s s, %s nodes and %s "
-                 "MiB per search, %s searches per client: %s", daemon.address,
+                 "of memory per search, %s searches per client: %s", daemon.address,
                  "TLS" if tls else "plaintext", daemon.pool.threads, daemon.pool.max_queue,
                  limits.max_search_seconds or "no",
                  f"{limits.max_nodes:,}" if limits.max_nodes else "no",
-                 f"{limits.max_search_memory >> 20:,}" if limits.max_search_memory else "no",
+                 fmt_bytes(limits.max_search_memory) if limits.max_search_memory else "no limit",
                  per_client or "any", sizes)
         log.info("at most %d connections at once (open-file limit %d); more are closed as "
                  "they arrive", daemon.max_connections, files)

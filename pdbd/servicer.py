@@ -29,6 +29,7 @@ from pdbtool import limits
 from pdbtool.cluster.messages import ClusterError
 from pdbtool.errors import ArtifactError, BadInput, LimitReached, PdbError, Unsolvable
 from pdbtool.geometry import Shape
+from pdbtool.progress import fmt_bytes
 from pdbtool.search.algorithms import Algorithm
 from pdbtool.search.solver import Solver
 from pdbtool.selection import TableSet
@@ -576,7 +577,7 @@ class SolverServicer:
             return (f"the server's time limit of {self.limits.max_search_seconds:g} s per search "
                     f"(pdbd serve --max-search-seconds) was reached: {e}")
         if limit == "max-search-memory":
-            return (f"the server's memory limit of {self.limits.max_search_memory / 2**20:,.0f} MiB "
+            return (f"the server's memory limit of {fmt_bytes(self.limits.max_search_memory)} "
                     f"per search (pdbd serve --max-search-memory) was reached: {e}")
         if limit == "max-nodes":
             return (f"the server's limit of {self.limits.max_nodes:,} nodes per search "

@@ -15,6 +15,15 @@ def fmt_seconds(s: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
 
+def fmt_bytes(n: int) -> str:
+    """A size as people read it: "64 KiB", "1.5 GiB", "512 MiB"."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            v = n / (1 << shift)
+            return f"{v:,.0f} {unit}" if v >= 100 or v == int(v) else f"{v:.1f} {unit}"
+    return f"{n} bytes"
+
+
 class Progress:
     """Progress of long work on stderr: a tqdm bar on a terminal, a plain line per step
     (at most every LOG_EVERY seconds) in a log. Disabled, it prints nothing."""

@@ -285,6 +285,8 @@ def test_server_memory_limit_caps_what_a_request_may_allocate():
                 assert ("pdbd-limit", limit) in e.value.trailing_metadata(), asked
                 assert "states" in e.value.details()
                 assert ("--max-search-memory" in e.value.details()) == (limit != "memory")
+                if limit != "memory":
+                    assert "the server's memory limit of 1 MiB per search" in e.value.details()
             r = stub.Solve(pb.SolveRequest(tiles=EASY15, algorithm="ida-tt", tt_size=(1 << 64) - 1))
             assert r.length == 2 and "32,768 entries" in r.note  # 1 MiB / 24 bytes, a power of 2
             with pytest.raises(grpc.RpcError) as e:
@@ -387,3 +389,11 @@ def test_listen_address_is_checked(capsys):
         assert cli.main(["serve", "--artifacts", "/nonexistent", "--listen", listen]) == 2
         err = capsys.readouterr().err
         assert "--listen" in err and "Traceback" not in err, err
+
+
+def test_memory_limits_are_shown_in_the_unit_that_reads():
+    """--max-search-memory 64K was shown as "0 MiB per search" (and no limit as "no MiB")."""
+    from pdbtool.progress import fmt_bytes
+
+    assert [fmt_bytes(n) for n in (500, 64 << 10, 1 << 20, 3 << 29, 300 << 20, 5 << 30)] == [
+        "500 bytes", "64 KiB", "1 MiB", "1.5 GiB", "300 MiB", "5 GiB"]
