@@ -220,7 +220,7 @@ class SolverServicer:
         return self.outcome(job, context)
 
     def SolveStream(self, request, context):
-        job = self.admit(request, context)
+        job = self.admit(request, context, stream=True)
         tick = max(request.progress_ms or DEFAULT_PROGRESS_MS, MIN_PROGRESS_MS) / 1000
         answered = False
         try:
@@ -313,7 +313,7 @@ class SolverServicer:
     # -- steps -------------------------------------------------------------------------------
 
     def admit(self, request, context, deferring: bool = False,
-              batch: Settled | None = None) -> Job:
+              batch: Settled | None = None, stream: bool = False) -> Job:
         """Validate (no search for bad or unsolvable boards), check the table and the
         client's limit, and search in the fast lane or queue; or abort the RPC. A batch's
         board (``deferring``) takes the lane only when a slot is free at once and no other
@@ -330,7 +330,7 @@ class SolverServicer:
             abort(context, grpc.StatusCode.UNAVAILABLE, "the server is shutting down")
         served = self._hold()
         try:
-            job = self._admit_on(served, request, context, deferring, batch)
+            job = self._admit_on(served, request, context, deferring, batch, stream)
         except BaseException:
             served.leave()
             raise
@@ -338,7 +338,7 @@ class SolverServicer:
         return job
 
     def _admit_on(self, served: Served, request, context, deferring: bool = False,
-                  batch: Settled | None = None) -> Job:
+                  batch: Settled | None = None, stream: bool = False) -> Job:
         """``admit`` with the tables held for the search."""
         # A batch's boards that ask alike take the choice made for the first (``batch.
         # choices``): their size, goal and algorithm are not checked again.
@@ -352,11 +352,9 @@ class SolverServicer:
             prepared = solver.prepare(request.tiles[:], choice.goal)
             budget, server_budget = self.limits.budget(request.node_budget)
         except BadInput as e:
-            self.counters.add("failed")
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, short(str(e)))
+            self._refuse_input(context, grpc.StatusCode.INVALID_ARGUMENT, e, batch, stream)
         except Unsolvable as e:
-            self.counters.add("failed")
-            context.abort(grpc.StatusCode.FAILED_PRECONDITION, short(str(e)))
+            self._refuse_input(context, grpc.StatusCode.FAILED_PRECONDITION, e, batch, stream)
         # The table file (the search checks it again, before and after: no answer comes
         # from a changed file either way). A batch checks it once a request message
         # (``batch.checked``: the files checked for this message), not once a board.
@@ -395,6 +393,18 @@ class SolverServicer:
             abort(context, grpc.StatusCode.UNAVAILABLE, "the server is shutting down")
         job.future.add_done_callback(lambda _: self.peers.leave(client))
         return job
+
+    def _refuse_input(self, context, code: grpc.StatusCode, e: PdbError, batch: Settled | None,
+                      stream: bool) -> None:
+        """A board refused before any search (bad, or unsolvable): counted, said in the log
+        (an operator sees why clients get errors), and the call ended with ``code``."""
+        self.counters.add("failed")
+        peer = context.peer()
+        method = (batch.method if batch is not None
+                  else f"{SERVICE_NAME}/{'SolveStream' if stream else 'Solve'}")
+        log.info("solve refused (%s): %s peer=%s", code.name, e, peer,
+                 extra=request_fields(method, peer, code.name, 0.0, 0))
+        context.abort(code, short(str(e)))
 
     def _to_pool(self, job: Job, context, deferring: bool) -> None:
         """``job`` into the pool's queue. A batch's board (``deferring``: its reader saw
@@ -538,8 +548,9 @@ class SolverServicer:
             context.abort(grpc.StatusCode.INTERNAL, short(f"internal error: {e}"))
         self.counters.add("solved")
         if log.isEnabledFor(logging.INFO):  # its fields cost more than the line's check
-            log.info("solve %s length=%d nodes=%d seconds=%.3f artifact=%s", shape,
+            log.info("solve %s length=%d nodes=%d seconds=%.3f artifact=%s peer=%s", shape,
                      result.length, result.nodes_generated, result.seconds, result.artifact,
+                     job.peer,
                      extra=self._fields(job, stream, "OK", result.seconds,
                                         length=result.length, batch=batch))
         if fields:

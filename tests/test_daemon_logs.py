@@ -69,3 +69,35 @@ def test_json_lines_carry_the_request_fields_and_the_traceback(captured):
 def test_unknown_format_is_refused():
     with pytest.raises(ValueError):
         logs.Formatter("xml")
+
+
+def test_every_call_that_ends_in_an_error_has_a_line(served, caplog):
+    """A bad or unsolvable board left no log line at any level (only a counter): the
+    operator could not see why clients got errors. And the text line of an answer names
+    its peer, as the other lines do."""
+    import grpc
+
+    from pdbd.client import SolverClient
+    from pdbd.v1 import solver_pb2 as pb
+    from pdbtool.errors import BadInput, Unsolvable
+    from serving import EASY8, channel_stub
+
+    caplog.set_level("INFO", logger="pdbd")
+    with SolverClient(served.address) as c:
+        with pytest.raises(BadInput):
+            c.solve([1, 2, 3])
+        with pytest.raises(Unsolvable):
+            c.solve([1, 2, 3, 4, 5, 6, 8, 7, 0])
+        assert c.solve(EASY8).length == 2
+    with channel_stub(served.address) as stub:
+        with pytest.raises(grpc.RpcError):
+            list(stub.SolveStream(pb.SolveRequest(tiles=[1, 2, 3])))
+    lines = {r.getMessage().split(":")[0]: r for r in caplog.records
+             if r.getMessage().startswith("solve")}
+    bad = [r for r in caplog.records if r.getMessage().startswith("solve refused (INVALID_ARGUMENT)")]
+    assert [r.method for r in bad] == ["pdbd.v1.Solver/Solve", "pdbd.v1.Solver/SolveStream"]
+    assert all(r.peer.startswith("ipv4:127.0.0.1:") and r.getMessage().endswith("peer=" + r.peer)
+               for r in bad)
+    assert "solve refused (FAILED_PRECONDITION)" in lines
+    [answered] = [r for r in caplog.records if r.getMessage().startswith("solve 3x3 length=2")]
+    assert answered.getMessage().endswith("peer=" + answered.peer)
