@@ -277,6 +277,16 @@ def test_pem_files_that_openssl_cannot_use_are_named(art_dir, pki, tmp_path):
                                        r".*server\.key"):
         SolverClient("127.0.0.1:1", tls=ClientTls(str(pki / "ca.pem"), str(pki / "client.pem"),
                                                   str(pki / "server.key")))
+    # A key given as the certificate, or an empty file: OpenSSL says only "PEM lib".
+    with pytest.raises(BadInput, match=r"cannot use the certificate .*server\.key with the key "
+                                       r".*server\.key: .*server\.key holds no certificate"):
+        running_daemon(tables, threads=1, tls=Tls(pki / "server.key", pki / "server.key"))
+    empty = tmp_path / "empty.key"
+    empty.write_text("")
+    with pytest.raises(BadInput, match=r"empty\.key holds no private key"):
+        running_daemon(tables, threads=1, tls=Tls(pki / "server.pem", empty))
+    with pytest.raises(BadInput, match=r"ca\.txt holds no certificate"):
+        SolverClient("127.0.0.1:1", tls=ClientTls(str(not_pem)))
 
 
 @pytest.mark.process
