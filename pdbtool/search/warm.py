@@ -123,8 +123,9 @@ def wait(child: Aside | None) -> None:
             process.kill()
             process.wait()
             raise
-        if process.returncode == -signal.SIGINT:  # Ctrl-C: the terminal sends it to the
-            return  # whole group, this process too, which stops (it failed in nothing)
+        if process.returncode in (-signal.SIGINT, -signal.SIGTERM):  # Ctrl-C (the terminal
+            return  # sends it to the whole group), a service's stop (systemd signals the
+            # group): this process got it too and stops; the child failed in nothing
         if process.returncode != 0:  # (negative: a signal's number)
             stderr.seek(0)
             lines = stderr.read().decode(errors="replace").strip().splitlines()
