@@ -53,6 +53,17 @@ def test_a_full_stdout_is_named():
                                          "space left on device")
 
 
+def test_a_full_stdout_after_a_pack_says_the_pack_is_whole(art_dir, tmp_path):
+    """`pdbtool pack --json > /dev/full` exited 1 and kept the whole pack, not saying so: a
+    second run was then refused ("exists")."""
+    out = tmp_path / "8.pdbpack"
+    with open("/dev/full", "w") as full:
+        p = pdbtool("pack", str(art_dir / "8-full.h5"), "-o", str(out), "--json", stdout=full)
+    assert p.returncode == 1 and out.is_file()
+    assert p.stderr.splitlines()[-1] == ("pdbtool: cannot write the result to stdout: No space "
+                                         f"left on device ({out} was written, whole, all the same)")
+
+
 def test_the_fallback_is_said_before_the_search(tmp_path, capsys):
     """A 15-puzzle without a table falls back to walking distance; a hard board may then take
     hours, so the note comes first: here the search stops at its budget (exit 4) and the

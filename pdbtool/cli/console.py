@@ -350,9 +350,11 @@ STDOUT_CLOSED = ("stdout is closed: the result has nowhere to go (run the comman
                  "its output open, e.g. > FILE)")
 
 
-def emit(args, obj: dict, text: str) -> None:
+def emit(args, obj: dict, text: str, wrote=None) -> None:
     """The result of a command: JSON with --json, else the text. A result that cannot be
-    written is an error naming stdout (exit 1), never a silent exit 0."""
+    written is an error naming stdout (exit 1), never a silent exit 0; ``wrote``: the file
+    the command made, which the error says is whole all the same (else a run again finds
+    it there and refuses to replace it, with no word why)."""
     out = results_out()
     if out is None:  # started with fd 1 closed: print would drop the text
         raise PdbError(STDOUT_CLOSED)
@@ -362,8 +364,9 @@ def emit(args, obj: dict, text: str) -> None:
         raise
     except OSError as e:  # a full disk, /dev/full
         silence_stdout()
+        done = f" ({wrote} was written, whole, all the same)" if wrote else ""
         raise PdbError(f"cannot write the result to stdout: "
-                       f"{os.strerror(e.errno) if e.errno else e}") from None
+                       f"{os.strerror(e.errno) if e.errno else e}{done}") from None
 
 
 def plural(n: int, noun: str, many: str | None = None) -> str:

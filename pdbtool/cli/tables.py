@@ -48,7 +48,8 @@ def cmd_build(args) -> int:
             meta = e.meta
     emit(args, meta.to_dict(), f"wrote {meta.path}  version {meta.version}  {meta.total_entries:,} entries  "
                                f"{meta.build.get('seconds', 0):.1f} s  peak memory "
-                               f"{meta.build.get('peak_memory_bytes', 0) / 2**30:.2f} GiB")
+                               f"{meta.build.get('peak_memory_bytes', 0) / 2**30:.2f} GiB",
+         wrote=meta.path)
     return 0
 
 
@@ -164,7 +165,7 @@ def cmd_pack(args) -> int:
     stats = pack(args.path, args.output, threads=args.threads, level=args.level, force=args.force)
     emit(args, {"path": str(args.output), **stats},
          f"packed {args.path} -> {args.output}: {stats['raw_bytes']:,} -> {stats['packed_bytes']:,} bytes "
-         f"in {stats['seconds']:.1f} s")
+         f"in {stats['seconds']:.1f} s", wrote=args.output)
     return 0
 
 
@@ -181,7 +182,8 @@ def cmd_unpack(args) -> int:
     for text in warnings:
         warn(text)
     emit(args, {**meta.to_dict(), "stamped": not report.note, "warnings": warnings}, f"unpacked {args.path} -> {meta.path}: {meta.partition} version {meta.version}, "
-                               f"checksums and all {len(report.checks)} verify checks passed")
+                               f"checksums and all {len(report.checks)} verify checks passed",
+         wrote=meta.path)
     return 0
 
 
