@@ -8,8 +8,8 @@ the 100, median of the rounds; nodes generated per instance. Then the search on 
 The 17 positions that need 80 moves (tests/data/hardest80.txt) on 2 threads: each length
 checked and each answer replayed, seconds summed over the 17, median of 3 rounds. The
 10 easiest of Korf & Felner's 50 (by their published count) with 24/small on 2 threads:
-expanded nodes against Korf & Felner's, the geometric mean against the issue's "today"
-(EASY10_BEFORE, the one-hour run of 085508a).
+expanded nodes against Korf & Felner's, the geometric mean against the figure before the
+levers (EASY10_BEFORE, the one-hour run of 085508a); the bar is half of it.
 
 Builds 15/7-8 and 24/small into artifacts/ when missing. Rewrites the `levers` section of
 BENCHMARKS.md. Usage: scripts/bench levers
@@ -32,7 +32,7 @@ ROUNDS = 5
 NODES_BAR, SECONDS_BAR = 12_000, 0.12
 HARDEST_BAR = 2.0  # seconds for the 17 positions at 80 moves on 2 threads
 EASY10_BEFORE = 0.0291  # expanded / Korf & Felner's, geometric mean over their 10 easiest
-# (by their count), 24/small on 2 threads, when issue 36 was filed (085508a's one-hour run)
+# (by their count), 24/small on 2 threads, before the levers (085508a's one-hour run)
 
 
 def hardest80(solver) -> list[str]:
@@ -65,7 +65,7 @@ def hardest80(solver) -> list[str]:
 
 def easiest24() -> list[str]:
     """Korf & Felner's 10 easiest 24-puzzles with 24/small on 2 threads: expanded nodes
-    against theirs (issue 36: the geometric mean at most half of EASY10_BEFORE)."""
+    against theirs (the bar: the geometric mean at most half of EASY10_BEFORE)."""
     boards, _ = korf24()
     published = {row[0]: row[2] for row in data_rows("korf24_50_clausecker.txt")}
     solver = Solver(load_heuristic(ensure_artifact("24/small")))
@@ -80,13 +80,13 @@ def easiest24() -> list[str]:
                      f"{ratios[-1]:.4f}", f"{r.seconds:.2f}"))
     mean = geometric_mean(ratios)
     record_bar(SECTION, "24-puzzle, Korf & Felner's 10 easiest: expanded / theirs, geometric mean "
-               f"<= half of {EASY10_BEFORE} (the issue's today)",
+               f"<= half of {EASY10_BEFORE} (before the levers)",
                f"{mean:.4f} ({mean / EASY10_BEFORE:.2f}x; 24/small, 2 threads)",
                mean <= EASY10_BEFORE / 2)
     return ["", "Korf & Felner's 10 easiest 24-puzzles (by their published count), 24/small + "
             "reflection on 2 threads, each length the published one: geometric mean of expanded / "
             f"Korf & Felner's **{mean:.4f}**, {mean / EASY10_BEFORE:.2f}x the {EASY10_BEFORE} of "
-            "the one-hour run when issue 36 was filed (085508a); the bar is half of it.", "",
+            "the one-hour run before the levers (085508a); the bar is half of it.", "",
             table(("instance", "length", "expanded", "K&F expanded", "ratio", "seconds"), rows)]
 
 

@@ -144,7 +144,10 @@ def test_a_table_refused_is_a_gauge_and_takes_the_solver_out_of_rotation(served_
     from pdbd.server import reload_tables
     from pdbd.wire import SERVICE_NAME
     from pdbtool.selection import load_directory
-    from serving import change_under, daemon_serving
+    import subprocess
+    import sys
+
+    from serving import daemon_serving
 
     with daemon_serving(load_directory(served_dir), threads=1) as daemon:
         port = daemon.metrics.serve("127.0.0.1", 0)
@@ -157,9 +160,13 @@ def test_a_table_refused_is_a_gauge_and_takes_the_solver_out_of_rotation(served_
 
             with SolverClient(daemon.address) as c:
                 assert refused("8/full") == 0 and c.health(SERVICE_NAME) == "SERVING"
-                change_under(served_dir / "8-full.h5", "truncate", None)  # (a thread: the
-                # lease's holder is this process)
-                assert wait_for(lambda: refused("8/full") == 1, 10)
+                # Another process truncates it; this one handles the lease's break on its
+                # main thread, which must run Python meanwhile (here: wait_for's steps)
+                writer = subprocess.Popen([sys.executable, "-c", "import os, sys; "
+                                           "os.truncate(sys.argv[1], 1000)",
+                                           str(served_dir / "8-full.h5")])
+                assert wait_for(lambda: refused("8/full") == 1, 30)
+                assert writer.wait(30) == 0
                 assert refused("15/5-5-5") == 0
                 assert wait_for(lambda: c.health(SERVICE_NAME) == "NOT_SERVING", 10)
                 assert c.health() == "SERVING"  # alive: a liveness probe must not restart it
