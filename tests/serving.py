@@ -90,8 +90,11 @@ def change_under(path, how: str, other) -> None:
             shutil.copyfile(other, path)
     writer = threading.Thread(target=change)
     writer.start()
-    writer.join(20)
-    assert not writer.is_alive(), "the change waited for the lease's whole break time"
+    # Waited for in short sleeps, not join(): the lease's signal may go to any thread, and
+    # its handler runs on the main thread only once that thread runs Python again (blocked
+    # in a join, it waited out the 20 s, now and then, in the full suite)
+    assert wait_for(lambda: not writer.is_alive(), 20), \
+        "the change waited for the lease's whole break time"
 
 
 def never_sending(channel, path, release: threading.Event, timeout: float = 30):
