@@ -1,12 +1,14 @@
 """`pdbd serve --pid-file PATH`: the daemon's process id for `kill -HUP "$(cat PATH)"`,
 written once the daemon is bound and serving, removed at exit; a file naming a live
-pdbd is never overwritten (another daemon may be using it); one naming a process that is
-gone or is another program (its number taken again) is replaced, with a warning."""
+pdbd is never overwritten (another daemon may be using it; a daemon holds a lock on the
+file it wrote while it lives); one naming a process that is gone or is another program
+(its number taken again) is replaced, with a warning."""
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import logging
 import os
 import stat
@@ -60,13 +62,34 @@ def live_pid(path: Path) -> int | None:
     return pid
 
 
+def locked(path: Path) -> bool:
+    """Whether a daemon holds the file's lock (``PidFile.write`` takes it for the
+    daemon's life: gone with the process, however it ends)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def other_pdbd(path: Path) -> int | None:
-    """The live process ``path`` names if it is not this one and may be a pdbd (a process
-    whose command line names no pdbd took the number of one gone, after an OOM kill or a
-    reboot: it is not in the way)."""
+    """The live process ``path`` names if it is not this one and is a pdbd: it holds the
+    file's lock (a daemon started from Python too, whatever its command line), or, for a
+    daemon of an older pdbd that took none, its command line names pdbd. A process that
+    took the number of one gone (after an OOM kill or a reboot) is not in the way."""
     pid = live_pid(path)
     if pid is None or pid == os.getpid():
         return None
+    if locked(path):
+        return pid
     command = command_of(pid)
     return None if command is not None and "pdbd" not in command else pid
 
@@ -95,6 +118,7 @@ class PidFile:
     def __init__(self, path):
         self.path = Path(path)
         self._written = False
+        self._lock_fd = -1  # the written file, locked (``locked``) while the daemon lives
 
     def check(self) -> None:
         """Refuse (PidFileError) if the file names a live process other than this one, or
@@ -140,13 +164,19 @@ class PidFile:
         self.check()
         replaced = stale(self.path)
         tmp = self._temporary()
+        fd = -1
         try:
-            tmp.write_text(f"{os.getpid()}\n")
-            os.replace(tmp, self.path)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.write(fd, f"{os.getpid()}\n".encode())
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held while the daemon lives
+            os.replace(tmp, self.path)  # (the lock goes with the file: taken before)
         except OSError as e:
+            if fd >= 0:
+                os.close(fd)
             with contextlib.suppress(OSError):
                 tmp.unlink()
             raise PidFileError(f"cannot write the pid file {self.path}: {e.strerror}") from None
+        self._lock_fd = fd
         self._written = True
         if replaced:
             log.warning("replaced the pid file %s: %s", self.path, replaced)
@@ -157,3 +187,6 @@ class PidFile:
             with contextlib.suppress(OSError):
                 self.path.unlink()
         self._written = False
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)
+            self._lock_fd = -1

@@ -402,7 +402,7 @@ class SolverServicer:
         peer = context.peer()
         method = (batch.method if batch is not None
                   else f"{SERVICE_NAME}/{'SolveStream' if stream else 'Solve'}")
-        log.info("solve refused (%s): %s peer=%s", code.name, e, peer,
+        log.info("solve refused (%s): %s peer=%s", code.name, short(str(e)), peer,
                  extra=request_fields(method, peer, code.name, 0.0, 0))
         context.abort(code, short(str(e)))
 

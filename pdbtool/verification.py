@@ -415,6 +415,8 @@ def verify(path, *, full: bool = False, seed: int | None = None, stamp: bool = T
                                        "its directory's)")], seed)
     try:
         for attempt in (1, 2):
+            if pin.broken:  # opened for writing before the checks began (as its metadata
+                pin.settle()  # was read): the file found unchanged, or refused, first
             breaks = pin.breaks
             meta, checks, exhaustive = _run_checks(path, full, seed, pin.protect, exhaustive,
                                                    progress)

@@ -97,6 +97,33 @@ def change_under(path, how: str, other) -> None:
         "the change waited for the lease's whole break time"
 
 
+@contextlib.contextmanager
+def held_for_writing(path, timeout: float = 20):
+    """``path`` held open for writing by another process for the block, as by a ``touch``
+    that lasts: the block begins once the open has returned (a read lease this process
+    holds was broken: its handler runs on the main thread, which waits here in short
+    sleeps, never in a blocking call that another thread's signal would not interrupt)."""
+    opened = Path(f"{path}.opened-{os.getpid()}")
+    go = Path(f"{path}.close-{os.getpid()}")
+    writer = subprocess.Popen([sys.executable, "-c", (
+        "import os, sys, time\n"
+        "f = open(sys.argv[1], 'r+b')\n"
+        "open(sys.argv[2], 'w').close()\n"
+        "while not os.path.exists(sys.argv[3]):\n"
+        "    time.sleep(0.005)\n"
+        "f.close()\n"), str(path), str(opened), str(go)])
+    try:
+        assert wait_for(lambda: opened.exists() or writer.poll() is not None, timeout), \
+            "the writer's open waited for the lease's whole break time"
+        assert writer.poll() is None, "the writer failed"
+        yield writer
+    finally:
+        go.touch()
+        assert wait_for(lambda: writer.poll() is not None, timeout)
+        opened.unlink(missing_ok=True)
+        go.unlink(missing_ok=True)
+
+
 def never_sending(channel, path, release: threading.Event, timeout: float = 30):
     """Open a call of ``path`` that never sends its request (until ``release``)."""
     def requests():

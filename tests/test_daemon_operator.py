@@ -549,3 +549,25 @@ def test_a_configuration_with_half_of_tls_is_refused_before_the_tables(tmp_path)
 
     with pytest.raises(BadInput, match="give --tls-cert and --tls-key together"):
         serve(ServeConfig(artifacts=str(tmp_path), tls_cert="cert.pem"))
+
+
+def test_a_pid_file_of_a_daemon_started_from_python_is_refused(tmp_path):
+    """serve(ServeConfig(pid_file=...)) from a program whose command line names no pdbd:
+    its file was taken for another program's and replaced, and the second daemon then
+    removed it at its exit while the first still ran. The writer holds the file's lock."""
+    import sys
+
+    from pdbd.pidfile import PidFile
+
+    path = tmp_path / "pdbd.pid"
+    first = PidFile(path)  # this test's process: its command line is pytest's
+    first.write()
+    try:
+        probe = subprocess.run(
+            [sys.executable, "-c", "import sys\nfrom pdbd.pidfile import PidFile, PidFileError\n"
+             "try:\n    PidFile(sys.argv[1]).check()\nexcept PidFileError as e:\n"
+             "    print(e)\n", str(path)], capture_output=True, text=True, timeout=60)
+        assert f"names process {os.getpid()}, which is running" in probe.stdout, probe
+    finally:
+        first.remove()
+    assert not path.exists()

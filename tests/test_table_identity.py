@@ -17,7 +17,7 @@ from pdbtool.loading import open_trusted
 from pdbtool.search.control import SearchControl
 from pdbtool.selection import load_directory
 from pdbtool.tables import artifact, lease, trust
-from serving import EASY8, EASY15, running_daemon, wait_for
+from serving import EASY8, EASY15, held_for_writing, running_daemon, wait_for
 
 PDBTOOL = str(Path(sys.executable).with_name("pdbtool"))
 
@@ -204,9 +204,9 @@ def test_a_touch_while_the_checks_read_the_file_checks_it_again(art_dir, tmp_pat
     def touch_then_check(meta, data):
         if touched:
             return original(meta, data)
-        touched.append(True)  # the first pass: the file held open for writing meanwhile (the
-        with open(path, "r+b"):  # open returns once the mapping is dropped; the recovery
-            return original(meta, data)  # waits for the close): the checksums read zeros
+        touched.append(True)  # the first pass: the file held open for writing meanwhile
+        with held_for_writing(path):  # (the mapping dropped; the recovery waits for the
+            return original(meta, data)  # close): the checksums read zeros
 
     monkeypatch.setattr(verification, "check_checksums", touch_then_check)
     if stamped_by == "verify":
@@ -220,3 +220,81 @@ def test_a_touch_while_the_checks_read_the_file_checks_it_again(art_dir, tmp_pat
         finally:
             opened.pin.release()
     assert touched
+
+
+def test_a_break_before_the_checks_begin_is_waited_for(art_dir, tmp_path):
+    """The file opened for writing after it was pinned but before the checks mapped it
+    (as its metadata was read): the checks mapped zero pages, saw no break during them and
+    said FAILED. They wait for the file to be found unchanged first."""
+    import threading
+
+    from pdbtool.verification import verify
+
+    path = tmp_path / "8-full.h5"
+    shutil.copy(art_dir / "8-full.h5", path)
+    pin = trust.Pinned(path)
+    try:
+        with held_for_writing(path) as writer:
+            assert pin.broken
+            threading.Timer(0.5, lambda: Path(f"{path}.close-{os.getpid()}").touch()).start()
+            report = verify(path, pin=pin, stamp=False)  # begins while the writer holds it
+        assert writer.returncode == 0
+        assert report.ok, report.failed
+    finally:
+        pin.release()
+
+
+def test_a_break_while_the_lease_is_taken_is_not_lost(art_dir, tmp_path, monkeypatch):
+    """A writer's open that broke the lease before `hold` had noted the file found no entry
+    in the handler: the writer waited out the lease-break time (45 s) and then changed a
+    file still mapped. `hold` looks once the entry is there."""
+    import fcntl
+
+    path = tmp_path / "8-full.h5"
+    shutil.copy(art_dir / "8-full.h5", path)
+    writers = []
+
+    class Late(dict):  # the break begins just before the entry is noted
+        def __setitem__(self, fd, held):
+            if not writers:
+                writers.append(subprocess.Popen([sys.executable, "-c", "import sys; "
+                                                 "open(sys.argv[1], 'r+b').close()", str(path)]))
+                assert wait_for(lambda: fcntl.fcntl(fd, fcntl.F_GETLEASE) != fcntl.F_RDLCK, 10)
+            super().__setitem__(fd, held)
+
+    monkeypatch.setattr(lease, "_held", Late(lease._held))
+    pin = trust.Pinned(path)
+    try:
+        assert pin.unleased is None
+        assert wait_for(lambda: writers[0].poll() is not None, 10), "the break was lost"
+        assert pin.breaks == 1
+    finally:
+        pin.release()
+        if writers[0].poll() is None:
+            writers[0].kill()
+
+
+def test_the_content_check_reads_the_file_and_never_faults(art_dir, tmp_path, monkeypatch):
+    """After a break the recovery compared the file with what was loaded through a new
+    mapping: a writer that truncated the file meanwhile killed the process (SIGBUS). The
+    file is read: a short read says it changed. In a child: the old failure kills it."""
+    path = tmp_path / "8-full.h5"
+    shutil.copy(art_dir / "8-full.h5", path)
+    child = (f"import os, sys\nsys.path.insert(0, {os.path.dirname(__file__)!r})\n"
+             "from pdbtool.tables import lease, trust\n"
+             "lease.hold = lambda *a: 'no leases here'\n"  # (a truncation at once)
+             f"pin = trust.Pinned({str(path)!r})\n"
+             "pin._content = pin._read_content()\n"
+             "meta = pin._content[1]\n"
+             "from pdbtool.tables import artifact\n"
+             "def truncated(real):\n"  # the file truncated as the tables' bytes are hashed
+             "    def first_truncate(*a):\n"  # (read with pread, or through a mapping)
+             f"        os.truncate({str(path)!r}, meta.data_offset + meta.data_length // 2)\n"
+             "        return real(*a)\n"
+             "    return first_truncate\n"
+             "os.pread = truncated(os.pread)\n"
+             "artifact.sha256_of = truncated(artifact.sha256_of)\n"
+             "print(pin._same_content())\n")
+    p = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
+    assert p.stdout.strip() == "False"

@@ -58,11 +58,11 @@ def hold(fd: int, urgent: Callable[[], None], later: Callable[[], None]) -> str 
         return problem
     try:
         fcntl.fcntl(fd, fcntl.F_SETSIG, SIGNAL)
-        fcntl.fcntl(fd, F_SETLEASE, _RDLCK)
         # the lease's signal goes to the thread that took it, which may be gone by its
         # break (trust.Pinned takes it again on a short-lived thread after a touch): to the
         # process, where the handler runs, whatever thread took it
         fcntl.fcntl(fd, fcntl.F_SETOWN, os.getpid())
+        fcntl.fcntl(fd, F_SETLEASE, _RDLCK)
     except OSError as e:
         return {  # the likely reasons, said plainly
             "EACCES": "the file belongs to another user (a lease needs its owner or CAP_LEASE)",
@@ -70,7 +70,34 @@ def hold(fd: int, urgent: Callable[[], None], later: Callable[[], None]) -> str 
             "EINVAL": "its file system does not support leases",
         }.get(_errname(e), os.strerror(e.errno or 0))
     _held[fd] = _Held(urgent, later)
+    # A break that began before the line above found no entry in the handler (lost: the
+    # writer waited out the lease-break time, the mapping kept): look now.
+    if _lease_of(fd) != _RDLCK and _break(fd):
+        _wake.set()
     return None
+
+
+def _lease_of(fd: int) -> int:
+    try:
+        return fcntl.fcntl(fd, fcntl.F_GETLEASE)
+    except OSError:
+        return _UNLCK
+
+
+def _break(fd: int) -> bool:
+    """The lease of ``fd`` is being broken: urgent(), the lease given up (the writer goes
+    on), later() queued for the watcher; False if another caller did it first (the entry
+    is taken once: the handler and ``hold``'s own look)."""
+    held = _held.pop(fd, None)
+    if held is None:
+        return False
+    try:
+        held.urgent()
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(fd, F_SETLEASE, _UNLCK)
+        _pending.append(held.later)
+    return True
 
 
 def release(fd: int) -> None:
@@ -104,20 +131,9 @@ def _on_signal(signum, frame) -> None:
     """A lease is being broken: for each fd whose lease is no longer a plain read lease,
     run urgent(), give the lease up, and queue later(). Takes no lock the main thread could
     hold (it runs on the main thread, between any two of its bytecodes)."""
-    for fd, held in list(_held.items()):
-        try:
-            if fcntl.fcntl(fd, fcntl.F_GETLEASE) == _RDLCK:
-                continue  # not this one
-        except OSError:
-            pass
-        if _held.pop(fd, None) is None:
-            continue
-        try:
-            held.urgent()
-        finally:
-            with contextlib.suppress(OSError):
-                fcntl.fcntl(fd, F_SETLEASE, _UNLCK)  # the writer goes on
-            _pending.append(held.later)
+    for fd in list(_held):
+        if _lease_of(fd) != _RDLCK:  # (a plain read lease: not this one)
+            _break(fd)
     _wake.set()
 
 

@@ -33,6 +33,8 @@ loaded again. ``Pinned.unleased`` says why a file got no lease; ``release`` unma
 from __future__ import annotations
 
 import contextlib
+import errno
+import hashlib
 import json
 import logging
 import os
@@ -42,8 +44,6 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-import numpy as np
-
 from pdbtool.errors import ArtifactError, NotAFile
 from pdbtool.tables import artifact, lease, residency
 from pdbtool.tables.files import file_problem
@@ -52,6 +52,7 @@ log = logging.getLogger("pdbtool")
 
 RECOVER_SECONDS = 10.0  # after a lease break, how long to wait for the writer to close it
 RECOVER_POLL = 0.02
+READ_STEP = 8 << 20  # bytes a content check reads at a time
 
 
 def stamp_path(path) -> Path:
@@ -149,7 +150,7 @@ class Pinned:
         self._breaks = self._restored = 0
         self._why = ""  # what the last break or content check found
         self._attaching = False  # the recovery is mapping the file back (the handler waits)
-        self._recovering = False  # a break's recovery is under way (settle waits for it)
+        self._decided = 0  # the breaks a recovery has decided (settle waits for the rest)
         self._releasing = False  # release() began: never map the file back
         self._content = None  # (version, offset, length, sha256s) read at load, if an artifact
         self._mapped: list = []  # the arrays mapped from the file (detached on a break)
@@ -179,10 +180,11 @@ class Pinned:
         return self._breaks
 
     def settle(self, timeout: float = RECOVER_SECONDS + 5.0) -> bool:
-        """After a break, wait (up to ``timeout`` seconds) for the recovery to decide; True
-        if the file serves again (found unchanged: a ``touch``), False if it is refused."""
+        """After a break, wait (up to ``timeout`` seconds) until a recovery has decided on
+        every break so far; True if the file serves (found unchanged: a ``touch``), False
+        if it is refused."""
         end = time.monotonic() + timeout
-        while self._recovering and time.monotonic() < end:
+        while self._fd >= 0 and self._breaks > self._decided and time.monotonic() < end:
             time.sleep(RECOVER_POLL)
         return self.broken is None
 
@@ -243,6 +245,7 @@ class Pinned:
             if not broken:  # refused from now on, whatever the file looks like later
                 self._why = what
                 self._breaks += 1
+                self._decided = self._breaks  # no recovery: refused until loaded again
                 self._tell()
             raise TableChanged(f"table file {self.path.name} changed on disk since it was "
                                f"loaded ({what}); refusing to answer from it until it is "
@@ -273,17 +276,17 @@ class Pinned:
     def _same_content(self) -> bool:
         """Whether the open file still holds the bytes read at load: the same content
         version and layout, and every mapped table's checksum (read from the file)."""
+        if self._content is None:  # nothing mapped from it yet (opened for writing as its
+            return True  # metadata was read): whatever it holds is what the caller maps
         now = self._read_content()
-        if now is None or self._content is None or now[0] != self._content[0]:
+        if now is None or now[0] != self._content[0]:
             return False
         meta = now[1]
-        try:
-            artifact.check_checksums(meta, np.memmap(f"/proc/self/fd/{self._fd}", np.uint8,
-                                                     mode="r", offset=meta.data_offset,
-                                                     shape=(meta.data_length,)))
-        except (ArtifactError, OSError, ValueError):
+        try:  # read, not mapped: a writer that truncates it meanwhile makes a short read,
+            return all(_sha256_at(self._fd, meta.data_offset + t.offset, t.bytes) == t.sha256
+                       for t in meta.tables)  # where a mapping's page would fault (SIGBUS)
+        except OSError:
             return False
-        return True
 
     # -- the lease ---------------------------------------------------------------------------
 
@@ -291,7 +294,6 @@ class Pinned:
         """The lease is being broken (in the signal handler: no locks). Before the writer
         goes on, the mapped pages become zero pages: no search can fault on the file."""
         self._why = "opened for writing by another process while in use"
-        self._recovering = True  # (before the count: a reader that sees it waits in settle)
         self._breaks += 1
         while self._attaching:  # the recovery is mapping the file back: detach after it
             time.sleep(0.001)
@@ -316,37 +318,41 @@ class Pinned:
         """Take the lease again once no writer holds the file open (from then on, any
         writer is heard of first); if the bytes are those loaded (a ``touch``), map the file
         back and serve it again; otherwise it stays refused until loaded again."""
+        decided = 0
         try:
-            self._recover_once()
-        finally:
-            self._recovering = False
+            decided = self._recover_once()
+        finally:  # (a recovery given up for a later break: that break's recovery decides)
+            self._decided = max(self._decided, decided)
 
-    def _recover_once(self) -> None:
+    def _recover_once(self) -> int:
+        """The recovery of the breaks so far; returns their count if it decided on them,
+        less if a later break came meanwhile (its own recovery decides)."""
         with self._recheck:
             breaks = self._breaks
             if self._fd < 0 or breaks <= self._restored:
-                return
+                return breaks
             end = time.monotonic() + RECOVER_SECONDS
             while True:
                 if self._fd < 0:
-                    return
+                    return breaks
                 why = lease.hold(self._fd, self._detach, self._stop_searches)
                 if why is None:
                     break
                 if "open for writing" not in why or time.monotonic() > end:
-                    return  # still written to, or no lease to be had: refused until reloaded
-                time.sleep(RECOVER_POLL)
+                    return breaks  # still written to, or no lease to be had: refused until
+                time.sleep(RECOVER_POLL)  # loaded again
             st = os.fstat(self._fd)
             if st.st_size != self.identity.size or not self._same_content():
                 self._why = ("opened for writing by another process while in use, and "
                              "its content changed")
                 lease.release(self._fd)  # nothing more to protect: refused until reloaded
                 log.warning("%s changed while in use: refused until loaded again", self.path)
-                return
+                return breaks
             self._attaching = True
             try:
                 if self._breaks != breaks or self._releasing:
-                    return  # broken again meanwhile (that break's recovery decides), or done
+                    return breaks  # broken again meanwhile (that break's recovery decides),
+                    # or done
                 for data in self._mapped:
                     residency.attach(data, self._fd)
             finally:
@@ -356,6 +362,7 @@ class Pinned:
         log.info("%s was opened for writing but its content is unchanged: serving it again",
                  self.path)
         self._tell()
+        return breaks
 
     def release(self) -> None:
         """No search will read the file again: unmap its tables (zero pages at the same
@@ -380,6 +387,20 @@ class Pinned:
             self.close()
         except Exception:  # at interpreter exit the modules it uses may be gone
             pass
+
+
+def _sha256_at(fd: int, offset: int, length: int) -> str:
+    """sha256 of ``length`` bytes of ``fd`` from ``offset``, read (OSError if it ends
+    before them)."""
+    digest = hashlib.sha256()
+    end = offset + length
+    while offset < end:
+        chunk = os.pread(fd, min(READ_STEP, end - offset), offset)
+        if not chunk:
+            raise OSError(errno.EIO, "the file ends before its tables")
+        digest.update(chunk)
+        offset += len(chunk)
+    return digest.hexdigest()
 
 
 def confirm(meta: artifact.ArtifactMeta) -> artifact.ArtifactMeta:
