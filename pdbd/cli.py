@@ -153,7 +153,7 @@ def parser() -> Parser:
     s.add_argument("--cluster", metavar="ADDRESS", type=cluster_address,
                    help="send big IDA* searches to this Ray cluster ('local': start Ray on this "
                         "machine); needs the cluster extra: pip install 'pdbtool[cluster]'")
-    s.add_argument("--cluster-above", type=positive, default=DEFAULT_CLUSTER_ABOVE, metavar="N",
+    s.add_argument("--cluster-above", type=positive, default=None, metavar="N",
                    help="with --cluster: a search that generates more than N nodes here goes to "
                         f"the cluster (default {DEFAULT_CLUSTER_ABOVE:,})")
     add_shipping_options(s)
@@ -324,6 +324,8 @@ def serve_config(args) -> ServeConfig:
     """The daemon's configuration from the options of `pdbd serve`."""
     from .server import ServeConfig
 
+    if args.cluster_above is not None and not args.cluster:  # (as --cluster-shared is)
+        raise BadInput("--cluster-above needs --cluster")
     return ServeConfig(
         artifacts=args.artifacts, listen=args.listen, metrics=args.metrics,
         pid_file=args.pid_file, threads=args.threads, max_queue=args.max_queue,
@@ -334,7 +336,8 @@ def serve_config(args) -> ServeConfig:
         reflection=not args.no_reflection, tls_cert=args.tls_cert, tls_key=args.tls_key,
         client_ca=args.client_ca, insecure=args.insecure, mlock=args.mlock,
         prefault=not args.no_prefault, grace=args.grace, drain=args.drain,
-        cluster=args.cluster, cluster_above=args.cluster_above,
+        cluster=args.cluster,
+        cluster_above=DEFAULT_CLUSTER_ABOVE if args.cluster_above is None else args.cluster_above,
         cluster_shared=args.cluster_shared, cluster_cache=args.cluster_cache,
         log_format=args.log_format, log_level="debug" if args.verbose else args.log_level)
 

@@ -60,3 +60,20 @@ def test_pdbd_local_ray_listens_on_loopback(tmp_path):
             "print(code, 'ray' in sys.modules, c.ENABLE_RAY_CLUSTER)\n")
     p = run("-c", code, env=env)
     assert p.stdout.split() == ["1", "True", "False"], p.stdout + p.stderr  # 1: no tables
+
+
+def test_a_head_on_loopback_gets_a_loopback_driver(monkeypatch):
+    """A head started on 127.0.0.1 (or localhost): Ray took this machine's own address for
+    the driver and retried there for 14 minutes before failing (the test suite's Ray, and
+    `--cluster local`, had the setting that keeps it on loopback; a user's command did not)."""
+    from pdbtool.cluster.messages import on_loopback, ray_module
+
+    assert [on_loopback(a) for a in ("127.0.0.1:6390", "localhost:6379", "[::1]:6379",
+                                     "10.0.0.5:6379", "head:6379", "local", None)] == [
+        True, True, True, False, False, False, False]
+    monkeypatch.delenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", raising=False)
+    ray_module("127.0.0.1:6390")
+    assert os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] == "0"
+    monkeypatch.delenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
+    ray_module("10.0.0.5:6379")
+    assert "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER" not in os.environ

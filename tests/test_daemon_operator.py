@@ -473,9 +473,14 @@ def test_the_command_lines_defaults_are_the_configurations():
     given: the library's defaults and the command's never drift apart."""
     from pdbd import cli
     from pdbd.server import ServeConfig
+    from pdbtool.errors import BadInput
 
     args = cli.parser().parse_args(["serve", "--artifacts", "tables"])
     assert cli.serve_config(args) == ServeConfig(artifacts="tables")
+    # --cluster-above without --cluster was taken in silence (--cluster-shared was refused)
+    lone = cli.parser().parse_args(["serve", "--artifacts", "t", "--cluster-above", "5"])
+    with pytest.raises(BadInput, match="--cluster-above needs --cluster"):
+        cli.serve_config(lone)
 
 
 def test_every_serve_option_reaches_the_configuration(tmp_path):

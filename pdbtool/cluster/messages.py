@@ -3,6 +3,7 @@ types that travel through Ray (specs, batches, reports, progress, answers)."""
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 import socket
@@ -46,12 +47,27 @@ class ClusterError(PdbError):
     exit_code = 1
 
 
+def on_loopback(address: str | None) -> bool:
+    """Whether a cluster address (host:port) names this machine's loopback."""
+    if not address or address == LOCAL:
+        return False
+    host = address.rsplit(":", 1)[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def ray_module(address: str | None = None):
     """Ray, imported on first use; ClusterError saying how to install it if it is not.
     For ``address`` "local" a Ray started here will listen on loopback only: with
     clusters "disabled" Ray binds 127.0.0.1, otherwise every interface. Ray reads that
-    on import, so it is set before (the user's setting wins)."""
-    if address == LOCAL:
+    on import, so it is set before (the user's setting wins). So too for a head on
+    loopback (127.0.0.1:6379, localhost:6379): otherwise Ray took this machine's own
+    address for the driver's and retried there for 14 minutes before it failed."""
+    if address == LOCAL or on_loopback(address):
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     try:
         import ray
