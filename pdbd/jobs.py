@@ -22,6 +22,7 @@ import time
 import traceback
 from collections import deque
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
 from pdbtool.errors import LimitReached
@@ -78,6 +79,9 @@ class QueueFull(Exception):
     """Every worker is busy and the queue holds max_queue jobs already."""
 
 
+CLUSTER_INFO_SECONDS = 3.0  # Info waits this long for the cluster's figures
+
+
 class Delegation:
     """Big searches go to a Ray cluster (a pdbtool.cluster.driver.Cluster): an IDA* search that
     generates more than ``above`` nodes here is stopped and searched again over the
@@ -89,6 +93,32 @@ class Delegation:
         self.cluster, self.above = cluster, above
         self._lock = threading.Lock()
         self.delegated = 0
+        self._asking: Future | None = None  # the cluster's info, asked on a thread
+
+    def info(self, timeout: float = CLUSTER_INFO_SECONDS):
+        """The cluster's ``info()`` (nodes, CPUs, busy), waited for ``timeout`` seconds at
+        most: Ray's calls block while its head is unreachable (``pdbd info`` waited out its
+        deadline). One call is made at a time; an Info meanwhile waits on the same.
+        PdbError (pdbtool.cluster.messages.ClusterError) when it fails or is late."""
+        from pdbtool.cluster.messages import ClusterError
+
+        with self._lock:
+            if self._asking is None or self._asking.done():
+                self._asking = asking = Future()
+                threading.Thread(target=self._ask, args=(asking,), daemon=True,
+                                 name="pdbd-cluster-info").start()
+            asking = self._asking
+        try:
+            return asking.result(timeout)
+        except FutureTimeout:
+            raise ClusterError(f"the cluster at {self.cluster.address} did not answer within "
+                               f"{timeout:g} s") from None
+
+    def _ask(self, asking: Future) -> None:
+        try:
+            asking.set_result(self.cluster.info())
+        except BaseException as e:
+            asking.set_exception(e)
 
     def wants(self, job: Job) -> bool:
         ida = job.algorithm is None or job.algorithm.name == "ida"

@@ -260,7 +260,7 @@ class SolverServicer:
         if d is None:
             return None
         try:
-            c = d.cluster.info()
+            c = d.info()
         except PdbError as e:
             return pb.ClusterInfo(address=d.cluster.address, above=d.above,
                                   delegated=d.delegated, error=short(str(e)))

@@ -120,3 +120,31 @@ def test_the_fast_lanes_search_is_search_time_not_queue_time(monkeypatch):
     now[0] += 0.25  # waits for a worker
     assert job.run() == "answer"
     assert job.queue_seconds == 0.25 and job.search_seconds == 7.0
+
+
+def test_the_clusters_info_is_waited_for_a_few_seconds_at_most():
+    """Ray's calls block while its head is unreachable: `pdbd info` of a daemon whose
+    cluster had gone waited out its deadline (exit 4, "deadline exceeded"). Info says the
+    cluster did not answer instead; the call under way is asked once, not once an Info."""
+    import threading
+
+    from pdbd.jobs import Delegation
+    from pdbtool.errors import PdbError
+
+    answer, calls = threading.Event(), []
+
+    class Unreachable:
+        address = "127.0.0.1:6379"
+
+        def info(self):
+            calls.append(1)
+            answer.wait(30)
+            return "figures"
+
+    d = Delegation(Unreachable(), 1000)
+    for _ in range(2):
+        with pytest.raises(PdbError, match="127.0.0.1:6379 did not answer within 0.2 s"):
+            d.info(timeout=0.2)
+    assert len(calls) == 1
+    answer.set()
+    assert d.info(timeout=5) == "figures"
