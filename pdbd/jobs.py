@@ -135,6 +135,10 @@ class Delegation:
                                    above=self.above, on_cluster=self._count)
 
     def _count(self) -> None:
+        """A search goes to the cluster: counted, once the cluster answers (``info``: a
+        cluster gone refuses the search at once, ClusterError, where its calls would block
+        the worker past its deadline)."""
+        self.info()
         with self._lock:
             self.delegated += 1
 

@@ -60,6 +60,7 @@ log = logging.getLogger("pdbd")
 # A board is at most a few hundred bytes; up to 1 MiB a request still reaches validation and
 # gets INVALID_ARGUMENT naming the problem; beyond that gRPC refuses it unread.
 MAX_MESSAGE_BYTES = 1 << 20
+RAY_RECONNECT_SECONDS = 10 * 365 * 86400  # how long the daemon's Ray driver waits for its head
 SPARE_SOLVES = 8     # solve calls beyond threads + queue: bad boards are answered too
 STREAM_SECONDS = 300.0  # a Watch or reflection stream is ended after this (the client reopens)
 
@@ -426,6 +427,11 @@ def serve(config: ServeConfig) -> int:
     if config.cluster:
         from pdbtool.cluster.messages import ray_module
 
+        # Ray ends a driver whose cluster's head has been unreachable for a minute (its own
+        # line, "The program will terminate", and exit 1): the daemon serves on without
+        # the cluster instead (Info says it is unreachable, a search for it is refused).
+        # Read when Ray is imported (just below); the operator's setting wins.
+        os.environ.setdefault("RAY_gcs_rpc_server_reconnect_timeout_s", str(RAY_RECONNECT_SECONDS))
         ray_module(config.cluster)  # Ray missing is said now, not after the tables
     elif config.cluster_shared or config.cluster_cache:
         raise BadInput("--cluster-shared and --cluster-cache need --cluster")

@@ -148,3 +148,23 @@ def test_the_clusters_info_is_waited_for_a_few_seconds_at_most():
     assert len(calls) == 1
     answer.set()
     assert d.info(timeout=5) == "figures"
+
+
+def test_a_search_for_a_cluster_that_does_not_answer_is_refused_at_once():
+    """A cluster whose head is gone: the search handed to it blocked in Ray's calls past its
+    deadline, its worker lost (and before that the whole daemon ended with Ray's driver, a
+    minute after the head: serve sets RAY_gcs_rpc_server_reconnect_timeout_s). The hand-over
+    asks the cluster first (Delegation.info, a few seconds at most)."""
+    from pdbd.jobs import Delegation
+    from pdbtool.cluster.messages import ClusterError
+
+    class Gone:
+        address = "127.0.0.1:6379"
+
+        def info(self):
+            raise ClusterError("cannot reach the Ray cluster at 127.0.0.1:6379")
+
+    d = Delegation(Gone(), 1000)
+    with pytest.raises(ClusterError, match="cannot reach"):
+        d._count()  # (search_here_then_on's on_cluster, before the cluster's search)
+    assert d.delegated == 0
