@@ -266,27 +266,32 @@ def test_pem_files_that_openssl_cannot_use_are_named(art_dir, pki, tmp_path):
     named before gRPC sees it: the server's bind failed ("cannot listen"), a client's
     handshake failed ("Failed to create security handshaker"), neither naming the file."""
     tables = load_directory(art_dir)
-    with pytest.raises(BadInput, match=r"cannot use the certificate .*server\.pem with the "
-                                       r"key .*client\.key: KEY_VALUES_MISMATCH"):
-        running_daemon(tables, threads=1, tls=Tls(pki / "server.pem", pki / "client.key"))
     not_pem = tmp_path / "ca.txt"
     not_pem.write_text("not a certificate\n")
-    with pytest.raises(BadInput, match=r"cannot use the CA certificates .*ca\.txt"):
-        SolverClient("127.0.0.1:1", tls=ClientTls(str(not_pem)))
-    with pytest.raises(BadInput, match=r"cannot use the certificate .*client\.pem with the key "
-                                       r".*server\.key"):
-        SolverClient("127.0.0.1:1", tls=ClientTls(str(pki / "ca.pem"), str(pki / "client.pem"),
-                                                  str(pki / "server.key")))
-    # A key given as the certificate, or an empty file: OpenSSL says only "PEM lib".
-    with pytest.raises(BadInput, match=r"cannot use the certificate .*server\.key with the key "
-                                       r".*server\.key: .*server\.key holds no certificate"):
-        running_daemon(tables, threads=1, tls=Tls(pki / "server.key", pki / "server.key"))
     empty = tmp_path / "empty.key"
     empty.write_text("")
-    with pytest.raises(BadInput, match=r"empty\.key holds no private key"):
-        running_daemon(tables, threads=1, tls=Tls(pki / "server.pem", empty))
-    with pytest.raises(BadInput, match=r"ca\.txt holds no certificate"):
-        SolverClient("127.0.0.1:1", tls=ClientTls(str(not_pem)))
+
+    def server(cert, key):
+        return lambda: running_daemon(tables, threads=1, tls=Tls(cert, key))
+
+    def client(*files):
+        return lambda: SolverClient("127.0.0.1:1", tls=ClientTls(*map(str, files)))
+
+    for make, says in (
+            (server(pki / "server.pem", pki / "client.key"),
+             r"cannot use the certificate .*server\.pem with the key .*client\.key: "
+             r"KEY_VALUES_MISMATCH"),
+            (client(not_pem), r"cannot use the CA certificates .*ca\.txt: .*ca\.txt holds no "
+                              r"certificate"),
+            (client(pki / "ca.pem", pki / "client.pem", pki / "server.key"),
+             r"cannot use the certificate .*client\.pem with the key .*server\.key"),
+            # A key given as the certificate, or an empty file: OpenSSL said only "PEM lib".
+            (server(pki / "server.key", pki / "server.key"),
+             r"cannot use the certificate .*server\.key with the key .*server\.key: "
+             r".*server\.key holds no certificate"),
+            (server(pki / "server.pem", empty), r"empty\.key holds no private key")):
+        with pytest.raises(BadInput, match=says):
+            make()
 
 
 @pytest.mark.process
