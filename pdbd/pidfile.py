@@ -86,10 +86,12 @@ def other_pdbd(path: Path) -> int | None:
     daemon of an older pdbd that took none, its command line names pdbd. A process that
     took the number of one gone (after an OOM kill or a reboot) is not in the way."""
     pid = live_pid(path)
-    if pid is None or pid == os.getpid():
+    if pid is None:
         return None
-    if locked(path):
+    if locked(path):  # first: another daemon's number may be this one's (pid namespaces)
         return pid
+    if pid == os.getpid():
+        return None
     command = command_of(pid)
     return None if command is not None and "pdbd" not in command else pid
 

@@ -43,6 +43,7 @@ def open_trusted(path) -> Trusted:
     file and the problem."""
     pin = trust.Pinned(path)
     try:
+        breaks = pin.breaks  # opened for writing as it loads: loaded again, by the caller
         meta = artifact.read_meta(path)
         data = artifact.map_tables(meta)
         pin.protect(data, meta)
@@ -54,7 +55,9 @@ def open_trusted(path) -> Trusted:
             except ArtifactError:
                 pin.check()  # opened for writing during the checks: say that instead
                 raise
-        if pin.replaced():
+        if pin.replaced() or (pin.breaks != breaks and not (pin.settle() and pin.holds(meta))):
+            # (opened for writing as it loaded: a touch is harmless, but the metadata read
+            # before another write would describe someone else's tables)
             raise ArtifactError(f"{path}: changed while it was being loaded; try again")
         pin.check()
     except BaseException:  # refused: nothing kept open, mapped or leased (a daemon that

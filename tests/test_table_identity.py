@@ -13,6 +13,7 @@ import pytest
 
 from pdbd.client import ServerUnavailable, SolverClient
 from pdbd.server import reload_tables
+from pdbtool.errors import ArtifactError
 from pdbtool.loading import open_trusted
 from pdbtool.search.control import SearchControl
 from pdbtool.selection import load_directory
@@ -298,3 +299,32 @@ def test_the_content_check_reads_the_file_and_never_faults(art_dir, tmp_path, mo
     p = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
     assert p.stdout.strip() == "False"
+
+
+def test_a_file_rewritten_as_it_loads_is_refused_a_touch_is_not(art_dir, tmp_path, monkeypatch):
+    """Opened for writing between the metadata's read and the mapping's guard: after a
+    touch the file holds what was read and loads; after a rewrite its metadata may be
+    another table's (the loader returned the metadata read before): refused, to be loaded
+    again."""
+    from pdbtool.tables import artifact as artifact_module
+
+    path = tmp_path / "8-full.h5"
+    shutil.copy(art_dir / "8-full.h5", path)
+    real_map = artifact_module.map_tables
+    writers = []
+
+    def map_after_a_writer(meta):
+        if not writers:  # the loader's own mapping (not the checks' after it)
+            writers.append(1)
+            with held_for_writing(path):
+                pass
+        return real_map(meta)
+
+    monkeypatch.setattr(artifact_module, "map_tables", map_after_a_writer)
+    opened = open_trusted(path)  # a touch: loads
+    assert opened.pin.broken is None and opened.pin.breaks == 1
+    opened.pin.release()
+    writers.clear()
+    monkeypatch.setattr(trust.Pinned, "holds", lambda self, meta: False)  # as after a rewrite
+    with pytest.raises(ArtifactError, match="changed while it was being loaded; try again"):
+        open_trusted(path)

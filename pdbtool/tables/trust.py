@@ -268,6 +268,12 @@ class Pinned:
         except (ArtifactError, OSError):
             return None
 
+    def holds(self, meta: artifact.ArtifactMeta) -> bool:
+        """Whether the open file's metadata is ``meta``'s now (its content version, layout
+        and checksums): what a loader read before a writer came is still what is there."""
+        now = self._read_content()
+        return now is not None and now[0] == self._content_of(meta)[0]
+
     @staticmethod
     def _content_of(meta: artifact.ArtifactMeta):
         return (meta.version, meta.data_offset, meta.data_length,
@@ -321,6 +327,9 @@ class Pinned:
         decided = 0
         try:
             decided = self._recover_once()
+        except Exception:  # (the file closed meanwhile, say): refused, and decided so
+            log.exception("recovering %s after a writer", self.path)
+            decided = self._breaks
         finally:  # (a recovery given up for a later break: that break's recovery decides)
             self._decided = max(self._decided, decided)
 
