@@ -77,3 +77,20 @@ def test_a_head_on_loopback_gets_a_loopback_driver(monkeypatch):
     monkeypatch.delenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
     ray_module("10.0.0.5:6379")
     assert "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER" not in os.environ
+
+
+def test_a_node_s_error_is_said_by_its_cause():
+    """An unusable --cluster-cache on a node was said as Ray's coloured first line, no cause:
+    "its worker failed: \\x1b[36mray::NodeWorker.load()\\x1b[39m (pid=..., actor_id=...)"."""
+    from pdbtool.cluster.run import first_line
+
+    class TaskError(Exception):  # as Ray's RayTaskError: its text, and the node's error
+        def __init__(self, cause):
+            super().__init__("\x1b[36mray::NodeWorker.load()\x1b[39m (pid=7, actor_id=ab)\n"
+                             "Traceback (most recent call last): ...")
+            self.cause = cause
+
+    cause = NotADirectoryError(20, "Not a directory", "/work/b15.txt/x")
+    assert first_line(TaskError(cause)) == ("NotADirectoryError: [Errno 20] Not a directory: "
+                                            "'/work/b15.txt/x'")
+    assert first_line(RuntimeError("\x1b[31mred\x1b[39m\nmore")) == "red"

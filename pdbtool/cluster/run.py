@@ -4,6 +4,7 @@ capacity frees (``Dispatch``), and one board's search iteration by iteration
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections import deque
@@ -70,8 +71,17 @@ def wait_any(ray, refs: list) -> list:
     return ready
 
 
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # Ray colours its task errors' first line
+
+
 def first_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
+    """What went wrong, in a line: a Ray task's error by its cause (an OSError on the
+    node, say: its first line was only "ray::NodeWorker.load() (pid=..., actor_id=...)",
+    coloured), else the error's own first line."""
+    cause = getattr(e, "cause", None)
+    if isinstance(cause, BaseException) and cause is not e:
+        return f"{type(cause).__name__}: {first_line(cause)}"
+    text = ANSI.sub("", str(e)).strip().splitlines()
     return text[0] if text else type(e).__name__
 
 
