@@ -74,6 +74,12 @@ def translate(err: grpc.RpcError, address: str, tls: bool = False) -> PdbError:
                             "its --client-ca)")
             elif "Socket closed" in details:  # what a plaintext call to a TLS server gets
                 message += " (a pdbd that serves TLS closes plaintext connections: give --tls-ca)"
+            elif "Hostname Verification" in details:  # a name its certificate lacks
+                message += (" (the server's certificate does not carry the name connected "
+                            "to, or given by --tls-server-name: connect by a name it carries)")
+            elif "CERTIFICATE_VERIFY_FAILED" in details:
+                message += (" (the server's certificate is not signed by a CA of --tls-ca, "
+                            "or by the system's CAs if it is not given)")
             elif "before receiving SETTINGS" in details:  # a bound port, no gRPC answer yet
                 message += (" (something holds the port but has not answered yet: a pdbd "
                             "compiling its kernels on its first start on this machine "

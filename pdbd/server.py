@@ -344,8 +344,11 @@ def warm_up(solvers, stopping: threading.Event | None = None) -> None:
     """Compile (or load from numba's cache) each kernel with a one-move board per shape,
     after the server binds (a busy port fails first) and before it answers (calls wait),
     so the first real query does not pay for compilation; a compile (the first start on a
-    machine) is announced in the log, with its time. Once ``stopping`` is set, no further
-    shape is warmed (a compile under way cannot be cut short)."""
+    machine) is announced in the log, with its time. Once ``stopping`` is set (SIGTERM
+    during start-up), it returns at once: a compile under way cannot be cut short, so each
+    shape is warmed on a thread of its own, left to end with the process (its compile
+    child dies with it: ``signals.die_with_parent``), and nothing compiled is lost but
+    the unfinished kernels (numba writes each one whole)."""
     from pdbtool.search import warm
 
     for shape, solver in sorted(solvers.items()):
@@ -359,9 +362,36 @@ def warm_up(solvers, stopping: threading.Event | None = None) -> None:
                      "('pdbtool warm' does it ahead of time)", shape, solver.heuristic.name,
                      pending)
         start = time.perf_counter()
-        solver.solve(board, "blank-last")
+        if not _solved_unless(stopping, solver, board):
+            log.info("stopping: the compile for %s left unfinished", shape)
+            return
         log.log(logging.INFO if pending else logging.DEBUG, "kernels ready for %s (%s) in "
                 "%.1f s", shape, solver.heuristic.name, time.perf_counter() - start)
+
+
+def _solved_unless(stopping: threading.Event | None, solver, board) -> bool:
+    """Solve ``board`` (a warm-up), unless ``stopping`` is set first: False then, the
+    solve left running on a daemon thread. A solve's error is raised here."""
+    if stopping is None:
+        solver.solve(board, "blank-last")
+        return True
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            solver.solve(board, "blank-last")
+        except BaseException as e:  # noqa: BLE001 (raised again by the caller's thread)
+            failed.append(e)
+
+    thread = threading.Thread(target=run, name="pdbd-warm-up", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.1)
+        if stopping.is_set() and thread.is_alive():
+            return False
+    if failed:
+        raise failed[0]
+    return True
 
 
 # -- serve ---------------------------------------------------------------------------------

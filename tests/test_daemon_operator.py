@@ -7,10 +7,14 @@ import os
 import re
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+
+from pdbtool.errors import PdbError
 
 from reference import free_port
 from serving import Drained, pdbd_process, wait_for
@@ -418,6 +422,54 @@ def test_a_sigterm_while_it_starts_stops_it_before_serving(art_dir, tmp_path, mo
     assert any("stopping before serving" in line for line in lines), lines
     assert not any(line.startswith("serving on") for line in lines), lines
     assert not sock.exists() and not pid_file.exists()
+
+
+class _CompilingSolver:
+    """A solver whose warm-up solve is a compile that ends only when told (``go``)."""
+
+    def __init__(self, error: Exception | None = None):
+        self.heuristic = SimpleNamespace(H=object(), name="fake")
+        self.solving, self.go, self.error = threading.Event(), threading.Event(), error
+
+    def kernel_parts(self, threads):
+        return ("serial",)
+
+    def solve(self, board, goal):
+        self.solving.set()
+        assert self.go.wait(30)
+        if self.error:
+            raise self.error
+
+
+def test_a_sigterm_during_the_start_up_compile_does_not_wait_for_it(monkeypatch, caplog):
+    """The compile under way (10-20 s on a fresh machine) held the stop until it ended:
+    warm_up returns once ``stopping`` is set, the compile left to end with the process."""
+    from pdbd import server
+
+    monkeypatch.setattr("pdbtool.search.warm.pending", lambda *a: 10.0)
+    solver, stopping, returned = _CompilingSolver(), threading.Event(), threading.Event()
+    thread = threading.Thread(target=lambda: (server.warm_up({(4, 4): solver}, stopping),
+                                              returned.set()))
+    with caplog.at_level("INFO", logger="pdbd"):
+        thread.start()
+        try:
+            assert solver.solving.wait(30)
+            stopping.set()
+            assert returned.wait(30) and not solver.go.is_set()  # the compile still "runs"
+        finally:
+            solver.go.set()
+            thread.join(30)
+    assert any("compile for (4, 4) left unfinished" in r.getMessage() for r in caplog.records)
+
+
+def test_a_start_up_compile_that_fails_is_raised_with_stopping_given(monkeypatch):
+    from pdbd import server
+
+    monkeypatch.setattr("pdbtool.search.warm.pending", lambda *a: 0.0)
+    solver = _CompilingSolver(PdbError("the table changed"))
+    solver.go.set()
+    with pytest.raises(PdbError, match="the table changed"):
+        server.warm_up({(4, 4): solver}, threading.Event())
 
 
 def test_metrics_on_the_listen_address_are_refused_before_the_tables(tmp_path, capsys):

@@ -4,6 +4,7 @@
 import os
 import shutil
 import signal
+import subprocess
 import time
 
 import grpc
@@ -304,6 +305,30 @@ def test_query_command_speaks_tls(art_dir, pki, capsys):
         code = cli.main(["query", "--server", daemon.address, "--tls-ca", str(pki / "ca.pem"),
                          *map(str, EASY8)])
         assert code == 0 and "length 2" in capsys.readouterr().out
+    finally:
+        daemon.stop(grace=1)
+
+
+@pytest.mark.process
+def test_a_certificate_the_client_cannot_accept_is_said_why(art_dir, pki, capsys, tmp_path):
+    """Only gRPC's words were given ("Hostname Verification Check failed",
+    "CERTIFICATE_VERIFY_FAILED"), not what to change."""
+    from pdbd import cli
+
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                    tmp_path / "other.key", "-out", tmp_path / "other.pem", "-days", "2",
+                    "-subj", "/CN=another CA"], check=True, capture_output=True)
+    daemon = running_daemon(load_directory(art_dir), threads=1,
+                            tls=Tls(pki / "server.pem", pki / "server.key"))
+    try:
+        for ca, name, said in ((pki / "ca.pem", "wrong.example",
+                                "does not carry the name connected to, or given by "
+                                "--tls-server-name"),
+                               (tmp_path / "other.pem", None,
+                                "is not signed by a CA of --tls-ca")):
+            code = cli.main(["query", "--server", daemon.address, "--tls-ca", str(ca),
+                             *(["--tls-server-name", name] if name else []), *map(str, EASY8)])
+            assert code == 1 and said in capsys.readouterr().err
     finally:
         daemon.stop(grace=1)
 
