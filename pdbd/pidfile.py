@@ -116,6 +116,23 @@ def stale(path: Path) -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def _directory_locked(directory: Path):
+    """An exclusive lock on ``directory`` (flock; held for microseconds) while the block
+    runs; none where the directory cannot be opened (the write then says why)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):  # a file system without flock: as before
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # the lock with it
+
+
 class PidFile:
     def __init__(self, path):
         self.path = Path(path)
@@ -162,7 +179,13 @@ class PidFile:
 
     def write(self) -> None:
         """Write this process's id (checked again first; atomic: a reader sees the old
-        file or the whole new one)."""
+        file or the whole new one). The check and the rename are one step for the daemons
+        that start beside each other (``_directory_locked``): of two that start at once,
+        the second finds the first's file and is refused, not both written."""
+        with _directory_locked(self.path.parent):
+            self._write()
+
+    def _write(self) -> None:
         self.check()
         replaced = stale(self.path)
         tmp = self._temporary()

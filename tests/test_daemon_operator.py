@@ -628,3 +628,41 @@ def test_a_pid_file_of_a_daemon_started_from_python_is_refused(tmp_path):
     finally:
         first.remove()
     assert not path.exists()
+
+
+def test_of_two_daemons_writing_one_pid_file_at_once_the_second_is_refused(tmp_path,
+                                                                          monkeypatch):
+    """Each checked, then renamed its own file into place: two starts within moments of
+    each other both wrote it, and both served. The check and the rename are one step."""
+    from pdbd import pidfile
+    from pdbd.pidfile import PidFile, PidFileError
+
+    path = tmp_path / "pdbd.pid"
+    first, second = PidFile(path), PidFile(path)
+    monkeypatch.setattr(second, "_temporary", lambda: tmp_path / ".second.tmp")  # one pid
+    outcome, real_replace, started = [], os.replace, []
+
+    def write_second():
+        try:
+            second.write()
+            outcome.append("written")
+        except PidFileError as e:
+            outcome.append(str(e))
+
+    def replace(src, dst):
+        if not started:  # the first, between its check and its rename: the second starts
+            started.append(threading.Thread(target=write_second))
+            started[0].start()
+            started[0].join(2)  # it waits for the first to finish (it wrote over it before)
+        real_replace(src, dst)
+
+    monkeypatch.setattr(pidfile.os, "replace", replace)
+    try:
+        first.write()
+        started[0].join(30)
+        assert len(outcome) == 1 and "which is running: another pdbd?" in outcome[0], outcome
+        assert path.read_text() == f"{os.getpid()}\n" and not (tmp_path / ".second.tmp").exists()
+    finally:
+        second.remove()
+        first.remove()
+    assert not path.exists()
