@@ -14,13 +14,14 @@ import time
 import numpy as np
 import pytest
 
+from pdbtool.cli.console import search_line
 from pdbtool.errors import BadInput, LimitReached
 from pdbtool.heuristics.table_free import table_free
 from pdbtool.kernels.tasks import FAR
 from pdbtool.loading import load_heuristic
 from pdbtool.search.checkpoint import (CLUSTER_ALGORITHM, UNDIGESTED, Checkpoint,
                                       Checkpointing, Identity)
-from pdbtool.search.control import SearchControl
+from pdbtool.search.control import Earlier, SearchControl
 from pdbtool.search.solver import Solver
 from pdbtool.search.threads import search_parallel
 from reference import ROOT, instances, interruptible, korf100, write_edited_checkpoint
@@ -47,9 +48,13 @@ def test_stopped_by_its_budget_it_resumes_to_the_same_answer_and_counts(art_dir,
     assert straight.initial_h <= saved.bound <= straight.length
     assert saved.expanded > 0 and saved.finished  # iterations before, and tasks of this one
     said = []  # pdbtool solve says "resuming the search saved in FILE" from on_resume
-    resumed = search(solver, KORF[88], SearchControl(checkpoint=Checkpointing(
-        path, on_resume=said.append)))
+    control = SearchControl(checkpoint=Checkpointing(path, on_resume=said.append))
+    resumed = search(solver, KORF[88], control)
     assert said == [path]
+    # the progress line's rate is this sitting's: what the earlier sittings counted is known
+    assert control.earlier == (saved.generated, saved.seconds)
+    assert "0.1M nodes/s, 0m01s elapsed (resumed: 900,000 nodes and 0m05s before)" in \
+        search_line(5, 1_000_000, 1.0, Earlier(900_000, 5.0))
     assert (resumed.length, resumed.moves) == (straight.length, straight.moves)
     assert resumed.nodes_generated == straight.nodes_generated
     assert resumed.nodes_expanded == straight.nodes_expanded

@@ -398,10 +398,17 @@ def optimality(r: dict) -> str:
     return "NOT optimal (a constructive solution)"
 
 
-def search_line(bound: int, nodes: int, elapsed: float) -> str:
-    rate = nodes / elapsed if elapsed > 0 else 0.0
-    return (f"searching: bound {bound}, {nodes:,} nodes, {rate / 1e6:.1f}M nodes/s, "
+def search_line(bound: int, nodes: int, elapsed: float, earlier=None) -> str:
+    """A search's progress line; ``earlier`` (control.Earlier): a resumed search's
+    earlier sittings, counted in ``nodes`` but not in ``elapsed`` or the rate."""
+    now = nodes - (earlier.generated if earlier else 0)
+    rate = now / elapsed if elapsed > 0 else 0.0
+    line = (f"searching: bound {bound}, {nodes:,} nodes, {rate / 1e6:.1f}M nodes/s, "
             f"{fmt_seconds(elapsed)} elapsed")
+    if earlier and (earlier.generated or earlier.seconds):
+        line += (f" (resumed: {earlier.generated:,} nodes and {fmt_seconds(earlier.seconds)} "
+                 "before)")
+    return line
 
 
 class SearchReporter:
@@ -435,7 +442,7 @@ class SearchReporter:
             if c.bound == 0:  # the kernel has not published yet: loading or compiling
                 line = f"preparing (kernels compile on first use), {fmt_seconds(elapsed)} elapsed"
             else:
-                line = search_line(c.bound, c.generated, elapsed)
+                line = search_line(c.bound, c.generated, elapsed, c.earlier)
             if self.detail is not None:
                 line += self.detail()
             sys.stderr.write(("\r\x1b[K" + line) if tty else line + "\n")

@@ -88,6 +88,13 @@ class DfsOutcome(NamedTuple):
     closest: int = FAR  # the smallest h expanded (one subtree's search: Solver.dfs)
 
 
+class Earlier(NamedTuple):
+    """What a resumed search's earlier sittings counted: nodes generated, seconds."""
+
+    generated: int
+    seconds: float
+
+
 @dataclass
 class SearchControl:
     """What a caller shares with a running search.
@@ -102,6 +109,8 @@ class SearchControl:
 
     A control serves one search: its counters add up across searches given it, and once
     halted it stops the next within a poll (an easy board may be answered before it).
+    A resumed search counts across its sittings; ``earlier`` is what the sittings before
+    this one counted (set when it resumes), so that a rate is this sitting's.
     """
 
     budget: int | None = None
@@ -114,6 +123,7 @@ class SearchControl:
 
     def __post_init__(self):
         self._lock = threading.Lock()
+        self.earlier = Earlier(0, 0.0)
         if self.budget is not None:
             self.budget = limits.budget(self.budget)
         if self.checkpoint is not None and not hasattr(self.checkpoint, "watching"):

@@ -26,8 +26,8 @@ from pdbtool.kernels.ida import (BOUND, EXPANDED, FOUND, GENERATED, INF, MAX_DEP
 from pdbtool.kernels.tasks import RESULT_BOUND, RESULT_EXPANDED, RESULT_GENERATED
 from pdbtool.result import SolveResult
 from pdbtool.search.checkpoint import Checkpoint, finished_rows, identity
-from pdbtool.search.control import (FrontierNode, IterationOutcome, PreparedBoard, SearchControl,
-                                    Tally, Tasks, limit_reached, subtree_outcome)
+from pdbtool.search.control import (Earlier, FrontierNode, IterationOutcome, PreparedBoard,
+                                    SearchControl, Tally, Tasks, limit_reached, subtree_outcome)
 
 if TYPE_CHECKING:
     from pdbtool.search.solver import Solver
@@ -67,6 +67,7 @@ def search_bounds(solver: Solver, prepared: PreparedBoard, control: SearchContro
         expanded, generated = resume.expanded, resume.generated
         iterations, status, found, bound = list(resume.iterations), NOT_FOUND, None, resume.bound
         serial[GENERATED], serial[EXPANDED] = generated, expanded
+        control.earlier = Earlier(generated, resume.seconds)
     else:
         first = solver.iterate(root, bf.index(0), control, hand_off=serial_below)
         serial[:] = control.counters  # the kernel counted into them, for live progress
