@@ -54,6 +54,8 @@ def test_sigterm_of_a_cluster_solve_exits_143_with_one_line():
     assert out == ""
     assert lines[-1] == "pdbtool: terminated\n", err
     assert "Traceback" not in err and "SIGTERM received" not in err, err
+    assert "Token authentication" not in err, err  # Ray's warning on every command (of
+    # its default, kept)
     assert wait_for(lambda: not any(alive(p) for p in ray_processes), 30), \
         f"Ray processes left: {[p for p in ray_processes if alive(p)]}"
 

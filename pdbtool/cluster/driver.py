@@ -108,6 +108,9 @@ class Cluster:
         if self._owns_ray:
             if address == LOCAL:  # read by the raylet it starts; the user's setting wins
                 os.environ.setdefault("RAY_worker_niceness", LOCAL_NICENESS)
+                # Ray's default for a new local cluster, token authentication (a token
+                # made once in ~/.ray), is announced in a warning on every command
+                logging.getLogger("ray._private.authentication").setLevel(logging.ERROR)
             reach(address)
             try:
                 with kept_sigterm():
