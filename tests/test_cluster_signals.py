@@ -4,10 +4,13 @@ stack); the command exits 143 with one line, as it does without a cluster, and l
 Ray process of its own behind. Its own local Ray, started by the command, in a process."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -22,7 +25,8 @@ def test_sigterm_of_a_cluster_solve_exits_143_with_one_line():
     # about 20 s on 2 cores); the signal is sent once the progress line shows the search
     # running, so it cannot have ended.
     board = " ".join(map(str, HARD))
-    env = {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+    ray_tmp = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # short: Ray's socket paths
+    env = {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_TMPDIR": str(ray_tmp)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "pdbtool.cli.main", "solve", "--cluster", "local",
          "--heuristic", "manhattan", "--goal", "blank-first", board],
@@ -58,6 +62,9 @@ def test_sigterm_of_a_cluster_solve_exits_143_with_one_line():
     # its default, kept)
     assert wait_for(lambda: not any(alive(p) for p in ray_processes), 30), \
         f"Ray processes left: {[p for p in ray_processes if alive(p)]}"
+    # nor its session's directory (/tmp/ray gathered one for every command)
+    assert not [p.name for p in (ray_tmp / "ray").glob("session_*")]
+    shutil.rmtree(ray_tmp)
 
 
 def children(pid: int) -> list[int]:

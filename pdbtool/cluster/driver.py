@@ -50,6 +50,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import socket
 import threading
@@ -74,6 +75,17 @@ from pdbtool.search.solver import Solver
 from pdbtool.search.threads import search_bounds
 from pdbtool.tables.files import private_directory
 
+
+
+def remove_session(session: Path) -> None:
+    """Remove the directory of a Ray this process started and stopped (its logs and
+    sockets, about 300 KB: /tmp/ray gathered one for every command run with --cluster
+    local), and Ray's link to the latest session if it names this one."""
+    shutil.rmtree(session, ignore_errors=True)
+    latest = session.parent / "session_latest"
+    with contextlib.suppress(OSError):
+        if latest.is_symlink() and Path(os.readlink(latest)).name == session.name:
+            latest.unlink()
 
 
 def resumed(solver: Solver, prepared: PreparedBoard, keeper) -> Checkpoint | None:
@@ -105,6 +117,7 @@ class Cluster:
             raise BadInput(f"--cluster-shared {not_a_directory(self.shared)}")
         self.notify = notify or (lambda text: log.warning("%s", text))
         self._owns_ray = not ray.is_initialized()
+        self._session: Path | None = None  # the directory of a Ray started here
         if self._owns_ray:
             if address == LOCAL:  # read by the raylet it starts; the user's setting wins
                 os.environ.setdefault("RAY_worker_niceness", LOCAL_NICENESS)
@@ -114,10 +127,13 @@ class Cluster:
             reach(address)
             try:
                 with kept_sigterm():
-                    ray.init(address=address,  # "local": a new instance, even if one runs here
-                             num_cpus=num_cpus if address == LOCAL else None,
-                             include_dashboard=False, log_to_driver=False,
-                             logging_level=logging.ERROR, configure_logging=False)
+                    context = ray.init(
+                        address=address,  # "local": a new instance, even if one runs here
+                        num_cpus=num_cpus if address == LOCAL else None,
+                        include_dashboard=False, log_to_driver=False,
+                        logging_level=logging.ERROR, configure_logging=False)
+                if address == LOCAL and context.address_info.get("session_dir"):
+                    self._session = Path(context.address_info["session_dir"])
             except (ConnectionError, RuntimeError, ValueError) as e:
                 if address == LOCAL:
                     raise ClusterError(f"cannot start Ray on this machine: {e}") from None
@@ -276,6 +292,9 @@ class Cluster:
                 pass
         if self._owns_ray and self.ray.is_initialized():
             self.ray.shutdown()
+        if self._session is not None:
+            remove_session(self._session)
+            self._session = None
 
     # -- one board ---------------------------------------------------------------------
 
