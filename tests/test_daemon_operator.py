@@ -444,11 +444,11 @@ class _CompilingSolver:
 def test_a_sigterm_during_the_start_up_compile_does_not_wait_for_it(monkeypatch, caplog):
     """The compile under way (10-20 s on a fresh machine) held the stop until it ended:
     warm_up returns once ``stopping`` is set, the compile left to end with the process."""
-    from pdbd import server
+    from pdbd import warming
 
     monkeypatch.setattr("pdbtool.search.warm.pending", lambda *a: 10.0)
     solver, stopping, returned = _CompilingSolver(), threading.Event(), threading.Event()
-    thread = threading.Thread(target=lambda: (server.warm_up({(4, 4): solver}, stopping),
+    thread = threading.Thread(target=lambda: (warming.warm_up({(4, 4): solver}, stopping),
                                               returned.set()))
     with caplog.at_level("INFO", logger="pdbd"):
         thread.start()
@@ -463,13 +463,13 @@ def test_a_sigterm_during_the_start_up_compile_does_not_wait_for_it(monkeypatch,
 
 
 def test_a_start_up_compile_that_fails_is_raised_with_stopping_given(monkeypatch):
-    from pdbd import server
+    from pdbd import warming
 
     monkeypatch.setattr("pdbtool.search.warm.pending", lambda *a: 0.0)
     solver = _CompilingSolver(PdbError("the table changed"))
     solver.go.set()
     with pytest.raises(PdbError, match="the table changed"):
-        server.warm_up({(4, 4): solver}, threading.Event())
+        warming.warm_up({(4, 4): solver}, threading.Event())
 
 
 def test_metrics_on_the_listen_address_are_refused_before_the_tables(tmp_path, capsys):

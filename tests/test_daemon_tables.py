@@ -354,7 +354,7 @@ def test_a_table_a_stronger_one_outserves_is_loaded_but_not_served_nor_read_in(
     found every table of --artifacts read in, serving or not)."""
     from pathlib import Path
 
-    from pdbd import server
+    from pdbd import warming
     from pdbtool.tables.builder import build
 
     shutil.copy(art_dir / "8-full.h5", tmp_path / "8-full.h5")
@@ -364,5 +364,5 @@ def test_a_table_a_stronger_one_outserves_is_loaded_but_not_served_nor_read_in(
     assert [Path(t.meta.path).name for t in tables.serving] == ["8-full.h5"]
     read_in = []
     monkeypatch.setattr(residency, "prefault", lambda data, stop=None: read_in.append(data))
-    server.prefault_tables(tables)
+    warming.prefault_tables(tables)
     assert len(read_in) == 1 and read_in[0] is tables.serving[0].data
