@@ -483,7 +483,8 @@ def info(args) -> int:
     if cl:
         print(f"cluster {cl['address']}: " + (f"unreachable: {cl['error']}" if cl["error"] else
               f"{cl['nodes']} nodes, {cl['cpus']} CPUs, {cl['busy']} busy")
-              + f"; searches above {cl['above']:,} nodes go there ({cl['delegated']} so far)")
+              + f"; searches above {cl['above']:,} nodes "
+              + ("are refused" if cl["error"] else "go there") + f" ({cl['delegated']} went there)")
     for a in d["artifacts"]:
         print(f"artifact {a['path']}: {a['partition']} version {a['version']}, "
               f"{a['resident_bytes'] / 2**20:.1f} of {a['bytes'] / 2**20:.1f} MiB in memory"

@@ -73,7 +73,8 @@ def translate(err: grpc.RpcError, address: str, tls: bool = False) -> PdbError:
                             "without one it trusts: give --tls-cert and --tls-key, signed by "
                             "its --client-ca)")
             elif "Socket closed" in details:  # what a plaintext call to a TLS server gets
-                message += " (a pdbd that serves TLS closes plaintext connections: give --tls-ca)"
+                message += (" (the connection was closed: the daemon stopped, or it serves TLS "
+                            "and closes plaintext connections: give --tls-ca)")
             elif "Hostname Verification" in details:  # a name its certificate lacks
                 message += (" (the server's certificate does not carry the name connected "
                             "to, or given by --tls-server-name: connect by a name it carries)")

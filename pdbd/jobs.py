@@ -102,6 +102,8 @@ class Delegation:
         PdbError (pdbtool.cluster.messages.ClusterError) when it fails or is late."""
         from pdbtool.cluster.messages import ClusterError
 
+        if self.cluster.lost:  # its head went away: never asked again (Cluster.reachable)
+            raise ClusterError(self.cluster.lost)
         with self._lock:
             if self._asking is None or self._asking.done():
                 self._asking = asking = Future()

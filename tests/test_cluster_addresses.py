@@ -94,3 +94,31 @@ def test_a_node_s_error_is_said_by_its_cause():
     assert first_line(TaskError(cause)) == ("NotADirectoryError: [Errno 20] Not a directory: "
                                             "'/work/b15.txt/x'")
     assert first_line(RuntimeError("\x1b[31mred\x1b[39m\nmore")) == "red"
+
+
+def test_a_head_gone_is_never_asked_again(monkeypatch):
+    """Asked while its head was away, Ray's calls for the cluster's nodes blocked, and when
+    a head restarted at that address answered them, Ray ended the process (`pdbd serve
+    --cluster` died of a failed check, "WrongClusterID", when the head came back). The head
+    is asked only while it takes a TCP connection, and once it did not, never again."""
+    from types import SimpleNamespace
+
+    from pdbd.jobs import Delegation
+    from pdbtool.cluster.driver import Cluster
+    from pdbtool.cluster.messages import ClusterError
+    from reference import free_port
+
+    port = free_port()  # nothing listens: refused at once
+    said, asked = [], []
+    cluster = object.__new__(Cluster)  # its state, without a Ray to connect to
+    cluster.address, cluster.notify, cluster.lost = f"127.0.0.1:{port}", said.append, None
+    cluster.ray = SimpleNamespace(nodes=lambda: asked.append(1) or [])
+    with pytest.raises(ClusterError, match=rf"head at 127.0.0.1:{port} was lost at .* "
+                                           r"\(Connection refused\).*restart to use"):
+        cluster.nodes()
+    assert said == [cluster.lost] and not asked
+    with socket.create_server(("127.0.0.1", port)):  # the head is back: still not asked
+        for ask in (cluster.nodes, cluster.info, Delegation(cluster, 1).info):
+            with pytest.raises(ClusterError, match="was lost at"):
+                ask()
+    assert not asked and len(said) == 1

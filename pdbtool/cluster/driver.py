@@ -54,6 +54,7 @@ import shutil
 import signal
 import socket
 import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Callable, Iterable
@@ -62,7 +63,7 @@ from pdbtool import __version__
 from pdbtool.cluster.frontier import MAX_FRONTIER, SERIAL_BELOW
 from pdbtool.cluster.messages import (BUILD_RETRIES, CONNECT_SECONDS, IN_FLIGHT_PER_CPU, LOCAL,
                                       LOCAL_NICENESS, MAX_RESTARTS, MAX_TASK_RETRIES,
-                                      START_SECONDS, BoardAnswer, ClusterError, ClusterInfo,
+                                      PROBE_SECONDS, START_SECONDS, BoardAnswer, ClusterError, ClusterInfo,
                                       HeuristicSpec, TableSource, default_cache_dir, log,
                                       ray_module, split_address)
 from pdbtool.cluster.node import NodeWorker, build_on_node
@@ -118,6 +119,7 @@ class Cluster:
         self.notify = notify or (lambda text: log.warning("%s", text))
         self._owns_ray = not ray.is_initialized()
         self._session: Path | None = None  # the directory of a Ray started here
+        self.lost: str | None = None  # why the cluster is no longer asked (``nodes``)
         if self._owns_ray:
             if address == LOCAL:  # read by the raylet it starts; the user's setting wins
                 os.environ.setdefault("RAY_worker_niceness", LOCAL_NICENESS)
@@ -156,7 +158,9 @@ class Cluster:
     # -- nodes and actors --------------------------------------------------------------
 
     def nodes(self) -> list[Node]:
-        """The cluster's live nodes that have CPUs."""
+        """The cluster's live nodes that have CPUs. Asked of the head only while it takes a
+        TCP connection (``reachable``)."""
+        self.reachable()
         out = []
         for n in self.ray.nodes():
             cpus = int(n.get("Resources", {}).get("CPU", 0))
@@ -166,6 +170,30 @@ class Cluster:
         if not out:
             raise ClusterError(f"the Ray cluster at {self.address} has no live node with CPUs")
         return out
+
+    def reachable(self) -> None:
+        """ClusterError once the head has not taken a TCP connection within PROBE_SECONDS
+        (then for good: ``lost``). Ray's calls for the cluster's state block while the head
+        is away, and once a head restarted at that address answers them, Ray ends the
+        process (a failed check: "WrongClusterID", a stack dump, SIGABRT): a daemon that
+        asked while the head was away died when it came back. So the head is asked only
+        while it is there, and once it was gone, never again (Ray cannot take a driver back
+        to a restarted head: the command, or pdbd, is restarted to use it again)."""
+        if self.lost is not None:
+            raise ClusterError(self.lost)
+        where = split_address(self.address)
+        if where is None:  # this machine's own Ray
+            return
+        try:
+            socket.create_connection(where, timeout=PROBE_SECONDS).close()
+        except OSError as e:
+            reason = "timed out" if isinstance(e, TimeoutError) else e.strerror or str(e)
+            self.lost = (f"the Ray cluster's head at {self.address} was lost at "
+                         f"{time.strftime('%H:%M:%S')} ({reason}); Ray cannot take a driver "
+                         "back to a head that restarted, so it is not asked again: restart "
+                         "to use the cluster")
+            self.notify(self.lost)
+            raise ClusterError(self.lost) from None
 
     def workers(self, solver: Solver) -> list[Worker]:
         """The nodes' actors (made on first use, one per node), with ``solver``'s
