@@ -87,6 +87,24 @@ def setup(style: str = "text", level: str = "info", stream=None, force: bool = F
     logging.captureWarnings(True)
 
 
+def take_ray_lines() -> None:
+    """Ray's driver prints what its raylets report (a worker killed, the head's autoscaler
+    stopped with its traceback) straight on stderr (``ray._private.worker.
+    print_to_stdstream``), lines of their own among the daemon's log lines (not JSON with
+    ``--log-format json``): they become warnings of the logger ``pdbd.ray``, one a message.
+    Nothing if Ray is not imported or no longer has that function."""
+    worker = sys.modules.get("ray._private.worker")
+    if worker is None or not callable(getattr(worker, "print_to_stdstream", None)):
+        return
+    ray_log = logging.getLogger("pdbd.ray")  # "ray" is Ray's own: its handler, not passed on
+
+    def to_log(data, ignore_prefix=False):
+        for line in data.get("lines") or ():
+            ray_log.warning("(%s) %s", data.get("pid", "?"), str(line).rstrip())
+
+    worker.print_to_stdstream = to_log
+
+
 def request_fields(method: str, peer: str, code: str, seconds: float, nodes: int, **more) -> dict:
     """The ``extra=`` of a log line about one call (JSON fields; the text line has its own)."""
     return {"method": method, "peer": peer, "code": code, "seconds": round(seconds, 6),

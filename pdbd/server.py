@@ -426,6 +426,7 @@ def serve_with(config: ServeConfig, tls: Tls | None, metrics: Metrics,
         cluster = Cluster(config.cluster, cache_dir=config.cluster_cache,
                           shared=config.cluster_shared, notify=log.warning)
         delegation = Delegation(cluster, config.cluster_above)
+        logs.take_ray_lines()
         info = cluster.info()
         log.info("searches above %s nodes go to the Ray cluster at %s: %d nodes, %d CPUs",
                  f"{config.cluster_above:,}", info.address, info.nodes, info.cpus)

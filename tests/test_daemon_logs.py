@@ -101,3 +101,22 @@ def test_every_call_that_ends_in_an_error_has_a_line(served, caplog):
     assert "solve refused (FAILED_PRECONDITION)" in lines
     [answered] = [r for r in caplog.records if r.getMessage().startswith("solve 3x3 length=2")]
     assert answered.getMessage().endswith("peer=" + answered.peer)
+
+
+def test_what_ray_prints_for_its_raylets_is_a_log_line(captured, monkeypatch):
+    """Ray's driver printed its raylets' reports (the head's autoscaler stopped, with its
+    traceback) straight on stderr: lines that were not JSON among `--log-format json`."""
+    worker = pytest.importorskip("ray._private.worker",
+                                 reason="the cluster extra is not installed")
+    monkeypatch.setattr(worker, "print_to_stdstream", worker.print_to_stdstream)  # restored
+    logs.setup("json", "info", captured, force=True)
+    logs.take_ray_lines()
+    worker.print_to_stdstream({"lines": ["The autoscaler failed with the following error:\n"
+                                         "Traceback (most recent call last):\n  File x\n"],
+                               "pid": "raylet", "is_err": False}, ignore_prefix=False)
+    lines = captured.getvalue().splitlines()
+    assert len(lines) == 1, lines
+    record = json.loads(lines[0])
+    assert record["level"] == "WARNING" and record["logger"] == "pdbd.ray"
+    assert record["message"].startswith("(raylet) The autoscaler failed with the following "
+                                        "error:\nTraceback")

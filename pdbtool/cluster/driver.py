@@ -63,9 +63,9 @@ from pdbtool import __version__
 from pdbtool.cluster.frontier import MAX_FRONTIER, SERIAL_BELOW
 from pdbtool.cluster.messages import (BUILD_RETRIES, CONNECT_SECONDS, IN_FLIGHT_PER_CPU, LOCAL,
                                       LOCAL_NICENESS, MAX_RESTARTS, MAX_TASK_RETRIES,
-                                      PROBE_SECONDS, START_SECONDS, BoardAnswer, ClusterError, ClusterInfo,
-                                      HeuristicSpec, TableSource, default_cache_dir, log,
-                                      ray_module, split_address)
+                                      PROBE_SECONDS, START_SECONDS, BoardAnswer, ClusterError,
+                                      ClusterInfo, HeuristicSpec, TableSource,
+                                      default_cache_dir, log, ray_module, split_address)
 from pdbtool.cluster.node import NodeWorker, build_on_node
 from pdbtool.cluster.run import Dispatch, Node, SearchRun, Worker, first_line, replays
 from pdbtool.errors import EXIT_LIMIT, ArtifactError, BadInput, LimitReached, not_a_directory
