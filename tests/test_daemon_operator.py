@@ -650,7 +650,7 @@ def test_of_two_daemons_writing_one_pid_file_at_once_the_second_is_refused(tmp_p
             outcome.append(str(e))
 
     def replace(src, dst):
-        if not started:  # the first, between its check and its rename: the second starts
+        if not started and Path(dst) == path:  # the first, between check and rename
             started.append(threading.Thread(target=write_second))
             started[0].start()
             started[0].join(2)  # it waits for the first to finish (it wrote over it before)
