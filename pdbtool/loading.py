@@ -114,6 +114,11 @@ def install(src, dst, *, threads=None, force=False):
     check_output(dst, inputs=(src,), force=force)
     remove_stale_partials(dst)
     staging = dst.with_name(f"{dst.name}.{os.getpid()}.unverified")
+    with trust.said_if_written(dst):
+        return _install(src, dst, staging, threads, force)
+
+
+def _install(src, dst: Path, staging: Path, threads, force):
     try:
         unpack(src, staging, threads=threads, force=True)
         report = verify(staging, stamp=False)

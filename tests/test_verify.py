@@ -145,14 +145,57 @@ def test_unknown_rank_scheme_is_refused(art_dir, tmp_path):
         load_heuristic(path)
 
 
-def test_interrupted_write_leaves_nothing(tmp_path, monkeypatch):
+def test_interrupted_write_leaves_nothing_and_says_nothing_of_a_file(tmp_path, monkeypatch):
     def interrupted(*args):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(artifact.os, "replace", interrupted)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt) as stop:
         build("8/full", tmp_path, progress=False)
-    assert list(tmp_path.iterdir()) == []
+    assert list(tmp_path.iterdir()) == [] and not getattr(stop.value, "__notes__", None)
+
+
+@pytest.mark.parametrize("stamped", [False, True])
+def test_a_build_stopped_once_its_file_is_in_place_says_so(tmp_path, monkeypatch, capsys,
+                                                           stamped):
+    """Stopped between the rename and the stamp (or after it), `pdbtool build` said only
+    "interrupted" (exit 130): a caller took it for nothing written, and the next run was
+    refused ("exists: give --force")."""
+    from pdbtool.cli import main as cli
+
+    real = trust.record
+
+    def stop_while_stamping(meta, *args):
+        if stamped:
+            real(meta, *args)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(trust, "record", stop_while_stamping)
+    assert cli.main(["build", "8/full", "--out", str(tmp_path), "--quiet"]) == 130
+    path = tmp_path / "8-full.h5"
+    said = ("and stamped as verified before it stopped" if stamped else
+            f"before it stopped, but not stamped as verified: `pdbtool verify {path}`")
+    assert capsys.readouterr().err == f"pdbtool: interrupted; {path} was written whole {said}" \
+        + ("\n" if stamped else " checks it and stamps it\n")
+
+
+def test_an_unpack_stopped_once_its_file_is_in_place_says_so(art_dir, tmp_path, monkeypatch,
+                                                             capsys):
+    from pdbtool.cli import main as cli
+    from pdbtool.cli.console import Terminated
+
+    packed = tmp_path / "8.pdbpack"
+    assert cli.main(["pack", str(art_dir / "8-full.h5"), "-o", str(packed)]) == 0
+
+    def terminated(meta, *args):
+        raise Terminated
+
+    monkeypatch.setattr(trust, "record", terminated)
+    capsys.readouterr()
+    out = tmp_path / "8.h5"
+    assert cli.main(["unpack", str(packed), "-o", str(out)]) == 143
+    assert capsys.readouterr().err.startswith(
+        f"pdbtool: terminated; {out} was written whole before it stopped, but not stamped")
 
 
 # -- issue 13: loaders check what verify checks ---------------------------------------------

@@ -71,8 +71,8 @@ def run(prog: str, args, report=None) -> int:
     except BrokenPipeError:  # stdout's reader went away (`... | head`): quiet, as cat is
         silence_stdout()
         return EXIT_BROKEN_PIPE
-    except Terminated:
-        say(prog, args, "terminated", EXIT_TERMINATED)
+    except Terminated as e:
+        say(prog, args, stopped("terminated", e), EXIT_TERMINATED)
         return EXIT_TERMINATED
     except PdbError as e:
         say(prog, args, str(e), e.exit_code)
@@ -81,12 +81,18 @@ def run(prog: str, args, report=None) -> int:
         where = f"{e.filename}: " if getattr(e, "filename", None) else ""
         say(prog, args, f"{where}{e.strerror or e}", 1)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         if _TERMINATED.is_set():
-            say(prog, args, "terminated", EXIT_TERMINATED)
+            say(prog, args, stopped("terminated", e), EXIT_TERMINATED)
             return EXIT_TERMINATED
-        say(prog, args, "interrupted", EXIT_INTERRUPTED)
+        say(prog, args, stopped("interrupted", e), EXIT_INTERRUPTED)
         return EXIT_INTERRUPTED
+
+
+def stopped(word: str, e: BaseException) -> str:
+    """"interrupted" or "terminated", and what the stop left (the exception's notes: a
+    file written whole, trust.said_if_written)."""
+    return "; ".join([word, *getattr(e, "__notes__", ())])
 
 
 _results = None  # the command's stdout once results_apart() has moved sys.stdout aside

@@ -294,8 +294,9 @@ def build(catalogue: str | Catalogue, out_dir, *, zero_aware: bool = True,
     if any(t.saturated for t in tables):  # said where it happened; not in the content version
         params["saturated_entries"] = {t.name: t.saturated for t in tables if t.saturated}
     name = artifact.artifact_filename(cat.name + ("" if zero_aware else "-min"))
-    meta = artifact.write_artifact(
-        out / name, partition=cat.name, size=cat.shape, goal="blank-first",
-        zero_aware=zero_aware, tables=tables, groups=plan.groups,
-        build=params, builder_version=BUILDER_VERSION, replace=replace)
-    return trust.confirm(meta)
+    with trust.said_if_written(out / name):
+        meta = artifact.write_artifact(
+            out / name, partition=cat.name, size=cat.shape, goal="blank-first",
+            zero_aware=zero_aware, tables=tables, groups=plan.groups,
+            build=params, builder_version=BUILDER_VERSION, replace=replace)
+        return trust.confirm(meta)

@@ -51,7 +51,8 @@ def pack(src, dst, *, threads=None, level=10, chunk_bytes=DEFAULT_CHUNK, force=F
                        "another output name, e.g. one ending .pdbpack")
     pin = trust.Pinned(src)
     try:
-        return _pack(src, dst, pin, threads, level, chunk_bytes, force)
+        with trust.said_if_written(dst):
+            return _pack(src, dst, pin, threads, level, chunk_bytes, force)
     finally:
         pin.release()
 

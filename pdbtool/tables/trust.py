@@ -412,6 +412,42 @@ def _sha256_at(fd: int, offset: int, length: int) -> str:
     return digest.hexdigest()
 
 
+@contextlib.contextmanager
+def said_if_written(path):
+    """Within it, an interruption (Ctrl-C, SIGTERM: an exception that is no Exception)
+    that comes once ``path`` has taken its new file says so in a note on the exception,
+    with whether it was stamped: the command's last line names the file. (A build stopped
+    between its rename and its stamp said only "interrupted", exit 130, and the next run
+    was refused: the file "exists".)"""
+    before = _file_id(path)
+    try:
+        yield
+    except BaseException as e:
+        if not isinstance(e, Exception) and _file_id(path) not in (None, before):
+            e.add_note(written_note(path))
+        raise
+
+
+def _file_id(path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def written_note(path) -> str:
+    """What a stop after ``path`` was written leaves: the file whole, stamped or not."""
+    try:
+        stamped = is_recorded(artifact.read_meta(path))
+    except (ArtifactError, OSError):
+        return f"{path} was written whole before it stopped"
+    if stamped:
+        return f"{path} was written whole and stamped as verified before it stopped"
+    return (f"{path} was written whole before it stopped, but not stamped as verified: "
+            f"`pdbtool verify {path}` checks it and stamps it")
+
+
 def confirm(meta: artifact.ArtifactMeta) -> artifact.ArtifactMeta:
     """Re-read a freshly written file's tables from disk, check them, and stamp it."""
     artifact.check_checksums(meta, artifact.map_tables(meta))
