@@ -193,6 +193,38 @@ def test_interrupt_exits_130_with_one_line(capsys):
     assert capsys.readouterr().err == "pdbtool: interrupted\n"
 
 
+def test_out_of_memory_is_one_line(capsys):
+    """numpy's MemoryError (a build or a verify under `ulimit -v`) was a traceback."""
+    from pdbtool.cli.console import run
+
+    def allocating(args):
+        raise MemoryError("Unable to allocate 3.20 GiB for an array with shape (3435973837,)")
+
+    assert run("pdbtool", argparse.Namespace(func=allocating)) == 1
+    assert capsys.readouterr().err == ("pdbtool: out of memory: Unable to allocate 3.20 GiB for "
+                                       "an array with shape (3435973837,)\n")
+
+
+def test_a_build_that_needs_more_memory_than_there_is_is_refused_first(tmp_path, monkeypatch):
+    """Found a while in, as a MemoryError's traceback (ulimit -v), or never (a custom
+    catalogue's group of 15 tiles: 160 TiB)."""
+    import resource
+
+    from pdbtool.errors import BadInput
+    from pdbtool.tables.builder import build
+    from pdbtool.tables.catalogue import parse
+
+    huge = parse("# name: test/15\n# shape: 4x4\n" + ",".join(map(str, range(1, 16))) + "\n")
+    with pytest.raises(BadInput, match=r"building test/15 needs about .* of memory; this "
+                                       r"machine has .* GiB"):
+        build(huge, tmp_path, progress=False)
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (1 << 20, resource.RLIM_INFINITY))
+    with pytest.raises(BadInput, match=r"needs about .* of memory; this process may take "
+                                       r"\(ulimit -v\) 1 MiB"):
+        build("8/full", tmp_path, progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("where", ["import", "arguments"])
 def test_interrupt_before_the_command_runs_is_one_line_too(where, monkeypatch, capsys):
     """A Ctrl-C while the command loads, or while it reads its arguments (argparse; the

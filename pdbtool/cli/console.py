@@ -56,8 +56,8 @@ def terminate_like_ctrl_c() -> None:
 
 def run(prog: str, args, report=None) -> int:
     """Run ``args.func(args)``; turn every expected failure into one line and an exit code:
-    PdbError -> its code, OSError -> 1, Ctrl-C -> 130, SIGTERM -> 143 (after the same
-    cleanups as Ctrl-C). Never a traceback. A command may install its own handlers.
+    PdbError -> its code, OSError and MemoryError -> 1, Ctrl-C -> 130, SIGTERM -> 143
+    (after the same cleanups as Ctrl-C). Never a traceback. A command may install its own handlers.
     ``report``: what writes that line, as ``report_error`` (its default) is called."""
     say = report or report_error
     if threading.current_thread() is threading.main_thread():
@@ -77,6 +77,9 @@ def run(prog: str, args, report=None) -> int:
     except PdbError as e:
         say(prog, args, str(e), e.exit_code)
         return e.exit_code
+    except MemoryError as e:  # numpy's says how much it asked for
+        say(prog, args, f"out of memory{f': {e}' if str(e) else ''}", 1)
+        return 1
     except OSError as e:  # a path that cannot be read or written: say which
         where = f"{e.filename}: " if getattr(e, "filename", None) else ""
         say(prog, args, f"{where}{e.strerror or e}", 1)

@@ -32,7 +32,7 @@ from pdbtool.geometry import Shape, as_shape, manhattan_table, neighbour_arrays
 from pdbtool.kernels import build as build_kernel
 from pdbtool.kernels.ranking import (UNSET, binomials, lex_weights, order_table, order_weights,
                                      reachable_entries, regions, table_size)
-from pdbtool.progress import Progress, fmt_seconds
+from pdbtool.progress import Progress, fmt_bytes, fmt_seconds
 from pdbtool.tables import artifact, trust
 from pdbtool.tables.catalogue import Catalogue, get, plan_tables
 
@@ -254,6 +254,23 @@ def peak_memory_bytes() -> tuple[int, int]:
             resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
 
 
+def check_memory(cat: Catalogue, zero_aware: bool = True) -> None:
+    """BadInput, before any work, when building ``cat`` here needs more memory (about:
+    Catalogue.build_bytes) than this machine has or this process may take (``ulimit
+    -v``): the build died of a MemoryError's traceback a while in, or took the machine's
+    memory (a custom catalogue with one group of 15 tiles needs 160 TiB)."""
+    need = cat.build_bytes(zero_aware)
+    limits = [("this machine has", os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))]
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if soft != resource.RLIM_INFINITY:
+        limits.append(("this process may take (ulimit -v)", soft))
+    for what, have in limits:
+        if need > have:
+            raise BadInput(f"building {cat.name} needs about {fmt_bytes(need)} of memory; "
+                           f"{what} {fmt_bytes(have)} (`pdbtool partitions` lists what each "
+                           "catalogue needs)")
+
+
 def build(catalogue: str | Catalogue, out_dir, *, zero_aware: bool = True,
           workers: int | None = None, processes: int | None = None,
           progress: bool = True, cluster=None, replace: bool = True) -> artifact.ArtifactMeta:
@@ -269,6 +286,8 @@ def build(catalogue: str | Catalogue, out_dir, *, zero_aware: bool = True,
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise BadInput(f"output directory {not_a_directory(out)}")
+    if cluster is None:
+        check_memory(cat, zero_aware)
     out.mkdir(parents=True, exist_ok=True)
     plan = plan_tables(cat)
     if cluster is None:
