@@ -195,21 +195,22 @@ def histogram(packed, n, binom, lw_prefix, md_tab, reg_count, secondary, orders,
 
 
 @njit(cache=True, parallel=True)
-def misplaced_unset(packed, n, cols, tiles, lw_prefix, first_bad):
+def misplaced_unset(packed, n, cols, tiles, lw_prefix, first_bad, start, stop):
     """A table of every tile (m = n - 1, one free cell: the blank): its unreachable
     entries (15) must be exactly the placements of the wrong parity, those whose
     permutation's parity differs from the blank's distance to its goal cell 0 (every move
     is one transposition and one step of the blank). Entries come in pairs, a placement
     of the first m - 1 tiles with the last tile on the lower or the higher of the two
-    free cells. ``first_bad[chunk]`` = the first misplaced entry of a chunk or -1; returns
-    how many there are. Needs m >= 2."""
+    free cells. Checks the placements of the first m - 1 tiles in [start, stop) (of
+    n * lw_prefix[0] = n! / 2: a caller takes them in slices, so that Ctrl-C is heard
+    between them); ``first_bad[chunk]`` = the first misplaced entry of a chunk or -1;
+    returns how many there are. Needs m >= 2."""
     m = tiles.shape[0]
-    prefixes = n * lw_prefix[0]  # n! / 2: the placements of m - 1 tiles on n cells
-    step = (prefixes + CHUNKS - 1) // CHUNKS
+    step = (stop - start + CHUNKS - 1) // CHUNKS
     bad = np.zeros(CHUNKS, np.int64)
     for chunk in prange(CHUNKS):
-        lo = chunk * step
-        hi = min(prefixes, lo + step)
+        lo = start + chunk * step
+        hi = min(stop, lo + step)
         pos = np.empty(m - 1, np.int64)
         board = np.empty(n, np.int64)
         seen = np.empty(n, np.bool_)
