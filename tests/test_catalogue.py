@@ -49,6 +49,14 @@ def test_bad_catalogue_files_are_refused_with_the_reason():
         catalogue.parse("# name: x\n1,2,x\n")
     with pytest.raises(BadInput, match="unknown catalogue"):
         catalogue.get("24/none")
+    # a 1x9 was built, stamped and listed verified, then failed verify and was refused by
+    # solve; a 7x7 raised OverflowError, a word for the strength ValueError
+    with pytest.raises(BadInput, match="shape 1x9: tables are for boards of 2 to 6 rows"):
+        catalogue.parse("# name: x\n# shape: 1x9\n1,2,3,4\n5,6,7,8\n")
+    with pytest.raises(BadInput, match="shape 7x7: tables are for boards of 2 to 6 rows"):
+        catalogue.parse("# name: x\n# shape: 7x7\n" + ",".join(map(str, range(1, 49))) + "\n")
+    with pytest.raises(BadInput, match="strength 'high' is not a whole number"):
+        catalogue.parse("# name: x\n# strength: high\n1,2,3,4\n5,6,7,8\n")
 
 
 def test_symmetries_and_regions():

@@ -26,6 +26,7 @@ from typing import NamedTuple
 
 from pdbtool.errors import BadInput
 from pdbtool.geometry import Shape, blank_region, symmetries
+from pdbtool.puzzle import MIN_SIDE, SEARCH_MAX_SIDE
 from pdbtool.kernels.ranking import regions, table_size
 
 DATA = Path(__file__).with_name("catalogues")
@@ -109,6 +110,10 @@ def parse(text: str, where: str = "catalogue") -> Catalogue:
         raise BadInput(f"{where}: needs a '# name:' line and at least one group")
     if "shape" in head:
         shape = Shape.parse(head["shape"])
+        if not (MIN_SIDE <= shape.rows <= SEARCH_MAX_SIDE
+                and MIN_SIDE <= shape.cols <= SEARCH_MAX_SIDE):  # what the searches take
+            raise BadInput(f"{where}: shape {shape}: tables are for boards of {MIN_SIDE} to "
+                           f"{SEARCH_MAX_SIDE} rows and columns")
     else:
         n = max(t for p in partitions for g in p for t in g) + 1
         side = round(n ** 0.5)
@@ -120,8 +125,11 @@ def parse(text: str, where: str = "catalogue") -> Catalogue:
         if tiles != list(range(1, shape.cells)):
             raise BadInput(f"{where}: partition {i} does not split tiles 1..{shape.cells - 1} "
                            f"into disjoint groups")
+    strength = head.get("strength", "0")
+    if not strength.lstrip("-").isdigit():
+        raise BadInput(f"{where}: strength {strength!r} is not a whole number")
     return Catalogue(head["name"], shape, tuple(tuple(p) for p in partitions),
-                     head.get("note", ""), int(head.get("strength", 0)))
+                     head.get("note", ""), int(strength))
 
 
 @cache
