@@ -120,7 +120,11 @@ def install(src, dst, *, threads=None, force=False):
 
 def _install(src, dst: Path, staging: Path, threads, force):
     try:
-        unpack(src, staging, threads=threads, force=True)
+        try:
+            unpack(src, staging, threads=threads, force=True)
+        except ArtifactError as e:  # said of the name asked for (a disk full named the
+            # staging file: small/y.h5.20969.unverified)
+            raise ArtifactError(str(e).replace(str(staging), str(dst))) from None
         report = verify(staging, stamp=False)
         if not report.ok:
             raise ArtifactError(f"{src}: unpacked tables fail check {report.failed.name}: "

@@ -182,6 +182,23 @@ def test_install_verifies_before_taking_the_name(tmp_path, packed, art_dir):
     assert sorted(p.name for p in out.parent.iterdir()) == ["8-full.h5", "8-full.h5.verified"]
 
 
+def test_an_install_that_cannot_be_written_names_the_file_asked_for(tmp_path, packed,
+                                                                    monkeypatch):
+    """A disk full named the staging file (small/y.h5.20969.unverified), not the output."""
+    from pdbtool import loading
+
+    def disk_full(src, staging, **kw):
+        raise ArtifactError(f"{staging}: cannot write it (No space left on device); nothing "
+                            f"was left at {staging}")
+
+    monkeypatch.setattr(loading, "unpack", disk_full)
+    out = tmp_path / "y.h5"
+    with pytest.raises(ArtifactError) as refused:
+        install(packed[1], out)
+    assert str(refused.value) == (f"{out}: cannot write it (No space left on device); nothing "
+                                  f"was left at {out}")
+
+
 # -- issue 13: no data loss -----------------------------------------------------------------
 
 def test_existing_outputs_are_replaced_only_with_force(tmp_path, packed):
