@@ -135,6 +135,7 @@ def test_the_clusters_info_is_waited_for_a_few_seconds_at_most():
 
     class Unreachable:
         address = "127.0.0.1:6379"
+        lost = None  # Cluster.lost: its head not yet found gone by a TCP connection
 
         def info(self):
             calls.append(1)
@@ -160,6 +161,7 @@ def test_a_search_for_a_cluster_that_does_not_answer_is_refused_at_once():
 
     class Gone:
         address = "127.0.0.1:6379"
+        lost = None
 
         def info(self):
             raise ClusterError("cannot reach the Ray cluster at 127.0.0.1:6379")
