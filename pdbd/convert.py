@@ -71,7 +71,8 @@ def result_fields(r: SolveResult, queue_seconds: float = 0.0) -> dict:
         iterations=[{"bound": i["bound"], "nodes": i["nodes"]} for i in r.iterations],
         threads=r.threads, note=r.note, queue_seconds=queue_seconds, path_h=r.path_h,
         algorithm=r.algorithm, optimal=r.optimal, bound=r.bound or 0.0,
-        peak_memory_bytes=r.peak_memory_bytes)
+        peak_memory_bytes=r.peak_memory_bytes,
+        **({"dropped": r.dropped, "reexpanded": r.reexpanded} if r.dropped is not None else {}))
 
 
 def result_from_message(m: pb.SolveResult) -> SolveResult:
@@ -87,7 +88,9 @@ def result_from_message(m: pb.SolveResult) -> SolveResult:
         iterations=[{"bound": i.bound, "nodes": i.nodes} for i in m.iterations],
         artifact=m.artifact_version or None, threads=m.threads, note=m.note,
         path_h=m.path_h[:], algorithm=m.algorithm or "ida", optimal=m.optimal,
-        bound=m.bound or None, peak_memory_bytes=m.peak_memory_bytes)
+        bound=m.bound or None, peak_memory_bytes=m.peak_memory_bytes,
+        dropped=m.dropped if m.HasField("dropped") else None,
+        reexpanded=m.reexpanded if m.HasField("reexpanded") else None)
 
 
 def progress_message(control, elapsed: float, queued: bool) -> pb.Progress:

@@ -587,3 +587,28 @@ def test_every_algorithms_note_joins_its_parts_once(tmp_path):
     for name in ("ida", "greedy", "frontier"):
         note = solver.solve((10, 2, 4, 11, 7, 5, 0, 1, 6, 3, 9, 8), algorithm=name).note
         assert all(part.strip() for part in note.split(";")), (name, note)
+
+
+def test_sma_s_counts_reach_a_client_of_the_daemon(art_dir):
+    """SMA*'s dropped and reexpanded were not on the wire: a client's result had None
+    where pdbtool solve's had the counts (the README promises the same result)."""
+    from pdbd.client import SolverClient
+    from pdbtool.selection import Solvers, load_directory
+    from serving import running_daemon
+
+    from reference import korf_shortest
+
+    _, _, board = korf_shortest(1)[0]  # Korf's #55: 41 moves, thousands dropped in 64K
+    sma = Algorithm("sma", max_memory=1 << 16)
+    local = Solvers(directory=art_dir).for_side(4).solve(board, "blank-first", algorithm=sma)
+    assert local.dropped > 0 and local.reexpanded > 0
+    daemon = running_daemon(load_directory(art_dir), threads=1)
+    try:
+        with SolverClient(daemon.address) as client:
+            sma = client.solve(board, "blank-first", algorithm=sma)
+            ida = client.solve(board, "blank-first")
+    finally:
+        daemon.stop(grace=1)
+    assert (sma.length, sma.dropped, sma.reexpanded) == (local.length, local.dropped,
+                                                         local.reexpanded)
+    assert ida.dropped is None and ida.reexpanded is None and "dropped" not in ida.to_dict()

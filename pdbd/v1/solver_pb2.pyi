@@ -80,7 +80,7 @@ class Iteration(_message.Message):
     def __init__(self, bound: _Optional[int] = ..., nodes: _Optional[int] = ...) -> None: ...
 
 class SolveResult(_message.Message):
-    __slots__ = ("board", "size", "goal", "length", "moves", "blank_moves", "nodes_expanded", "nodes_generated", "seconds", "initial_h", "heuristic", "artifact_version", "iterations", "threads", "note", "queue_seconds", "path_h", "algorithm", "optimal", "bound", "peak_memory_bytes", "rows", "cols")
+    __slots__ = ("board", "size", "goal", "length", "moves", "blank_moves", "nodes_expanded", "nodes_generated", "seconds", "initial_h", "heuristic", "artifact_version", "iterations", "threads", "note", "queue_seconds", "path_h", "algorithm", "optimal", "bound", "peak_memory_bytes", "rows", "cols", "dropped", "reexpanded")
     BOARD_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
     GOAL_FIELD_NUMBER: _ClassVar[int]
@@ -104,6 +104,8 @@ class SolveResult(_message.Message):
     PEAK_MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
     COLS_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_FIELD_NUMBER: _ClassVar[int]
+    REEXPANDED_FIELD_NUMBER: _ClassVar[int]
     board: _containers.RepeatedScalarFieldContainer[int]
     size: int
     goal: str
@@ -127,7 +129,9 @@ class SolveResult(_message.Message):
     peak_memory_bytes: int
     rows: int
     cols: int
-    def __init__(self, board: _Optional[_Iterable[int]] = ..., size: _Optional[int] = ..., goal: _Optional[str] = ..., length: _Optional[int] = ..., moves: _Optional[_Iterable[int]] = ..., blank_moves: _Optional[str] = ..., nodes_expanded: _Optional[int] = ..., nodes_generated: _Optional[int] = ..., seconds: _Optional[float] = ..., initial_h: _Optional[int] = ..., heuristic: _Optional[str] = ..., artifact_version: _Optional[str] = ..., iterations: _Optional[_Iterable[_Union[Iteration, _Mapping]]] = ..., threads: _Optional[int] = ..., note: _Optional[str] = ..., queue_seconds: _Optional[float] = ..., path_h: _Optional[_Iterable[int]] = ..., algorithm: _Optional[str] = ..., optimal: bool = ..., bound: _Optional[float] = ..., peak_memory_bytes: _Optional[int] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ...) -> None: ...
+    dropped: int
+    reexpanded: int
+    def __init__(self, board: _Optional[_Iterable[int]] = ..., size: _Optional[int] = ..., goal: _Optional[str] = ..., length: _Optional[int] = ..., moves: _Optional[_Iterable[int]] = ..., blank_moves: _Optional[str] = ..., nodes_expanded: _Optional[int] = ..., nodes_generated: _Optional[int] = ..., seconds: _Optional[float] = ..., initial_h: _Optional[int] = ..., heuristic: _Optional[str] = ..., artifact_version: _Optional[str] = ..., iterations: _Optional[_Iterable[_Union[Iteration, _Mapping]]] = ..., threads: _Optional[int] = ..., note: _Optional[str] = ..., queue_seconds: _Optional[float] = ..., path_h: _Optional[_Iterable[int]] = ..., algorithm: _Optional[str] = ..., optimal: bool = ..., bound: _Optional[float] = ..., peak_memory_bytes: _Optional[int] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., dropped: _Optional[int] = ..., reexpanded: _Optional[int] = ...) -> None: ...
 
 class Progress(_message.Message):
     __slots__ = ("bound", "nodes_generated", "nodes_expanded", "nodes_per_second", "elapsed_seconds", "queued")
