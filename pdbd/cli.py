@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 from pdbtool.cli.cluster import add_shipping_options, cluster_address
 from pdbtool.cli.console import (Parser, UsageError, arg_budget, arg_path, arg_seconds,
                                  arg_shape, arg_size, arg_threads, batch_exit_code, emit,
-                                 input_lines, read_stdin, report_error, result_text, run,
-                                 search_line, stop_on_signals, version_text)
+                                 input_lines, no_boards, read_stdin, report_error,
+                                 result_text, run, search_line, stop_on_signals, version_text)
 from pdbtool.errors import BadInput, PdbError
 from pdbtool.progress import fmt_bytes
 
@@ -428,6 +428,8 @@ def query_file(args) -> int:
                 unanswered.append(lines[index])
         report_error(PROG, args, f"not answered: {e}", e.exit_code, line_ranges(unanswered))
         codes.append(e.exit_code)
+    if not lines:
+        raise BadInput(no_boards(args.file))
     return batch_exit_code(codes)
 
 

@@ -259,6 +259,20 @@ def test_query_file_past_its_deadline_prints_what_was_answered(slow, tmp_path, c
                                                                              "line 2", "")
 
 
+def test_a_batch_without_a_board_is_said_not_a_silent_success(served, tmp_path, capsys):
+    """An empty file (or only comments) printed nothing and exited 0, for both commands: a
+    pipeline whose generator failed looked as if it had succeeded."""
+    from pdbtool.cli import main as pdbtool_cli
+
+    f = tmp_path / "boards.txt"
+    f.write_text("# only a comment\n\n")
+    said = f"no board in {f}: every line is empty or a comment"
+    code, out, err = run_cli(capsys, "query", "--server", served.address, "--file", str(f))
+    assert (code, out, err) == (2, "", f"pdbd: {said}\n")
+    assert pdbtool_cli.main(["solve", "--file", str(f), "--heuristic", "manhattan"]) == 2
+    assert capsys.readouterr() == ("", f"pdbtool: {said}\n")
+
+
 def test_query_file_that_cannot_be_read_or_has_a_huge_line(served, tmp_path, capsys):
     """A missing file or a directory is named before any call (it was "Exception iterating
     requests" of the call); a line of a million tiles is that line's error, the other

@@ -378,6 +378,13 @@ def emit(args, obj: dict, text: str, wrote=None) -> None:
                        f"{os.strerror(e.errno) if e.errno else e}{done}") from None
 
 
+def no_boards(file) -> str:
+    """A batch (--file) without a board: said, not a silent success (a pipeline whose
+    generator failed gave an empty batch, exit 0)."""
+    where = "standard input" if str(file) == "-" else str(file)
+    return f"no board in {where}: every line is empty or a comment"
+
+
 def plural(n: int, noun: str, many: str | None = None) -> str:
     """'1 iteration', '2 iterations'; ``many``: the plural where it is not noun + s."""
     return f"{n:,} {noun if n == 1 else many or noun + 's'}"

@@ -20,8 +20,8 @@ from pdbtool.cli import PROG
 from pdbtool.cli.cluster import add_cluster_option, add_shipping_options, open_cluster
 from pdbtool.cli.console import (STDOUT_CLOSED, Parser, SearchReporter, arg_budget, arg_interval,
                                  arg_path, arg_processes, arg_seconds, arg_shape, arg_size,
-                                 arg_threads, batch_exit_code, emit, input_lines, plural,
-                                 report_error, result_text, run, version_text)
+                                 arg_threads, batch_exit_code, emit, input_lines, no_boards,
+                                 plural, report_error, result_text, run, version_text)
 from pdbtool.cli.tables import (cmd_build, cmd_info, cmd_list, cmd_pack, cmd_partitions,
                                 cmd_seal, cmd_unpack, cmd_verify, cmd_warm)
 from pdbtool.errors import EXIT_UNSOLVABLE, BadInput, PdbError
@@ -174,6 +174,8 @@ def cmd_solve(args) -> int:
             code = e.exit_code
             report_error(PROG, args, str(e), code, f"line {lineno}")
         codes.append(code)
+    if not codes:
+        raise BadInput(no_boards(args.file))
     return batch_exit_code(codes)
 
 
@@ -213,6 +215,8 @@ def solve_on_cluster(args, solvers, algorithm) -> int:
                 entries.append((lineno, prepare_line(line, args, solvers, algorithm)))
         except PdbError as e:
             entries.append((lineno, e))
+    if not entries:
+        raise BadInput(no_boards(args.file))
     codes = []
     with open_cluster(args) as cluster, closing(cluster.solve_many(
             [e for _, e in entries if not isinstance(e, PdbError)], algorithm=algorithm,
@@ -348,8 +352,9 @@ def add_solve_options(p) -> None:
                         "cells: 3x3, 2x4, 4x2): optimal; wida: at most --weight x optimal; greedy: constructive, not "
                         "optimal, up to 20x20")
     p.add_argument("--weight", type=float,
-                   help="wida: f = g + W*h, 1 <= W <= 100 (default 1.5), rounded to 0.001; "
-                        "lowered so that W x h0 <= 500 (the output says so)")
+                   help="wida: f = g + W*h, 1 <= W <= 100 (default 1.5), cut down to 0.001 "
+                        "(never looser than asked: 1.0009 is 1, plain IDA*); lowered so that "
+                        "W x h0 <= 500 (the output says so)")
     p.add_argument("--tt-size", type=positive_int, help="ida-tt: transposition table entries (default 1M)")
     p.add_argument("--max-memory", type=arg_size, metavar="SIZE",
                    help="astar, sma, frontier, bidir: memory for the states they hold, e.g. 512M, "
@@ -414,8 +419,9 @@ def parser() -> Parser:
     s.add_argument("--checkpoint", metavar="FILE", type=arg_path, help=(
         "save the search's progress to FILE now and then, and resume from it when FILE "
         "exists (IDA*, one board, on threads or over --cluster): a killed or interrupted search started again with the "
-        "same FILE goes on where the last save left it, with the same answer and node "
-        "counts (on several threads the last iteration's count varies, as between any two "
+        "same FILE goes on where the last save left it, with the same answer and the node "
+        "counts of a search never stopped on as many threads (each iteration's count "
+        "depends on the threads; on several the last one's varies, as between any two "
         "runs); removed once the answer is printed"))
     s.add_argument("--checkpoint-every", type=arg_interval, default=None, metavar="S",
                    help=f"seconds between saves (default {DEFAULT_EVERY:g})")
