@@ -57,7 +57,8 @@ def terminate_like_ctrl_c() -> None:
 def run(prog: str, args, report=None) -> int:
     """Run ``args.func(args)``; turn every expected failure into one line and an exit code:
     PdbError -> its code, OSError and MemoryError -> 1, Ctrl-C -> 130, SIGTERM -> 143
-    (after the same cleanups as Ctrl-C). Never a traceback. A command may install its own handlers.
+    (after the same cleanups as Ctrl-C). Never a traceback. A command may install its own
+    handlers.
     ``report``: what writes that line, as ``report_error`` (its default) is called."""
     say = report or report_error
     if threading.current_thread() is threading.main_thread():
