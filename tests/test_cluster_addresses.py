@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -112,6 +113,7 @@ def test_a_head_gone_is_never_asked_again(monkeypatch):
     said, asked = [], []
     cluster = object.__new__(Cluster)  # its state, without a Ray to connect to
     cluster.address, cluster.notify, cluster.lost = f"127.0.0.1:{port}", said.append, None
+    cluster._nodes, cluster._workers, cluster._lock = None, None, threading.Lock()
     cluster.ray = SimpleNamespace(nodes=lambda: asked.append(1) or [])
     with pytest.raises(ClusterError, match=rf"head at 127.0.0.1:{port} was lost at .* "
                                            r"\(Connection refused\).*restart to use"):
@@ -122,3 +124,27 @@ def test_a_head_gone_is_never_asked_again(monkeypatch):
             with pytest.raises(ClusterError, match="was lost at"):
                 ask()
     assert not asked and len(said) == 1
+
+
+def test_the_head_is_asked_for_its_nodes_once(monkeypatch):
+    """Ray's call for the cluster's state, made while the head was hung (it took TCP
+    connections, answered nothing) blocked, and ended the daemon when a head restarted at
+    that address answered it. The nodes are asked for once; Info then asks the actors."""
+    from types import SimpleNamespace
+
+    from pdbtool.cluster.driver import Cluster
+    from pdbtool.cluster.run import Node
+
+    asked = []
+    node = {"NodeID": "n1", "Alive": True, "Resources": {"CPU": 2.0},
+            "NodeManagerHostname": "h", "NodeManagerAddress": "10.0.0.1"}
+    cluster = object.__new__(Cluster)
+    cluster.address, cluster.notify, cluster.lost = "local", print, None
+    cluster._nodes, cluster._workers, cluster._lock = None, None, threading.Lock()
+    cluster.ray = SimpleNamespace(nodes=lambda: asked.append(1) or [node],
+                                  wait=lambda refs, **kw: ([], refs))
+    assert cluster.info().nodes == 1 and cluster.info().cpus == 2 and len(asked) == 1
+    worker = SimpleNamespace(lost=None, node=Node("n1", "h (10.0.0.1)", 2),
+                             control=lambda *a: object())
+    cluster._workers = [worker, SimpleNamespace(lost="gone", node=None)]
+    assert cluster.info().nodes == 1 and len(cluster.nodes()) == 1 and len(asked) == 1

@@ -119,7 +119,8 @@ class Cluster:
         self.notify = notify or (lambda text: log.warning("%s", text))
         self._owns_ray = not ray.is_initialized()
         self._session: Path | None = None  # the directory of a Ray started here
-        self.lost: str | None = None  # why the cluster is no longer asked (``nodes``)
+        self.lost: str | None = None  # why the cluster is no longer asked (``reachable``)
+        self._nodes: list[Node] | None = None  # asked of the head once (``nodes``)
         if self._owns_ray:
             if address == LOCAL:  # read by the raylet it starts; the user's setting wins
                 os.environ.setdefault("RAY_worker_niceness", LOCAL_NICENESS)
@@ -158,27 +159,31 @@ class Cluster:
     # -- nodes and actors --------------------------------------------------------------
 
     def nodes(self) -> list[Node]:
-        """The cluster's live nodes that have CPUs. Asked of the head only while it takes a
-        TCP connection (``reachable``)."""
-        self.reachable()
-        out = []
-        for n in self.ray.nodes():
-            cpus = int(n.get("Resources", {}).get("CPU", 0))
-            if n.get("Alive") and cpus > 0:
-                out.append(Node(n["NodeID"], f"{n.get('NodeManagerHostname', '?')} "
-                                             f"({n.get('NodeManagerAddress', '?')})", cpus))
-        if not out:
-            raise ClusterError(f"the Ray cluster at {self.address} has no live node with CPUs")
-        return out
+        """The cluster's live nodes that have CPUs, asked of its head once, while it takes
+        a TCP connection (``reachable``), then kept (the actors are made once too: nodes
+        that join later are not used). Ray's calls for the cluster's state block while the
+        head is away, hung or gone, and when a head restarted at that address answers one,
+        Ray ends the process (a failed check, "WrongClusterID", a stack dump, SIGABRT): a
+        daemon that asked while the head was away died when it came back. After this one
+        call only the actors are asked (``info``)."""
+        if self._nodes is None:
+            self.reachable()
+            out = []
+            for n in self.ray.nodes():
+                cpus = int(n.get("Resources", {}).get("CPU", 0))
+                if n.get("Alive") and cpus > 0:
+                    out.append(Node(n["NodeID"], f"{n.get('NodeManagerHostname', '?')} "
+                                                 f"({n.get('NodeManagerAddress', '?')})", cpus))
+            if not out:
+                raise ClusterError(f"the Ray cluster at {self.address} has no live node with "
+                                   "CPUs")
+            self._nodes = out
+        return self._nodes
 
     def reachable(self) -> None:
-        """ClusterError once the head has not taken a TCP connection within PROBE_SECONDS
-        (then for good: ``lost``). Ray's calls for the cluster's state block while the head
-        is away, and once a head restarted at that address answers them, Ray ends the
-        process (a failed check: "WrongClusterID", a stack dump, SIGABRT): a daemon that
-        asked while the head was away died when it came back. So the head is asked only
-        while it is there, and once it was gone, never again (Ray cannot take a driver back
-        to a restarted head: the command, or pdbd, is restarted to use it again)."""
+        """ClusterError once the head has not taken a TCP connection within PROBE_SECONDS,
+        and from then on (``lost``): Ray cannot take a driver back to a head that
+        restarted, so the command, or pdbd, is restarted to use the cluster again."""
         if self.lost is not None:
             raise ClusterError(self.lost)
         where = split_address(self.address)
@@ -295,11 +300,15 @@ class Cluster:
         return (self.shared or self.cache_dir / "packed") / name
 
     def info(self) -> ClusterInfo:
-        """Nodes, CPUs, and the search threads busy now (over every pool's actors)."""
-        nodes = self.nodes()
+        """Nodes, CPUs, and the search threads busy now (over every pool's actors): the
+        nodes of the live actors once they are made, else those the head named (``nodes``);
+        ClusterError if the head does not take a TCP connection (``reachable``)."""
+        self.reachable()
         busy = 0
         with self._lock:
             live = [w for w in self._workers or () if w.lost is None]
+            made = self._workers is not None
+        nodes = [w.node for w in live] if made else self.nodes()
         refs = [w.control("progress", "") for w in live]
         ready, _ = self.ray.wait(refs, num_returns=len(refs), timeout=2.0) if refs else ([], [])
         for ref in ready:
