@@ -52,7 +52,9 @@ def test_stopped_by_its_budget_it_resumes_to_the_same_answer_and_counts(art_dir,
     resumed = search(solver, KORF[88], control)
     assert said == [path]
     # the progress line's rate is this sitting's: what the earlier sittings counted is known
-    assert control.earlier == (saved.generated, saved.seconds)
+    assert control.earlier == (saved.generated + sum(r[2] for r in saved.finished.values()),
+                               saved.seconds)
+    assert control.generated == straight.nodes_generated  # counted across, one thread too
     assert "0.1M nodes/s, 0m01s elapsed (resumed: 900,000 nodes and 0m05s before)" in \
         search_line(5, 1_000_000, 1.0, Earlier(900_000, 5.0))
     assert (resumed.length, resumed.moves) == (straight.length, straight.moves)

@@ -66,8 +66,13 @@ def search_bounds(solver: Solver, prepared: PreparedBoard, control: SearchContro
     if resume:
         expanded, generated = resume.expanded, resume.generated
         iterations, status, found, bound = list(resume.iterations), NOT_FOUND, None, resume.bound
-        serial[GENERATED], serial[EXPANDED] = generated, expanded
-        control.earlier = Earlier(generated, resume.seconds)
+        # what the earlier sittings counted: the iterations before the bound and the
+        # bound's tasks (or batches) finished; the live counters start from it
+        finished = list(resume.finished.values())
+        control.earlier = Earlier(generated + sum(int(r[RESULT_GENERATED]) for r in finished),
+                                  resume.seconds)
+        serial[GENERATED] = control.earlier.generated
+        serial[EXPANDED] = expanded + sum(int(r[RESULT_EXPANDED]) for r in finished)
     else:
         first = solver.iterate(root, bf.index(0), control, hand_off=serial_below)
         serial[:] = control.counters  # the kernel counted into them, for live progress
@@ -136,7 +141,8 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
                         if solver.shape.cells > 9 else NEVER)
     claims = np.zeros(1, np.int64)  # the number of the next task of the order
     serial = np.zeros_like(counters)  # the serial iterations' counters
-    live = threads == 1  # the one search runs on this thread and counts into ``counters``
+    live = threads == 1 and not resume  # the one search counts into ``counters`` itself
+    # (a resumed one's counters also hold the earlier sittings': publish adds them up)
     rows = [counters] if live else [np.zeros_like(counters) for _ in range(threads)]
     roots = []  # each thread's board, changed in place (made at the first shared iteration)
     outs = [np.zeros(MAX_DEPTH + 1, np.int64) for _ in range(threads)]
