@@ -123,8 +123,9 @@ def _install(src, dst: Path, staging: Path, threads, force):
         try:
             unpack(src, staging, threads=threads, force=True)
         except ArtifactError as e:  # said of the name asked for (a disk full named the
-            # staging file: small/y.h5.20969.unverified)
-            raise ArtifactError(str(e).replace(str(staging), str(dst))) from None
+            # staging file: small/y.h5.20969.unverified), its kind and exit code kept
+            e.args = (str(e).replace(str(staging), str(dst)), *e.args[1:])
+            raise
         report = verify(staging, stamp=False)
         if not report.ok:
             raise ArtifactError(f"{src}: unpacked tables fail check {report.failed.name}: "

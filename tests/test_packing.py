@@ -197,6 +197,16 @@ def test_an_install_that_cannot_be_written_names_the_file_asked_for(tmp_path, pa
         install(packed[1], out)
     assert str(refused.value) == (f"{out}: cannot write it (No space left on device); nothing "
                                   f"was left at {out}")
+    # its kind kept: a source that is no file is bad input (exit 2), as before
+    from pdbtool.errors import NotAFile
+
+    def no_file(src, staging, **kw):
+        raise NotAFile(f"{src}: no such file")
+
+    monkeypatch.setattr(loading, "unpack", no_file)
+    with pytest.raises(NotAFile) as refused:
+        install(tmp_path / "missing.pdbpack", out)
+    assert refused.value.exit_code == 2
 
 
 # -- issue 13: no data loss -----------------------------------------------------------------
