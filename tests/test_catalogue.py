@@ -55,8 +55,11 @@ def test_bad_catalogue_files_are_refused_with_the_reason():
         catalogue.parse("# name: x\n# shape: 1x9\n1,2,3,4\n5,6,7,8\n")
     with pytest.raises(BadInput, match="shape 7x7: tables are for boards of 2 to 6 rows"):
         catalogue.parse("# name: x\n# shape: 7x7\n" + ",".join(map(str, range(1, 49))) + "\n")
-    with pytest.raises(BadInput, match="strength 'high' is not a whole number"):
-        catalogue.parse("# name: x\n# strength: high\n1,2,3,4\n5,6,7,8\n")
+    with pytest.raises(BadInput, match="shape 7x7: tables are for boards of 2 to 6 rows"):
+        catalogue.parse("# name: x\n" + ",".join(map(str, range(1, 49))) + "\n")  # inferred
+    for word in ("high", "--5", "\u00b2"):
+        with pytest.raises(BadInput, match=f"strength {word!r} is not a whole number"):
+            catalogue.parse(f"# name: x\n# strength: {word}\n1,2,3,4\n5,6,7,8\n")
 
 
 def test_symmetries_and_regions():

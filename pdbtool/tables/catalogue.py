@@ -110,26 +110,27 @@ def parse(text: str, where: str = "catalogue") -> Catalogue:
         raise BadInput(f"{where}: needs a '# name:' line and at least one group")
     if "shape" in head:
         shape = Shape.parse(head["shape"])
-        if not (MIN_SIDE <= shape.rows <= SEARCH_MAX_SIDE
-                and MIN_SIDE <= shape.cols <= SEARCH_MAX_SIDE):  # what the searches take
-            raise BadInput(f"{where}: shape {shape}: tables are for boards of {MIN_SIDE} to "
-                           f"{SEARCH_MAX_SIDE} rows and columns")
     else:
         n = max(t for p in partitions for g in p for t in g) + 1
         side = round(n ** 0.5)
         while side * side < n:
             side += 1
         shape = Shape(side, side)
+    if not (MIN_SIDE <= shape.rows <= SEARCH_MAX_SIDE
+            and MIN_SIDE <= shape.cols <= SEARCH_MAX_SIDE):  # what the searches take
+        raise BadInput(f"{where}: shape {shape}: tables are for boards of {MIN_SIDE} to "
+                       f"{SEARCH_MAX_SIDE} rows and columns")
     for i, p in enumerate(partitions):
         tiles = sorted(t for g in p for t in g)
         if tiles != list(range(1, shape.cells)):
             raise BadInput(f"{where}: partition {i} does not split tiles 1..{shape.cells - 1} "
                            f"into disjoint groups")
-    strength = head.get("strength", "0")
-    if not strength.lstrip("-").isdigit():
-        raise BadInput(f"{where}: strength {strength!r} is not a whole number")
+    try:
+        strength = int(head.get("strength", "0"))
+    except ValueError:
+        raise BadInput(f"{where}: strength {head['strength']!r} is not a whole number") from None
     return Catalogue(head["name"], shape, tuple(tuple(p) for p in partitions),
-                     head.get("note", ""), int(strength))
+                     head.get("note", ""), strength)
 
 
 @cache
