@@ -69,15 +69,19 @@ def translate(err: grpc.RpcError, address: str, tls: bool = False) -> PdbError:
         elif code == grpc.StatusCode.UNAVAILABLE:
             message = f"cannot reach pdbd at {address}: {details}"
             if "Socket closed" in details and tls:  # a TLS call without a certificate it takes
-                message += (" (a pdbd that requires client certificates closes connections "
-                            "without one it trusts: give --tls-cert and --tls-key, signed by "
-                            "its --client-ca)")
+                message += (" (the connection was closed: the daemon stopped, or it requires "
+                            "client certificates and closes connections without one it trusts: "
+                            "give --tls-cert and --tls-key, signed by its --client-ca)")
             elif "Socket closed" in details:  # what a plaintext call to a TLS server gets
                 message += (" (the connection was closed: the daemon stopped, or it serves TLS "
                             "and closes plaintext connections: give --tls-ca)")
             elif "Hostname Verification" in details:  # a name its certificate lacks
                 message += (" (the server's certificate does not carry the name connected "
                             "to, or given by --tls-server-name: connect by a name it carries)")
+            elif "CERTIFICATE_VERIFY_FAILED" in details and ("expired" in details
+                                                             or "not yet valid" in details):
+                message += (" (the server's certificate is out of its dates: renew it, or "
+                            "check this machine's clock)")
             elif "CERTIFICATE_VERIFY_FAILED" in details:
                 message += (" (the server's certificate is not signed by a CA of --tls-ca, "
                             "or by the system's CAs if it is not given)")

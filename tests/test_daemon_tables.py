@@ -333,6 +333,36 @@ def test_a_certificate_the_client_cannot_accept_is_said_why(art_dir, pki, capsys
         daemon.stop(grace=1)
 
 
+class _Failed(grpc.RpcError):
+    """A channel's failure as gRPC reports it: UNAVAILABLE with its details."""
+
+    def __init__(self, details):
+        self._details = details
+
+    def code(self):
+        return grpc.StatusCode.UNAVAILABLE
+
+    def details(self):
+        return self._details
+
+    def trailing_metadata(self):
+        return ()
+
+
+@pytest.mark.parametrize("details, tls, says", [
+    ("...: CERTIFICATE_VERIFY_FAILED: certificate has expired", True, "out of its dates"),
+    ("...: CERTIFICATE_VERIFY_FAILED: unable to get local issuer certificate", True,
+     "not signed by a CA of --tls-ca"),
+    ("Stream removed (Socket closed)", True, "the daemon stopped, or it requires client"),
+    ("Stream removed (Socket closed)", False, "the daemon stopped, or it serves TLS")])
+def test_each_tls_failure_gets_its_own_hint(details, tls, says):
+    """An expired certificate was said not to be signed by the CA; a TLS daemon that
+    stopped mid-call was said to require client certificates."""
+    from pdbd.client import translate
+
+    assert says in str(translate(_Failed(details), "127.0.0.1:1", tls=tls))
+
+
 def test_beyond_loopback_needs_tls_or_insecure(art_dir):
     for listen in ("0.0.0.0:0", "[::]:0", "192.0.2.1:50051", "example.org:50051"):
         with pytest.raises(ListenError, match="without TLS"):
