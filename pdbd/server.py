@@ -205,8 +205,8 @@ class Daemon:
         # ``stopping`` set (SIGTERM during start-up) skips the sizes not yet warm.
         if warm:
             warm_up(self.servicer.solvers, stopping)
-        if mlock:
-            lock_tables(tables)
+        if mlock and not (stopping is not None and stopping.is_set()):  # (gigabytes read
+            lock_tables(tables)  # in: not for a daemon that will never serve)
             self.servicer.locked = True
         self._watch_tables(tables)
 

@@ -409,11 +409,13 @@ def test_a_sigterm_while_it_starts_stops_it_before_serving(art_dir, tmp_path, mo
     monkeypatch.setattr(server, "warm_up", signalled_first)
     monkeypatch.setattr(server.Daemon, "start", lambda self: started.append(self))
     monkeypatch.setattr("pdbtool.search.warm.pending", lambda *a: pytest.fail("warmed a size"))
+    # --mlock read every table in (gigabytes) for a daemon that would never serve
+    monkeypatch.setattr(server, "lock_tables", lambda tables: pytest.fail("locked the tables"))
     handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
     try:
         with caplog.at_level("INFO", logger="pdbd"):
             code = cli.main(["serve", "--artifacts", str(art_dir), "--listen", f"unix:{sock}",
-                             "--pid-file", str(pid_file), "--no-prefault"])
+                             "--pid-file", str(pid_file), "--no-prefault", "--mlock"])
     finally:
         for s, h in handlers.items():
             signal.signal(s, h)
