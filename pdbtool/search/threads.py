@@ -73,6 +73,9 @@ def search_bounds(solver: Solver, prepared: PreparedBoard, control: SearchContro
                                   resume.seconds)
         serial[GENERATED] = control.earlier.generated
         serial[EXPANDED] = expanded + sum(int(r[RESULT_EXPANDED]) for r in finished)
+        # one thread's kernel counts on from them (it keeps its budget's count apart)
+        control.counters[GENERATED] = serial[GENERATED]
+        control.counters[EXPANDED] = serial[EXPANDED]
     else:
         first = solver.iterate(root, bf.index(0), control, hand_off=serial_below)
         serial[:] = control.counters  # the kernel counted into them, for live progress
@@ -141,8 +144,7 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
                         if solver.shape.cells > 9 else NEVER)
     claims = np.zeros(1, np.int64)  # the number of the next task of the order
     serial = np.zeros_like(counters)  # the serial iterations' counters
-    live = threads == 1 and not resume  # the one search counts into ``counters`` itself
-    # (a resumed one's counters also hold the earlier sittings': publish adds them up)
+    live = threads == 1  # the one search runs on this thread and counts into ``counters``
     rows = [counters] if live else [np.zeros_like(counters) for _ in range(threads)]
     roots = []  # each thread's board, changed in place (made at the first shared iteration)
     outs = [np.zeros(MAX_DEPTH + 1, np.int64) for _ in range(threads)]

@@ -257,8 +257,8 @@ def peak_memory_bytes() -> tuple[int, int]:
 def check_memory(cat: Catalogue, zero_aware: bool = True) -> None:
     """BadInput, before any work, when building ``cat`` here needs more memory (at least
     Catalogue.build_bytes: one table at a time) than this machine has or this process may
-    take (``ulimit -v``): the build died of a MemoryError's traceback a while in, or took the machine's
-    memory (a custom catalogue with one group of 15 tiles needs 160 TiB)."""
+    take (``ulimit -v``): the build died of a MemoryError's traceback a while in, or took
+    the machine's memory (a custom catalogue with one group of 15 tiles needs 160 TiB)."""
     need = cat.build_bytes(zero_aware)
     limits = [("this machine has", os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))]
     soft = resource.getrlimit(resource.RLIMIT_AS)[0]
