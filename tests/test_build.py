@@ -230,3 +230,26 @@ def test_a_signal_to_the_group_ends_a_build_with_one_line_and_no_process_left(tm
     for pid in left:
         os.kill(pid, signal.SIGKILL)
     assert not left, "processes of the build outlived it"
+
+
+def test_the_memory_check_counts_the_tables_built_at_once(tmp_path, monkeypatch):
+    """With --processes N, N tables are built at once, each in its own worker: the check
+    before the build counted one table, so a build that could only fit one at a time
+    started and ran the machine out of memory."""
+    import os
+
+    from pdbtool.errors import BadInput
+    from pdbtool.tables import builder
+
+    cat = get("15/5-5-5")
+    one, two = cat.build_bytes(), cat.build_bytes(at_once=2)
+    assert two > one
+    real = os.sysconf
+    monkeypatch.setattr(os, "sysconf", lambda name: {"SC_PAGE_SIZE": 1,
+                                                     "SC_PHYS_PAGES": (one + two) // 2}.get(
+        name) or real(name))
+    builder.check_memory(cat, processes=1)  # one at a time fits
+    with pytest.raises(BadInput, match=r"needs about .* of memory \(2 tables at once: give "
+                                       r"fewer --processes\); this machine has"):
+        build(cat, tmp_path, workers=2, processes=2, progress=False)
+    assert list(tmp_path.iterdir()) == []

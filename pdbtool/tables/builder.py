@@ -254,21 +254,26 @@ def peak_memory_bytes() -> tuple[int, int]:
             resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
 
 
-def check_memory(cat: Catalogue, zero_aware: bool = True) -> None:
-    """BadInput, before any work, when building ``cat`` here needs more memory (at least
-    Catalogue.build_bytes: one table at a time) than this machine has or this process may
-    take (``ulimit -v``): the build died of a MemoryError's traceback a while in, or took
-    the machine's memory (a custom catalogue with one group of 15 tiles needs 160 TiB)."""
-    need = cat.build_bytes(zero_aware)
-    limits = [("this machine has", os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))]
+def check_memory(cat: Catalogue, zero_aware: bool = True, processes: int = 1) -> None:
+    """BadInput, before any work, when building ``cat`` here needs more memory (about
+    Catalogue.build_bytes, ``processes`` tables at once) than this machine has, or than
+    one process may take (``ulimit -v``, which each worker process has for its own table):
+    the build died of a MemoryError's traceback a while in, or took the machine's memory
+    (a custom catalogue with one group of 15 tiles needs 160 TiB)."""
+    one = cat.build_bytes(zero_aware)
+    limits = [("this machine has", os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
+               cat.build_bytes(zero_aware, processes))]
     soft = resource.getrlimit(resource.RLIMIT_AS)[0]
-    if soft != resource.RLIM_INFINITY:
-        limits.append(("this process may take (ulimit -v)", soft))
-    for what, have in limits:
+    if soft != resource.RLIM_INFINITY:  # a worker keeps its own table, not the packed ones
+        per_process = one if processes == 1 else one - cat.table_bytes(zero_aware)
+        limits.append(("this process may take (ulimit -v)", soft, per_process))
+    for what, have, need in limits:
         if need > have:
-            raise BadInput(f"building {cat.name} needs about {fmt_bytes(need)} of memory; "
-                           f"{what} {fmt_bytes(have)} (`pdbtool partitions` lists what each "
-                           "catalogue needs)")
+            fewer = (f" ({processes} tables at once: give fewer --processes)"
+                     if processes > 1 and one <= have else "")
+            raise BadInput(f"building {cat.name} needs about {fmt_bytes(need)} of memory"
+                           f"{fewer}; {what} {fmt_bytes(have)} (`pdbtool partitions` lists "
+                           "what each catalogue needs)")
 
 
 def build(catalogue: str | Catalogue, out_dir, *, zero_aware: bool = True,
@@ -286,14 +291,13 @@ def build(catalogue: str | Catalogue, out_dir, *, zero_aware: bool = True,
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise BadInput(f"output directory {not_a_directory(out)}")
-    if cluster is None:
-        check_memory(cat, zero_aware)
-    out.mkdir(parents=True, exist_ok=True)
     plan = plan_tables(cat)
     if cluster is None:
         layout = choose_layout(plan, cat.shape, workers, processes)
+        check_memory(cat, zero_aware, layout.processes)
     else:
         layout = Layout(len(plan.tables), cluster.build_threads(len(plan.tables)))
+    out.mkdir(parents=True, exist_ok=True)
     jobs = [TableJob(i, tiles, cat.shape, f"t{i}_" + "-".join(map(str, tiles)), zero_aware,
                      layout.threads) for i, tiles in enumerate(plan.tables)]
     labels = {j.index: f"{cat.name} table {j.index + 1}/{len(jobs)} ({len(j.tiles)} tiles)"

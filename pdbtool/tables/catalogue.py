@@ -75,15 +75,17 @@ class Catalogue:
         tables = self.table_bytes(zero_aware)
         return tables + ((tables + 3) // 4 if zero_aware else 0)
 
-    def build_bytes(self, zero_aware: bool = True) -> int:
-        """Peak memory of building one table at a time, about: the largest table's three
-        cell masks, its distance bytes and its packed form, plus the packed tables kept,
-        and its m! orders of m bytes (ranking.order_table: 439 MB for 11 tiles)."""
+    def build_bytes(self, zero_aware: bool = True, at_once: int = 1) -> int:
+        """Peak memory of building ``at_once`` tables at a time (the builder's worker
+        processes), about: each of the largest tables' three cell masks, its distance bytes
+        and its packed form, and its m! orders of m bytes (ranking.order_table: 439 MB for
+        11 tiles), plus the packed tables kept."""
         mask = 2 if self.cells <= 16 else 4 if self.cells <= 32 else 8
-        m = max(len(g) for g in self.groups)
-        entries = regions(self.shape, m, zero_aware).entries
-        return (table_size(self.cells, m) * 3 * mask + entries + self.table_bytes(zero_aware)
-                + math.factorial(m) * m)
+        largest = sorted((len(t) for t in plan_tables(self).tables), reverse=True)
+        working = sum(table_size(self.cells, m) * 3 * mask
+                      + regions(self.shape, m, zero_aware).entries + math.factorial(m) * m
+                      for m in largest[:max(1, at_once)])
+        return working + self.table_bytes(zero_aware)
 
 
 def parse(text: str, where: str = "catalogue") -> Catalogue:
