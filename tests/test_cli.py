@@ -205,6 +205,32 @@ def test_out_of_memory_is_one_line(capsys):
                                        "an array with shape (3435973837,)\n")
 
 
+def test_no_room_for_a_thread_is_one_line_naming_the_limits(capsys, monkeypatch):
+    """A first solve under `ulimit -v 600000` (its compile took the room) ended in
+    threading's "RuntimeError: can't start new thread" and a traceback; an out-of-memory
+    line did not say the process had a limit of its own."""
+    import resource
+
+    from pdbtool.cli.console import run
+
+    def raising(error):
+        def func(args):
+            raise error
+        return argparse.Namespace(func=func)
+
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (
+        {resource.RLIMIT_AS: 600 << 20, resource.RLIMIT_NPROC: 4096}.get(
+            which, resource.RLIM_INFINITY), resource.RLIM_INFINITY))
+    assert run("pdbtool", raising(RuntimeError("can't start new thread"))) == 1
+    assert capsys.readouterr().err == ("pdbtool: cannot start a thread (this process's limits: "
+                                       "ulimit -v 600 MiB, ulimit -u 4096)\n")
+    assert run("pdbtool", raising(MemoryError())) == 1
+    assert capsys.readouterr().err == ("pdbtool: out of memory (this process's limits: "
+                                       "ulimit -v 600 MiB)\n")
+    with pytest.raises(RuntimeError, match="other"):  # a defect stays a traceback
+        run("pdbtool", raising(RuntimeError("other")))
+
+
 def test_a_build_that_needs_more_memory_than_there_is_is_refused_first(tmp_path, monkeypatch):
     """Found a while in, as a MemoryError's traceback (ulimit -v), or never (a custom
     catalogue's group of 15 tiles: 160 TiB)."""

@@ -12,6 +12,7 @@ import contextlib
 import faulthandler
 import json
 import os
+import resource
 import signal
 import sys
 import threading
@@ -20,7 +21,7 @@ import time
 from pdbtool import limits, puzzle
 from pdbtool.errors import EXIT_INTERRUPTED, BadInput, PdbError
 from pdbtool.geometry import Shape
-from pdbtool.progress import LOG_EVERY, fmt_seconds
+from pdbtool.progress import LOG_EVERY, fmt_bytes, fmt_seconds
 
 EXIT_TERMINATED = 143  # 128 + SIGTERM
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what `cmd | head` gives for any tool that head cut off
@@ -56,7 +57,8 @@ def terminate_like_ctrl_c() -> None:
 
 def run(prog: str, args, report=None) -> int:
     """Run ``args.func(args)``; turn every expected failure into one line and an exit code:
-    PdbError -> its code, OSError and MemoryError -> 1, Ctrl-C -> 130, SIGTERM -> 143
+    PdbError -> its code, OSError, MemoryError and no room for a thread -> 1 (with the
+    process's limits), Ctrl-C -> 130, SIGTERM -> 143
     (after the same cleanups as Ctrl-C). Never a traceback. A command may install its own
     handlers.
     ``report``: what writes that line, as ``report_error`` (its default) is called."""
@@ -79,7 +81,12 @@ def run(prog: str, args, report=None) -> int:
         say(prog, args, str(e), e.exit_code)
         return e.exit_code
     except MemoryError as e:  # numpy's says how much it asked for
-        say(prog, args, f"out of memory{f': {e}' if str(e) else ''}", 1)
+        say(prog, args, f"out of memory{f': {e}' if str(e) else ''}{limits_said()}", 1)
+        return 1
+    except RuntimeError as e:  # threading's words when the limits leave no room for one
+        if str(e) != "can't start new thread":
+            raise
+        say(prog, args, f"cannot start a thread{limits_said(threads=True)}", 1)
         return 1
     except OSError as e:  # a path that cannot be read or written: say which
         where = f"{e.filename}: " if getattr(e, "filename", None) else ""
@@ -91,6 +98,18 @@ def run(prog: str, args, report=None) -> int:
             return EXIT_TERMINATED
         say(prog, args, stopped("interrupted", e), EXIT_INTERRUPTED)
         return EXIT_INTERRUPTED
+
+
+def limits_said(threads: bool = False) -> str:
+    """The process's own limit on memory (``ulimit -v``) and, for ``threads``, on them
+    (``ulimit -u``) where set, for an error that may have run into it: '' where none is."""
+    said = []
+    for which, option, fmt in ((resource.RLIMIT_AS, "-v", fmt_bytes),
+                                (resource.RLIMIT_NPROC, "-u", str))[:2 if threads else 1]:
+        soft = resource.getrlimit(which)[0]
+        if soft != resource.RLIM_INFINITY:
+            said.append(f"ulimit {option} {fmt(soft)}")
+    return f" (this process's limits: {', '.join(said)})" if said else ""
 
 
 def stopped(word: str, e: BaseException) -> str:
