@@ -242,3 +242,32 @@ def test_the_compile_estimate_grows_with_the_machine_s_load(monkeypatch):
     assert idle == pytest.approx(warm.ESTIMATE["serial"][hk.PDB] / 1.6)
     monkeypatch.setattr(warm.os, "getloadavg", lambda: (4.0, 0.0, 0.0))
     assert warm.pending(cls, ("serial",)) == pytest.approx(3 * idle)
+
+
+def test_a_first_compile_under_a_tight_ulimit_is_warned_of(monkeypatch, capsys):
+    """Under `ulimit -v 650000` a first solve's compile ended in LLVM's abort ("LLVM ERROR:
+    out of memory", exit 134, a native stack dump) with nothing said before it; with
+    room, or no limit, nothing is said."""
+    import argparse
+    import resource
+
+    from pdbtool.cli.main import announce_compile
+    from pdbtool.heuristics.table_free import table_free
+    from pdbtool.search import warm
+    from pdbtool.search.solver import Solver
+
+    limit = [resource.RLIM_INFINITY]
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (
+        limit[0] if which == resource.RLIMIT_AS else resource.RLIM_INFINITY,
+        resource.RLIM_INFINITY))
+    assert warm.tight_for_compiling() is None
+    limit[0] = 1 << 60
+    assert warm.tight_for_compiling() is None
+    limit[0] = 600 << 20
+    assert warm.tight_for_compiling().startswith("this process may take 600 MiB (ulimit -v)")
+    monkeypatch.setattr(warm, "pending", lambda cls, parts: 9.0)
+    announce_compile(Solver(table_free("manhattan", 3)), 1)
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("pdbtool: compiling the search kernels")
+    assert err[1].startswith("pdbtool: warning: this process may take 600 MiB (ulimit -v)")
+    assert "'LLVM ERROR: out of memory'" in err[1]

@@ -99,6 +99,8 @@ def announce_compile(solver, threads: int, algorithm: str = "ida") -> None:
     if seconds:
         print(f"{PROG}: compiling the search kernels for this machine, once: about "
               f"{seconds:.0f} s ('pdbtool warm' does it ahead of time)", file=sys.stderr, flush=True)
+        if tight := warm.tight_for_compiling():
+            print(f"{PROG}: warning: {tight}", file=sys.stderr, flush=True)
 
 
 def check_written(args, path, *inputs) -> None:

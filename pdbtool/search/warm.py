@@ -29,6 +29,7 @@ from typing import IO, NamedTuple
 
 from pdbtool.kernels import CACHE_DIR
 from pdbtool.kernels import heuristic as hk
+from pdbtool.progress import fmt_bytes
 
 PARTS = ("serial", "shared")  # Solver.kernel_parts: IDA* on one thread; the shared iterations
 # Seconds of compiling on one core of the machines in BENCHMARKS.md, for the announcements.
@@ -39,6 +40,33 @@ ALGORITHM_ESTIMATE = 10.0  # another algorithm's kernels (a part named for it: f
 PRECOMPILE = (sys.executable, "-m", "pdbtool.search.precompile")  # + the class's name
 
 log = logging.getLogger("pdbtool")
+
+
+COMPILE_ROOM = 256 << 20  # address space a first compile took beyond what the process had
+                         # (numba 0.68: cold under `ulimit -v` 635 MiB LLVM aborts, 683 MiB
+                         # passes; a warm 3x3 solve runs under 439 MiB)
+
+
+def tight_for_compiling() -> str | None:
+    """A warning where the process's ``ulimit -v`` leaves less than COMPILE_ROOM for a
+    compile, which LLVM then aborts ("LLVM ERROR: out of memory": no exception to catch,
+    no one-line error); None where it leaves room or there is no limit."""
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if soft == resource.RLIM_INFINITY:
+        return None
+    try:
+        with open("/proc/self/statm") as f:
+            size = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):  # not Linux
+        return None
+    if size + COMPILE_ROOM <= soft:
+        return None
+    return (f"this process may take {fmt_bytes(soft)} (ulimit -v) and has {fmt_bytes(size)}; "
+            f"the compile may need about {fmt_bytes(COMPILE_ROOM)} more, and LLVM ends the "
+            "process if it runs out ('LLVM ERROR: out of memory'): raise the limit, or run "
+            "'pdbtool warm' once without it")
 
 
 def _mark(cls: type, part: str) -> Path:
