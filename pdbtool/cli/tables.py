@@ -213,6 +213,7 @@ def cmd_seal(args) -> int:
 
 
 def cmd_warm(args) -> int:
+    from pdbtool.search.warm import tight_for_compiling
     from pdbtool.selection import warm
 
     def starting(shape, heuristic, pending: float):
@@ -220,6 +221,8 @@ def cmd_warm(args) -> int:
             print(f"{PROG}: compiling the search kernels for {shape} with {heuristic} on this "
                   f"machine, once (numba keeps them in its cache): about {pending:.0f} s",
                   file=sys.stderr, flush=True)
+            if tight := tight_for_compiling():
+                print(f"{PROG}: warning: {tight}", file=sys.stderr, flush=True)
 
     def report(w):
         if not args.json:
