@@ -8,7 +8,9 @@ with the same message everywhere. Loads neither numba nor grpc.
 from __future__ import annotations
 
 import math
+import os
 import re
+import resource
 
 from pdbtool.errors import BadInput
 
@@ -64,6 +66,17 @@ def size(text, what: str = "size") -> int:
     if not m:
         raise BadInput(f"{what}: not a size: {text!r} (e.g. 512M, 2G)")
     return int(float(m.group(1)) * 1024 ** " kmgt".index(m.group(2).lower() or " "))
+
+
+def memory_caps() -> list[tuple[str, int]]:
+    """What bounds the memory of one process here, each in words and bytes: the machine's
+    physical memory and, when set, what this process may take (``ulimit -v``). A need
+    beyond one of them cannot be met: the caller refuses it before any work."""
+    caps = [("this machine has", os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))]
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if soft != resource.RLIM_INFINITY:
+        caps.append(("this process may take (ulimit -v)", soft))
+    return caps
 
 
 FIRST_TRY_BYTES = 64 << 20  # a keyed search's first room (about 1.5 M states of A*)

@@ -337,6 +337,16 @@ def test_an_algorithms_bad_option_is_named(options, words):
         Algorithm(**options)
 
 
+def test_a_transposition_table_beyond_the_machine_is_refused_before_the_search():
+    """Library callers too: BadInput (a daemon's INVALID_ARGUMENT) naming the need and the
+    machine's memory, in the wire's words (no command-line flag)."""
+    solver = Solver(table_free("manhattan", 3))
+    with pytest.raises(BadInput, match=r"^a transposition table of 1,099,511,627,776 entries "
+                                       r"needs 32,768 GiB of memory; this machine has ") as e:
+        solver.solve("8 6 7 2 5 4 3 0 1", algorithm=Algorithm("ida-tt", tt_size=1 << 40))
+    assert "--" not in str(e.value)
+
+
 @pytest.mark.process
 def test_cli_algorithms_say_what_they_guarantee(art_dir):
     import json

@@ -756,9 +756,31 @@ def test_ctrl_c_while_the_command_loads_is_an_interrupt_not_a_traceback(monkeypa
     assert stop.value.code == 130 and capsys.readouterr().err == "pdbtool: interrupted\n"
 
 
-def test_a_transposition_table_beyond_any_memory_is_a_limit(capsys):
-    """Beyond numpy's sizes (it raised ValueError, a traceback): exit 4, as a table beyond
-    the machine's memory is."""
-    code = main(["solve", "--algorithm", "ida-tt", "--tt-size", "9" * 22, "8 6 7 2 5 4 3 0 1"])
-    assert code == 4 and "cannot be allocated here; give a smaller transposition table size" in \
-        capsys.readouterr().err
+@pytest.mark.parametrize("tt_size", ["9" * 22, str(1 << 40)])
+def test_a_transposition_table_beyond_the_machine_is_a_usage_error(tt_size, capsys):
+    """A --tt-size beyond this machine's memory (or numpy's sizes) can never be had: a
+    usage error, exit 2, before any search, naming the option, the need and what the
+    machine has (it was exit 4, the code of a limit a search meets)."""
+    code = main(["solve", "--algorithm", "ida-tt", "--tt-size", tt_size, "8 6 7 2 5 4 3 0 1"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(f"pdbtool: --tt-size {tt_size}: a transposition table of ")
+    assert " GiB of memory; this machine has " in err and err.count("\n") == 1
+
+
+def test_a_transposition_table_the_machine_could_hold_but_not_now_is_a_limit(monkeypatch,
+                                                                              capsys):
+    """A table within the machine's memory that cannot be had at the moment (others hold
+    the memory): the limit the search met, exit 4, as A*'s memory."""
+    from pdbtool.kernels import ida_tt
+
+    made = ida_tt.transposition_table
+
+    def taken(slots):  # (the kernels' own compile asks for 1 slot)
+        if slots > 1:
+            raise MemoryError
+        return made(slots)
+
+    monkeypatch.setattr(ida_tt, "transposition_table", taken)
+    code = main(["solve", "--algorithm", "ida-tt", "--tt-size", str(1 << 20), "--heuristic",
+                 "manhattan", "8 6 7 2 5 4 3 0 1"])
+    assert code == 4 and "cannot be allocated here" in capsys.readouterr().err

@@ -37,7 +37,8 @@ from pdbtool.tables.files import atomic_output, check_output
 # --- solve --------------------------------------------------------------------------------
 
 def solvers_from(args):
-    """The Solvers the options choose, and the Algorithm; canonicalises ``args.goal``."""
+    """The Solvers the options choose, and the Algorithm (an ida-tt table beyond this
+    machine's memory refused here, before any search); canonicalises ``args.goal``."""
     from pdbtool.selection import Solvers
 
     args.goal = puzzle.check_goal(args.goal, args.shape)
@@ -45,6 +46,11 @@ def solvers_from(args):
         raise BadInput("give either --artifact FILE or --artifacts DIR, not both")
     algorithm = Algorithm(args.algorithm, weight=args.weight, tt_size=args.tt_size,
                           max_memory=args.max_memory)
+    if not getattr(args, "cluster", None):  # (a cluster's nodes have memories of their own)
+        try:
+            algorithm.check_memory()
+        except BadInput as e:
+            raise BadInput(f"--tt-size {args.tt_size}: {e}") from None
     return Solvers(heuristic=args.heuristic, artifact_path=args.artifact,
                    directory=args.artifacts, reflect=not args.no_reflect,
                    prune=not args.no_prune), algorithm

@@ -113,6 +113,23 @@ class Algorithm:
                 return dataclasses.replace(self, tt_size=max(1, memory // TT_ENTRY_BYTES)), True
         return self, False
 
+    def check_memory(self) -> None:
+        """Refuse (BadInput) an ida-tt table that needs more memory than this machine has
+        or this process may take (limits.memory_caps): no search could ever have it. One
+        within them that cannot be had at the moment (other processes hold the memory) is
+        a limit met by the search, exit 4, as A*'s."""
+        if self.name != "ida-tt":
+            return
+        from pdbtool.kernels.ida_tt import TT_ENTRY_BYTES
+        from pdbtool.progress import fmt_bytes
+
+        entries = tt_entries(self.tt_size)
+        need = entries * TT_ENTRY_BYTES
+        for what, have in limits.memory_caps():
+            if need > have:
+                raise BadInput(f"a transposition table of {entries:,} entries needs "
+                               f"{fmt_bytes(need)} of memory; {what} {fmt_bytes(have)}")
+
     def check_shape(self, shape) -> None:
         """Refuse, with the reason, a board shape (or a square's side) this algorithm cannot
         serve. Rectangles: the depth-first searches (ida, wida, rbfs), greedy, the keyed
@@ -196,9 +213,9 @@ def _ida_tt(solver, prepared, algorithm, control):
         size, bits, per = 0, 1, 1
     else:
         gw = hw = 1
-        size = 1 << ((algorithm.tt_size or DEFAULT_TT_SIZE).bit_length() - 1)
+        size = tt_entries(algorithm.tt_size)
         bits, per = layout(solver.shape.cells)
-    try:  # (a --tt-size beyond memory, or beyond numpy's sizes: a limit, exit 4)
+    try:  # (memory taken by others: a limit, exit 4; beyond the machine: check_memory)
         tt = transposition_table(size)
     except (MemoryError, ValueError):
         raise LimitReached(f"ida-tt: a transposition table of {size:,} entries "
@@ -235,6 +252,11 @@ def _ida_tt(solver, prepared, algorithm, control):
     else:
         r.add_note(f"transposition table: {size:,} entries, {int(cuts):,} cuts")
     return r
+
+
+def tt_entries(tt_size: int | None) -> int:
+    """The slots of the ida-tt table asked for by ``tt_size``: a power of two, at most it."""
+    return 1 << ((tt_size or DEFAULT_TT_SIZE).bit_length() - 1)
 
 
 def thousandths(x: Fraction) -> Fraction:

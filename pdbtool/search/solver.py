@@ -109,6 +109,7 @@ class Solver:
         if not isinstance(algorithm, Algorithm):
             raise BadInput(f"algorithm must be an Algorithm or its name, not {algorithm!r:.60}")
         algorithm.check_shape(self.shape)
+        algorithm.check_memory()
         if events is not None and threads > 1:
             raise BadInput("a traced search runs on one thread")
         if events is not None and algorithm.name != "ida":
