@@ -49,6 +49,14 @@ class NotAFile(ArtifactError):
     exit_code = EXIT_BAD_INPUT
 
 
+class WrongForm(ArtifactError):
+    """A table of the other form than the command takes: a packed file where an installed
+    table is wanted (verify, solve, seal, pack) or an installed table given to unpack. The
+    user's input, exit 2 as NotAFile; the message says what the file is and what to run."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
 def not_a_directory(path) -> str:
     """Why ``path`` (a Path, not a directory) cannot be used as one: for an error message."""
     return f"{path}: not a directory" if path.exists() else f"{path}: no such directory"

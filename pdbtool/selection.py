@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from pdbtool import puzzle
-from pdbtool.errors import ArtifactError, BadInput, NotAFile, PdbError, not_a_directory
+from pdbtool.errors import (ArtifactError, BadInput, NotAFile, PdbError, WrongForm,
+                            not_a_directory)
 from pdbtool.geometry import Shape, as_shape
 from pdbtool.heuristics.pattern_db import heuristic_from
 from pdbtool.heuristics.table_free import WALKING_MAX_CELLS, Heuristic, table_free
@@ -105,8 +106,10 @@ def load_directory(directory, *, reflect: bool = True, require: bool = False,
         if require and not loaded:
             raise ArtifactError(f"{d}: no artifacts (*.h5) to serve; build one with "
                                 f"`pdbtool build 15/5-5-5 --out {d}`")
-    except BaseException:  # one file refused: the others opened so far are let go too
+    except BaseException as e:  # one file refused: the others opened so far are let go too
         release(loaded)
+        if isinstance(e, WrongForm):  # an entry of the directory, not a path given: exit 1,
+            raise ArtifactError(str(e)) from None  # as the entries that cannot be read
         raise
     return TableSet({shape: h for shape, (_, h) in best.items()}, tuple(loaded))
 

@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from pdbtool import geometry, puzzle
-from pdbtool.errors import PdbError
+from pdbtool.errors import PdbError, WrongForm
 from pdbtool.heuristics.pattern_db import check_layout, heuristic_from
 from pdbtool.heuristics.table_free import Heuristic, table_free
 from pdbtool.geometry import manhattan_table, neighbour_arrays
@@ -408,7 +408,8 @@ def verify(path, *, full: bool = False, seed: int | None = None, stamp: bool = T
     ``exhaustive``, consistency and exactness on every entry instead of sampled
     consistency (``progress(label, done, total)`` as the tables go by; None: for tables
     of at most EXHAUSTIVE_UP_TO entries); with
-    ``stamp``, a file that passes them all is stamped as verified (trust.record).
+    ``stamp``, a file that passes them all is stamped as verified (trust.record); a
+    packed file raises WrongForm (no check failed: it is to be unpacked, which checks it).
     The file is held open (``pin``, or one of its own) while the checks read it: a file
     changed meanwhile fails the check "unchanged" and is never stamped, and its mapping
     is dropped before a truncation could fault the checks (trust.Pinned's lease); a file
@@ -466,6 +467,8 @@ def _run_checks(path, full: bool, seed: int, protect, exhaustive: bool | None = 
         data = artifact.map_tables(meta)
         protect(data, meta)
         check_layout(meta)
+    except WrongForm:  # a pack: no check of a table failed, the wrong command was run
+        raise
     except PdbError as e:
         return None, [Check("metadata", False, str(e))], bool(exhaustive)
     if exhaustive is None:

@@ -135,9 +135,7 @@ DELETE = object()
                                      r"build 15/7-8`"),
     ("groups", DELETE, read_meta, r"missing attribute.*groups"),
     ("goal", "blank-last", read_meta, r"version attribute"),  # would misread every table
-    ("form", "packed", open_tables, r"is a packed file; run `pdbtool unpack`"),
-], ids=["unknown format version", "format 1", "format 2", "missing attribute", "tampered metadata",
-        "packed form"])
+], ids=["unknown format version", "format 1", "format 2", "missing attribute", "tampered metadata"])
 def test_damaged_attributes_are_refused(tmp_path, key, value, reader, message):
     path = tmp_path / "a.h5"
     write(path)
@@ -149,6 +147,18 @@ def test_damaged_attributes_are_refused(tmp_path, key, value, reader, message):
     seal.reseal(path)  # edited as a forger would, seal and all: the reader's own checks speak
     with pytest.raises(ArtifactError, match=r"a\.h5: " + message):
         reader(path)
+
+
+def test_a_packed_form_attribute_under_an_installed_seal_is_refused(tmp_path):
+    """The seal's first line says installed, the attribute packed (edited, seal and all):
+    refused as a pack, by its attribute."""
+    path = tmp_path / "a.h5"
+    write(path)
+    with h5py.File(path, "r+") as f:
+        f.attrs["form"] = "packed"
+    seal.reseal(path)
+    with pytest.raises(ArtifactError, match=r"a\.h5 is a packed table: unpack it first"):
+        open_tables(path)
 
 
 def test_not_hdf5_and_missing_files_are_refused(tmp_path):

@@ -626,6 +626,39 @@ def test_warm_without_artifacts_uses_the_artifacts_directory_here(art_dir, tmp_p
     assert [w["heuristic"] for w in json.loads(capsys.readouterr().out)["warmed"]] == ["pdb 8/full + reflection"]
 
 
+def test_a_table_of_the_other_form_is_a_usage_error_naming_the_command(art_dir, tmp_path,
+                                                                      capsys):
+    """A pack given to verify (or solve --artifact, seal, pack) and an installed table given
+    to unpack were exit 1, as a damaged table: the wrong command, exit 2, one line saying
+    what the file is and what to run. Told by the file's first bytes, not its name."""
+    from reference import flip_byte
+
+    board = "8 6 7 2 5 4 3 0 1"
+    table = tmp_path / "table.pdbpack"  # an installed table named like a pack
+    shutil.copy(art_dir / "8-full.h5", table)
+    packed = tmp_path / "packed.h5"  # a pack named like a table
+    assert main(["pack", str(table), "-o", str(packed)]) == 0
+    capsys.readouterr()
+    for argv in (["verify", str(packed)], ["solve", "--artifact", str(packed), board],
+                 ["seal", str(packed)], ["pack", str(packed), "-o", str(tmp_path / "b.pdbpack")]):
+        assert main(argv) == 2, argv
+        assert capsys.readouterr().err == (f"pdbtool: {packed} is a packed table: unpack it "
+                                           f"first (pdbtool unpack {packed} -o TABLE.h5)\n")
+    out = tmp_path / "out.h5"
+    assert main(["unpack", str(table), "-o", str(out)]) == 2 and not out.exists()
+    assert capsys.readouterr().err == (f"pdbtool: {table} is an installed table, not a packed "
+                                       f"one: nothing to unpack (pdbtool verify {table} checks "
+                                       "it)\n")
+    served = tmp_path / "served"  # a directory's entry, not a path given: 1, as before
+    served.mkdir()
+    shutil.copy(packed, served / "8-full.h5")
+    assert main(["solve", "--artifacts", str(served), board]) == 1
+    assert "8-full.h5 is a packed table: unpack it first" in capsys.readouterr().err
+    flip_byte(packed, packed.stat().st_size - 100)  # a damaged pack: damaged (1) to unpack
+    assert main(["unpack", str(packed), "-o", str(out)]) == 1 and not out.exists()
+    assert "do not match its seal" in capsys.readouterr().err
+
+
 def test_json_says_when_the_stamp_was_not_written(art_dir, tmp_path, monkeypatch, capsys):
     """verify and unpack succeed when only the stamp cannot be written (a full disk, a
     read-only directory): the JSON said nothing of it, only stderr did."""

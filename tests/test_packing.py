@@ -7,12 +7,13 @@ import h5py
 import numpy as np
 import pytest
 
-from pdbtool.errors import ArtifactError, BadInput
+from pdbtool.errors import ArtifactError, BadInput, WrongForm
 from pdbtool.loading import install
 from pdbtool.tables import seal, trust
 from pdbtool.tables.artifact import (FORMAT_VERSION, ZSTD_FILTER, GroupInfo, TableData, open_tables,
                                      read_meta, read_packed_meta, write_artifact)
 from pdbtool.tables.packing import pack, unpack
+from pdbtool.verification import verify
 from reference import flip_byte
 
 CHUNK = 8192  # small, so the tables span many chunks; the total is not a multiple
@@ -140,12 +141,39 @@ def test_unknown_format_version_is_refused(tmp_path, packed):
 
 def test_wrong_forms_are_refused(tmp_path, packed):
     src, dst = packed
-    with pytest.raises(ArtifactError, match=r"15-4-4\.h5: is an installed artifact"):
+    with pytest.raises(WrongForm, match=r"15-4-4\.h5 is an installed table, not a packed one: "
+                                        r"nothing to unpack \(pdbtool verify .*15-4-4\.h5"):
         unpack(src, tmp_path / "out.h5")
-    with pytest.raises(ArtifactError, match=r"pdbpack: is a packed file; run `pdbtool unpack`"):
+    with pytest.raises(WrongForm, match=r"pdbpack is a packed table: unpack it first "
+                                        r"\(pdbtool unpack .*15-4-4\.pdbpack -o TABLE\.h5\)"):
         open_tables(dst)
-    with pytest.raises(ArtifactError, match=r"pdbpack: is a packed file"):
+    with pytest.raises(WrongForm, match=r"pdbpack is a packed table"):
         pack(dst, tmp_path / "again.pdbpack")
+    with pytest.raises(WrongForm, match=r"pdbpack is a packed table"):
+        verify(dst)  # no check failed: the wrong command was run
+    assert WrongForm.exit_code == 2
+
+
+def test_a_pack_is_told_by_its_first_bytes_before_it_is_hashed(tmp_path, packed, monkeypatch):
+    """A pack given where a table is wanted is said at once, from its seal's first line,
+    not after hashing all of it (gigabytes for 24/small); a file without a seal by its
+    form attribute."""
+    src, dst = packed
+    monkeypatch.setattr(seal, "_digest", lambda *a: pytest.fail("hashed"))
+    with pytest.raises(WrongForm, match="is a packed table"):
+        read_meta(dst)
+    with pytest.raises(WrongForm, match="is an installed table"):
+        read_packed_meta(src)
+    monkeypatch.undo()
+    old = tmp_path / "old.pdbpack"
+    with monkeypatch.context() as m:  # a pack as pdbtool wrote them before seals
+        m.setattr(seal, "SEAL_BYTES", 0)
+        m.setattr(seal, "write", lambda *args: None)
+        m.setattr(seal, "check", lambda path: None)
+        pack(src, old, chunk_bytes=CHUNK)
+    assert old.read_bytes().startswith(seal.HDF5_SIGNATURE)
+    with pytest.raises(WrongForm, match="old.pdbpack is a packed table"):
+        read_meta(old)
 
 
 def test_failed_unpack_leaves_nothing_behind(tmp_path, packed):

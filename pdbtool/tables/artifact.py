@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -25,7 +26,7 @@ from typing import NamedTuple
 import h5py
 import numpy as np
 
-from pdbtool.errors import ArtifactError, NotAFile
+from pdbtool.errors import ArtifactError, NotAFile, WrongForm
 from pdbtool.geometry import Shape, as_shape
 from pdbtool.kernels.ranking import RANK_SCHEME, RANK_VERSION, UNSET
 from pdbtool.tables import metadata, seal
@@ -412,6 +413,9 @@ def _read_meta(path, form: str | None) -> ArtifactMeta:
     if problem:
         raise UnreadableFile(f"{path}: {problem} (check its mode and owner, and its "
                              "directory's)")
+    said = seal.declared(path) if form is not None else None
+    if said is not None:  # a table of the other form, told by its first bytes before hashing
+        _check_form(path, form, INSTALLED if said.data_length else PACKED)
     sealed = seal.check(path)  # before HDF5 reads a byte of it
     if sealed is None and not h5py.is_hdf5(path):
         raise ArtifactError(f"{path}: not an HDF5 file")
@@ -419,10 +423,8 @@ def _read_meta(path, form: str | None) -> ArtifactMeta:
         metadata.parse_apart(path)
     attrs, layout = metadata.parse(path)
     meta = _meta_from_attrs(path, attrs, layout)
-    if form is not None and meta.form != form:  # before the layout check (the form explains it)
-        if meta.form == PACKED:
-            raise ArtifactError(f"{path}: is a packed file; run `pdbtool unpack` to install it")
-        raise ArtifactError(f"{path}: is an installed artifact, not a packed one")
+    if form is not None:  # (a file without a seal: by its attribute) before the layout
+        _check_form(path, form, meta.form)  # check: the form explains it
     _check_layout(meta, layout)
     if sealed is None:
         return meta
@@ -431,6 +433,17 @@ def _read_meta(path, form: str | None) -> ArtifactMeta:
         raise ArtifactError(f"{path}: its seal puts the table data at {sealed.data_offset}"
                             f"+{sealed.data_length}, the file at {data[0]}+{data[1]}; refused")
     return dataclasses.replace(meta, sealed=True)
+
+
+def _check_form(path: str, wanted: str, found: str) -> None:
+    """WrongForm (exit 2) when the file is a table of the other form than ``wanted``."""
+    if found == wanted:
+        return
+    if found == PACKED:
+        raise WrongForm(f"{path} is a packed table: unpack it first (pdbtool unpack "
+                        f"{shlex.quote(path)} -o TABLE.h5)")
+    raise WrongForm(f"{path} is an installed table, not a packed one: nothing to unpack "
+                    f"(pdbtool verify {shlex.quote(path)} checks it)")
 
 
 def _meta_from_attrs(path, attrs, layout) -> ArtifactMeta:

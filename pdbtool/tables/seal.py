@@ -85,6 +85,19 @@ def check(path) -> Seal | None:
     return seal
 
 
+def declared(path) -> Seal | None:
+    """What the seal at the start of the file ``path`` says, read without checking the file
+    against it (``check`` does): its data [0, 0] tell a packed file from an installed one
+    before either is hashed. None for a file without a seal, or with one that does not
+    parse (``check`` then says what is wrong)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(SEAL_BYTES)
+        return _parse(path, head) if head.startswith(MAGIC) else None
+    except (OSError, ArtifactError):
+        return None
+
+
 def _parse(path, head: bytes) -> Seal:
     try:
         doc = json.loads(head[len(MAGIC):].split(b"\n", 1)[0])
