@@ -537,4 +537,6 @@ def web(args) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from pdbtool.cli import end_with
+
+    end_with(PROG, main)

@@ -251,8 +251,21 @@ def test_a_build_that_needs_more_memory_than_there_is_is_refused_first(tmp_path,
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.fixture
+def stops_kept(monkeypatch):
+    """The process's end (pdbtool.cli.end_with) called in this one, the test's: Ctrl-C and
+    SIGTERM not ignored from then on (pytest's own Ctrl-C, the later tests' signals). The
+    calls it would have made."""
+    from pdbtool import cli
+
+    calls = []
+    monkeypatch.setattr(cli, "ignore_stops", lambda: calls.append(True))
+    return calls
+
+
 @pytest.mark.parametrize("where", ["import", "arguments"])
-def test_interrupt_before_the_command_runs_is_one_line_too(where, monkeypatch, capsys):
+def test_interrupt_before_the_command_runs_is_one_line_too(where, monkeypatch, capsys,
+                                                           stops_kept):
     """A Ctrl-C while the command loads, or while it reads its arguments (argparse; the
     version text reads every package's metadata), before run() handles it."""
     import types
@@ -270,6 +283,48 @@ def test_interrupt_before_the_command_runs_is_one_line_too(where, monkeypatch, c
     with pytest.raises(SystemExit) as ended:
         launch("pdbtool", "interrupted_cli")
     assert ended.value.code == 130 and capsys.readouterr().err == "pdbtool: interrupted\n"
+    assert stops_kept == [True]
+
+
+# A signal to this process when the object is collected: as the interpreter ends, after
+# Python has dropped its own signal handlers (the last fraction of a second of a command).
+SIGNAL_AT_TEARDOWN = """
+import os, signal, sys
+
+class SignalAtTeardown:
+    def __init__(self, sig):
+        self.kill, self.pid, self.sig = os.kill, os.getpid(), sig
+
+    def __del__(self):
+        self.kill(self.pid, self.sig)
+
+hook = SignalAtTeardown(getattr(signal, sys.argv[1]))
+prog, sys.argv = sys.argv[2], sys.argv[2:]
+if prog == "pdbd":
+    from pdbd import command
+else:
+    from pdbtool.cli import command
+command()
+"""
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("argv, code, out", [
+    (["pdbtool", "solvable", "1 2 3 4 5 6 7 8 0"], 0, "solvable: the board is an even"),
+    (["pdbtool", "solvable", "1 2 3 4 5 6 8 7 0"], 3, "unsolvable for the blank-last goal"),
+    (["pdbtool", "solve", "--threads", "x", "1 2 3 0"], 2, ""),  # argparse's SystemExit
+    (["pdbd", "--version"], 0, "pdbd "),
+], ids=["solved", "unsolvable", "usage-error", "pdbd"])
+def test_a_signal_after_the_outcome_is_out_keeps_its_exit_status(sig, argv, code, out):
+    """A Ctrl-C or SIGTERM that arrives as the process ends, once the command's outcome is
+    out, left the exit status of a process killed by it (-2, -15: 130 and 143 in a shell),
+    so a caller took a finished command for a failed one; the signal is delivered here at
+    a fixed point of the teardown, not raced."""
+    p = subprocess.run([sys.executable, "-c", SIGNAL_AT_TEARDOWN, sig, *argv],
+                       capture_output=True, text=True, timeout=120)
+    assert (p.returncode, p.stdout.startswith(out)) == (code, True), (p.stdout, p.stderr)
+    assert "Traceback" not in p.stderr and "ignored" not in p.stderr, p.stderr
 
 
 # -- issue 13: no crash, no traceback; batches report every failure -----------------------
@@ -775,7 +830,8 @@ def test_help_that_cannot_be_written_is_an_error():
     assert p.returncode == 0 and p.stdout.startswith("usage: pdbtool")
 
 
-def test_ctrl_c_while_the_command_loads_is_an_interrupt_not_a_traceback(monkeypatch, capsys):
+def test_ctrl_c_while_the_command_loads_is_an_interrupt_not_a_traceback(monkeypatch, capsys,
+                                                                        stops_kept):
     import importlib
 
     from pdbtool import cli

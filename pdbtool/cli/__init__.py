@@ -2,24 +2,38 @@
 in cluster), what both command lines share for running commands and printing (console,
 also used by pdbd), and the animated page (animate, animation.html)."""
 
+import sys
+
+from pdbtool.signals import ignore_stops
+
 PROG = "pdbtool"  # the command's name in its messages
 
 
 def launch(prog: str, module: str) -> None:
-    """A command's entry point: ``module``'s main run and its exit code the process's. A
-    Ctrl-C while the command loads (numpy, numba, h5py: the first half second) or reads its
-    arguments ends it as a Ctrl-C later does, "interrupted" and exit 130, not with a
-    traceback."""
+    """A command's entry point: ``module``'s main run and its exit code the process's
+    (``end_with``)."""
     import importlib
-    import sys
 
+    end_with(prog, lambda: importlib.import_module(module).main())
+
+
+def end_with(prog: str, main) -> None:
+    """Run ``main()`` and end the process with its exit status. A Ctrl-C while the command
+    loads (numpy, numba, h5py: the first half second) or reads its arguments ends it as a
+    Ctrl-C later does, "interrupted" and exit 130, not with a traceback. Once the outcome is
+    out (a result, an error line, argparse's --help or usage error), a Ctrl-C or SIGTERM
+    during the interpreter's teardown no longer turns it into a process killed by the
+    signal (signals.ignore_stops)."""
     from pdbtool.errors import EXIT_INTERRUPTED
 
     try:
-        code = importlib.import_module(module).main()
+        code = main()
     except KeyboardInterrupt:  # (main's command says it itself: this is before or after)
         print(f"{prog}: interrupted", file=sys.stderr)
-        sys.exit(EXIT_INTERRUPTED)
+        code = EXIT_INTERRUPTED
+    except SystemExit as e:  # argparse's --help, --version and usage errors
+        code = e.code
+    ignore_stops()
     sys.exit(code)
 
 

@@ -575,4 +575,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from pdbtool.cli import end_with
+
+    end_with(PROG, main)
