@@ -755,7 +755,7 @@ def test_with_json_a_usage_error_is_a_json_error_too(capsys):
     out, err = capsys.readouterr()
     assert json.loads(out) == {"error": "unrecognized arguments: --bogus", "exit_code": 2,
                                "where": ""}
-    assert err.startswith("usage: pdbtool") and "error: unrecognized arguments" in err
+    assert err == "pdbtool: error: unrecognized arguments: --bogus (see pdbtool --help)\n"
     with pytest.raises(SystemExit):
         main(["solve", "--threads", "0", "1 2 3 4 5 6 7 8 0"])  # without --json: stderr only
     out, err = capsys.readouterr()
@@ -767,10 +767,24 @@ def test_with_json_a_usage_error_is_a_json_error_too(capsys):
     with pytest.raises(SystemExit):
         main(["solve", "1 2 3 4 5 6 7 8 0", "--goal"])  # a value missing: no such hint
     err = capsys.readouterr().err
-    assert err.rstrip().endswith("--goal: expected one argument"), err
+    assert err.endswith("--goal: expected one argument (see pdbtool solve --help)\n"), err
     with pytest.raises(SystemExit):
         main(["solve", "--max-memory=-1G", "1 2 3 4 5 6 7 8 0"])
     assert "not a size: '-1G'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["solve", "--threads", "x", "1 2 3 0"], "pdbtool solve: error: argument --threads: "
+     "threads must be a whole number, not 'x' (see pdbtool solve --help)"),
+    (["verify"], "pdbtool verify: error: the following arguments are required: path "
+     "(see pdbtool verify --help)"),
+    ([], "pdbtool: error: the following arguments are required: COMMAND (see pdbtool --help)"),
+])
+def test_a_usage_error_is_one_line_with_where_the_help_is(argv, line, capsys):
+    """argparse's usage block (a dozen lines for solve) no longer comes before the error."""
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2 and capsys.readouterr() == ("", line + "\n")
 
 
 def test_build_force_onto_a_link_or_a_directory_is_refused_before_building(tmp_path,

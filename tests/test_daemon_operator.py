@@ -111,7 +111,7 @@ def test_a_start_up_failure_with_json_logs_is_a_json_line(tmp_path):
 
 def test_a_usage_error_with_json_logs_is_a_json_line(tmp_path):
     """A command line argparse refuses, with --log-format json (either spelling): its error is
-    one JSON log record (it was argparse's usage text); without it, argparse's text."""
+    one JSON log record (it was argparse's usage text); without it, one line of text."""
     for fmt in (("--log-format", "json"), ("--log-format=json",)):
         proc = pdbd_process("serve", "--artifacts", str(tmp_path), "--threads", "x", *fmt)
         _, err = proc.communicate(timeout=60)
@@ -121,7 +121,9 @@ def test_a_usage_error_with_json_logs_is_a_json_line(tmp_path):
         assert "argument --threads" in line["message"], line
     proc = pdbd_process("serve", "--artifacts", str(tmp_path), "--threads", "x")
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 2 and err.startswith("usage: pdbd serve"), err
+    assert proc.returncode == 2 and err == ("pdbd serve: error: argument --threads: threads "
+                                            "must be a whole number, not 'x' (see pdbd serve "
+                                            "--help)\n"), err
 
 
 def test_pdbd_web_ignores_sighup(tmp_path):

@@ -170,11 +170,11 @@ def version_text(prog: str, *packages: str) -> str:
 
 
 class UsageError(Exception):
-    """A command line argparse refuses: its usage text and its error line."""
+    """A command line argparse refuses: the (sub)command's name and its error line."""
 
-    def __init__(self, usage: str, line: str):
+    def __init__(self, prog: str, line: str):
         super().__init__(line)
-        self.usage, self.line = usage, line
+        self.prog, self.line = prog, line
 
     @property
     def message(self) -> str:
@@ -190,24 +190,26 @@ def with_dash_hint(e: UsageError, args: list[str]) -> UsageError:
     names = e.message.removeprefix("argument ").split(":")[0].split("/")
     for given, after in zip(args, args[1:]):
         if given in names and after.startswith("-"):
-            return UsageError(e.usage, f"{e.line} ('{after}' was taken for an option: give "
+            return UsageError(e.prog, f"{e.line} ('{after}' was taken for an option: give "
                                        f"it as {given}={after})")
     return e
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse's parser (its subcommands' too): a usage error is argparse's usage and
-    error line on stderr, exit 2, and with --json among the arguments also the JSON error
-    object on stdout, as for every other error. Options are spelt out: no abbreviations
-    (``--js`` taken for --json would be missed by that check; a later option sharing the
-    prefix would change what an old script means)."""
+    """argparse's parser (its subcommands' too): a usage error is one line on stderr,
+    argparse's error and where the help is ("(see pdbtool solve --help)"; argparse's usage
+    block before it, a dozen lines for solve, buried the error), exit 2, and with --json
+    among the arguments also the JSON error object on stdout, as for every other error.
+    Options are spelt out: no abbreviations (``--js`` taken for --json would be missed by
+    that check; a later option sharing the prefix would change what an old script
+    means)."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
 
     def error(self, message):
-        raise UsageError(self.format_usage(), f"{self.prog}: error: {message}")
+        raise UsageError(self.prog, f"{self.prog}: error: {message}")
 
     def print_help(self, file=None):
         """--help, written out now: a full disk is an error (exit 1), a reader gone away
@@ -236,7 +238,7 @@ class Parser(argparse.ArgumentParser):
         """Tell a refused command line ``args`` (a command may say it another way)."""
         if "--json" in args:
             json_error(e.message, BadInput.exit_code, "")
-        print(e.usage + e.line, file=sys.stderr, flush=True)
+        print(f"{e.line} (see {e.prog} --help)", file=sys.stderr, flush=True)
 
 
 def report_error(prog: str, args, message: str, code: int, where: str = "") -> None:
