@@ -40,7 +40,8 @@ class Metrics:
                                 ["method", "code"], registry=r)
         self.rejected = Counter("pdbd_rejected", "Calls refused before any search, by reason "
                                 "(queue-full, per-client, busy, shutdown, reading: a call still waiting "
-                                "for its request, cancelled to make room)", ["reason"], registry=r)
+                                "for its request, cancelled to make room, request-too-large)",
+                                ["reason"], registry=r)
         ProcessCollector(registry=r)
         self.searches = Searches()
         r.register(self.searches)

@@ -6,6 +6,9 @@ is registered through ``service_handler``, never with gRPC's own deserializer:
 * **Parsing in the handler.** gRPC Python keeps about 20 KB for good of every message its
   deserializer fails on, so the handlers take the raw bytes and parse them here; bytes
   that do not decode end the call with INVALID_ARGUMENT and one log line (rate-limited).
+  A request over the server's limit a message (``Receiver.max_bytes``) is refused here
+  too, RESOURCE_EXHAUSTED and a log line: gRPC's own limit is set above it, because a
+  request gRPC refuses never reaches the handler, which sees only a call that ended.
 * **The request must arrive in time, and waiting for it is cheap to refuse.** Every method
   is registered as request-streaming (the same on the wire as a unary request), so the
   handler runs as soon as the call opens and waits for the request itself. Until it
@@ -197,11 +200,14 @@ class Receiver:
     """Reads request messages off a call within a time limit and parses them."""
 
     def __init__(self, timeout: float, notes: RateLimitedLog, on_bad=None,
-                 reading: Reading | None = None):
+                 reading: Reading | None = None, max_bytes: int | None = None,
+                 on_large=None):
         self.timeout = timeout
         self.notes = notes
         self.on_bad = on_bad  # called once per undecodable request (counters)
         self.reading = reading
+        self.max_bytes = max_bytes  # a request message's limit (None: gRPC's alone)
+        self.on_large = on_large  # called once per request over it (counters, metrics)
 
     def opening(self, requests, context, cls, method: str, client: str):
         """The call's first message (None if the client closed its side without one),
@@ -217,7 +223,8 @@ class Receiver:
         """The next message of the call, parsed; None when the client closed its side.
         Cancels the call if nothing arrives within the timeout (with ``idle_since``: within
         the timeout of the call's last answer, and never while it waits on answers of its
-        own, Patience); aborts the call with INVALID_ARGUMENT if the bytes do not decode."""
+        own, Patience); aborts the call with RESOURCE_EXHAUSTED if the request is over
+        ``max_bytes``, with INVALID_ARGUMENT if its bytes do not decode."""
         alarm = (alarms.after(self.timeout, self._drop, context, method) if idle_since is None
                  else Patience(self.timeout, idle_since, self._drop, context, method))
         try:
@@ -226,6 +233,8 @@ class Receiver:
             alarm.cancel()
         if data is None:
             return None
+        if self.max_bytes is not None and len(data) > self.max_bytes:
+            self._too_large(context, method, len(data))
         message = cls()
         try:
             message.ParseFromString(data)
@@ -238,6 +247,19 @@ class Receiver:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                           f"the request does not decode as {cls.DESCRIPTOR.full_name}")
         return message
+
+    def _too_large(self, context, method: str, size: int) -> None:
+        """Refuse a request message over ``max_bytes``: RESOURCE_EXHAUSTED, counted and
+        logged (rate-limited) as such. gRPC's own limit, set above it, refuses larger ones
+        unread, and the handler cannot tell those from a client that went away."""
+        if self.on_large:
+            self.on_large(method)
+        self.notes.warning("too-large", "%s from %s: request of %d bytes refused, larger than "
+                           "the limit of %d bytes a message", method, context.peer(), size,
+                           self.max_bytes)
+        context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                      f"request too large: {size} bytes is larger than max ({self.max_bytes} "
+                      "bytes a message, the server's limit)")
 
     def first(self, requests, context, cls, method: str, client: str):
         message = self.opening(requests, context, cls, method, client)

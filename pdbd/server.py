@@ -48,7 +48,7 @@ from .metrics import Metrics
 from .peers import TrustedProxies
 from .pidfile import PidFile
 from .rpc import Admission, Cap, RateLimitedLog, Reading, Receiver, service_handler
-from .servicer import Limits, Served, SolverServicer
+from .servicer import SEARCHES, Limits, Served, SolverServicer
 from .v1 import solver_pb2 as pb
 from .warming import lock_tables, prefault_tables, warm_up
 from .wire import SERVICE_NAME
@@ -56,8 +56,14 @@ from .wire import SERVICE_NAME
 log = logging.getLogger("pdbd")
 
 # A board is at most a few hundred bytes; up to 1 MiB a request still reaches validation and
-# gets INVALID_ARGUMENT naming the problem; beyond that gRPC refuses it unread.
+# gets INVALID_ARGUMENT naming the problem; beyond that it is refused, RESOURCE_EXHAUSTED
+# (pdbd.rpc.Receiver: counted and logged as too large). gRPC's own limit is set above it,
+# at gRPC's default, for a request gRPC refuses never reaches the handler (which sees a
+# call that ended, and counts it CANCELLED): beyond TRANSPORT_MESSAGE_BYTES that is still
+# so. A request up to that limit is held whole in memory before it is refused; 8 MiB
+# doubled the peak of 4 MiB under many such calls at once (docs/architecture.md).
 MAX_MESSAGE_BYTES = 1 << 20
+TRANSPORT_MESSAGE_BYTES = 4 << 20
 RAY_RECONNECT_SECONDS = 10 * 365 * 86400  # how long the daemon's Ray driver waits for its head
 SPARE_SOLVES = 8     # solve calls beyond threads + queue: bad boards are answered too
 STREAM_SECONDS = 300.0  # a Watch or reflection stream is ended after this (the client reopens)
@@ -140,7 +146,8 @@ class Daemon:
         self.admission = Admission(caps, on_busy=metrics.reject, notes=notes)
         self.reading = Reading(READING_PER_CLIENT, READING_TOTAL, notes, on_evict=metrics.reject)
         receiver = Receiver(connections.request_timeout, notes, on_bad=self.servicer.undecodable,
-                            reading=self.reading)
+                            reading=self.reading, max_bytes=MAX_MESSAGE_BYTES,
+                            on_large=self._too_large)
         limits = self.servicer.limits
         grace = (limits.max_search_seconds or 3600) + 30  # old connections finish their search
         self.max_connections = connections.max_connections or connection_budget()
@@ -149,7 +156,7 @@ class Daemon:
         self.server = grpc.server(
             ThreadPoolExecutor(handlers, thread_name_prefix="pdbd-rpc"),
             maximum_concurrent_rpcs=handlers,  # beyond: refused at once, never queued
-            options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            options=[("grpc.max_receive_message_length", TRANSPORT_MESSAGE_BYTES),
                      ("grpc.so_reuseport", 0),  # a second daemon on a busy port must fail
                      ("grpc.max_connection_idle_ms", int(connections.idle * 1000)),
                      ("grpc.max_connection_age_ms", int(connections.max_age * 1000)),
@@ -289,6 +296,15 @@ class Daemon:
             log.warning("drain time over: stopping %s", plural(left, "search", "searches"))
         else:
             log.info("drained: no search in flight")
+
+    def _too_large(self, method: str) -> None:
+        """A request refused for its size (pdbd.rpc): a rejection in the metrics
+        (``request-too-large``); in Info's counters, as an undecodable one, a request that
+        failed if it was a search's (Info's ``rejected`` are refusals for load)."""
+        if method.rsplit("/", 1)[-1] in SEARCHES:
+            self.servicer.counters.add("requests")
+            self.servicer.counters.add("failed")
+        self.metrics.reject("request-too-large")
 
     def _search_done(self, job) -> None:
         if job.started is not None:

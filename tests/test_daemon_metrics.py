@@ -175,3 +175,45 @@ def test_a_table_refused_is_a_gauge_and_takes_the_solver_out_of_rotation(served_
                 assert c.health(SERVICE_NAME) == "SERVING"
         finally:
             daemon.metrics.close()
+
+
+@pytest.mark.parametrize("method", [SOLVE, "grpc.health.v1.Health/Check"])
+def test_a_request_over_the_message_limit_is_counted_as_too_large(method, caplog):
+    """A request of 3 MiB (over the server's 1 MiB, under gRPC's 4 MiB): refused
+    RESOURCE_EXHAUSTED, counted so and as a rejection (request-too-large), and logged.
+    gRPC's own limit (1 MiB) refused it before the handler ran, which saw a call that
+    ended: counted CANCELLED (or INVALID_ARGUMENT, "no request message was sent")."""
+    from pdbd.server import MAX_MESSAGE_BYTES
+    from pdbtool.heuristics.table_free import table_free
+    from pdbtool.selection import TableSet
+
+    from serving import daemon_serving
+
+    size = 3 << 20  # (over gRPC's own limit, pdbd.server.TRANSPORT_MESSAGE_BYTES: CANCELLED)
+    assert size > MAX_MESSAGE_BYTES
+    tables = TableSet({4: table_free("manhattan", 4)})
+    with daemon_serving(tables, threads=1, max_queue=1, warm=False, prefault=False) as daemon:
+        port = daemon.metrics.serve("127.0.0.1", 0)
+        try:
+            with grpc.insecure_channel(daemon.address) as channel:
+                call = channel.unary_unary(f"/{method}")  # bytes in, bytes out
+                with pytest.raises(grpc.RpcError) as e:
+                    call(bytes(size), timeout=30)
+            assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert wait_for(lambda: sample(scrape(port), "pdbd_requests_total", method=method,
+                                           code="RESOURCE_EXHAUSTED") == 1, 5)
+            m = scrape(port)
+            assert sample(m, "pdbd_rejected_total", reason="request-too-large") == 1
+            for code in ("CANCELLED", "INVALID_ARGUMENT"):
+                assert sample(m, "pdbd_requests_total", method=method, code=code) == 0
+            counters = info(daemon)["counters"]  # a search's request that failed
+            assert counters["failed"] == counters["requests"] == (method == SOLVE)
+            assert counters["rejected"] == 0  # (refusals for load)
+            assert "request too large" in e.value.details()
+            assert "larger than max" in e.value.details()  # what SolverClient reads
+        finally:
+            daemon.metrics.close()
+    lines = [r.getMessage() for r in caplog.records if "larger than the limit" in r.getMessage()]
+    assert len(lines) == 1 and lines[0].startswith(f"{method} from "), lines
+    assert f"request of {size} bytes refused" in lines[0]
+    assert f"{MAX_MESSAGE_BYTES} bytes a message" in lines[0]
