@@ -262,7 +262,7 @@ class SolverServicer:
         try:
             c = d.info()
         except PdbError as e:
-            return pb.ClusterInfo(address=d.cluster.address, above=d.above,
+            return pb.ClusterInfo(address=d.cluster.named, above=d.above,
                                   delegated=d.delegated, error=short(str(e)))
         return pb.ClusterInfo(address=c.address, nodes=c.nodes, cpus=c.cpus, busy=c.busy,
                               above=d.above, delegated=d.delegated)

@@ -113,6 +113,7 @@ def test_a_head_gone_is_never_asked_again(monkeypatch):
     said, asked = [], []
     cluster = object.__new__(Cluster)  # its state, without a Ray to connect to
     cluster.address, cluster.notify, cluster.lost = f"127.0.0.1:{port}", said.append, None
+    cluster.head = cluster.address
     cluster._nodes, cluster._workers, cluster._lock = None, None, threading.Lock()
     cluster.ray = SimpleNamespace(nodes=lambda: asked.append(1) or [])
     with pytest.raises(ClusterError, match=rf"head at 127.0.0.1:{port} was lost at .* "
@@ -139,7 +140,7 @@ def test_the_head_is_asked_for_its_nodes_once(monkeypatch):
     node = {"NodeID": "n1", "Alive": True, "Resources": {"CPU": 2.0},
             "NodeManagerHostname": "h", "NodeManagerAddress": "10.0.0.1"}
     cluster = object.__new__(Cluster)
-    cluster.address, cluster.notify, cluster.lost = "local", print, None
+    cluster.address, cluster.notify, cluster.lost, cluster.head = "local", print, None, None
     cluster._nodes, cluster._workers, cluster._lock = None, None, threading.Lock()
     cluster.ray = SimpleNamespace(nodes=lambda: asked.append(1) or [node],
                                   wait=lambda refs, **kw: ([], refs))
@@ -148,3 +149,61 @@ def test_the_head_is_asked_for_its_nodes_once(monkeypatch):
                              control=lambda *a: object())
     cluster._workers = [worker, SimpleNamespace(lost="gone", node=None)]
     assert cluster.info().nodes == 1 and len(cluster.nodes()) == 1 and len(asked) == 1
+
+
+@pytest.fixture
+def no_ray_yet(monkeypatch, tmp_path):
+    """Ray as a process that has not initialised it (the session's Ray may be up), whose
+    ray.init is recorded, not run; Ray's temp directory empty, no RAY_ADDRESS."""
+    import ray
+
+    inits = []
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", lambda **kw: inits.append(kw["address"]))
+    monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    return inits
+
+
+def test_auto_is_probed_as_an_address_is(no_ray_yet, monkeypatch, tmp_path):
+    """--cluster auto: the head Ray finds (RAY_ADDRESS, else the address file of the last
+    `ray start --head` in Ray's temp directory) takes a TCP connection before Ray is asked
+    anything, as an address given does; it was not probed, and a head that was away hung
+    the command (Ray retries for minutes) or, lost later, was asked again."""
+    from pdbtool.cluster.driver import Cluster
+    from pdbtool.cluster.messages import ClusterError
+    from reference import free_port
+
+    port = free_port()  # nothing listens: refused at once
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
+    with pytest.raises(ClusterError, match=rf"cannot reach the Ray cluster at 127.0.0.1:{port} "
+                                           r"\(--cluster auto\): Connection refused"):
+        Cluster("auto")
+    assert no_ray_yet == []
+    monkeypatch.delenv("RAY_ADDRESS")
+    (tmp_path / "ray").mkdir()
+    (tmp_path / "ray" / "ray_current_cluster").write_text(f"127.0.0.1:{port}\n")
+    said = []
+    with socket.create_server(("127.0.0.1", port)):  # the head, up
+        cluster = Cluster("auto", notify=said.append)
+        assert no_ray_yet == [f"127.0.0.1:{port}"]  # the head probed, not looked for again
+        cluster.reachable()
+    with pytest.raises(ClusterError, match=rf"head at 127.0.0.1:{port} \(--cluster auto\) "
+                                           r"was lost at .* \(Connection refused\)"):
+        cluster.reachable()
+    assert said == [cluster.lost]
+    cluster.close()
+
+
+def test_auto_with_no_cluster_to_find_says_so(no_ray_yet, monkeypatch):
+    import ray._private.services as services
+
+    from pdbtool.cluster.driver import Cluster
+    from pdbtool.cluster.messages import ClusterError
+
+    monkeypatch.setattr(services, "find_gcs_addresses", set)  # (this machine's other Rays)
+    with pytest.raises(ClusterError, match=r"--cluster auto: no Ray cluster found \(RAY_ADDRESS "
+                                           r"is not set, .*`ray start --head`\): give the head's "
+                                           r"HOST:PORT, or use --cluster local"):
+        Cluster("auto")
+    assert no_ray_yet == []

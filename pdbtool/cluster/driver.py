@@ -103,10 +103,10 @@ def resumed(solver: Solver, prepared: PreparedBoard, keeper) -> Checkpoint | Non
     return resume
 
 class Cluster:
-    """A connection to a Ray cluster (``address``, or ``"local"`` to start Ray on this
-    machine; an already initialised Ray is used as it is), and the actors made for the
-    heuristics it has served. ``notify(text)`` hears about lost nodes. Close it (or use
-    it as a context manager) to free the nodes' CPUs."""
+    """A connection to a Ray cluster (``address``; ``"auto"``: the one Ray finds, ``head_of``;
+    ``"local"`` to start Ray on this machine; an already initialised Ray is used as it
+    is), and the actors made for the heuristics it has served. ``notify(text)`` hears
+    about lost nodes. Close it (or use it as a context manager) to free the nodes' CPUs."""
 
     def __init__(self, address: str = LOCAL, *, cache_dir=None, shared=None,
                  notify: Callable[[str], None] | None = None, num_cpus: int | None = None):
@@ -121,17 +121,21 @@ class Cluster:
         self._session: Path | None = None  # the directory of a Ray started here
         self.lost: str | None = None  # why the cluster is no longer asked (``reachable``)
         self._nodes: list[Node] | None = None  # asked of the head once (``nodes``)
+        # The address probed (``reachable``); an initialised Ray's head is not looked for
+        self.head = head_of(address) if self._owns_ray or address != "auto" else None
         if self._owns_ray:
             if address == LOCAL:  # read by the raylet it starts; the user's setting wins
                 os.environ.setdefault("RAY_worker_niceness", LOCAL_NICENESS)
                 # Ray's default for a new local cluster, token authentication (a token
                 # made once in ~/.ray), is announced in a warning on every command
                 logging.getLogger("ray._private.authentication").setLevel(logging.ERROR)
-            reach(address)
+            reach(self.head, self.named)
             try:
                 with kept_sigterm():
+                    # "local": a new instance, even if one runs here; "auto": the head
+                    # probed (not looked for again)
                     context = ray.init(
-                        address=address,  # "local": a new instance, even if one runs here
+                        address=self.head or address,
                         num_cpus=num_cpus if address == LOCAL else None,
                         include_dashboard=False, log_to_driver=False,
                         logging_level=logging.ERROR, configure_logging=False)
@@ -140,7 +144,7 @@ class Cluster:
             except (ConnectionError, RuntimeError, ValueError) as e:
                 if address == LOCAL:
                     raise ClusterError(f"cannot start Ray on this machine: {e}") from None
-                raise ClusterError(f"cannot reach the Ray cluster at {address}: {e} (a cluster "
+                raise ClusterError(f"cannot reach the Ray cluster at {self.named}: {e} (a cluster "
                                    "with token authentication also needs RAY_AUTH_MODE=token "
                                    "here, and its token in ~/.ray/auth_token)") from None
         self._workers: list[Worker] | None = None  # one per node, made on first use
@@ -149,6 +153,13 @@ class Cluster:
         self.running: SearchRun | None = None  # the last search started (its busy count)
         self._actor_class = ray.remote(concurrency_groups={"control": 2})(NodeWorker)
         self._build_task = ray.remote(build_on_node)
+
+    @property
+    def named(self) -> str:
+        """The cluster's address in messages: with the head's for "auto"."""
+        if self.head is None or self.head == self.address:
+            return self.address
+        return f"{self.head} (--cluster {self.address})"
 
     def __enter__(self):
         return self
@@ -186,14 +197,13 @@ class Cluster:
         restarted, so the command, or pdbd, is restarted to use the cluster again."""
         if self.lost is not None:
             raise ClusterError(self.lost)
-        where = split_address(self.address)
-        if where is None:  # this machine's own Ray
+        if self.head is None:  # this machine's own Ray
             return
         try:
-            socket.create_connection(where, timeout=PROBE_SECONDS).close()
+            socket.create_connection(split_address(self.head), timeout=PROBE_SECONDS).close()
         except OSError as e:
             reason = "timed out" if isinstance(e, TimeoutError) else e.strerror or str(e)
-            self.lost = (f"the Ray cluster's head at {self.address} was lost at "
+            self.lost = (f"the Ray cluster's head at {self.named} was lost at "
                          f"{time.strftime('%H:%M:%S')} ({reason}); Ray cannot take a driver "
                          "back to a head that restarted, so it is not asked again: restart "
                          "to use the cluster")
@@ -316,7 +326,7 @@ class Cluster:
                 busy += self.ray.get(ref).busy
             except self.ray.exceptions.RayError:
                 pass
-        return ClusterInfo(self.address, len(nodes), sum(n.cpus for n in nodes), busy)
+        return ClusterInfo(self.named, len(nodes), sum(n.cpus for n in nodes), busy)
 
     def close(self) -> None:
         with self._lock:
@@ -453,19 +463,45 @@ class Cluster:
             w.in_flight.clear()
 
 
-def reach(address: str) -> None:
-    """Open (and close) a TCP connection to a cluster's address, within CONNECT_SECONDS:
-    ClusterError naming the address and why if it cannot be reached (Ray would retry for
-    minutes, deaf to Ctrl-C and SIGTERM); BadInput if it is no address."""
-    where = split_address(address)
+def head_of(address: str) -> str | None:
+    """The address of the head ``ray.init(address)`` connects to, to probe before Ray is
+    asked anything: ``address`` itself; None for "local" (a Ray started here); for "auto"
+    the one Ray finds, as ray.init does (RAY_ADDRESS, else the address file of the last
+    `ray start --head` in Ray's temp directory, else a head process running here), None
+    if that is "local" or an address of another scheme than ray://. ClusterError if
+    "auto" finds none. Ray is installed (``ray_module``)."""
+    if address != "auto":
+        return None if address == LOCAL else address
+    env = os.environ.get("RAY_ADDRESS")
+    if env and "://" in env:  # Ray Client's, taken as it is by ray.init
+        return env if env.startswith("ray://") else None
+    from ray._private.services import canonicalize_bootstrap_address
+
+    try:
+        return canonicalize_bootstrap_address("auto")
+    except ConnectionError:
+        raise ClusterError("--cluster auto: no Ray cluster found (RAY_ADDRESS is not set, and "
+                           "no head was started on this machine with `ray start --head`): give "
+                           "the head's HOST:PORT, or use --cluster local") from None
+    except ValueError as e:  # RAY_ADDRESS, or the address file, holds no address
+        raise ClusterError(f"--cluster auto: {e} (from RAY_ADDRESS, or Ray's address file of "
+                           "the last `ray start --head`)") from None
+
+
+def reach(address: str | None, named: str | None = None) -> None:
+    """Open (and close) a TCP connection to a cluster's head at ``address`` (None: none to
+    probe), within CONNECT_SECONDS: ClusterError naming it (``named``, else ``address``)
+    and why if it cannot be reached (Ray would retry for minutes, deaf to Ctrl-C and
+    SIGTERM); BadInput if it is no address."""
+    where = split_address(address) if address is not None else None
     if where is None:
         return
     try:
         socket.create_connection(where, timeout=CONNECT_SECONDS).close()
     except OSError as e:
         reason = "timed out" if isinstance(e, TimeoutError) else e.strerror or str(e)
-        raise ClusterError(f"cannot reach the Ray cluster at {address}: {reason} (start one "
-                           "with `ray start --head`, or use --cluster local)") from None
+        raise ClusterError(f"cannot reach the Ray cluster at {named or address}: {reason} "
+                           "(start one with `ray start --head`, or use --cluster local)") from None
 
 
 @contextlib.contextmanager

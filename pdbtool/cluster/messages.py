@@ -79,8 +79,8 @@ def ray_module(address: str | None = None):
 
 def split_address(address: str) -> tuple[str, int] | None:
     """(host, port) of a cluster's address: HOST:PORT, [IPv6]:PORT, or ray://HOST:PORT
-    (Ray Client); None for "local" and "auto" (Ray finds those itself). BadInput if it is
-    none of these."""
+    (Ray Client); None for "local" and "auto" (whose head Ray finds: driver.head_of).
+    BadInput if it is none of these."""
     if address in (LOCAL, "auto"):
         return None
     rest = address.removeprefix("ray://")
