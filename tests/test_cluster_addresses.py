@@ -207,3 +207,54 @@ def test_auto_with_no_cluster_to_find_says_so(no_ray_yet, monkeypatch):
                                            r"HOST:PORT, or use --cluster local"):
         Cluster("auto")
     assert no_ray_yet == []
+
+
+def test_a_probe_that_timed_out_is_tried_again_one_refused_is_final(monkeypatch):
+    """One probe of the head that timed out (2 s: a loaded head, or network) marked the
+    cluster lost until a restart. A timeout is tried again (three probes in all); a
+    connection refused is final at once: nothing listens there, and a head that takes the
+    next connection is a restarted one, which Ray must never be asked about."""
+    from types import SimpleNamespace
+
+    from pdbtool.cluster import driver
+    from pdbtool.cluster.messages import ClusterError, PROBE_TRIES
+
+    outcomes, probes = [], []
+
+    def connect(where, timeout):
+        probes.append(where)
+        outcome = outcomes.pop(0)
+        if outcome is not None:
+            raise outcome
+        return SimpleNamespace(close=lambda: None)
+
+    monkeypatch.setattr(driver, "socket", SimpleNamespace(create_connection=connect))
+    monkeypatch.setattr(driver, "PROBE_PAUSE", 0.0, raising=False)  # (none before)
+
+    def cluster():
+        c = object.__new__(driver.Cluster)
+        c.address = c.head = "10.0.0.5:6379"
+        c.lost, c.said = None, []
+        c.notify = c.said.append
+        return c
+
+    timeout = TimeoutError("timed out")
+    c = cluster()
+    for answers in ([timeout, None], [timeout] * (PROBE_TRIES - 1) + [None], [None]):
+        outcomes[:], probes[:] = answers, []
+        c.reachable()
+        assert len(probes) == len(answers) and c.lost is None and not c.said
+    outcomes[:], probes[:] = [timeout, ConnectionRefusedError(111, "Connection refused"), None], []
+    with pytest.raises(ClusterError, match=r"head at 10.0.0.5:6379 was lost at .* "
+                                           r"\(Connection refused\)"):
+        c.reachable()
+    assert len(probes) == 2 and c.said == [c.lost]  # the accepting head: never probed
+    with pytest.raises(ClusterError, match="was lost at"):
+        c.reachable()
+    assert len(probes) == 2
+    c = cluster()
+    outcomes[:], probes[:] = [timeout] * PROBE_TRIES, []
+    with pytest.raises(ClusterError, match=rf"\(timed out {PROBE_TRIES} times in a row, 2 s "
+                                           r"each\); Ray cannot take"):
+        c.reachable()
+    assert len(probes) == PROBE_TRIES and c.said == [c.lost]

@@ -63,9 +63,10 @@ from pdbtool import __version__
 from pdbtool.cluster.frontier import MAX_FRONTIER, SERIAL_BELOW
 from pdbtool.cluster.messages import (BUILD_RETRIES, CONNECT_SECONDS, IN_FLIGHT_PER_CPU, LOCAL,
                                       LOCAL_NICENESS, MAX_RESTARTS, MAX_TASK_RETRIES,
-                                      PROBE_SECONDS, START_SECONDS, BoardAnswer, ClusterError,
-                                      ClusterInfo, HeuristicSpec, TableSource,
-                                      default_cache_dir, log, ray_module, split_address)
+                                      PROBE_PAUSE, PROBE_SECONDS, PROBE_TRIES, START_SECONDS,
+                                      BoardAnswer, ClusterError, ClusterInfo, HeuristicSpec,
+                                      TableSource, default_cache_dir, log, ray_module,
+                                      split_address)
 from pdbtool.cluster.node import NodeWorker, build_on_node
 from pdbtool.cluster.run import Dispatch, Node, SearchRun, Worker, first_line, replays
 from pdbtool.errors import EXIT_LIMIT, ArtifactError, BadInput, LimitReached, not_a_directory
@@ -192,23 +193,37 @@ class Cluster:
         return self._nodes
 
     def reachable(self) -> None:
-        """ClusterError once the head has not taken a TCP connection within PROBE_SECONDS,
-        and from then on (``lost``): Ray cannot take a driver back to a head that
-        restarted, so the command, or pdbd, is restarted to use the cluster again."""
+        """ClusterError once the head has not taken a TCP connection, and from then on
+        (``lost``): Ray cannot take a driver back to a head that restarted, so the command,
+        or pdbd, is restarted to use the cluster again. A probe refused (or failed any way
+        but a timeout) is final: nothing listens there, and a connection taken later would
+        be a restarted head's. A probe that timed out (PROBE_SECONDS: a loaded head or
+        network) is tried again, PROBE_TRIES in all, PROBE_PAUSE apart, before the head
+        is taken for lost: a head that died meanwhile on a live host refuses the next one,
+        and a new head would have to start (seconds) within those few seconds of silence
+        to be taken for the old one."""
         if self.lost is not None:
             raise ClusterError(self.lost)
         if self.head is None:  # this machine's own Ray
             return
-        try:
-            socket.create_connection(split_address(self.head), timeout=PROBE_SECONDS).close()
-        except OSError as e:
-            reason = "timed out" if isinstance(e, TimeoutError) else e.strerror or str(e)
-            self.lost = (f"the Ray cluster's head at {self.named} was lost at "
-                         f"{time.strftime('%H:%M:%S')} ({reason}); Ray cannot take a driver "
-                         "back to a head that restarted, so it is not asked again: restart "
-                         "to use the cluster")
-            self.notify(self.lost)
-            raise ClusterError(self.lost) from None
+        where = split_address(self.head)
+        for tries in range(1, PROBE_TRIES + 1):
+            try:
+                socket.create_connection(where, timeout=PROBE_SECONDS).close()
+                return
+            except TimeoutError:
+                reason = f"timed out {tries} times in a row, {PROBE_SECONDS:g} s each"
+            except OSError as e:
+                reason = e.strerror or str(e)
+                break
+            if tries < PROBE_TRIES:
+                time.sleep(PROBE_PAUSE)
+        self.lost = (f"the Ray cluster's head at {self.named} was lost at "
+                     f"{time.strftime('%H:%M:%S')} ({reason}); Ray cannot take a driver back "
+                     "to a head that restarted, so it is not asked again: restart to use the "
+                     "cluster")
+        self.notify(self.lost)
+        raise ClusterError(self.lost)
 
     def workers(self, solver: Solver) -> list[Worker]:
         """The nodes' actors (made on first use, one per node), with ``solver``'s

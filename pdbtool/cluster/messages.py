@@ -36,6 +36,8 @@ JOBS_KEPT = 256          # per actor: halt flags of recent jobs
 START_SECONDS = 120.0    # for a node's actor to start (it waits for the node's CPUs)
 CONNECT_SECONDS = 10.0   # to open a TCP connection to a cluster's address before Ray does
 PROBE_SECONDS = 2.0      # the same, before the cluster's nodes are asked for once connected
+PROBE_TRIES = 3          # probes that time out before the head is taken for lost (one
+PROBE_PAUSE = 0.5        # refused is enough), this many seconds apart
 # (Ray itself retries an unreachable address for about 12 minutes, deaf to Ctrl-C)
 LOCAL_NICENESS = "0"     # of the workers of a Ray started here (Ray's default is 15): a
 # search on this machine should share it as --threads does, not only take the CPU time
