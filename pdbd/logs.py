@@ -88,15 +88,31 @@ def setup(style: str = "text", level: str = "info", stream=None, force: bool = F
 
 
 def take_ray_lines() -> None:
-    """Ray's driver prints what its raylets report (a worker killed, the head's autoscaler
-    stopped with its traceback) straight on stderr (``ray._private.worker.
-    print_to_stdstream``), lines of their own among the daemon's log lines (not JSON with
-    ``--log-format json``): they become warnings of the logger ``pdbd.ray``, one a message.
-    Nothing if Ray is not imported or no longer has that function."""
+    """Ray's lines become the daemon's log lines (not Ray's own format among them, nor lines
+    that are not JSON with ``--log-format json``); called once Ray is imported and before
+    ``ray.init``, whose listener for the raylets' errors prints from its start (and first
+    what the head's autoscaler reported before). Two sources:
+
+    * what Ray's driver prints of its raylets' reports (a worker killed, the head's
+      autoscaler stopped with its traceback) straight on stderr (``ray._private.worker.
+      print_to_stdstream``): warnings of the logger ``pdbd.ray``, one a message;
+    * Ray's own loggers (``ray`` and below: the autoscaler's error read at connection,
+      the listener's failures), which Ray's handler printed itself: passed on to the
+      daemon's handler instead, from WARNING as other libraries' are.
+
+    Nothing if Ray is not imported; the first is skipped if Ray no longer has that
+    function."""
     worker = sys.modules.get("ray._private.worker")
-    if worker is None or not callable(getattr(worker, "print_to_stdstream", None)):
+    if worker is None:
         return
-    ray_log = logging.getLogger("pdbd.ray")  # "ray" is Ray's own: its handler, not passed on
+    ray_logger = logging.getLogger("ray")
+    for handler in list(ray_logger.handlers):  # Ray's own, set when it was imported
+        ray_logger.removeHandler(handler)
+    ray_logger.propagate = True
+    ray_logger.setLevel(logging.WARNING)
+    if not callable(getattr(worker, "print_to_stdstream", None)):
+        return
+    ray_log = logging.getLogger("pdbd.ray")
 
     def to_log(data, ignore_prefix=False):
         for line in data.get("lines") or ():

@@ -405,6 +405,7 @@ def serve(config: ServeConfig) -> int:
         # Read when Ray is imported (just below); the operator's setting wins.
         os.environ.setdefault("RAY_gcs_rpc_server_reconnect_timeout_s", str(RAY_RECONNECT_SECONDS))
         ray_module(config.cluster)  # Ray missing is said now, not after the tables
+        logs.take_ray_lines()  # before ray.init: its error listener prints from its start
     elif config.cluster_shared or config.cluster_cache:
         raise BadInput("--cluster-shared and --cluster-cache need --cluster")
     metrics = Metrics()
@@ -442,7 +443,6 @@ def serve_with(config: ServeConfig, tls: Tls | None, metrics: Metrics,
         cluster = Cluster(config.cluster, cache_dir=config.cluster_cache,
                           shared=config.cluster_shared, notify=log.warning)
         delegation = Delegation(cluster, config.cluster_above)
-        logs.take_ray_lines()
         info = cluster.info()
         log.info("searches above %s nodes go to the Ray cluster at %s: %d nodes, %d CPUs",
                  f"{config.cluster_above:,}", info.address, info.nodes, info.cpus)

@@ -103,12 +103,29 @@ def test_every_call_that_ends_in_an_error_has_a_line(served, caplog):
     assert answered.getMessage().endswith("peer=" + answered.peer)
 
 
-def test_what_ray_prints_for_its_raylets_is_a_log_line(captured, monkeypatch):
-    """Ray's driver printed its raylets' reports (the head's autoscaler stopped, with its
-    traceback) straight on stderr: lines that were not JSON among `--log-format json`."""
+@pytest.fixture
+def ray_lines():
+    """Ray's driver module, its printing of the raylets' reports and its loggers restored
+    after the test (logs.take_ray_lines changes them)."""
     worker = pytest.importorskip("ray._private.worker",
                                  reason="the cluster extra is not installed")
-    monkeypatch.setattr(worker, "print_to_stdstream", worker.print_to_stdstream)  # restored
+    ray_logger = logging.getLogger("ray")
+    saved = (worker.print_to_stdstream, list(ray_logger.handlers), ray_logger.propagate,
+             ray_logger.level)
+    yield worker
+    worker.print_to_stdstream = saved[0]
+    for h in list(ray_logger.handlers):
+        ray_logger.removeHandler(h)
+    for h in saved[1]:
+        ray_logger.addHandler(h)
+    ray_logger.propagate = saved[2]
+    ray_logger.setLevel(saved[3])
+
+
+def test_what_ray_prints_for_its_raylets_is_a_log_line(captured, ray_lines):
+    """Ray's driver printed its raylets' reports (the head's autoscaler stopped, with its
+    traceback) straight on stderr: lines that were not JSON among `--log-format json`."""
+    worker = ray_lines
     logs.setup("json", "info", captured, force=True)
     logs.take_ray_lines()
     worker.print_to_stdstream({"lines": ["The autoscaler failed with the following error:\n"
@@ -120,3 +137,55 @@ def test_what_ray_prints_for_its_raylets_is_a_log_line(captured, monkeypatch):
     assert record["level"] == "WARNING" and record["logger"] == "pdbd.ray"
     assert record["message"].startswith("(raylet) The autoscaler failed with the following "
                                         "error:\nTraceback")
+
+
+def test_ray_s_own_loggers_are_log_lines(captured, ray_lines):
+    """Ray's loggers (`ray...`: the head's autoscaler error read as the driver connects,
+    its error listener's failures) printed through Ray's own handler, in Ray's format,
+    among `--log-format json`. Now the daemon's lines, from WARNING."""
+    logs.setup("json", "info", captured, force=True)
+    logs.take_ray_lines()
+    logging.getLogger("ray._private.worker").warning("The autoscaler failed: x")
+    logging.getLogger("ray._private.worker").info("Connecting to existing Ray cluster")
+    lines = captured.getvalue().splitlines()
+    assert len(lines) == 1, lines
+    record = json.loads(lines[0])
+    assert record["level"] == "WARNING" and record["logger"] == "ray._private.worker"
+    assert record["message"] == "The autoscaler failed: x"
+
+
+def test_serve_takes_ray_s_lines_before_it_connects(art_dir, ray_lines, caplog, capfd,
+                                                    monkeypatch, tmp_path):
+    """`pdbd serve --cluster` took Ray's lines only once ray.init had returned: what Ray
+    printed while it connected (its error listener starts there, and says first what the
+    head's autoscaler reported before) came out raw. A stand-in for the cluster prints as
+    ray.init does, then fails."""
+    import signal
+
+    from pdbd.server import ServeConfig, serve
+    from pdbtool.cluster.messages import ClusterError
+
+    worker = ray_lines
+
+    class Connecting:
+        def __init__(self, address, **options):
+            worker.print_to_stdstream({"lines": ["a raylet's report"], "pid": "raylet",
+                                       "is_err": False}, ignore_prefix=False)
+            logging.getLogger("ray._private.worker").warning("the autoscaler failed before")
+            raise ClusterError("stopped here by the test")
+
+    monkeypatch.setattr("pdbtool.cluster.driver.Cluster", Connecting)
+    monkeypatch.setenv("RAY_gcs_rpc_server_reconnect_timeout_s", "60")  # (serve sets it)
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    try:
+        with pytest.raises(ClusterError, match="stopped here by the test"):
+            serve(ServeConfig(artifacts=str(art_dir), listen=f"unix:{tmp_path}/pdbd.sock",
+                              cluster="10.0.0.5:6379", log_format="json", prefault=False))
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    said = {(r.name, r.getMessage()) for r in caplog.records}
+    assert ("pdbd.ray", "(raylet) a raylet's report") in said, said
+    assert ("ray._private.worker", "the autoscaler failed before") in said, said
+    out, err = capfd.readouterr()
+    assert "raylet's report" not in out + err and "autoscaler failed" not in out + err
