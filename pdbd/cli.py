@@ -514,7 +514,8 @@ def web(args) -> int:
         from .web import PER_CLIENT, WebServer, throttle_logs
     except ImportError as e:
         raise PdbError(f"pdbd web needs the web extra ({e.name} is missing): "  # exit 1,
-                       "pip install 'pdbtool[web]'") from None  # as --cluster without Ray
+                       "pip install 'pdbtool[web]' (or, in a checkout, pip install -e '.[web]')"
+                       ) from None  # as --cluster without Ray
 
     logs.setup(args.log_format, args.log_level)
     log = logging.getLogger("pdbd")

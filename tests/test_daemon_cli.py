@@ -128,7 +128,7 @@ def test_web_without_its_extra_says_how_to_install_it(capsys, monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)
     code, _, err = run_cli(capsys, "web", "--server", f"127.0.0.1:{free_port()}")
     assert code == 1 and "needs the web extra (starlette" in err
-    assert "pip install 'pdbtool[web]'" in err
+    assert "pip install 'pdbtool[web]' (or, in a checkout, pip install -e '.[web]')" in err
 
 
 def test_several_boards_piped_to_query_are_told_about_file(served, capsys, monkeypatch):

@@ -46,6 +46,11 @@ def test_demo_ends_by_writing_the_animation_page():
     demo = (SCRIPTS / "demo").read_text()
     tail = demo[demo.index("== stopping pdbd"):]
     assert '/pdbtool" animate' in tail and "-o solve.html" in tail and "file://$PWD/solve.html" in tail
+    # The demo installs only `-e .`: the live page's hint installs the web extra first, in
+    # the checkout's venv (pdbtool is not on PyPI), and starts the daemon pdbd web talks to.
+    hint = tail[tail.index("file://$PWD/solve.html"):]
+    assert ".venv/bin/pip install -e '.[web]'" in hint and ".venv/bin/pdbd serve" in hint
+    assert ".venv/bin/pdbd web" in hint
     p = subprocess.run(["bash", "-n", str(SCRIPTS / "demo")], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
 
