@@ -281,7 +281,7 @@ class SolverClient:
         ``budget`` caps the nodes generated; ``algorithm`` is a name or has the fields of
         pdbtool.search.algorithms.Algorithm (name, weight, tt_size, max_memory); None is IDA*.
         ``on_behalf``: a proxy's client (counted as that client by a daemon that trusts the
-        proxy: --trusted-proxy). ``shape``: the board's (rows, cols); None: a square."""
+        proxy: --trusted-proxy). ``shape``: the board's, "3x4" or (3, 4); None: a square."""
         deadline, budget = checked_limits(deadline, budget)
         request = convert.solve_request(board_tiles(board), goal_text(goal), budget,
                                         algorithm=checked_algorithm(algorithm), shape=shape)

@@ -22,15 +22,29 @@ def solve_request(tiles, goal: str | None = None, budget: int | None = None,
                   progress_ms: int | None = None, algorithm=None, shape=None) -> pb.SolveRequest:
     """``algorithm``: a name, a pdbtool.search.algorithms.Algorithm (or anything with its fields),
     or None (IDA*). The options must fit their fields (client.checked_algorithm). ``shape``:
-    the board's (rows, cols); None: a square, whose side the server takes from the count."""
+    as ``shape_fields`` takes it."""
     a = algorithm
     name = a if isinstance(a, str) else getattr(a, "name", "")
-    rows, cols = shape or (0, 0)
+    rows, cols = shape_fields(shape)
     return pb.SolveRequest(tiles=list(tiles), goal=goal or "", node_budget=budget or 0,
                            progress_ms=progress_ms or 0, algorithm=name or "",
                            weight=getattr(a, "weight", None) or 0.0,
                            tt_size=getattr(a, "tt_size", None) or 0,
                            max_memory=getattr(a, "max_memory", None) or 0, rows=rows, cols=cols)
+
+
+def shape_fields(shape) -> tuple[int, int]:
+    """A request's (rows, cols) for ``shape``: ROWSxCOLS text ("3x4", as --shape takes it),
+    a (rows, cols) pair (a pdbtool Shape too), or None, (0, 0): a square, whose side the
+    server takes from the count. BadInput for anything else (the server checks the sizes)."""
+    if shape is None:
+        return 0, 0
+    pair = Shape.parse(shape) if isinstance(shape, str) else shape
+    if isinstance(pair, (tuple, list)) and len(pair) == 2 and all(
+            isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in pair):
+        return Shape(*pair)
+    raise BadInput(f"shape must be ROWSxCOLS text (e.g. \"3x4\"), a (rows, cols) pair of "
+                   f"positive whole numbers or None (a square), not {shape!r:.60}")
 
 
 def request_shape(m: pb.SolveRequest) -> Shape | None:

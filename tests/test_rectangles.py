@@ -478,6 +478,24 @@ def test_solve_shape_json_file_from_stdin(rect_tables):
     assert "Traceback" not in bad.stderr
 
 
+def test_a_request_takes_the_shape_as_text_or_a_pair_and_refuses_anything_else():
+    """SolverClient's shape= (convert.solve_request): "3x4" crashed the client with
+    'too many values to unpack'; a shape of another type is refused naming the forms."""
+    from pdbd.convert import solve_request
+
+    for shape in ("3x4", " 3X4 ", (3, 4), [3, 4], Shape(3, 4)):
+        m = solve_request(range(12), shape=shape)
+        assert (m.rows, m.cols) == (3, 4), shape
+    m = solve_request(range(9))
+    assert (m.rows, m.cols) == (0, 0)  # a square: the server takes its side from the count
+    with pytest.raises(BadInput, match="not a shape: '3x4x5'"):
+        solve_request(range(12), shape="3x4x5")
+    for shape in (12, (3, 4, 5), (3.0, 4), (True, 4), "0x4", (-3, 4)):
+        with pytest.raises(BadInput, match=r'shape must be ROWSxCOLS text \(e.g. "3x4"\), a '
+                                           r"\(rows, cols\) pair"):
+            solve_request(range(12), shape=shape)
+
+
 def test_pdbd_answers_a_shaped_request(rect_tables):
     from serving import daemon_serving
 
@@ -490,6 +508,10 @@ def test_pdbd_answers_a_shaped_request(rect_tables):
             SolverClient(daemon.address) as c:
         r = c.solve(board, shape=(4, 3))
         assert r.length == expected and r.shape == (4, 3)
+        # ROWSxCOLS text, as --shape takes it (a bare ValueError: too many values to unpack)
+        assert c.solve(board, shape="4x3").length == expected
+        [(i, b)] = list(c.solve_batch([board], shape="4x3"))
+        assert i == 0 and b.length == expected
         assert r.heuristic.startswith("pdb 12/3x4-test")
         assert_replays(r.to_dict(), board, "blank-last")
         with pytest.raises(BadInput, match="not a square"):
