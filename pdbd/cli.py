@@ -147,9 +147,10 @@ def parser() -> Parser:
     s.add_argument("--grace", type=grace_seconds, default=5.0, metavar="S",
                    help="seconds to let RPCs finish on shutdown (default 5; 0: none)")
     s.add_argument("--drain", type=grace_seconds, default=0.0, metavar="S",
-                   help="on SIGTERM or SIGINT, accept no new call but let the searches in "
-                        "flight finish for up to S seconds before stopping them (default 0; "
-                        "a second signal stops them at once)")
+                   help="on SIGTERM or SIGINT, start no new search (Info and health still "
+                        "answer: NOT_SERVING) but let the searches in flight finish for up to "
+                        "S seconds before stopping them (default 0; a second signal stops "
+                        "them at once)")
     s.add_argument("--cluster", metavar="ADDRESS", type=cluster_address,
                    help="send big IDA* searches to this Ray cluster ('local': start Ray on this "
                         "machine); needs the cluster extra: pip install 'pdbtool[cluster]'")

@@ -120,6 +120,17 @@ def test_a_bad_limit_says_that_0_is_taken_too(option, capsys):
     assert option in err and "(or 0: no" in err, err
 
 
+def test_drain_help_says_info_and_health_still_answer(capsys):
+    """--drain's help said "accept no new call", but a draining daemon still answers Info
+    and health (NOT_SERVING): only new searches are refused."""
+    with pytest.raises(SystemExit):
+        cli.parser().parse_args(["serve", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    drain = text[text.index("--drain S"):]
+    assert "start no new search (Info and health still answer: NOT_SERVING)" in drain
+    assert "accept no new call" not in text
+
+
 def test_web_without_its_extra_says_how_to_install_it(capsys, monkeypatch):
     monkeypatch.delitem(sys.modules, "pdbd.web", raising=False)
     # As if not installed: the package and every submodule an earlier test imported (a
