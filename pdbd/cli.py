@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from pdbtool.cli.cluster import add_shipping_options, cluster_address
 from pdbtool.cli.console import (Parser, UsageError, arg_budget, arg_path, arg_seconds,
                                  arg_shape, arg_size, arg_threads, batch_exit_code, emit,
-                                 input_lines, no_boards, read_stdin, report_error,
+                                 input_lines, no_boards, plural, read_stdin, report_error,
                                  result_text, run, search_line, stop_on_signals, version_text)
 from pdbtool.errors import BadInput, PdbError
 from pdbtool.progress import fmt_bytes
@@ -471,21 +471,21 @@ def info(args) -> int:
         print(json.dumps(d, indent=2))
         return 0
     print(f"pdbd {d['version']} at {args.server}: up {d['uptime_seconds']:.1f} s, "
-          f"{d['threads']} threads, queue {d['max_queue']}")
+          f"{plural(d['threads'], 'thread')}, queue {d['max_queue']}")
     for s in d["sizes"]:
         print(f"serves {s['rows']}x{s['cols']}: {s['heuristic']} "
               f"(artifact {s['artifact'] or 'none'})")
     limits = d["limits"]
     memory = limits.get("max_search_memory")
-    nodes = limits["max_nodes"]
+    nodes, per_client = limits["max_nodes"], limits["per_client"]
     print(f"limits: {limits['max_search_seconds'] or 'no'} s, {f'{nodes:,}' if nodes else 'no'} nodes "
           f"and {f'{fmt_bytes(memory)} of memory' if memory else 'no memory limit'} per search, "
-          f"{limits['per_client'] or 'any'} searches per client"
+          f"{plural(per_client, 'search', 'searches') if per_client else 'any searches'} per client"
           + ("; OVERLOADED" if d["overloaded"] else ""))
     cl = d.get("cluster")
     if cl:
         print(f"cluster {cl['address']}: " + (f"unreachable: {cl['error']}" if cl["error"] else
-              f"{cl['nodes']} nodes, {cl['cpus']} CPUs, {cl['busy']} busy")
+              f"{plural(cl['nodes'], 'node')}, {plural(cl['cpus'], 'CPU')}, {cl['busy']} busy")
               + f"; searches above {cl['above']:,} nodes "
               + ("are refused" if cl["error"] else "go there") + f" ({cl['delegated']} went there)")
     for a in d["artifacts"]:

@@ -25,6 +25,7 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
+from pdbtool.cli.console import plural
 from pdbtool.errors import LimitReached
 from pdbtool.kernels.ida import BOUND, EXPANDED, GENERATED
 from pdbtool.kernels.tasks import RESULT_EXPANDED, RESULT_GENERATED
@@ -233,7 +234,8 @@ class WorkerPool:
         if self._closed:
             raise RuntimeError("the pool is closed: the server is shutting down")
         if not self._slots.acquire(blocking=False):
-            raise QueueFull(f"{self.threads} searches running and {self.max_queue} waiting")
+            raise QueueFull(f"{plural(self.threads, 'search', 'searches')} running and "
+                            f"{self.max_queue} waiting")
         future = Future()
         with self._lock:
             if self._closed:  # closed since the check above: a halt_all may have passed

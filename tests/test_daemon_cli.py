@@ -131,6 +131,34 @@ def test_drain_help_says_info_and_health_still_answer(capsys):
     assert "accept no new call" not in text
 
 
+def test_info_text_counts_in_the_singular_too(capsys, monkeypatch):
+    """`pdbd info` said "1 threads", "1 searches per client" and "1 nodes, 1 CPUs"."""
+    d = {"version": "0", "uptime_seconds": 1.0, "threads": 1, "max_queue": 0, "sizes": [],
+         "limits": {"max_search_seconds": 60, "max_nodes": 0, "per_client": 1},
+         "overloaded": False, "artifacts": [], "counters": {"solved": 1},
+         "cluster": {"address": "auto", "error": "", "nodes": 1, "cpus": 1, "busy": 0,
+                     "above": 10, "delegated": 0}}
+
+    class Fake:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def info(self):
+            return d
+
+    monkeypatch.setattr(cli, "client", lambda args: Fake())
+    code, out, _ = run_cli(capsys, "info")
+    assert code == 0 and "1 thread, queue 0" in out and "1 search per client" in out
+    assert "cluster auto: 1 node, 1 CPU, 0 busy" in out
+    d.update(threads=2, limits={**d["limits"], "per_client": 0},
+             cluster={**d["cluster"], "nodes": 2, "cpus": 4})
+    code, out, _ = run_cli(capsys, "info")
+    assert "2 threads" in out and "any searches per client" in out and "2 nodes, 4 CPUs" in out
+
+
 def test_web_without_its_extra_says_how_to_install_it(capsys, monkeypatch):
     monkeypatch.delitem(sys.modules, "pdbd.web", raising=False)
     # As if not installed: the package and every submodule an earlier test imported (a

@@ -46,7 +46,7 @@ def test_a_job_cancelled_in_the_queue_leaves_it_at_once():
         assert gone() is None, "a cancelled job is still held by the pool"
     queued = [Waiting(v) for v in ("a", "b")]
     futures = [pool.submit(job) for job in queued]
-    with pytest.raises(QueueFull):
+    with pytest.raises(QueueFull, match=r"^1 search running and 2 waiting$"):  # not '1 searches'
         pool.submit(Waiting())
     busy.go.set()
     for job in queued:
