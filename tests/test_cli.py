@@ -670,6 +670,25 @@ def test_warm_names_a_missing_directory_before_announcing_a_compile(tmp_path, ca
     assert "nope: no such directory" in err and "compiling" not in err
 
 
+@pytest.mark.parametrize("argv, code, refusal", [
+    (["--algorithm", "astar", "--shape", "5x6", *map(str, range(1, 30)), "0"], 2,
+     "astar keys a state in two words"),
+    (["--algorithm", "astar", "--threads", "2", "1 2 3 4 5 6 7 0 8"], 2,
+     "--threads applies to ida only"),
+    (["1 2 3 4 5 6 8 7 0"], 3, "unsolvable for the blank-last goal"),
+])
+def test_a_refused_solve_announces_nothing_first(tmp_path, monkeypatch, capsys, argv, code,
+                                                 refusal):
+    """A search solve refuses is said alone: it printed the table-free fallback's note and
+    "compiling the search kernels ... about 25 s" (and compiled them, for --threads) before
+    the refusal."""
+    monkeypatch.setattr("pdbtool.search.warm.pending", lambda *a: 10.0)  # as on a fresh machine
+    monkeypatch.chdir(tmp_path)  # no ./artifacts: the fallback's note is due
+    assert main(["solve", *argv]) == code
+    err = capsys.readouterr().err
+    assert err.startswith(f"pdbtool: {refusal}") and err.count("\n") == 1, err
+
+
 def test_warm_without_artifacts_uses_the_artifacts_directory_here(art_dir, tmp_path, monkeypatch,
                                                                   capsys):
     """As its help says: ./artifacts when --artifacts is not given (it crashed: the

@@ -63,6 +63,10 @@ def solve_traced(args, text, solvers, algorithm, cap: int):
 
     board = puzzle.parse_board(text, args.shape)
     solver = solvers.for_goal(puzzle.shape_of(board, args.shape), args.goal, algorithm)
+    # A search the solver would refuse (the board, the algorithm on this shape, --threads)
+    # is refused before the note and the compile are announced.
+    solver.check_search(algorithm, args.threads)
+    solver.prepare(board, args.goal)
     note_heuristic(args, solver)
     control = SearchControl(budget=args.budget, timeout=args.timeout, checkpoint=keeper_of(args))
     if not args.quiet:
@@ -193,8 +197,10 @@ def prepare_line(text: str, args, solvers, algorithm):
     """(solver, prepared board) of one board's text, validated for the goal."""
     board = puzzle.parse_board(text, args.shape)
     solver = solvers.for_goal(puzzle.shape_of(board, args.shape), args.goal, algorithm)
-    note_heuristic(args, solver)
-    return solver, solver.prepare(board, args.goal)
+    solver.check_search(algorithm)
+    prepared = solver.prepare(board, args.goal)
+    note_heuristic(args, solver)  # (after the refusals)
+    return solver, prepared
 
 
 def solve_on_cluster(args, solvers, algorithm) -> int:

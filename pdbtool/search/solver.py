@@ -102,24 +102,8 @@ class Solver:
                 f"{prepared.goal}): this solver serves {self.shape} boards toward goals of its "
                 "own; prepare the board with it")
         control = control or SearchControl()
-        if not isinstance(control, SearchControl):
-            raise BadInput(f"control must be a SearchControl, not {control!r:.60}")
         threads = limits.threads(threads)
-        algorithm = Algorithm(algorithm) if isinstance(algorithm, str) else algorithm or IDA
-        if not isinstance(algorithm, Algorithm):
-            raise BadInput(f"algorithm must be an Algorithm or its name, not {algorithm!r:.60}")
-        algorithm.check_shape(self.shape)
-        algorithm.check_memory()
-        if events is not None and threads > 1:
-            raise BadInput("a traced search runs on one thread")
-        if events is not None and algorithm.name != "ida":
-            raise BadInput(f"a traced search runs IDA*, not {algorithm.name}")
-        keeper = control.checkpoint  # (was ignored by the others: nothing saved or resumed)
-        if keeper is not None and keeper.watching and (algorithm.name != "ida"
-                                                       or events is not None):
-            what = "a traced search" if events is not None else algorithm.name
-            raise BadInput(f"a checkpoint saves an untraced IDA* search (on threads or a "
-                           f"cluster), not {what}")
+        algorithm = self.check_search(algorithm, threads, control, events)
         if algorithm.name == "ida":
             self.compile_kernels(shared="shared" in self.kernel_parts(threads))
         else:
@@ -130,6 +114,32 @@ class Solver:
             if events is not None:
                 return self._search_serial(prepared, control, events)
             return search_parallel(self, prepared, control, threads=threads)
+
+    def check_search(self, algorithm=None, threads: int = 1, control: SearchControl | None = None,
+                     events: np.ndarray | None = None) -> Algorithm:
+        """The Algorithm ``search`` would run (``algorithm``: one, its name or None, IDA*),
+        or BadInput for a search it would refuse with these arguments; nothing compiled or
+        searched (the CLI asks before it announces a compile)."""
+        if control is not None and not isinstance(control, SearchControl):
+            raise BadInput(f"control must be a SearchControl, not {control!r:.60}")
+        algorithm = Algorithm(algorithm) if isinstance(algorithm, str) else algorithm or IDA
+        if not isinstance(algorithm, Algorithm):
+            raise BadInput(f"algorithm must be an Algorithm or its name, not {algorithm!r:.60}")
+        algorithm.check_shape(self.shape)
+        algorithm.check_memory()
+        if threads > 1 and algorithm.name != "ida":
+            raise BadInput(f"--threads applies to ida only; {algorithm.name} runs on one thread")
+        if events is not None and threads > 1:
+            raise BadInput("a traced search runs on one thread")
+        if events is not None and algorithm.name != "ida":
+            raise BadInput(f"a traced search runs IDA*, not {algorithm.name}")
+        keeper = control.checkpoint if control is not None else None  # (others: none saved)
+        if keeper is not None and keeper.watching and (algorithm.name != "ida"
+                                                       or events is not None):
+            what = "a traced search" if events is not None else algorithm.name
+            raise BadInput(f"a checkpoint saves an untraced IDA* search (on threads or a "
+                           f"cluster), not {what}")
+        return algorithm
 
     def kernel_parts(self, threads: int) -> tuple[str, ...]:
         """What an IDA* search on ``threads`` threads compiles before it starts (warm.PARTS):
