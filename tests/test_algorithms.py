@@ -6,6 +6,7 @@ import math
 import random
 import re
 import time
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -157,6 +158,9 @@ def test_wida_within_its_bound(weight, oracle8):
         assert oracle8[b] <= r.length <= w * oracle8[b] and r.bound == w, (b, r.bound)
         assert not r.optimal and "bounded-suboptimal" in r.note
         assert ("lowered to" in r.note) == (w < weight and weight == 100), r.note
+        # the lower bound said is the better of L / W and h0 (it was L / W alone)
+        least = max(math.ceil(r.length / Fraction(str(w))), r.initial_h)
+        assert f"(so the optimum is at least {least})" in r.note and least <= oracle8[b], r.note
         # its bounds in moves, on g + W x h: the first W x h0 rounded down, the last
         # within W x the length (they were W's denominator times that: 31,031 for W 1.001)
         bounds = [i["bound"] for i in r.iterations]

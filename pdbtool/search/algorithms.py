@@ -247,8 +247,9 @@ def _ida_tt(solver, prepared, algorithm, control):
     if exact:
         r.add_note("weight 1: optimal (IDA*'s bounds)")
     elif weighted:
+        least = max(math.ceil(r.length / w), root.h)  # h0 too: the heuristic is admissible
         r.add_note(f"bounded-suboptimal: at most {float(w):g} x the optimal "
-                   f"length (so the optimum is at least {math.ceil(r.length / w)})")
+                   f"length (so the optimum is at least {least})")
     else:
         r.add_note(f"transposition table: {size:,} entries, {int(cuts):,} cuts")
     return r
