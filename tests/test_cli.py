@@ -689,6 +689,18 @@ def test_a_refused_solve_announces_nothing_first(tmp_path, monkeypatch, capsys, 
     assert err.startswith(f"pdbtool: {refusal}") and err.count("\n") == 1, err
 
 
+def test_verify_help_says_consistency_is_exhaustive_for_small_tables(capsys):
+    """verify's help said consistency is "(sampled)"; it is checked on every entry of a
+    table of at most EXHAUSTIVE_UP_TO entries (15/6-6-3's, the 8-puzzle's)."""
+    from pdbtool.verification import EXHAUSTIVE_UP_TO
+
+    with pytest.raises(SystemExit):
+        main(["verify", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert EXHAUSTIVE_UP_TO == 32_000_000 and "(sampled)" not in text
+    assert "on every entry of a table of at most 32 M entries, else sampled unless --exhaustive" in text
+
+
 def test_warm_without_artifacts_uses_the_artifacts_directory_here(art_dir, tmp_path, monkeypatch,
                                                                   capsys):
     """As its help says: ./artifacts when --artifacts is not given (it crashed: the
