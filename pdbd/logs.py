@@ -127,6 +127,12 @@ def request_fields(method: str, peer: str, code: str, seconds: float, nodes: int
             "nodes": nodes, **more}
 
 
+def artifact_text(artifact: str | None) -> str:
+    """A solve's text log field ' artifact=...', or nothing for a table-free search (it
+    said 'artifact=None')."""
+    return f" artifact={artifact}" if artifact else ""
+
+
 def report_error(prog: str, args, message: str, code: int, where: str = "") -> None:
     """pdbtool.cli.console.report_error for a command whose log is JSON: its last line, why
     it failed, is a log record too (level ERROR, with its ``exit_code``), so that every line

@@ -40,7 +40,7 @@ from .defaults import DEFAULT_MAX_NODES, DEFAULT_MAX_SEARCH_MEMORY, DEFAULT_MAX_
 from .batch import SHUTDOWN, Settled, solve_batch
 from .choices import choose
 from .jobs import POOL_WAIT_SECONDS, Delegation, FastLane, Job, Lane, QueueFull, WorkerPool
-from .logs import request_fields
+from .logs import artifact_text, request_fields
 from .peers import PeerCounts, TrustedProxies
 from .rpc import RateLimitedLog, time_left
 from .v1 import solver_pb2 as pb
@@ -519,9 +519,9 @@ class SolverServicer:
             if stream and job.reason == "cancelled":
                 self._abandoned(job, context)
                 abort(context, code, f"{what}: search stopped after {nodes:,} nodes")
-            log.info("solve %s stopped: %s nodes=%d seconds=%.3f artifact=%s peer=%s", shape,
+            log.info("solve %s stopped: %s nodes=%d seconds=%.3f%s peer=%s", shape,
                      limit or job.reason, nodes, job.search_seconds,
-                     job.solver.heuristic.artifact, job.peer,
+                     artifact_text(job.solver.heuristic.artifact), job.peer,
                      extra=self._fields(job, stream,
                                         "RESOURCE_EXHAUSTED" if limit else code.name,
                                         stopped=limit or job.reason, batch=batch))
@@ -548,9 +548,9 @@ class SolverServicer:
             context.abort(grpc.StatusCode.INTERNAL, short(f"internal error: {e}"))
         self.counters.add("solved")
         if log.isEnabledFor(logging.INFO):  # its fields cost more than the line's check
-            log.info("solve %s length=%d nodes=%d seconds=%.3f artifact=%s peer=%s", shape,
-                     result.length, result.nodes_generated, result.seconds, result.artifact,
-                     job.peer,
+            log.info("solve %s length=%d nodes=%d seconds=%.3f%s peer=%s", shape,
+                     result.length, result.nodes_generated, result.seconds,
+                     artifact_text(result.artifact), job.peer,
                      extra=self._fields(job, stream, "OK", result.seconds,
                                         length=result.length, batch=batch))
         if fields:

@@ -89,6 +89,7 @@ def test_every_call_that_ends_in_an_error_has_a_line(served, caplog):
         with pytest.raises(Unsolvable):
             c.solve([1, 2, 3, 4, 5, 6, 8, 7, 0])
         assert c.solve(EASY8).length == 2
+        assert c.solve(EASY8, algorithm="greedy").length == 2  # table-free: Hamming's check
     with channel_stub(served.address) as stub:
         with pytest.raises(grpc.RpcError):
             list(stub.SolveStream(pb.SolveRequest(tiles=[1, 2, 3])))
@@ -99,8 +100,10 @@ def test_every_call_that_ends_in_an_error_has_a_line(served, caplog):
     assert all(r.peer.startswith("ipv4:127.0.0.1:") and r.getMessage().endswith("peer=" + r.peer)
                for r in bad)
     assert "solve refused (FAILED_PRECONDITION)" in lines
-    [answered] = [r for r in caplog.records if r.getMessage().startswith("solve 3x3 length=2")]
-    assert answered.getMessage().endswith("peer=" + answered.peer)
+    table, free = [r for r in caplog.records if r.getMessage().startswith("solve 3x3 length=2")]
+    assert all(r.getMessage().endswith("peer=" + r.peer) for r in (table, free))
+    assert " artifact=" in table.getMessage()  # a table-free search's line had 'artifact=None'
+    assert "artifact" not in free.getMessage() and free.artifact is None
 
 
 @pytest.fixture
