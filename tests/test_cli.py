@@ -701,6 +701,22 @@ def test_verify_help_says_consistency_is_exhaustive_for_small_tables(capsys):
     assert "on every entry of a table of at most 32 M entries, else sampled unless --exhaustive" in text
 
 
+def test_the_library_warning_of_a_table_without_a_stamp_has_the_prefix(art_dir, tmp_path,
+                                                                       capsys):
+    """The loader's warning (logger "pdbtool") reached stderr through Python's last resort,
+    the bare message: it is a line like the command's own, once, and only while it runs."""
+    import logging
+
+    table = tmp_path / "8-full.h5"  # a copy: no stamp of its own
+    shutil.copy(art_dir / "8-full.h5", table)
+    assert main(["solve", "--quiet", "--artifact", str(table), "1 2 3 4 5 6 7 0 8"]) == 0
+    err = capsys.readouterr().err
+    assert err == (f"pdbtool: warning: {table}: no valid verification stamp (new here, or "
+                   "copied, linked or touched since `pdbtool verify`): every check runs first, "
+                   f"seconds to minutes for a large table; `pdbtool verify {table}` stamps it\n")
+    assert logging.getLogger("pdbtool").handlers == []
+
+
 def test_warm_without_artifacts_uses_the_artifacts_directory_here(art_dir, tmp_path, monkeypatch,
                                                                   capsys):
     """As its help says: ./artifacts when --artifacts is not given (it crashed: the

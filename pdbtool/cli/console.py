@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import faulthandler
 import json
+import logging
 import os
 import resource
 import signal
@@ -239,6 +240,35 @@ class Parser(argparse.ArgumentParser):
         if "--json" in args:
             json_error(e.message, BadInput.exit_code, "")
         print(f"{e.line} (see {e.prog} --help)", file=sys.stderr, flush=True)
+
+
+class _Lines(logging.Handler):
+    """A log record as a line of the command's own: 'PROG: warning: ...' on stderr (the
+    one of the moment: tests swap it)."""
+
+    def __init__(self, prog: str):
+        super().__init__(logging.WARNING)
+        self.prog = prog
+
+    def emit(self, record):
+        try:
+            print(f"{self.prog}: {record.levelname.lower()}: {record.getMessage()}",
+                  file=sys.stderr, flush=True)
+        except Exception:
+            self.handleError(record)
+
+
+@contextlib.contextmanager
+def library_warnings(prog: str):
+    """While the block runs, the library's warnings (the logger ``prog``: a table without a
+    stamp, a file changed in use) are lines of the command's own (Python's last resort
+    printed the bare message)."""
+    logger, handler = logging.getLogger(prog), _Lines(prog)
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
 
 
 def report_error(prog: str, args, message: str, code: int, where: str = "") -> None:

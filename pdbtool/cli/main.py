@@ -20,8 +20,9 @@ from pdbtool.cli import PROG
 from pdbtool.cli.cluster import add_cluster_option, add_shipping_options, open_cluster
 from pdbtool.cli.console import (STDOUT_CLOSED, Parser, SearchReporter, arg_budget, arg_interval,
                                  arg_path, arg_processes, arg_seconds, arg_shape, arg_size,
-                                 arg_threads, batch_exit_code, emit, input_lines, no_boards,
-                                 plural, report_error, result_text, run, version_text)
+                                 arg_threads, batch_exit_code, emit, input_lines,
+                                 library_warnings, no_boards, plural, report_error,
+                                 result_text, run, version_text)
 from pdbtool.cli.tables import (cmd_build, cmd_info, cmd_list, cmd_pack, cmd_partitions,
                                 cmd_seal, cmd_unpack, cmd_verify, cmd_warm)
 from pdbtool.errors import EXIT_UNSOLVABLE, BadInput, PdbError
@@ -578,7 +579,8 @@ def main(argv=None) -> int:
     if sys.stdout is None:  # fd 1 closed: every command's result would vanish, exit 0
         report_error(PROG, args, STDOUT_CLOSED, 1)
         return 1
-    return run(PROG, args)
+    with library_warnings(PROG):
+        return run(PROG, args)
 
 
 if __name__ == "__main__":
