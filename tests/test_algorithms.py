@@ -251,6 +251,25 @@ def test_stop_and_budget_reach_every_search():
                              algorithm=Algorithm(name)).length == 31
 
 
+def test_a_timeout_says_it_was_the_deadline():
+    """A search its timeout (--timeout) stopped said 'search stopped (cancelled or
+    deadline)': it says the deadline and the timeout, on every search; a halt its reason."""
+    from pdbtool.kernels.ida import STOPPED
+
+    hard = korf100()[0][2]  # 57 moves: none of these answers it in 0.05 s
+    solver = Solver(table_free("manhattan", 4))
+    for name, threads in [("ida", 1), ("ida", 2), ("ida-tt", 1), ("astar", 1), ("rbfs", 1),
+                          ("wida", 1), ("sma", 1), ("frontier", 1), ("bidir", 1)]:
+        algorithm = Algorithm(name, weight=1.01 if name == "wida" else None)
+        with pytest.raises(LimitReached, match=r"deadline reached \(timeout 0.05 s\) after "
+                                               r"[\d,]+ nodes"):
+            solver.solve(hard, "blank-first", control=SearchControl(timeout=0.05),
+                         threads=threads, algorithm=algorithm)
+    control = SearchControl(timeout=60)
+    control.halt("table-changed")
+    assert control.why_stopped(STOPPED) == "search stopped (table-changed)"
+
+
 # -- any goal ------------------------------------------------------------------------------
 
 def goals8():

@@ -162,7 +162,7 @@ def test_budget_stop_flag_and_timeout_stop_the_search():
         solver.solve(hard, "blank-first", control=control)
     assert control.reason == "cancelled" and 0 < control.generated <= BACKSTOP
     control = SearchControl(timeout=0.2, budget=BACKSTOP)
-    with pytest.raises(LimitReached, match="stopped"):
+    with pytest.raises(LimitReached, match=r"deadline reached \(timeout 0.2 s\)"):
         solver.solve(hard, "blank-first", control=control)
     assert control.reason == "deadline" and 0 < control.generated <= BACKSTOP
 

@@ -51,7 +51,7 @@ BFS_MAX_SIDE = 3
 KEYED_MAX_SIDE = 5  # A* and IDA*+TT key a state in two words (kernels.state_key)
 KEYED = ("astar", "ida-tt", "sma", "frontier", "bidir")  # boards of up to KEY_MAX_CELLS cells
 RECTANGLES = ("ida", "wida", "rbfs", "greedy", *KEYED)  # serve boards that are not square
-LIMIT_REASONS = {STOPPED: "search stopped (cancelled or deadline)", BUDGET: "node budget exhausted"}
+LIMIT_REASONS = {STOPPED: "search stopped", BUDGET: "node budget exhausted"}  # see why_stopped
 
 
 @dataclass(frozen=True)
@@ -191,8 +191,8 @@ def search_with(solver, prepared, control, *, algorithm: Algorithm, threads: int
     return r
 
 
-def _limit(status, name, generated, seconds):
-    raise LimitReached(f"{name}: {LIMIT_REASONS.get(status, 'search limit reached')} after "
+def _limit(status, name, generated, seconds, control):
+    raise LimitReached(f"{name}: {control.why_stopped(status)} after "
                        f"{generated:,} nodes ({seconds:.3f} s)")
 
 
@@ -231,7 +231,7 @@ def _ida_tt(solver, prepared, algorithm, control):
         path, bounds, nodes, no_events(), Extras(gw, hw, depth, tt, bits, per), -1)
     seconds = time.perf_counter() - t0
     if status != FOUND:
-        _limit(status, algorithm.name, generated, seconds)
+        _limit(status, algorithm.name, generated, seconds, control)
     # the kernel's bounds are on gw x (g + W x h), W = hw / gw: in moves, rounded down
     iterations = [{"bound": int(bounds[i]) // gw, "nodes": int(nodes[i])}
                   for i in range(min(iters, len(bounds)))]
@@ -308,7 +308,7 @@ def _astar(solver, prepared, algorithm, control):
                            f"{int(expanded):,} expansions, {seconds:.3f} s; raise the memory limit "
                            "or use ida", limit="memory")
     if status != FOUND:
-        _limit(status, "astar", generated, seconds)
+        _limit(status, "astar", generated, seconds, control)
     out = np.zeros(MAX_DEPTH + 1, np.int64)
     length = trace(keys, parent, goal, n, bits, per, root.board.copy(), root.pos.copy(), out)
     r = solver.result(prepared, out[:length], expanded, generated, seconds, h0, [],
@@ -330,7 +330,7 @@ def _rbfs(solver, prepared, algorithm, control):
         control.kernel_budget, control.stop, control.counters, path)
     seconds = time.perf_counter() - t0
     if status != FOUND:
-        _limit(status, "rbfs", generated, seconds)
+        _limit(status, "rbfs", generated, seconds, control)
     memory = root.rows.nbytes + (MAX_DEPTH + 2) * 8 * 18
     return solver.result(prepared, path[:length], expanded, generated, seconds, root.h, [],
                          algorithm="rbfs", peak_memory=memory)
@@ -353,7 +353,7 @@ def _bfs(solver, prepared, algorithm, control):
                                                control.kernel_budget)
     seconds = time.perf_counter() - t0
     if status != FOUND:
-        _limit(status, "bfs", generated, seconds)
+        _limit(status, "bfs", generated, seconds, control)
     out = np.zeros(int(dist[target]) + 1, np.int64)
     length = trace(target, parent, n, fact, out)
     memory = dist.nbytes + parent.nbytes + queue.nbytes

@@ -60,11 +60,11 @@ class Iterations(NamedTuple):
 
 
 def limit_reached(status: int, generated: int, seconds: float, iterations: list,
-                  h0: int) -> LimitReached:
+                  h0: int, control: SearchControl) -> LimitReached:
     """The error of a search that ended without an answer (status STOPPED or BUDGET):
-    why, the nodes, the time and the last bound searched."""
+    why (``control.why_stopped``), the nodes, the time and the last bound searched."""
     last = iterations[-1]["bound"] if iterations else h0
-    return LimitReached(f"{LIMIT_REASONS.get(status, 'search limit reached')} after "
+    return LimitReached(f"{control.why_stopped(status)} after "
                         f"{generated:,} nodes ({seconds:.3f} s, last bound {last})")
 
 
@@ -158,6 +158,16 @@ class SearchControl:
     def kernel_budget(self) -> int:
         """The budget as the kernels take it: -1 for none."""
         return -1 if self.budget is None else int(self.budget)
+
+    def why_stopped(self, status: int) -> str:
+        """Why a search under this control ended without an answer (a kernel's STOPPED or
+        BUDGET), in a few words: the timeout when it halted the search, else the reason
+        given to ``halt`` (it said "cancelled or deadline" whatever the reason)."""
+        if status != STOPPED:
+            return LIMIT_REASONS.get(status, "search limit reached")
+        if self.reason is not None and self.reason == self.timeout_reason and self.timeout:
+            return f"deadline reached (timeout {self.timeout:g} s)"
+        return f"search stopped ({self.reason})" if self.reason else "search stopped"
 
     def timer(self) -> alarms.Alarm | None:
         """A set alarm that halts the search after ``timeout`` seconds, or None."""

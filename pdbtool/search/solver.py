@@ -220,7 +220,8 @@ class Solver:
         run = self.iterate(root, bf.index(0), control, events=events)
         seconds = time.perf_counter() - t0
         if run.status != FOUND:
-            raise limit_reached(run.status, run.generated, seconds, run.iterations, root.h)
+            raise limit_reached(run.status, run.generated, seconds, run.iterations, root.h,
+                                control)
         return self.result(prepared, run.path, run.expanded, run.generated, seconds, root.h,
                            run.iterations, peak_memory=self.search_memory(root))
 

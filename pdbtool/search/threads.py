@@ -89,7 +89,7 @@ def search_bounds(solver: Solver, prepared: PreparedBoard, control: SearchContro
                                  peak_memory=searches * solver.search_memory(root))
         if status != NOT_FOUND or stop[0]:
             raise limit_reached(STOPPED if status == NOT_FOUND else status, generated,
-                                time.perf_counter() - t0, iterations, root.h)
+                                time.perf_counter() - t0, iterations, root.h, control)
         if bound >= INF:
             raise LimitReached("no solution below the depth limit")
         if bound > MAX_DEPTH:
