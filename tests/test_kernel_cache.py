@@ -271,3 +271,19 @@ def test_a_first_compile_under_a_tight_ulimit_is_warned_of(monkeypatch, capsys):
     assert err[0].startswith("pdbtool: compiling the search kernels")
     assert err[1].startswith("pdbtool: warning: this process may take 600 MiB (ulimit -v)")
     assert "'LLVM ERROR: out of memory'" in err[1]
+
+
+def test_another_install_s_marks_do_not_say_this_one_compiled(monkeypatch, tmp_path):
+    """Two installs of the same kernels sharing one cache (one NUMBA_CACHE_DIR): numba keeps
+    their kernels apart, but the first install's marks told the second its kernels were
+    compiled, and its first solve compiled them unannounced."""
+    from pdbtool.kernels.heuristic import PdbArrays
+    from pdbtool.search import warm
+
+    monkeypatch.setattr(warm, "CACHE_DIR", tmp_path)
+    monkeypatch.setattr(warm, "PACKAGE", Path("/one/venv/site-packages/pdbtool/kernels"))
+    warm.mark_ready(PdbArrays, "serial")
+    assert warm.ready(PdbArrays, "serial")
+    monkeypatch.setattr(warm, "PACKAGE", Path("/a/checkout/pdbtool/kernels"))
+    assert not warm.ready(PdbArrays, "serial")
+    assert warm.pending(PdbArrays, ["serial"]) > 0

@@ -18,6 +18,7 @@ can say beforehand that a compile is coming (``pending``).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import signal
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import IO, NamedTuple
 
 from pdbtool.kernels import CACHE_DIR
+from pdbtool.kernels.cache import PACKAGE
 from pdbtool.kernels import heuristic as hk
 from pdbtool.progress import fmt_bytes
 
@@ -70,7 +72,13 @@ def tight_for_compiling() -> str | None:
 
 
 def _mark(cls: type, part: str) -> Path:
-    return CACHE_DIR / "ready" / f"{cls.__name__}-{part}"
+    """The file that says ``part`` was compiled for ``cls`` by this install: numba keeps
+    each install's kernels apart (under the cache, a directory per source path), so two
+    installs of the same kernels sharing a cache (one NUMBA_CACHE_DIR) each compile once,
+    and each has its marks (one install's marks made the other's first solve compile
+    unannounced)."""
+    install = hashlib.blake2b(str(PACKAGE).encode(), digest_size=6).hexdigest()
+    return CACHE_DIR / "ready" / install / f"{cls.__name__}-{part}"
 
 
 def ready(cls: type, part: str) -> bool:
