@@ -170,10 +170,15 @@ def test_auto_is_probed_as_an_address_is(no_ray_yet, monkeypatch, tmp_path):
     `ray start --head` in Ray's temp directory) takes a TCP connection before Ray is asked
     anything, as an address given does; it was not probed, and a head that was away hung
     the command (Ray retries for minutes) or, lost later, was asked again."""
+    import ray._private.services as services
+
     from pdbtool.cluster.driver import Cluster
     from pdbtool.cluster.messages import ClusterError
     from reference import free_port
 
+    # Ray looks for a head running on this machine before its address file: the session's
+    # Ray of the other cluster tests (or any other) would be found instead.
+    monkeypatch.setattr(services, "find_gcs_addresses", set)
     port = free_port()  # nothing listens: refused at once
     monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
     with pytest.raises(ClusterError, match=rf"cannot reach the Ray cluster at 127.0.0.1:{port} "
