@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import math
-import os
+import queue
 import threading
 import time
 from typing import TYPE_CHECKING, NamedTuple
@@ -174,11 +174,13 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
             finished, before.seconds + time.monotonic() - before.at))
 
     def parallel_iteration(bound, left) -> IterationOutcome:
-        nonlocal tasks, resume
+        nonlocal tasks, resume, crew
         if not roots:
             solver.compile_kernels(shared=True)  # if the search did not ask for them first
             roots.extend(solver.root(bf) for _ in range(threads))
             tasks = Tasks.below(solver, blank, min(split, bound))
+            if threads > 1 or (keeper and keeper.watching):
+                crew = Crew(threads)
         claims[0] = 0
         tasks.results.fill(-1)
         if resume:  # the saved bound: its finished tasks are not searched again
@@ -195,7 +197,7 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
         budget = left if left < 0 else left // threads
         watched = keeper is not None and keeper.watching  # saved here while others search
         polled = watched or (not live and int(counters[GENERATED]) >= POLLED_AFTER)
-        futures = [pool.submit(share, k, bound, budget) for k in range(0 if polled else 1, threads)]
+        futures = [crew.submit(share, k, bound, budget) for k in range(0 if polled else 1, threads)]
         shares = [] if polled else [share(0, bound, budget)]
         if polled:
             try:
@@ -230,9 +232,13 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
         before = Counted(expanded, generated, list(iterations), seconds, time.monotonic())
 
     # on Ctrl-C, Solver.search halts the control: the threads stop
-    pool = _pool(threads) if threads > 1 or (keeper and keeper.watching) else None
-    return search_bounds(solver, prepared, control, threads, serial, parallel_iteration,
-                         serial_below, resume=resume, begin=begin)
+    crew = None  # the search's threads (Crew), started at its first shared iteration
+    try:
+        return search_bounds(solver, prepared, control, threads, serial, parallel_iteration,
+                             serial_below, resume=resume, begin=begin)
+    finally:
+        if crew:
+            crew.close()
 
 
 class Counted(NamedTuple):
@@ -253,15 +259,33 @@ def split_depth(side: int, threads: int) -> int:
     return max(1, math.ceil(math.log(SHARED_PER_THREAD * threads) / math.log(branching)))
 
 
-_POOLS: dict[int, cf.ThreadPoolExecutor] = {}
-_POOLS_LOCK = threading.Lock()
-os.register_at_fork(after_in_child=_POOLS.clear)  # a child has none of the parent's threads
+class Crew:
+    """A search's own search threads, started at its first shared iteration and told to end
+    with it: independent searches never queue behind one another's (a halt or a deadline
+    ends each within the kernels' poll). Daemon threads, like the caller's own: a search on
+    an app's daemon thread never holds the process's exit."""
 
+    def __init__(self, size: int):
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._size = size
+        for k in range(size):
+            threading.Thread(target=self._work, name=f"pdbtool-share-{k}", daemon=True).start()
 
-def _pool(threads: int) -> cf.ThreadPoolExecutor:
-    """The process's pool of ``threads`` search threads (made once: starting threads for
-    each search cost more than a small iteration)."""
-    with _POOLS_LOCK:
-        if threads not in _POOLS:
-            _POOLS[threads] = cf.ThreadPoolExecutor(threads, thread_name_prefix="pdbtool-share")
-        return _POOLS[threads]
+    def submit(self, fn, *args) -> cf.Future:
+        future: cf.Future = cf.Future()
+        self._jobs.put((future, fn, args))
+        return future
+
+    def close(self) -> None:
+        """The threads end once they finished the jobs given them."""
+        for _ in range(self._size):
+            self._jobs.put(None)
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            future, fn, args = job
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(*args))
+                except BaseException as e:  # the caller's f.result() raises it
+                    future.set_exception(e)

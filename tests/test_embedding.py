@@ -1,0 +1,117 @@
+"""What an app embedding the library relies on: searches on its threads independent of one
+another, its process's exit never held by a search."""
+
+import os
+import random
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from pdbtool import puzzle
+from pdbtool.errors import LimitReached
+from pdbtool.heuristics.table_free import table_free
+from pdbtool.search import threads as search_threads
+from pdbtool.search.checkpoint import Checkpointing
+from pdbtool.search.control import SearchControl
+from pdbtool.search.solver import Solver
+from reference import ROOT
+from serving import HARD
+
+
+def held(solver: Solver):
+    """Make ``solver``'s shared iterations wait, each thread's share on entering it, until
+    ``release`` is set; ``entered`` counts the shares waiting."""
+    solver.compile_kernels()  # which calls it
+    entered, release = threading.Semaphore(0), threading.Event()
+    search_tasks = solver.search_tasks
+
+    def waiting(*args):
+        entered.release()
+        release.wait()
+        return search_tasks(*args)
+
+    solver.search_tasks = waiting
+    return entered, release
+
+
+@pytest.mark.parametrize("threads, checkpointed", [(2, False), (1, True)])
+@pytest.mark.parametrize("ending", ["answer", "halt"])
+def test_a_search_never_waits_for_another_searchs_threads(monkeypatch, tmp_path, threads,
+                                                           checkpointed, ending):
+    """Every thread of one search is held inside its shared iteration (as a long search's
+    are, for hours on a hard board); another search, on its own thread, still ends: with its
+    answer, or at once once halted mid-iteration. One checkpointed thread searches apart from
+    its caller too. (All shared iterations hand off: POLLED_AFTER 0, a long search's case.)"""
+    monkeypatch.setattr(search_threads, "POLLED_AFTER", 0)
+
+    def control(name):
+        return SearchControl(checkpoint=Checkpointing(tmp_path / name) if checkpointed else None)
+
+    busy, busy_control = Solver(table_free("manhattan", 4)), control("busy.json")
+    entered, release = held(busy)
+    long = threading.Thread(target=pytest.raises, args=(LimitReached, busy.solve, HARD,
+                                                       "blank-first", busy_control),
+                            kwargs=dict(threads=threads))
+    long.start()
+    try:
+        for _ in range(threads):
+            assert entered.acquire(timeout=120)  # every one of its threads is held
+        other, other_control = Solver(table_free("manhattan", 4)), control("other.json")
+        board = puzzle.random_walk(4, 50, "blank-first", random.Random(3))
+        if ending == "halt":
+            other.compile_kernels()
+            board, search_tasks = HARD, other.search_tasks
+            other.search_tasks = lambda *a: (other_control.halt(), search_tasks(*a))[1]
+        outcome = []
+
+        def run():
+            try:
+                outcome.append(other.solve(board, "blank-first", other_control,
+                                           threads=threads))
+            except LimitReached as e:
+                outcome.append(e)
+
+        searching = threading.Thread(target=run, daemon=True)
+        searching.start()
+        searching.join(60)  # seconds to spare: it ends in milliseconds, or never before
+        assert outcome, "the search waited for the other search's threads"
+        if ending == "halt":
+            assert isinstance(outcome[0], LimitReached) and "stopped" in str(outcome[0])
+        else:
+            alone = Solver(table_free("manhattan", 4)).solve(board, "blank-first")
+            assert outcome[0].length == alone.length
+            assert alone.iterations[-2]["nodes"] > search_threads.SHARE_BELOW  # the last shared
+    finally:
+        busy_control.halt()
+        release.set()
+        long.join()
+
+
+def test_a_search_on_a_daemon_thread_never_holds_the_exit():
+    """The process ends at the end of its main thread while an app's daemon thread searches
+    on two threads, as it does with one: the search's threads are daemon threads too. (Here
+    they are held in their iteration forever: a pool's thread would hold the exit as long.)"""
+    code = f"""if True:
+        import threading
+        from pdbtool.heuristics.table_free import table_free
+        from pdbtool.search.solver import Solver
+
+        solver = Solver(table_free("manhattan", 4))
+        solver.compile_kernels()
+        entered = threading.Semaphore(0)
+
+        def forever(*args):
+            entered.release()
+            threading.Event().wait()
+
+        solver.search_tasks = forever
+        threading.Thread(target=solver.solve, args=({HARD!r}, "blank-first"), kwargs=dict(threads=2),
+                         daemon=True).start()
+        assert entered.acquire(timeout=60) and entered.acquire(timeout=60)  # both searching
+        print("main ends", flush=True)
+        """
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.returncode == 0 and p.stdout == "main ends\n", p.stderr[-2000:]
