@@ -87,6 +87,19 @@ def test_a_board_has_its_shape():
     assert puzzle.check_goal("1 2 0, 3 4 5", Shape(2, 3)) == "1,2,0,3,4,5"
 
 
+def test_a_rectangles_solver_takes_its_board_as_text():
+    """As a square's does: the tiles are counted, not the text's characters (a 3x4 solver
+    refused its own board, "12 tiles is not a square board"), and a goal as text too."""
+    solver = Solver(table_free("manhattan", (3, 4)))
+    board = [7, 11, 0, 8, 5, 6, 3, 10, 4, 1, 9, 2]
+    text = "7 11 0 8, 5 6 3 10, 4 1 9 2"
+    prepared = solver.prepare(text, "1 2 3 4 5 6 7 8 9 10 11 0")
+    assert prepared.image == solver.prepare(board).image and prepared.board == tuple(board)
+    assert solver.solve(text).length == solver.solve(board).length
+    with pytest.raises(BadInput, match="3x3 .*serves 3x4"):
+        solver.prepare("1 2 3 4 5 6 7 8 0")
+
+
 @pytest.mark.parametrize("shape", [(2, 3), (3, 4), (4, 5), (2, 6)])
 def test_geometry_of_a_rectangle(shape):
     rows, cols = shape

@@ -59,6 +59,8 @@ class Solver:
         if not isinstance(board, (str, Sequence)):
             raise BadInput(f"a board is a sequence of whole numbers or its text, not "
                            f"{board!r:.60}")
+        if isinstance(board, str):  # its tiles first: their count, not the text's length,
+            board = puzzle.numbers(board)  # says whether it is this solver's shape
         shape = self.shape if len(board) == self.shape.cells else None
         board = puzzle.validate(board, shape)
         goal = puzzle.check_goal(goal, shape)
