@@ -115,3 +115,17 @@ def test_a_search_on_a_daemon_thread_never_holds_the_exit():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert p.returncode == 0 and p.stdout == "main ends\n", p.stderr[-2000:]
+
+
+def test_controls_and_heuristics_are_compared_by_identity():
+    """An app keeps its running searches' controls in a set or a list: each equals itself
+    only (their == compared numpy arrays: 'truth value of an array is ambiguous')."""
+    a, b = SearchControl(), SearchControl()
+    running = {a, b}
+    running.discard(a)
+    assert running == {b} and a != b and a == a and a not in [b]
+    listed = [b, a]
+    listed.remove(a)
+    assert listed == [b]
+    h, same = table_free("manhattan", 4), table_free("manhattan", 4)
+    assert len({h, same}) == 2 and h != same and Solver(h).heuristic == h

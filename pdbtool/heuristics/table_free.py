@@ -35,7 +35,7 @@ WALKING_MAX_CELLS = 16  # the fallback without tables (selection) takes it up to
 LARGE_MAX_SIDE = 20  # Hamming and Manhattan tables (the constructive solver's check)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # equal to itself only (its arrays), hashable
 class Heuristic:
     name: str
     shape: Shape  # the boards it serves

@@ -95,7 +95,7 @@ class Earlier(NamedTuple):
     seconds: float
 
 
-@dataclass
+@dataclass(eq=False)  # one search's: equal to itself only, hashable (an app's set of them)
 class SearchControl:
     """What a caller shares with a running search.
 
