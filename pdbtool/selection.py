@@ -14,6 +14,7 @@ answer carries.
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,7 +135,8 @@ def fallback(shape, why: str) -> Heuristic:
 class Solvers:
     """One Solver per board shape (a Shape, or a square's side), chosen once: ``heuristic`` (table-free, by name), else
     ``artifact`` (one file), else the strongest table in ``directory`` (default
-    ./artifacts when it exists), else the announced fallback."""
+    ./artifacts when it exists), else the announced fallback. Safe to share across threads:
+    threads asking for a shape at once wait for its one load."""
 
     def __init__(self, *, heuristic: str | None = None, artifact_path=None, directory=None,
                  reflect: bool = True, prune: bool = True, tables: TableSet | None = None):
@@ -149,21 +151,25 @@ class Solvers:
         # its transpose: a rectangle's file serves both)
         self._solvers: dict = {}
         self._refused: dict = {}  # shape -> the PdbError its table was refused with
+        self._lock = threading.RLock()  # around choosing a Solver (and loading its table)
 
     def for_side(self, shape) -> Solver:
         """The Solver of boards of ``shape`` (a Shape, or a square's side) towards a corner.
         A table refused (damaged, unreadable) is refused again for the shape's later boards,
         as it was the first time, without every check run again (a batch's lines)."""
         shape = as_shape(shape)
-        if shape in self._refused:
-            raise self._refused[shape].with_traceback(None)
-        if shape not in self._solvers:
-            try:
-                self._solvers[shape] = Solver(self._choose(shape), prune=self.prune)
-            except PdbError as e:
-                self._refused[shape] = e
-                raise
-        return self._solvers[shape]
+        if (solver := self._solvers.get(shape)) is not None:
+            return solver
+        with self._lock:  # one load of a table, however many threads ask for it at once
+            if shape in self._refused:
+                raise self._refused[shape].with_traceback(None)
+            if shape not in self._solvers:
+                try:
+                    self._solvers[shape] = Solver(self._choose(shape), prune=self.prune)
+                except PdbError as e:
+                    self._refused[shape] = e
+                    raise
+            return self._solvers[shape]
 
     def for_goal(self, shape, goal="blank-last", algorithm=None) -> Solver:
         """The Solver for boards of this shape towards ``goal``. A goal with the blank in a
@@ -173,24 +179,27 @@ class Solvers:
         search: it gets Hamming (which goes to 20x20), for the answer's check."""
         shape = as_shape(shape)
         gb = puzzle.frame(shape, goal).goal_blank
-        if getattr(algorithm, "name", algorithm) == "greedy":
-            key = ("greedy", shape, gb)
+        with self._lock:
+            if getattr(algorithm, "name", algorithm) == "greedy":
+                key = ("greedy", shape, gb)
+                if key not in self._solvers:
+                    self._solvers[key] = Solver(table_free("hamming", shape, gb),
+                                                prune=self.prune)
+                return self._solvers[key]
+            if gb == 0:
+                return self.for_side(shape)
+            key = (shape, gb)
             if key not in self._solvers:
-                self._solvers[key] = Solver(table_free("hamming", shape, gb), prune=self.prune)
+                if self.heuristic:
+                    h = table_free(self.heuristic, shape, gb)
+                else:
+                    h = dataclasses.replace(
+                        table_free("manhattan", shape, gb),
+                        note="the goal's blank is not in a corner, and the tables (and linear "
+                             "conflict, walking distance) measure towards a corner blank: fell "
+                             "back to manhattan")
+                self._solvers[key] = Solver(h, prune=self.prune)
             return self._solvers[key]
-        if gb == 0:
-            return self.for_side(shape)
-        key = (shape, gb)
-        if key not in self._solvers:
-            if self.heuristic:
-                h = table_free(self.heuristic, shape, gb)
-            else:
-                h = dataclasses.replace(
-                    table_free("manhattan", shape, gb),
-                    note="the goal's blank is not in a corner, and the tables (and linear conflict, "
-                         "walking distance) measure towards a corner blank: fell back to manhattan")
-            self._solvers[key] = Solver(h, prune=self.prune)
-        return self._solvers[key]
 
     def _choose(self, shape: Shape) -> Heuristic:
         if self.heuristic:

@@ -16,6 +16,7 @@ from pdbtool.search import threads as search_threads
 from pdbtool.search.checkpoint import Checkpointing
 from pdbtool.search.control import SearchControl
 from pdbtool.search.solver import Solver
+from pdbtool.selection import Solvers
 from reference import ROOT
 from serving import HARD
 
@@ -107,8 +108,8 @@ def test_a_search_on_a_daemon_thread_never_holds_the_exit():
             threading.Event().wait()
 
         solver.search_tasks = forever
-        threading.Thread(target=solver.solve, args=({HARD!r}, "blank-first"), kwargs=dict(threads=2),
-                         daemon=True).start()
+        threading.Thread(target=solver.solve, args=({HARD!r}, "blank-first"),
+                         kwargs=dict(threads=2), daemon=True).start()
         assert entered.acquire(timeout=60) and entered.acquire(timeout=60)  # both searching
         print("main ends", flush=True)
         """
@@ -129,3 +130,26 @@ def test_controls_and_heuristics_are_compared_by_identity():
     assert listed == [b]
     h, same = table_free("manhattan", 4), table_free("manhattan", 4)
     assert len({h, same}) == 2 and h != same and Solver(h).heuristic == h
+
+
+def test_solvers_chooses_a_shapes_solver_once_for_threads_asking_at_once(monkeypatch):
+    """Four threads ask a Solvers for the same shape at once: one choice (one load of its
+    table), one Solver for all. The first choice waits for the others to begin theirs (up
+    to 2 s: with the lock none can, and it goes on alone)."""
+    choose, together = Solvers._choose, threading.Barrier(4, timeout=2)
+
+    def waiting(self, shape):
+        try:
+            together.wait()
+        except threading.BrokenBarrierError:
+            pass
+        return choose(self, shape)
+
+    monkeypatch.setattr(Solvers, "_choose", waiting)
+    solvers, got = Solvers(heuristic="manhattan"), []
+    asking = [threading.Thread(target=lambda: got.append(solvers.for_side(4))) for _ in range(4)]
+    for t in asking:
+        t.start()
+    for t in asking:
+        t.join()
+    assert len(got) == 4 and len({id(s) for s in got}) == 1
