@@ -1,6 +1,7 @@
 """What an app embedding the library relies on: searches on its threads independent of one
 another, its process's exit never held by a search."""
 
+import gc
 import os
 import random
 import subprocess
@@ -12,6 +13,7 @@ import pytest
 from pdbtool import puzzle
 from pdbtool.errors import LimitReached
 from pdbtool.heuristics.table_free import table_free
+from pdbtool.loading import load_heuristic
 from pdbtool.search import threads as search_threads
 from pdbtool.search.checkpoint import Checkpointing
 from pdbtool.search.control import SearchControl
@@ -153,3 +155,25 @@ def test_solvers_chooses_a_shapes_solver_once_for_threads_asking_at_once(monkeyp
     for t in asking:
         t.join()
     assert len(got) == 4 and len({id(s) for s in got}) == 1
+
+
+def held_open(path) -> tuple[int, int]:
+    """This process's descriptors and mappings of the file ``path``."""
+    path = os.path.realpath(path)
+    fds = sum(os.path.realpath(f"/proc/self/fd/{fd}") == path for fd in os.listdir("/proc/self/fd"))
+    with open("/proc/self/maps") as maps:
+        return fds, sum(line.rstrip().endswith(path) for line in maps)
+
+
+def test_a_table_the_app_drops_is_closed_and_unmapped(served_dir):
+    """Loaded on the main thread (leased), solved with, dropped: its file is closed and
+    unmapped, as one loaded on another thread always was (the lease registry kept every
+    loaded file open and mapped for good: a rolled-out file's disk space never freed)."""
+    path = served_dir / "8-full.h5"
+    heuristic = load_heuristic(path)
+    assert heuristic.source.unleased is None
+    assert Solver(heuristic).solve("8 6 7 2 5 4 3 0 1").length == 31
+    assert all(held_open(path))
+    del heuristic
+    gc.collect()
+    assert held_open(path) == (0, 0)

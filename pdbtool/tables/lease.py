@@ -11,7 +11,9 @@ gives the lease up or /proc/sys/fs/lease-break-time (45 s by default) runs out.
 ``hold(fd, urgent, later)`` takes the lease. When it is broken, the signal handler (on the
 main thread) runs ``urgent()`` (it must take no lock: e.g. replace the mapping with zero
 pages, mark the table changed), gives the lease up so the writer goes on, and hands
-``later()`` (halting searches, logging) to a watcher thread.
+``later()`` (halting searches, logging) to a watcher thread. Both are bound methods, held
+weakly: a lease never keeps their object (trust.Pinned) alive, so a table the app dropped is
+closed and unmapped by its finalizer, its lease given up with it.
 
 Limits: Linux only; the file must be owned by this user (or the process needs CAP_LEASE),
 on a local file system, not open for writing anywhere; the first lease is taken on the main
@@ -29,6 +31,7 @@ import logging
 import os
 import signal
 import threading
+import weakref
 from typing import Callable, NamedTuple
 
 log = logging.getLogger("pdbtool")
@@ -39,18 +42,20 @@ _RDLCK, _UNLCK = getattr(fcntl, "F_RDLCK", 0), getattr(fcntl, "F_UNLCK", 2)
 
 
 class _Held(NamedTuple):
-    urgent: Callable[[], None]
-    later: Callable[[], None]
+    urgent: weakref.WeakMethod  # of Callable[[], None]
+    later: weakref.WeakMethod
 
 
 _held: dict[int, _Held] = {}  # fd -> what to do when its lease is broken
-_pending: list[Callable[[], None]] = []  # later() calls for the watcher thread
+_pending: list[weakref.WeakMethod] = []  # later() calls for the watcher thread
 _wake = threading.Event()
 _installed = False
 
 
 def hold(fd: int, urgent: Callable[[], None], later: Callable[[], None]) -> str | None:
-    """Take a read lease on ``fd`` (opened read-only). None when held; else why not."""
+    """Take a read lease on ``fd`` (opened read-only). None when held; else why not.
+    ``urgent`` and ``later`` are bound methods, held weakly (their object releases the
+    lease when it closes ``fd``: ``release``)."""
     if F_SETLEASE is None:
         return "file leases are a Linux feature"
     problem = _install()
@@ -69,7 +74,7 @@ def hold(fd: int, urgent: Callable[[], None], later: Callable[[], None]) -> str 
             "EAGAIN": "the file is open for writing somewhere",
             "EINVAL": "its file system does not support leases",
         }.get(_errname(e), os.strerror(e.errno or 0))
-    _held[fd] = _Held(urgent, later)
+    _held[fd] = _Held(weakref.WeakMethod(urgent), weakref.WeakMethod(later))
     # A break that began before the line above found no entry in the handler (lost: the
     # writer waited out the lease-break time, the mapping kept): look now.
     if _lease_of(fd) != _RDLCK and _break(fd):
@@ -92,7 +97,8 @@ def _break(fd: int) -> bool:
     if held is None:
         return False
     try:
-        held.urgent()
+        if (urgent := held.urgent()) is not None:  # (else its object is gone, closing fd)
+            urgent()
     finally:
         with contextlib.suppress(OSError):
             fcntl.fcntl(fd, F_SETLEASE, _UNLCK)
@@ -143,6 +149,7 @@ def _watch() -> None:
         _wake.clear()
         while _pending:
             try:
-                _pending.pop(0)()
+                if (later := _pending.pop(0)()) is not None:
+                    later()
             except Exception:  # a listener's bug must not end the watching
                 log.exception("after a table file's lease was broken")
