@@ -4,6 +4,7 @@ another, its process's exit never held by a search."""
 import gc
 import os
 import random
+import signal
 import subprocess
 import sys
 import threading
@@ -177,3 +178,28 @@ def test_a_table_the_app_drops_is_closed_and_unmapped(served_dir):
     del heuristic
     gc.collect()
     assert held_open(path) == (0, 0)
+
+
+def test_an_apps_own_ctrl_c_handler_runs_once_and_the_search_goes_on():
+    """An app with its own SIGINT handler (one that counts presses, say) searches on its main
+    thread; Ctrl-C comes during the search (raised as its shared iterations begin). The
+    handler decides: it runs once, and the search goes on, here to its budget. (pdbtool
+    halted the search, then raised the signal again: the handler ran twice.)"""
+    solver = Solver(table_free("manhattan", 4))
+    solver.compile_kernels()
+    presses, search_tasks = [], solver.search_tasks
+
+    def pressed(*args):
+        if not presses:
+            signal.raise_signal(signal.SIGINT)
+        return search_tasks(*args)
+
+    solver.search_tasks = pressed
+    control = SearchControl(budget=20_000_000)  # about a second here
+    previous = signal.signal(signal.SIGINT, lambda *_: presses.append(True))
+    try:
+        with pytest.raises(LimitReached, match="budget"):
+            solver.solve(HARD, "blank-first", control)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert presses == [True] and not control.halted

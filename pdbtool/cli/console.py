@@ -23,6 +23,7 @@ from pdbtool import limits, puzzle
 from pdbtool.errors import EXIT_INTERRUPTED, BadInput, PdbError
 from pdbtool.geometry import Shape
 from pdbtool.progress import LOG_EVERY, fmt_bytes, fmt_seconds
+from pdbtool.search.interrupts import raising
 
 EXIT_TERMINATED = 143  # 128 + SIGTERM
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what `cmd | head` gives for any tool that head cut off
@@ -34,6 +35,7 @@ class Terminated(BaseException):
     """SIGTERM, raised like Ctrl-C so that cleanups (half-written files) run."""
 
 
+@raising  # a search on the main thread is halted for it
 def _terminate(signum, frame):
     raise Terminated
 
@@ -41,6 +43,7 @@ def _terminate(signum, frame):
 _TERMINATED = threading.Event()  # set by terminate_as_interrupt
 
 
+@raising
 def terminate_as_interrupt(signum, frame):
     """SIGTERM where a library copes with Ctrl-C only: Ray's waits turn any exception
     but KeyboardInterrupt raised from a signal handler into a SystemError with a stack

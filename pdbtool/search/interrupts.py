@@ -9,6 +9,11 @@ halts the main thread's search: the kernel returns within about a millisecond, a
 Python handler then raises as usual. Should that exception be lost on the way (code the
 search calls, a cluster client, may catch it), the search still ends, halted, and the
 signal is raised again once it has: Ctrl-C always ends the command as Ctrl-C does.
+
+Only a signal whose Python handler raises to end what runs (``RAISING``: Python's
+KeyboardInterrupt, pdbtool's SIGTERM handlers, ``raising``) halts the search: an app's own
+handler decides for itself, runs once, when the kernel returns (as with an asyncio loop's
+wakeup fd), and its signal is never raised again.
 """
 
 from __future__ import annotations
@@ -19,6 +24,14 @@ import socket
 import threading
 
 HALTING = frozenset({signal.SIGINT, signal.SIGTERM})
+RAISING = {signal.default_int_handler}  # handlers whose signal halts the search first
+
+
+def raising(handler):
+    """Add ``handler`` (a signal handler that raises, ending what runs) to RAISING: its
+    signal halts a search on the main thread. Returns it."""
+    RAISING.add(handler)
+    return handler
 
 
 class MainThreadSearches:
@@ -72,7 +85,8 @@ class MainThreadSearches:
 
     def _watch(self, reader: socket.socket) -> None:
         while data := reader.recv(64):
-            signums = HALTING.intersection(data)
+            signums = {s for s in HALTING.intersection(data)
+                       if signal.getsignal(s) in RAISING}  # an app's own handler decides
             if signums:
                 with self._lock:
                     controls = list(self._active.values())
