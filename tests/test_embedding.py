@@ -203,3 +203,37 @@ def test_an_apps_own_ctrl_c_handler_runs_once_and_the_search_goes_on():
     finally:
         signal.signal(signal.SIGINT, previous)
     assert presses == [True] and not control.halted
+
+
+def test_a_forked_childs_ctrl_c_halts_its_searches_not_its_parents():
+    """Fork while a search runs on the main thread (held open here: the searches' halting
+    context, as in a search): in the child, Ctrl-C halts the child's search, and the
+    parent's is left alone. (They shared the wakeup socket: the child's signal went to the
+    parent's watcher, halting the parent's search and never the child's.)"""
+    code = """if True:
+        import os, signal, sys, time
+        from pdbtool.search.control import SearchControl
+        from pdbtool.search.interrupts import MAIN_THREAD_SEARCHES
+
+        parents = SearchControl()
+        with MAIN_THREAD_SEARCHES.halting(parents):
+            pid = os.fork()
+            if pid == 0:
+                childs = SearchControl()
+                with MAIN_THREAD_SEARCHES.halting(childs):
+                    signalled, end = False, time.monotonic() + 60
+                    while not childs.halted and time.monotonic() < end:
+                        try:  # (its KeyboardInterrupt dropped: the halt is what counts)
+                            if not signalled:
+                                signalled = True
+                                os.kill(os.getpid(), signal.SIGINT)
+                            time.sleep(0.01)
+                        except KeyboardInterrupt:
+                            pass
+                os._exit(0 if childs.halted else 3)
+            _, status = os.waitpid(pid, 0)
+            print(os.waitstatus_to_exitcode(status), parents.halted)
+        """
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.stdout == "0 False\n", p.stdout + p.stderr[-2000:]

@@ -19,6 +19,7 @@ wakeup fd), and its signal is never raised again.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import socket
 import threading
@@ -42,6 +43,8 @@ class MainThreadSearches:
         self._active: dict[int, object] = {}  # id -> SearchControl
         self._caught: dict[int, int] = {}  # id -> the HALTING signal that halted it
         self._writer: socket.socket | None = None  # the wakeup socket's end the handler writes
+        self._reader: socket.socket | None = None  # the watcher's end
+        os.register_at_fork(after_in_child=self._forked)
 
     @contextlib.contextmanager
     def halting(self, control):
@@ -69,10 +72,10 @@ class MainThreadSearches:
     def _wake_us(self) -> bool:
         """Make the wakeup fd ours (on the main thread), unless another one is set."""
         if self._writer is None:
-            reader, self._writer = socket.socketpair()
+            self._reader, self._writer = socket.socketpair()
             self._writer.setblocking(False)
-            threading.Thread(target=self._watch, args=(reader,), name="pdbtool-interrupts",
-                             daemon=True).start()
+            threading.Thread(target=self._watch, args=(self._reader,),
+                             name="pdbtool-interrupts", daemon=True).start()
         ours = self._writer.fileno()
         try:
             previous = signal.set_wakeup_fd(ours, warn_on_full_buffer=False)
@@ -82,6 +85,22 @@ class MainThreadSearches:
             return True
         signal.set_wakeup_fd(previous)  # someone else's: leave it to them
         return False
+
+    def _forked(self) -> None:
+        """In a forked child: none of the parent's threads, and not its socket (the child's
+        Ctrl-C went to the parent's watcher, halting the parent's search and not its own):
+        the next search makes its own."""
+        self._lock = threading.Lock()
+        self._active.clear()
+        self._caught.clear()
+        if self._writer is not None:
+            with contextlib.suppress(ValueError):  # (forked off the main thread: not ours)
+                previous = signal.set_wakeup_fd(-1)
+                if previous != self._writer.fileno():
+                    signal.set_wakeup_fd(previous)  # another's: left to it
+            self._writer.close()
+            self._reader.close()
+            self._writer = self._reader = None
 
     def _watch(self, reader: socket.socket) -> None:
         while data := reader.recv(64):
