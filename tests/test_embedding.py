@@ -20,8 +20,10 @@ from pdbtool.search.checkpoint import Checkpointing
 from pdbtool.search.control import SearchControl
 from pdbtool.search.solver import Solver
 from pdbtool.selection import Solvers
-from reference import ROOT
+from reference import ROOT, korf100
 from serving import HARD
+
+KORF1 = korf100()[0][2]  # 57 moves
 
 
 def held(solver: Solver):
@@ -237,3 +239,26 @@ def test_a_forked_childs_ctrl_c_halts_its_searches_not_its_parents():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert p.stdout == "0 False\n", p.stdout + p.stderr[-2000:]
+
+
+def test_a_process_that_loaded_a_table_forks_a_child_that_loads_one(served_dir):
+    """A stamped zero-aware table's load derives its parity bits (no check runs): in a
+    forked child after it, a load and a search work (a parallel kernel there, numba's
+    GNU OpenMP layer, aborted such a child: "fork() called from a process already using
+    GNU OpenMP", and hung a fork Pool)."""
+    path = served_dir / "15-5-5-5.h5"
+    code = f"""if True:
+        import os
+        from pdbtool.loading import load_heuristic
+        from pdbtool.search.solver import Solver
+
+        assert load_heuristic({str(path)!r}).H.zero_aware  # its parity bits derived
+        pid = os.fork()
+        if pid == 0:
+            solver = Solver(load_heuristic({str(path)!r}))
+            os._exit(0 if solver.solve({KORF1!r}, "blank-first").length == 57 else 3)
+        print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+        """
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.stdout == "0\n", p.stdout + p.stderr[-2000:]

@@ -21,7 +21,6 @@ h = md + 2 * max over the sums (kernels.heuristic.h_init / h_update).
 
 from __future__ import annotations
 
-import threading
 from math import comb, factorial
 from typing import NamedTuple
 
@@ -235,18 +234,15 @@ def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool 
                      artifact_path=str(meta.path), reflected=reflect)
 
 
-_PARALLEL_KERNEL = threading.Lock()  # numba's default threading layer runs one at a time
-
-
 def parity_of(data: np.ndarray) -> np.ndarray:
     """The lowest bit of every 4-bit entry of the table data, eight a byte: what a search
     reads after a move (kernels.heuristic.moved_entry), a quarter of the tables. Derived
-    at load, on every core: about 0.1 s for 24/small's 995 MB once its pages are cached."""
+    at load, on one thread (fork-safe): about 0.2 s for 24/small's 995 MB once its pages
+    are cached (0.1 s on two cores in parallel, which a forked child could not load after)."""
     data = np.asarray(data)
     whole = data.shape[0] // 4 * 4
     out = np.zeros((data.shape[0] + 3) // 4, np.uint8)
-    with _PARALLEL_KERNEL:
-        hk.parity_bits(data[:whole], out[:whole // 4])
+    hk.parity_bits(data[:whole], out[:whole // 4])
     if whole < data.shape[0]:
         tail = np.zeros(4, np.uint8)
         tail[:data.shape[0] - whole] = data[whole:]

@@ -17,7 +17,7 @@ Boards are always in the blank-first convention: tile t's goal cell is t. The ke
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from pdbtool.kernels.intrinsics import class_constant, ix, popcount, prefetch
 from pdbtool.kernels.ranking import TWO_REGIONS, lowest_bit, map_rank_split
@@ -208,12 +208,14 @@ def parity_index(H, l, e):
     return 2 * H.lk_off[ix(l)] + e
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True)
 def parity_bits(table, out):
     """out[j] bit i = the lowest bit of 4-bit entry 8 j + i of ``table`` (its parity): one
-    32-bit word of entries (8 nibbles) a byte. ``table`` is a multiple of 4 bytes long."""
+    32-bit word of entries (8 nibbles) a byte. ``table`` is a multiple of 4 bytes long.
+    One thread: a parallel kernel (numba's OpenMP layer) made a process that loaded a
+    table unsafe to fork (a child that then loaded one aborted, a fork Pool hung)."""
     words = table.view(np.uint32)
-    for j in prange(words.shape[0]):
+    for j in range(words.shape[0]):
         x = np.uint64(words[j]) & np.uint64(0x11111111)  # bit 4 q of each nibble q
         x = (x | (x >> np.uint64(3))) & np.uint64(0x03030303)
         x = (x | (x >> np.uint64(6))) & np.uint64(0x000F000F)
