@@ -527,11 +527,6 @@ def log_tables(tables) -> None:
         if id(t) not in serving:
             log.info("%s serves nothing (a stronger table serves %s): not read into memory",
                      m.path, as_shape(m.shape))
-        if t.pin.unleased:
-            log.warning("%s: no read lease (%s): changing this file in place while it is "
-                        "served (truncate, cp over it) can kill pdbd with SIGBUS; roll out a "
-                        "new version by renaming it over the old, then SIGHUP", m.path,
-                        t.pin.unleased)
 
 
 def reload_tables(daemon, directory) -> None:

@@ -42,6 +42,10 @@ def open_trusted(path) -> Trusted:
     is re-checked; without one, every verify check runs. Raises ArtifactError naming the
     file and the problem."""
     pin = trust.Pinned(path)
+    if pin.unleased:
+        log.warning("%s: no read lease (%s): changing the file in place while a search reads "
+                    "it (truncate, cp over it) can kill the process with SIGBUS; roll out a "
+                    "new version by renaming it over the old", path, pin.unleased)
     try:
         breaks = pin.breaks  # opened for writing as it loads: loaded again, by the caller
         meta = artifact.read_meta(path)

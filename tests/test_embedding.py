@@ -262,3 +262,20 @@ def test_a_process_that_loaded_a_table_forks_a_child_that_loads_one(served_dir):
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert p.stdout == "0\n", p.stdout + p.stderr[-2000:]
+
+
+def test_a_table_loaded_first_off_the_main_thread_says_it_has_no_lease(served_dir):
+    """The first lease needs the main thread (its signal handler): a table an app's thread
+    loads first gets none, and a warning says why (it got none silently: a truncation then
+    killed the process with SIGBUS)."""
+    code = f"""if True:
+        import logging, threading
+        from pdbtool.loading import load_heuristic
+
+        logging.basicConfig(format="%(levelname)s %(message)s")
+        threading.Thread(target=load_heuristic, args=({str(served_dir / "8-full.h5")!r},)).start()
+        """
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.returncode == 0 and "WARNING" in p.stderr and "no read lease (the first lease " \
+        "must be taken on the main thread" in p.stderr and "SIGBUS" in p.stderr, p.stderr
