@@ -173,7 +173,8 @@ def search_with(solver, prepared, control, *, algorithm: Algorithm, threads: int
     board's size against it). The control's counters end as the result's (its kernel
     publishes them only now and then, or never: a daemon's metrics read them)."""
     if threads > 1:
-        raise BadInput(f"--threads applies to ida only; {algorithm.name} runs on one thread")
+        raise BadInput(f"only ida searches on threads ({threads} asked for); "
+                       f"{algorithm.name} runs on one thread")
     run = {"ida-tt": _ida_tt, "wida": _ida_tt, "astar": _astar, "rbfs": _rbfs, "bfs": _bfs,
            "greedy": _greedy}.get(algorithm.name)
     try:
