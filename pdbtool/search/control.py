@@ -101,7 +101,10 @@ class SearchControl:
 
     ``stop`` (int64[1]) is polled by the kernel every few thousand nodes: ``halt`` sets it.
     ``counters`` (int64[COUNTERS]: generated, expanded, bound) are published while it runs.
-    ``budget`` caps the nodes generated; ``timeout`` (seconds) halts it with reason
+    ``budget`` caps the nodes generated, checked as the kernels poll ``stop`` (every
+    kernels.ida.POLL, 4,096, expansions): a search may generate up to a poll's nodes past
+    it (each thread, on threads), and one that finds the goal first answers whatever the
+    budget (budget=1 answers an easy board); ``timeout`` (seconds) halts it with reason
     ``timeout_reason`` (default "deadline"). The first reason given to ``halt`` is kept.
     Both limits are checked as every tool checks them (pdbtool.limits). ``checkpoint``
     (checkpoint.Checkpointing): IDA* on threads saves its progress there now and then and
