@@ -674,7 +674,7 @@ def test_warm_names_a_missing_directory_before_announcing_a_compile(tmp_path, ca
     (["--algorithm", "astar", "--shape", "5x6", *map(str, range(1, 30)), "0"], 2,
      "astar keys a state in two words"),
     (["--algorithm", "astar", "--threads", "2", "1 2 3 4 5 6 7 0 8"], 2,
-     "--threads applies to ida only"),
+     "only ida searches on threads"),
     (["1 2 3 4 5 6 8 7 0"], 3, "unsolvable for the blank-last goal"),
 ])
 def test_a_refused_solve_announces_nothing_first(tmp_path, monkeypatch, capsys, argv, code,

@@ -130,7 +130,8 @@ class Solver:
         algorithm.check_shape(self.shape)
         algorithm.check_memory()
         if threads > 1 and algorithm.name != "ida":
-            raise BadInput(f"--threads applies to ida only; {algorithm.name} runs on one thread")
+            raise BadInput(f"only ida searches on threads ({threads} asked for); "
+                           f"{algorithm.name} runs on one thread")
         if events is not None and threads > 1:
             raise BadInput("a traced search runs on one thread")
         if events is not None and algorithm.name != "ida":
