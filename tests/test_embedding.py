@@ -217,6 +217,9 @@ def test_a_forked_childs_ctrl_c_halts_its_searches_not_its_parents():
         from pdbtool.search.control import SearchControl
         from pdbtool.search.interrupts import MAIN_THREAD_SEARCHES
 
+        # Python's Ctrl-C, as under a terminal: a process started in the background of a
+        # shell without job control (a CI runner's) inherits SIGINT ignored, and keeps it so.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         parents = SearchControl()
         with MAIN_THREAD_SEARCHES.halting(parents):
             pid = os.fork()
