@@ -12,7 +12,7 @@ from pdbtool.heuristics.pattern_db import check_layout, parity_of
 from pdbtool.heuristics.table_free import TABLE_FREE, board_arrays, table_free
 from pdbtool.kernels import heuristic as hk
 from pdbtool.kernels.ranking import (NO_REGION, TWO_REGIONS, lex_rank_of, lex_weights,
-                                     outside_cells, regions)
+                                     order_rank, order_weights, outside_cells, regions)
 from pdbtool.loading import load_heuristic
 from pdbtool.tables import artifact
 
@@ -73,7 +73,7 @@ def incremental_matches_full(h, side, steps, seed):
         c = rng.choice(nbrs[b])
         t = int(board[c])
         ahead = hk.first_read(H, board, pos, row, t, c, b)  # before the move, as the search
-        assert (ahead[2] >= 0) == pdb
+        assert (ahead[-1] >= 0) == pdb
         board[b], board[c] = t, 0
         pos[t], pos[0] = b, c
         full = h.state(board)
@@ -161,9 +161,10 @@ def test_tables_of_2_31_entries_are_refused_not_misread(art_dir):
 
 @pytest.mark.parametrize("side,m", [(4, 5), (5, 6), (5, 7)])
 def test_moved_rank_equals_ranking_afresh(side, m):
-    """After each move of one of its tiles, a lookup's placement rank and cell mask derived
-    from the parent's (moved_rank) equal a ranking from scratch (placement_rank), for every
-    symmetry of the board as the cell map: up and down moves pass the cells between."""
+    """After each move of one of its tiles, a lookup's placement rank, cell mask and order
+    rank derived from the parent's (moved_rank) equal a ranking from scratch
+    (placement_rank) and the builder's, for every symmetry of the board as the cell map:
+    up and down moves pass the cells between."""
     n = side * side
     rng = random.Random(side * 10 + m)
     maps = geometry.symmetries(side)
@@ -174,7 +175,8 @@ def test_moved_rank_equals_ranking_afresh(side, m):
         digit[l, g] = range(m)
     H = hk.heuristic_arrays(
         hk.PDB, lk_tiles=np.array(groups, np.int64), lk_m=np.full(len(maps), m, np.int64),
-        lk_cmap=cmap, lk_lw=np.tile(lex_weights(n, m), (len(maps), 1)), lk_digit=digit,
+        lk_cmap=cmap, lk_lw=np.tile(lex_weights(n, m), (len(maps), 1)),
+        lk_pw=np.tile(order_weights(m), (len(maps), 1)), lk_digit=digit,
         lk_cell=np.argsort(cmap, axis=1))
     board, pos = board_arrays(puzzle.random_board(side, "blank-first", rng))
     ranks = [hk.placement_rank(H, pos, l) for l in range(len(maps))]
@@ -192,7 +194,9 @@ def test_moved_rank_equals_ranking_afresh(side, m):
                 ranks[l] = hk.moved_rank(H, board, *ranks[l], l, t, c, b)
             assert ranks[l] == hk.placement_rank(H, pos, l), (board.tolist(), l)
             cells = [maps[l][pos[t]] for t in g]  # the builder's ranking, as the oracle
-            assert ranks[l] == (lex_rank_of(cells, n), sum(1 << c for c in cells))
+            mask = sum(1 << c for c in cells)
+            assert ranks[l] == (lex_rank_of(cells, n), mask,
+                                order_rank(np.array(cells, np.int64), mask, order_weights(m)))
     assert vertical > 1000
 
 

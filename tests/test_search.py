@@ -89,13 +89,13 @@ def test_looking_ahead_searches_the_same_tree(art_dir, oracle8):
 
 
 def test_look_ahead_fills_the_stacks_only_for_tables_that_look_ahead(art_dir):
-    """kernels.ida.look_ahead keeps each allowed child's first read (first_read's rank, mask
+    """kernels.ida.look_ahead keeps each allowed child's first read (first_read's ranks, mask
     and index) on the stacks for a PDB_AHEAD table, and does nothing for the others (their
     kernels are compiled without it)."""
     from numba import njit
 
     from pdbtool.heuristics.table_free import board_arrays
-    from pdbtool.kernels.ida import FIRST, STACKS, look_ahead
+    from pdbtool.kernels.ida import FIRST, READ, STACKS, look_ahead
 
     @njit
     def expand(H, board, pos, moves, nmoves, fsm, row, stacks, b):
@@ -114,12 +114,12 @@ def test_look_ahead_fills_the_stacks_only_for_tables_that_look_ahead(art_dir):
             expand(h.H, board, pos, solver.moves, solver.nmoves, solver.fsm, row, stacks, b)
             for k in range(solver.nmoves[b]):
                 c = int(solver.moves[b, k]) >> 2
-                kept = tuple(stacks[FIRST + 3 * k:FIRST + 3 * k + 3, 0])
+                kept = tuple(stacks[FIRST + READ * k:FIRST + READ * (k + 1), 0])
                 if h is plain or solver.fsm[0, solver.moves[b, k] & 3] < 0:
-                    assert kept == (-7, -7, -7)
+                    assert kept == (-7,) * READ
                 else:
                     assert kept == hk.first_read(h.H, board, pos, row, int(board[c]), c, b)
-                    assert kept[2] >= 0
+                    assert kept[-1] >= 0
 
 
 def test_statistics_are_reported():

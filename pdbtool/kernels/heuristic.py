@@ -38,8 +38,9 @@ PDB_MD = 1         # PDB: the board's Manhattan distance
 PDB_BEST = 2       # PDB: which sum was the largest (evaluated first at the children)
 PDB_SUMS = 3       # PDB: sum s of the lookups' 4-bit entries at PDB_SUMS + s; then the
                    # entry of each lookup l at PDB_SUMS + sums + l, its placement's
-                   # lexicographic rank at PDB_SUMS + sums + lookups + l and the bit mask of
+                   # lexicographic rank at PDB_SUMS + sums + lookups + l, the bit mask of
                    # its tiles' cells (in the table's frame) at PDB_SUMS + sums + 2 * lookups + l
+                   # and the rank of its tiles' order on those cells at ... + 3 * lookups + l
 
 
 class HeuristicArrays(NamedTuple):
@@ -170,7 +171,7 @@ def placeholder_arrays() -> dict:
 def state_width(kind: int, shape, lookups: int = 0, sums: int = 0) -> int:
     """Columns of the heuristic state row for a kind on a board of ``shape`` (rows, cols)."""
     return {PER_TILE: 1, LINEAR_CONFLICT: LC_LINES + shape[0] + shape[1], WALKING: 3,
-            PDB: PDB_SUMS + sums + 3 * lookups, GASCHNIG: 1}[kind]
+            PDB: PDB_SUMS + sums + 4 * lookups, GASCHNIG: 1}[kind]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -225,31 +226,43 @@ def parity_bits(table, out):
 @njit(cache=True, nogil=True, inline="always")
 def placement_rank(H, pos, l):
     """Lookup l's placement: its tiles' cells mapped into the table's frame by its cell map,
-    as (lexicographic rank, bit mask of the cells). h_init ranks every lookup this way;
-    after a move, moved_rank derives both from the parent's."""
+    as (lexicographic rank, bit mask of the cells, rank of the tiles' order on them). h_init
+    ranks every lookup this way; after a move, moved_rank derives all three from the
+    parent's. Order digit i (place value lk_pw) counts the later tiles' cells below tile
+    i's cell."""
     tiles = H.lk_tiles
     cmap = H.lk_cmap
     occupied = np.int64(0)
     e = 0
-    for i in range(H.lk_m[l]):
+    m = H.lk_m[l]
+    for i in range(m):
         c = cmap[l, pos[tiles[l, i]]]
         bit = np.int64(1) << c
         e += (c - popcount(occupied & (bit - 1))) * H.lk_lw[l, i]
         occupied |= bit
-    return e, occupied
+    later = occupied
+    order = np.int64(0)
+    for i in range(m):
+        bit = np.int64(1) << cmap[l, pos[tiles[l, i]]]
+        later &= ~bit
+        order += popcount(later & (bit - 1)) * H.lk_pw[l, i]
+    return e, occupied, order
 
 
 @njit(cache=True, nogil=True, inline="always")
-def moved_rank(H, board, lex, occupied, l, tile, src, dst):
-    """(rank, mask) of lookup l's placement after its ``tile`` moved from cell src to dst
-    (board already updated), from the parent's (lex, occupied).
+def moved_rank(H, board, lex, occupied, order, l, tile, src, dst):
+    """(rank, mask, order rank) of lookup l's placement after its ``tile`` moved from cell
+    src to dst (board already updated), from the parent's (placement_rank's three).
 
     Digit i of the lexicographic rank is c_i minus the earlier tiles' cells below c_i. When
     tile k moves from frame cell a to b, its own digit changes by b - a, less the earlier
     tiles strictly between a and b; each later tile strictly between a and b gains or
-    loses one. A sideways move has no cell between (the frame is the board turned or
-    mirrored, so a and b are neighbours there too), an up or down move side - 1 cells."""
-    cmap, digit, lw = H.lk_cmap[ix(l)], H.lk_digit[ix(l)], H.lk_lw[ix(l)]
+    loses one. Order digit i counts the later tiles below c_i: only k and the tiles
+    strictly between a and b change sides, so k's digit (for a later tile between) or the
+    earlier tile's digit changes by one. A sideways move has no cell between (the frame
+    is the board turned or mirrored, so a and b are neighbours there too), an up or down
+    move side - 1 cells."""
+    cmap, digit, lw, pw = H.lk_cmap[ix(l)], H.lk_digit[ix(l)], H.lk_lw[ix(l)], H.lk_pw[ix(l)]
     a = cmap[ix(src)]
     b = cmap[ix(dst)]
     k = digit[ix(tile)]
@@ -261,16 +274,18 @@ def moved_rank(H, board, lex, occupied, l, tile, src, dst):
         j = digit[ix(board[ix(H.lk_cell[ix(l), ix(lowest_bit(hits))])])]
         if j < k:
             lex -= step * lw[ix(k)]
+            order -= step * pw[ix(j)]
         else:
             lex += step * lw[ix(j)]
+            order += step * pw[ix(k)]
         hits &= hits - 1
-    return lex, occupied ^ (np.int64(1) << a) ^ (np.int64(1) << b)
+    return lex, occupied ^ (np.int64(1) << a) ^ (np.int64(1) << b), order
 
 
 @njit(cache=True, nogil=True, inline="always")
-def entry_index(H, pos, l, blank, lex, occupied):
-    """Where lookup l's entry is in its table, a nibble index, from its placement (rank and
-    mask, placement_rank) and the blank's cell. The group's table value is its Manhattan
+def entry_index(H, l, blank, lex, occupied, order):
+    """Where lookup l's entry is in its table, a nibble index, from its placement (its three
+    ranks, placement_rank) and the blank's cell. The group's table value is its Manhattan
     distance plus twice the entry.
 
     Region 0 (the region of the lowest free cell) is a placement table in lexicographic
@@ -282,7 +297,7 @@ def entry_index(H, pos, l, blank, lex, occupied):
     secondary entries (map x order)."""
     e = lex
     if H.zero_aware:
-        tiles, cmap, pw = H.lk_tiles[ix(l)], H.lk_cmap[ix(l)], H.lk_pw[ix(l)]
+        cmap, pw = H.lk_cmap[ix(l)], H.lk_pw[ix(l)]
         m = H.lk_m[ix(l)]
         map_r = map_rank_split(occupied, H.colex_lo, H.colex_hi)
         outside = np.int64(H.reg_outside[ix(H.lk_mbase[ix(l)] + map_r)])
@@ -291,36 +306,29 @@ def entry_index(H, pos, l, blank, lex, occupied):
             k = 1
             if not outside & TWO_REGIONS:
                 k = H.reg_index[ix(H.lk_rbase[ix(l)] + map_r * cmap.shape[0] + cb)]
-            # Order digit i counts the cells of the later tiles below tile i's cell.
-            later = occupied
-            order_r = 0
-            for i in range(m):
-                bit = np.int64(1) << cmap[ix(pos[ix(tiles[ix(i)])])]
-                later &= ~bit
-                order_r += popcount(later & (bit - 1)) * pw[ix(i)]
-            e = H.reg_secondary[ix(H.lk_obase[ix(l)] + map_r)] + (k - 1) * pw[0] * m \
-                + order_r
+            e = H.reg_secondary[ix(H.lk_obase[ix(l)] + map_r)] + (k - 1) * pw[0] * m + order
     return e
 
 
 @njit(cache=True, nogil=True, inline="always")
 def columns(H):
-    """Where the row's per-lookup columns start: entries, ranks, masks."""
+    """Where the row's per-lookup columns start: entries, ranks, masks, order ranks."""
     first = PDB_SUMS + H.tile_lk.shape[1]
     lookups = H.lk_m.shape[0]
-    return first, first + lookups, first + 2 * lookups
+    return first, first + lookups, first + 2 * lookups, first + 3 * lookups
 
 
 @njit(cache=True, nogil=True, inline="always")
 def moved_entry_index(H, board, pos, prev, row, l, tile, src, dst):
     """The entry index of lookup l after its ``tile`` moved from src to dst; keeps the
-    placement's new rank and mask in the row (moved_rank)."""
-    _, rank_col, mask_col = columns(H)
-    lex, occupied = moved_rank(H, board, prev[ix(rank_col + l)], prev[ix(mask_col + l)], l,
-                               tile, src, dst)
+    placement's new ranks and mask in the row (moved_rank)."""
+    _, rank_col, mask_col, order_col = columns(H)
+    lex, occupied, order = moved_rank(H, board, prev[ix(rank_col + l)], prev[ix(mask_col + l)],
+                                      prev[ix(order_col + l)], l, tile, src, dst)
     row[ix(rank_col + l)] = lex
     row[ix(mask_col + l)] = occupied
-    return entry_index(H, pos, l, src, lex, occupied)
+    row[ix(order_col + l)] = order
+    return entry_index(H, l, src, lex, occupied, order)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -365,13 +373,14 @@ def h_init(H, s, board, pos, row):
         nsums = H.tile_lk.shape[1]
         for j in range(nsums):
             row[PDB_SUMS + j] = 0
-        _, rank_col, mask_col = columns(H)
+        _, rank_col, mask_col, order_col = columns(H)
         for l in range(H.lk_m.shape[0]):
-            lex, occupied = placement_rank(H, pos, l)
+            lex, occupied, order = placement_rank(H, pos, l)
             row[rank_col + l] = lex
             row[mask_col + l] = occupied
-            row[PDB_SUMS + nsums + l] = read_entry(H, l, entry_index(H, pos, l, pos[0], lex,
-                                                                    occupied))
+            row[order_col + l] = order
+            row[PDB_SUMS + nsums + l] = read_entry(H, l, entry_index(H, l, pos[0], lex,
+                                                                    occupied, order))
         for t in range(1, n):  # each lookup of a sum counted once, at its first tile
             for j in range(nsums):
                 l = H.tile_lk[t, j]
@@ -396,7 +405,7 @@ def broken_derivation(H, s, board, pos, row, moves, nmoves):
     ``moves``, ``nmoves``: the blank's moves (search.blank_moves); the board is restored."""
     if not H.zero_aware:
         return -1
-    _, rank_col, _ = columns(H)
+    _, rank_col, _, _ = columns(H)
     derived = np.empty_like(row)
     fresh = np.empty_like(row)
     no_limit = np.int64(1 << 30)  # not a literal: h_update is compiled once (see h_update)
@@ -446,32 +455,31 @@ def start_reads(H, board, pos, prev, row, tile, src, dst, read):
 def no_first():
     """h_update's ``first`` from a caller that did not look ahead (first_read)."""
     none = np.int64(-1)  # not a literal: see h_update
-    return none, none, none
+    return none, none, none, none
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True)
 def first_read(H, board, pos, row, tile, src, dst):
     """Where h_update will read first for the child in which ``tile`` moves from src to
     dst (board, pos and row: the parent's, left as they were): the lookup of the parent's
-    best sum that holds the tile, as (rank, mask, entry index); its entry starts loading
-    now. The search calls it for every child of a node as it expands the node and hands
-    each child's triple to h_update, so that the children's reads wait for memory
-    together and nothing is ranked twice. (-1, -1, -1) for other kinds and for tables
+    best sum that holds the tile, as (rank, mask, order rank, entry index); its entry
+    starts loading now. The search calls it for every child of a node as it expands the
+    node and hands each child's four to h_update, so that the children's reads wait for
+    memory together and nothing is ranked twice. Four -1 for other kinds and for tables
     that do not look ahead (looks_ahead)."""
     if kind_of(H) != PDB or not looks_ahead(H):
-        return np.int64(-1), np.int64(-1), np.int64(-1)
+        none = np.int64(-1)
+        return none, none, none, none
     l = H.tile_lk[ix(tile), ix(row[PDB_BEST])]
-    _, rank_col, mask_col = columns(H)
-    lex, occupied = moved_rank(H, board, row[ix(rank_col + l)], row[ix(mask_col + l)], l,
-                               tile, src, dst)
-    pos[ix(tile)] = dst  # entry_index reads the lookup's tiles' cells
-    e = entry_index(H, pos, l, src, lex, occupied)
-    pos[ix(tile)] = src
+    _, rank_col, mask_col, order_col = columns(H)
+    lex, occupied, order = moved_rank(H, board, row[ix(rank_col + l)], row[ix(mask_col + l)],
+                                      row[ix(order_col + l)], l, tile, src, dst)
+    e = entry_index(H, l, src, lex, occupied, order)
     if H.zero_aware:
         prefetch(H.parity, parity_index(H, l, e) >> 3)
     else:
         prefetch(H.table, H.lk_off[ix(l)] + (e >> 1))
-    return np.int64(lex), np.int64(occupied), np.int64(e)
+    return np.int64(lex), np.int64(occupied), np.int64(order), np.int64(e)
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True)
@@ -484,8 +492,8 @@ def h_update(H, s, board, pos, prev, row, tile, src, dst, limit, first):
     inlines it (``forceinline``): numba's own inlining typed it again at every call site,
     half a minute of a first solve; the search is as fast. Callers pass ``limit`` as an
     int64 variable, never a literal, which numba would compile a copy for (ida.dfs_loop).
-    ``first``: the (rank, mask, entry index) first_read found for this child, or a triple
-    with a negative entry index (no_first(): h_update finds it itself)."""
+    ``first``: the (rank, mask, order rank, entry index) first_read found for this child,
+    or four with a negative entry index (no_first(): h_update finds it itself)."""
     kind = kind_of(H)
     if kind == PER_TILE:
         h = prev[ROW_H] + H.tile_tab[tile, dst] - H.tile_tab[tile, src]
@@ -557,11 +565,12 @@ def h_update(H, s, board, pos, prev, row, tile, src, dst, limit, first):
         elif indexed & bit:  # its index is in the row (start_reads)
             v = moved_entry(H, l, row[col], prev[col], dmd)
             read |= bit
-        elif k == 0 and first[2] >= 0:  # the search found its index (first_read)
-            _, rank_col, mask_col = columns(H)
+        elif k == 0 and first[3] >= 0:  # the search found its index (first_read)
+            _, rank_col, mask_col, order_col = columns(H)
             row[ix(rank_col + l)] = first[0]
             row[ix(mask_col + l)] = first[1]
-            v = moved_entry(H, l, first[2], prev[col], dmd)
+            row[ix(order_col + l)] = first[2]
+            v = moved_entry(H, l, first[3], prev[col], dmd)
             read |= bit
         else:
             v = moved_entry(H, l, moved_entry_index(H, board, pos, prev, row, l, tile, src, dst),

@@ -42,8 +42,9 @@ POLL = 4096
 EV_ITERATION, EV_G, EV_H, EV_CELL, EV_OUTCOME = 0, 1, 2, 3, 4
 EVENT_FIELDS = 5
 EXPANDED_NODE, PRUNED_NODE, GOAL_NODE = 0, 1, 2
-FIRST = 5  # stacks[FIRST + 3 k + i, depth]: the k-th move's first_read (i: rank, mask, entry)
-STACKS = FIRST + 3 * 4  # rows of a search's stacks (dfs_loop)
+FIRST = 5  # stacks[FIRST + READ k + i, depth]: the k-th move's first_read, its READ words
+READ = 4   # (i: rank, mask, order rank, entry index)
+STACKS = FIRST + READ * 4  # rows of a search's stacks (dfs_loop)
 ALL_CLAIMED = 1 << 62  # claims[0] once a thread found the goal: the others stop at a poll
 SHARE_POLL = 256  # expansions between a sharing thread's looks at claims[0]
 
@@ -126,7 +127,7 @@ def next_child(board, pos, moves, nmoves, fsm, blanks, it, automaton, depth):
 def look_ahead(H, board, pos, moves, nmoves, fsm, row, stacks, depth, b, state):
     """For each move the automaton allows from the node at ``depth`` (blank at b,
     automaton state ``state``, heuristic row ``row``): the first read of its child
-    (kernels.heuristic.first_read), started now and kept in stacks[FIRST + 3 k:, depth]
+    (kernels.heuristic.first_read), started now and kept in stacks[FIRST + READ k:, depth]
     for h_update. Only for the tables that look ahead (kernels.heuristic.PDB_AHEAD): the
     children's reads then wait for memory together. For the others a kernel calls a
     function that does nothing (chosen by the arrays' class when numba types the call,
@@ -146,9 +147,10 @@ def _look_ahead_by_class(H, board, pos, moves, nmoves, fsm, row, stacks, depth, 
             move = moves[ix(b), ix(k)]
             if fsm[ix(state), ix(move & 3)] >= 0:
                 c = move >> 2
-                r = FIRST + 3 * k
+                r = FIRST + READ * k
                 stacks[ix(r), ix(depth)], stacks[ix(r + 1), ix(depth)], \
-                    stacks[ix(r + 2), ix(depth)] = first_read(H, board, pos, row, board[ix(c)], c, b)
+                    stacks[ix(r + 2), ix(depth)], stacks[ix(r + 3), ix(depth)] = \
+                    first_read(H, board, pos, row, board[ix(c)], c, b)
     return ahead
 
 
@@ -157,9 +159,10 @@ def looked_ahead(H, stacks, it, depth):
     """The first read look_ahead kept for the move just taken from the node at ``depth``."""
     if kind_of(H) != PDB or not looks_ahead(H):
         none = np.int64(-1)
-        return none, none, none
-    r = FIRST + 3 * (it[ix(depth)] - 1)
-    return stacks[ix(r), ix(depth)], stacks[ix(r + 1), ix(depth)], stacks[ix(r + 2), ix(depth)]
+        return none, none, none, none
+    r = FIRST + READ * (it[ix(depth)] - 1)
+    return (stacks[ix(r), ix(depth)], stacks[ix(r + 1), ix(depth)],
+            stacks[ix(r + 2), ix(depth)], stacks[ix(r + 3), ix(depth)])
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -260,7 +263,7 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
     automaton[0] = root_state
     it[0] = 0
     for k in range(4):  # the root's children are ranked by h_update: look_ahead runs
-        stacks[FIRST + 3 * k + 2, 0] = -1  # where a node is expanded, its one call site
+        stacks[FIRST + READ * k + READ - 1, 0] = -1  # where a node is expanded, its one call site
     if use_tt:
         k0s[0], k1s[0] = key_of(board, board.shape[0], extras.bits, extras.per)
         tt_seen(extras.tt, slot_of(k0s[0], k1s[0], mask), k0s[0], k1s[0], 0, iteration + 1)
