@@ -200,6 +200,56 @@ def test_auto_is_probed_as_an_address_is(no_ray_yet, monkeypatch, tmp_path):
     cluster.close()
 
 
+def test_an_auto_found_head_on_loopback_gets_a_loopback_driver(no_ray_yet, monkeypatch,
+                                                                tmp_path):
+    """--cluster auto finding a head on 127.0.0.1 (RAY_ADDRESS, Ray's address file): Ray is
+    imported before the head is known, so the loopback setting an address given gets
+    before the import came too late, and Ray's own form of the address named the head by
+    this machine's own address (refused by a head listening on loopback only; a driver
+    that got there would have taken that address for its own too). Now it is what the same
+    address given gets: the same head probed and handed to ray.init, and Ray's setting
+    (its constant, read at each use) and the environment the same."""
+    import ray._private.ray_constants as constants
+    import ray._private.services as services
+
+    from pdbtool.cluster.driver import Cluster, head_of
+    from reference import free_port
+
+    monkeypatch.setattr(services, "find_gcs_addresses", set)  # (this machine's other Rays)
+    LOOPBACK_SETTING = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+    port = free_port()
+    head = f"127.0.0.1:{port}"
+    (tmp_path / "ray").mkdir()
+    monkeypatch.setenv(LOOPBACK_SETTING, "0")  # (so that the test's end puts it back)
+
+    def driver(address: str, *, env: str | None = None, file: str | None = None):
+        """What Cluster(address) hands ray.init, in a process that imported Ray without
+        the setting, and the setting after."""
+        monkeypatch.setattr(constants, "ENABLE_RAY_CLUSTER", True)
+        monkeypatch.delenv(LOOPBACK_SETTING, raising=False)
+        monkeypatch.delenv("RAY_ADDRESS", raising=False)
+        if env:
+            monkeypatch.setenv("RAY_ADDRESS", env)
+        (tmp_path / "ray" / "ray_current_cluster").unlink(missing_ok=True)
+        if file:
+            (tmp_path / "ray" / "ray_current_cluster").write_text(f"{file}\n")
+        del no_ray_yet[:]
+        Cluster(address).close()
+        return no_ray_yet, constants.ENABLE_RAY_CLUSTER, os.environ.get(LOOPBACK_SETTING)
+
+    given = ([head], False, "0")  # the head given: ray_module sets the variable, and a
+    # command imports Ray just after, which reads it
+    with socket.create_server(("127.0.0.1", port)):  # the head, up, on loopback only
+        assert driver("auto", env=head) == given
+        assert driver("auto", file=head) == given
+        assert driver(head) == given
+    monkeypatch.setattr(constants, "ENABLE_RAY_CLUSTER", True)  # a head elsewhere: as it was
+    monkeypatch.delenv(LOOPBACK_SETTING)
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.5:6379")
+    assert head_of("auto") == "10.0.0.5:6379"
+    assert (constants.ENABLE_RAY_CLUSTER, os.environ.get(LOOPBACK_SETTING)) == (True, None)
+
+
 def test_auto_with_no_cluster_to_find_says_so(no_ray_yet, monkeypatch):
     import ray._private.services as services
 

@@ -65,8 +65,8 @@ from pdbtool.cluster.messages import (BUILD_RETRIES, CONNECT_SECONDS, IN_FLIGHT_
                                       LOCAL_NICENESS, MAX_RESTARTS, MAX_TASK_RETRIES,
                                       PROBE_PAUSE, PROBE_SECONDS, PROBE_TRIES, START_SECONDS,
                                       BoardAnswer, ClusterError, ClusterInfo, HeuristicSpec,
-                                      TableSource, default_cache_dir, log, ray_module,
-                                      split_address)
+                                      TableSource, default_cache_dir, keep_on_loopback, log,
+                                      on_loopback, ray_module, split_address)
 from pdbtool.cluster.node import NodeWorker, build_on_node
 from pdbtool.cluster.run import Dispatch, Node, SearchRun, Worker, first_line, replays
 from pdbtool.errors import EXIT_LIMIT, ArtifactError, BadInput, LimitReached, not_a_directory
@@ -481,19 +481,26 @@ class Cluster:
 def head_of(address: str) -> str | None:
     """The address of the head ``ray.init(address)`` connects to, to probe before Ray is
     asked anything: ``address`` itself; None for "local" (a Ray started here); for "auto"
-    the one Ray finds, as ray.init does (RAY_ADDRESS, else the address file of the last
-    `ray start --head` in Ray's temp directory, else a head process running here), None
-    if that is "local" or an address of another scheme than ray://. ClusterError if
-    "auto" finds none. Ray is installed (``ray_module``)."""
+    the one Ray finds, as ray.init does (RAY_ADDRESS, else a head process running here or
+    the address file of the last `ray start --head` in Ray's temp directory), None if that
+    is "local" or an address of another scheme than ray://. A head found on loopback gets
+    the driver on loopback (``keep_on_loopback``), as that address given does, before
+    Ray's own canonical form of it (which, without, named 127.0.0.1 by this machine's
+    own address: refused by a head on loopback). ClusterError if "auto" finds none. Ray
+    is installed (``ray_module``)."""
     if address != "auto":
         return None if address == LOCAL else address
     env = os.environ.get("RAY_ADDRESS")
     if env and "://" in env:  # Ray Client's, taken as it is by ray.init
         return env if env.startswith("ray://") else None
-    from ray._private.services import canonicalize_bootstrap_address
+    from ray._private.services import (canonicalize_bootstrap_address,
+                                       get_ray_address_from_environment)
 
     try:
-        return canonicalize_bootstrap_address("auto")
+        found = get_ray_address_from_environment("auto", None)  # (ray.init's own lookup)
+        if on_loopback(found):
+            keep_on_loopback()
+        return canonicalize_bootstrap_address(found)
     except ConnectionError:
         raise ClusterError("--cluster auto: no Ray cluster found (RAY_ADDRESS is not set, and "
                            "no head was started on this machine with `ray start --head`): give "

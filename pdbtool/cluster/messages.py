@@ -7,6 +7,7 @@ import ipaddress
 import logging
 import os
 import socket
+import sys
 import tempfile
 from pathlib import Path
 from typing import NamedTuple
@@ -24,6 +25,7 @@ log = logging.getLogger("pdbtool")
 RAY_MISSING = ("--cluster needs Ray, the optional cluster extra: pip install 'pdbtool[cluster]' "
                "(or, in a checkout, pip install -e '.[cluster]')")
 LOCAL = "local"          # --cluster local: start a Ray instance on this machine
+LOOPBACK_SETTING = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": Ray on loopback (keep_on_loopback)
 BATCHES_PER_CPU = 8      # an iteration's subtrees in about this many batches per CPU
 IN_FLIGHT_PER_CPU = 4    # batches queued at a node per CPU: none idles between two batches
 # (a call to an actor costs milliseconds: tens on a busy machine)
@@ -65,18 +67,35 @@ def on_loopback(address: str | None) -> bool:
 
 def ray_module(address: str | None = None):
     """Ray, imported on first use; ClusterError saying how to install it if it is not.
-    For ``address`` "local" a Ray started here will listen on loopback only: with
-    clusters "disabled" Ray binds 127.0.0.1, otherwise every interface. Ray reads that
-    on import, so it is set before (the user's setting wins). So too for a head on
-    loopback (127.0.0.1:6379, localhost:6379): otherwise Ray took this machine's own
-    address for the driver's and retried there for 14 minutes before it failed."""
+    For ``address`` "local" a Ray started here will listen on loopback only, and for a
+    head on loopback (127.0.0.1:6379, localhost:6379) the driver is on loopback too
+    (``keep_on_loopback``, before the import)."""
     if address == LOCAL or on_loopback(address):
-        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        keep_on_loopback()
     try:
         import ray
     except ImportError:
         raise ClusterError(RAY_MISSING) from None
     return ray
+
+
+def keep_on_loopback() -> None:
+    """This process's Ray on loopback, unless the environment says otherwise (the user's
+    setting wins): with clusters "disabled" (LOOPBACK_SETTING=0) a Ray started here binds
+    127.0.0.1, not every interface, and a driver takes 127.0.0.1 for its own address and
+    for a head's 127.0.0.1 or localhost; otherwise Ray took this machine's own address for
+    both and retried there for 14 minutes before it failed. Ray reads the setting once, as
+    it is imported, into ``ray._private.ray_constants.ENABLE_RAY_CLUSTER``, and that
+    constant each time it needs this machine's address (services.get_node_ip_address: its
+    one reader in Ray 2.60; none of its binaries reads the variable). So a Ray imported
+    already, as it is before ``--cluster auto`` knows its head (driver.head_of), gets the
+    constant set too: it is then as if the setting had come before the import. The
+    variable is also what the processes a Ray started here read."""
+    if os.environ.setdefault(LOOPBACK_SETTING, "0") != "0":
+        return
+    constants = sys.modules.get("ray._private.ray_constants")
+    if constants is not None:
+        constants.ENABLE_RAY_CLUSTER = False
 
 
 def split_address(address: str) -> tuple[str, int] | None:
