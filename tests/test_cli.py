@@ -254,12 +254,14 @@ def test_a_build_that_needs_more_memory_than_there_is_is_refused_first(tmp_path,
 @pytest.fixture
 def stops_kept(monkeypatch):
     """The process's end (pdbtool.cli.end_with) called in this one, the test's: Ctrl-C and
-    SIGTERM not ignored from then on (pytest's own Ctrl-C, the later tests' signals). The
-    calls it would have made."""
+    SIGTERM not ignored from then on (pytest's own Ctrl-C, the later tests' signals), nor
+    kept ignored after a later command's outcome (signals.ending_with_command). The calls
+    it would have made to ignore them."""
     from pdbtool import cli
 
     calls = []
     monkeypatch.setattr(cli, "ignore_stops", lambda: calls.append(True))
+    monkeypatch.setattr(cli, "ending_with_command", lambda: None)
     return calls
 
 
@@ -284,6 +286,36 @@ def test_interrupt_before_the_command_runs_is_one_line_too(where, monkeypatch, c
         launch("pdbtool", "interrupted_cli")
     assert ended.value.code == 130 and capsys.readouterr().err == "pdbtool: interrupted\n"
     assert stops_kept == [True]
+
+
+def test_a_stop_after_the_outcome_is_out_leaves_it_until_the_command_returns(capsys):
+    """A command's cleanup once its outcome is out (closing Ray: tests/test_cluster_signals.py)
+    ends with the outcome's exit status whatever stop comes (signals.outcome_out); before
+    it, a stop interrupts as ever. In a process that does not end with the command (this
+    one) the handlers are back once it returns."""
+    import signal
+
+    from pdbtool.cli.console import _terminate, run
+    from pdbtool.signals import outcome_out
+
+    before = signal.getsignal(signal.SIGINT)
+
+    def command(out: bool):
+        def func(args):
+            print("answer", flush=True)
+            if out:
+                outcome_out()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.raise_signal(sig)  # (each, before the outcome, stops it)
+            return 3
+        return argparse.Namespace(func=func)
+
+    assert run("pdbtool", command(out=True)) == 3
+    assert capsys.readouterr() == ("answer\n", "")
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == (
+        before, _terminate)  # (run's own, as before)
+    assert run("pdbtool", command(out=False)) == 130
+    assert capsys.readouterr() == ("answer\n", "pdbtool: interrupted\n")
 
 
 # A signal to this process when the object is collected: as the interpreter ends, after

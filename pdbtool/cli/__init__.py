@@ -4,7 +4,7 @@ also used by pdbd), and the animated page (animate, animation.html)."""
 
 import sys
 
-from pdbtool.signals import ignore_stops
+from pdbtool.signals import ending_with_command, ignore_stops
 
 PROG = "pdbtool"  # the command's name in its messages
 
@@ -23,9 +23,12 @@ def end_with(prog: str, main) -> None:
     Ctrl-C later does, "interrupted" and exit 130, not with a traceback. Once the outcome is
     out (a result, an error line, argparse's --help or usage error), a Ctrl-C or SIGTERM
     during the interpreter's teardown no longer turns it into a process killed by the
-    signal (signals.ignore_stops)."""
+    signal (signals.ignore_stops); nor, in a command that says its outcome is out before
+    it cleans up (signals.outcome_out), during that cleanup, which then runs into the
+    teardown with both still ignored (signals.ending_with_command)."""
     from pdbtool.errors import EXIT_INTERRUPTED
 
+    ending_with_command()
     try:
         code = main()
     except KeyboardInterrupt:  # (main's command says it itself: this is before or after)

@@ -24,6 +24,7 @@ from pdbtool.errors import EXIT_INTERRUPTED, BadInput, PdbError
 from pdbtool.geometry import Shape
 from pdbtool.progress import LOG_EVERY, fmt_bytes, fmt_seconds
 from pdbtool.search.interrupts import raising
+from pdbtool.signals import command_returned
 
 EXIT_TERMINATED = 143  # 128 + SIGTERM
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what `cmd | head` gives for any tool that head cut off
@@ -64,7 +65,8 @@ def run(prog: str, args, report=None) -> int:
     PdbError -> its code, OSError, MemoryError and no room for a thread -> 1 (with the
     process's limits), Ctrl-C -> 130, SIGTERM -> 143
     (after the same cleanups as Ctrl-C). Never a traceback. A command may install its own
-    handlers.
+    handlers; one whose outcome is out (signals.outcome_out) has them back as it returns
+    (signals.command_returned).
     ``report``: what writes that line, as ``report_error`` (its default) is called."""
     say = report or report_error
     if threading.current_thread() is threading.main_thread():
@@ -102,6 +104,8 @@ def run(prog: str, args, report=None) -> int:
             return EXIT_TERMINATED
         say(prog, args, stopped("interrupted", e), EXIT_INTERRUPTED)
         return EXIT_INTERRUPTED
+    finally:
+        command_returned()
 
 
 def limits_said(threads: bool = False) -> str:

@@ -31,6 +31,7 @@ from pdbtool.search.algorithms import ALGORITHMS, Algorithm
 from pdbtool.search.checkpoint import DEFAULT_EVERY, forget
 from pdbtool.search.trace import DEFAULT_CAP
 from pdbtool.selection import DEFAULT_ARTIFACTS
+from pdbtool.signals import outcome_out
 from pdbtool.tables import artifact
 from pdbtool.tables.files import atomic_output, check_output
 
@@ -248,6 +249,7 @@ def solve_on_cluster(args, solvers, algorithm) -> int:
             if code:
                 report_error(PROG, args, message, code, f"line {lineno}")
             codes.append(code)
+        outcome_out()  # every line is out: closing Ray is no longer interrupted
     return batch_exit_code(codes)
 
 
@@ -266,9 +268,10 @@ def solve_one_on_cluster(args, prepared_board) -> int:
 
         with SearchReporter(control, enabled=not args.quiet, detail=busy):
             r = cluster.search(solver, prepared, control).to_dict()
-    emit(args, r, result_text(r))
-    if control.checkpoint:  # answered: nothing left to resume
-        control.checkpoint.remove()
+        emit(args, r, result_text(r))  # the answer before Ray is closed (a second or more),
+        outcome_out()  # which a stop no longer interrupts
+        if control.checkpoint:  # answered: nothing left to resume
+            control.checkpoint.remove()
     return 0
 
 

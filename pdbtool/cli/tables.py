@@ -13,6 +13,7 @@ from pdbtool.cli import PROG
 from pdbtool.cli.cluster import open_cluster
 from pdbtool.cli.console import batch_exit_code, emit, plural, report_error
 from pdbtool.errors import BadInput, NotAFile, PdbError, not_a_directory
+from pdbtool.signals import outcome_out
 from pdbtool.tables import artifact, catalogue, files, trust
 from pdbtool.tables.files import file_problem
 
@@ -46,10 +47,12 @@ def cmd_build(args) -> int:
         except trust.StampNotWritten as e:  # the artifact is whole: say so, and succeed
             warn(str(e))
             meta = e.meta
-    emit(args, meta.to_dict(), f"wrote {meta.path}  version {meta.version}  {meta.total_entries:,} entries  "
-                               f"{meta.build.get('seconds', 0):.1f} s  peak memory "
-                               f"{meta.build.get('peak_memory_bytes', 0) / 2**30:.2f} GiB",
-         wrote=meta.path)
+        emit(args, meta.to_dict(), f"wrote {meta.path}  version {meta.version}  "
+                                   f"{meta.total_entries:,} entries  "
+                                   f"{meta.build.get('seconds', 0):.1f} s  peak memory "
+                                   f"{meta.build.get('peak_memory_bytes', 0) / 2**30:.2f} GiB",
+             wrote=meta.path)
+        outcome_out()  # written and said before Ray is closed, which a stop no longer interrupts
     return 0
 
 
