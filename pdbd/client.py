@@ -18,6 +18,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import grpc
+import numpy as np
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from pdbtool import limits, puzzle
@@ -130,10 +131,12 @@ MAX_TILES = puzzle.MAX_SIDE ** 2
 
 def goal_text(goal) -> str:
     """A request's goal: blank-last (also None), blank-first, or a goal board's tiles (as
-    text, or as a sequence of whole numbers, sent as text); BadInput otherwise, an empty
-    one too (which the server would take for blank-last)."""
+    text, or as a list, tuple or numpy array of whole numbers, sent as text); BadInput
+    otherwise, an empty one too (which the server would take for blank-last)."""
     if goal is None:
         return "blank-last"
+    if isinstance(goal, np.ndarray):
+        goal = goal.tolist()
     if isinstance(goal, str) and goal.strip():
         return goal
     if isinstance(goal, (list, tuple)) and goal:

@@ -10,6 +10,7 @@ exactly what they were before rectangles.
 
 from __future__ import annotations
 
+import operator
 import re
 from functools import lru_cache
 from typing import NamedTuple
@@ -48,19 +49,47 @@ class Shape(NamedTuple):
     @classmethod
     def parse(cls, text: str) -> Shape:
         """``ROWSxCOLS`` (``3x4``; also ``3X4`` or ``3*4``); BadInput names the problem."""
-        m = re.fullmatch(r"\s*([0-9]+)\s*[xX*]\s*([0-9]+)\s*", str(text))
+        m = SHAPE_TEXT.fullmatch(str(text))
         if not m:
             raise BadInput(f"not a shape: {text!r} (give ROWSxCOLS, e.g. 3x4)")
         return cls(int(m.group(1)), int(m.group(2)))
 
 
+SHAPE_TEXT = re.compile(r"\s*([0-9]+)\s*[xX*]\s*([0-9]+)\s*")
+SHAPE_FORMS = ('ROWSxCOLS text such as "3x4", a (rows, cols) pair or a square\'s side, in '
+               "positive whole numbers")
+
+
 def as_shape(shape) -> Shape:
-    """A Shape from a Shape, a (rows, cols) pair or a square's side."""
+    """A Shape from a Shape, ROWSxCOLS text ("3x4", as --shape takes it), a (rows, cols)
+    pair (a numpy array too) or a square's side, in whole numbers (numpy's too); BadInput
+    naming those forms for anything else, a float, a bool or a size below 1 too (the sizes
+    served are puzzle.check_shape's)."""
     if isinstance(shape, Shape):
         return shape
-    if isinstance(shape, (tuple, list)):
-        return Shape(int(shape[0]), int(shape[1]))
-    return Shape(int(shape), int(shape))
+    if isinstance(shape, np.ndarray) and shape.ndim == 1:
+        shape = shape.tolist()
+    if isinstance(shape, str):
+        m = SHAPE_TEXT.fullmatch(shape)
+        dims = (int(m.group(1)), int(m.group(2))) if m else ()
+    elif isinstance(shape, (tuple, list)):
+        dims = tuple(shape)
+    else:
+        dims = (shape, shape)
+    try:
+        rows, cols = map(_whole, dims)
+    except (TypeError, ValueError):  # (ValueError: not two of them)
+        rows = cols = 0
+    if rows < 1 or cols < 1:
+        raise BadInput(f"not a shape: {shape!r:.60} (give {SHAPE_FORMS})")
+    return Shape(rows, cols)
+
+
+def _whole(n) -> int:
+    """A whole number as an int; TypeError for a float, a bool or anything else."""
+    if isinstance(n, (bool, np.bool_)):
+        raise TypeError("a bool is not a size")
+    return operator.index(n)
 
 
 def neighbours(shape) -> list[list[int]]:

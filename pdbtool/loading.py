@@ -90,10 +90,12 @@ def run_checks(path, pin: trust.Pinned | None = None) -> tuple[str, ...]:
 
 def load_heuristic(path, *, reflect: bool = True, shape=None) -> Heuristic:
     """Memory-map an artifact as a heuristic, checked as open_trusted checks it, for boards
-    of ``shape`` (default: the artifact's; a rectangle's serves its transpose too)."""
+    of ``shape`` (default: the artifact's; a rectangle's serves its transpose too), in any
+    form geometry.as_shape takes ("3x4", (3, 4), a square's side; BadInput otherwise,
+    before the file is opened)."""
+    shape = None if shape is None else as_shape(shape)
     opened = open_trusted(path)
-    return heuristic_from(opened.meta, opened.data, reflect, opened.pin,
-                          None if shape is None else as_shape(shape))
+    return heuristic_from(opened.meta, opened.data, reflect, opened.pin, shape)
 
 
 def seal(path) -> artifact.ArtifactMeta:

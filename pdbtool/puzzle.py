@@ -26,6 +26,8 @@ from functools import lru_cache
 
 from typing import NamedTuple
 
+import numpy as np
+
 from pdbtool.errors import BadInput, Unsolvable
 from pdbtool.geometry import BLANK_STEP, Shape, as_shape, distance, neighbours, symmetries
 
@@ -126,9 +128,12 @@ def shape_of(board, shape=None) -> Shape:
 
 def check_goal(goal, shape=None) -> str:
     """A goal's canonical text: one of GOALS, or a board's tiles joined by commas (a board
-    of ``shape`` if given, else a square)."""
+    of ``shape`` if given, else a square; its tiles as text, a list, a tuple or a numpy
+    array, as a board's)."""
     if isinstance(goal, str) and goal in GOALS:
         return goal
+    if isinstance(goal, np.ndarray):
+        goal = goal.tolist()
     if not isinstance(goal, (str, list, tuple)):
         raise BadInput(f"a goal is one of {', '.join(GOALS)} or a goal board's tiles, not "
                        f"{goal!r:.60}")

@@ -83,6 +83,8 @@ def load_directory(directory, *, reflect: bool = True, require: bool = False,
     d = Path(directory)
     if not d.is_dir():  # the user's input, exit 2, as a path that names no file
         raise NotAFile(not_a_directory(d))
+    if shapes is not None:  # each in any form as_shape takes ("4x4", (3, 4), 4)
+        shapes = {as_shape(s) for s in shapes}
     entries = artifact.scan_artifacts(d)
     bad = [f"{p.name}: {problem}" for p, problem in entries if problem]
     if bad:

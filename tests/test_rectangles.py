@@ -8,6 +8,7 @@ The oracles are reference.py's: a plain BFS over every state (2x3, 3x2, 2x4, 4x2
 import itertools
 import json
 import random
+import re
 import subprocess
 import sys
 
@@ -85,6 +86,65 @@ def test_a_board_has_its_shape():
         puzzle.parse_board("1 2 3 4 5 9", Shape(2, 3))
     assert puzzle.goal_board(Shape(2, 3), "blank-last") == (1, 2, 3, 4, 5, 0)
     assert puzzle.check_goal("1 2 0, 3 4 5", Shape(2, 3)) == "1,2,0,3,4,5"
+
+
+def test_every_entry_point_takes_a_shape_as_the_library_does(art_dir):
+    """A shape as ROWSxCOLS text ("4x4", as --shape and SolverClient take it), a pair (numpy's
+    too) or a square's side, wherever the library takes one: load_heuristic(shape="4x4")
+    raised a bare ValueError (int("4x4")), Solvers, table_free and parse_board the same,
+    and a float or a triple was taken (4.5 as 4, (3, 4, 5) as 3x4). Anything else is
+    BadInput naming the forms, load_heuristic's before it opens the file."""
+    from pdbtool.loading import load_heuristic
+    from pdbtool.selection import Solvers, load_directory
+
+    path = art_dir / "15-5-5-5.h5"
+    for shape in ("4x4", " 4X4 ", (4, 4), [4, 4], np.array([4, 4]), 4, np.int64(4), Shape(4, 4)):
+        assert load_heuristic(path, shape=shape).shape == Shape(4, 4), shape
+    with pytest.raises(BadInput, match="serves 4x4 boards, the board is 3x4"):
+        load_heuristic(path, shape="3x4")
+    forms = re.escape('(give ROWSxCOLS text such as "3x4", a (rows, cols) pair or a square\'s '
+                      "side, in positive whole numbers)")
+    for bad in ("4", "four", "0x4", "", 4.5, 4.0, True, 0, -4, (3, 4, 5), (3.0, 4), (True, 4),
+                ["3", "4"], np.array([[4, 4]]), {4: 4}):
+        with pytest.raises(BadInput, match=r"^not a shape: .*" + forms + "$"):
+            load_heuristic(art_dir / "no-such-file.h5", shape=bad)  # (refused before opening)
+    solvers = Solvers(heuristic="manhattan")
+    board = "7 11 0 8, 5 6 3 10, 4 1 9 2"
+    for shape in ("3x4", (3, 4), np.array([3, 4])):
+        assert solvers.for_side(shape).shape == Shape(3, 4)
+        assert solvers.for_goal(shape, "blank-first").shape == Shape(3, 4)
+        assert table_free("manhattan", shape).shape == Shape(3, 4)
+        assert puzzle.parse_board(board, shape) == puzzle.parse_board(board, Shape(3, 4))
+        assert len(puzzle.random_board(shape)) == 12
+    assert solvers.for_side(3) is solvers.for_side("3x3")
+    for call in (lambda: solvers.for_side("3 by 4"), lambda: table_free("manhattan", 3.5),
+                 lambda: puzzle.parse_board(board, (3, 4, 1))):
+        with pytest.raises(BadInput, match=forms):
+            call()
+    assert set(load_directory(art_dir, shapes={"3x3"}).heuristics) == {Shape(3, 3)}
+
+
+def test_a_goal_board_is_taken_as_a_numpy_array_as_a_list():
+    """Solver.solve and prepare, Solvers.for_goal, puzzle.check_goal and SolverClient took a
+    goal board as a list or a tuple and refused a numpy array ("a goal is one of ...")."""
+    from pdbd.client import goal_text
+    from pdbtool.selection import Solvers
+
+    goal = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0]
+    board = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0, 11]
+    solver = Solver(table_free("manhattan", (3, 4)))
+    assert puzzle.check_goal(np.array(goal), (3, 4)) == puzzle.check_goal(goal, (3, 4))
+    assert solver.prepare(board, np.array(goal)) == solver.prepare(board, goal)
+    r = solver.solve(np.array(board), np.array(goal))
+    assert (r.length, r.goal) == (1, "1,2,3,4,5,6,7,8,9,10,11,0")
+    odd = [2, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0]
+    middle = [1, 2, 3, 4, 0, 5, 6, 7, 8]  # the blank not in a corner: a solver of its own
+    solvers = Solvers(heuristic="manhattan")
+    assert solvers.for_goal(3, np.array(middle)) is solvers.for_goal(3, middle)
+    assert solver.solve(odd, np.array(odd)).length == 0
+    assert goal_text(np.array(goal)) == goal_text(goal) == "1 2 3 4 5 6 7 8 9 10 11 0"
+    with pytest.raises(BadInput, match="goal board: "):
+        puzzle.check_goal(np.array([[1, 2], [3, 0]]))  # tiles, not rows
 
 
 def test_a_rectangles_solver_takes_its_board_as_text():
