@@ -285,6 +285,36 @@ def test_closest_first_is_a_stable_order_by_closest():
         closest_first([3, MAX_DEPTH + 1, 2])  # a bucket for every value up to it
 
 
+def test_the_split_nodes_a_solver_keeps_are_bounded(monkeypatch):
+    """A Solver kept the split nodes of every blank cell and depth a search asked for, for
+    good: one list for MAX_THREADS threads is 210 MiB on the 15-puzzle (332 MiB on the
+    24-puzzle), held by a daemon's solver ever after. A list over SPLIT_KEPT (here 64
+    threads': 10.7 MiB) is made for the search that asks and not kept; those kept hold
+    SPLIT_HELD at most, the least recently used dropped first; the common case (one or two
+    threads) is kept as before: the same arrays for the next search."""
+    from pdbtool.search import solver as module
+    from pdbtool.search.threads import split_depth
+
+    def size(nodes):
+        return sum(a.nbytes for a in nodes)
+
+    solver = Solver(table_free("manhattan", 4))
+    two = split_depth(4, 2)
+    kept = solver.split_nodes(5, two)
+    assert solver.split_nodes(5, two) is kept
+    big = solver.split_nodes(5, split_depth(4, 64))
+    again = solver.split_nodes(5, split_depth(4, 64))  # listed again, alike
+    assert again is not big and all(np.array_equal(a, b) for a, b in zip(again, big))
+    assert size(big) > module.SPLIT_KEPT >= size(kept)
+    assert solver.split_bytes_kept() == size(kept) and solver.split_nodes(5, two) is kept
+
+    monkeypatch.setattr(module, "SPLIT_HELD", 3 * size(kept))  # a few lists of blank 5's
+    lists = {blank: solver.split_nodes(blank, two) for blank in range(16)}
+    assert 0 < solver.split_bytes_kept() <= module.SPLIT_HELD
+    assert solver.split_nodes(15, two) is lists[15]  # the latest kept, the first dropped
+    assert solver.split_nodes(0, two) is not lists[0]
+
+
 def test_closest_is_the_smallest_h_a_task_expanded():
     """closest[i] (by which the threads order the next iteration) against a plain
     recursive search of each task: the smallest h of a node with f <= bound at or below the

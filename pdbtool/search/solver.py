@@ -11,7 +11,9 @@ live counters, the node budget and the timeout.
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
@@ -35,6 +37,19 @@ from pdbtool.search.threads import search_parallel
 
 IDA = Algorithm("ida")
 _NO_CLAIMS = np.zeros(1, np.int64)  # never written: a search that shares its iteration with none
+# The split nodes a Solver keeps (split_nodes): a list up to SPLIT_KEPT bytes (up to 16
+# threads on the 15- and 24-puzzles: 2.4 and 3.4 MiB with the blank inside; 0.5 MiB at
+# most on two threads), SPLIT_HELD bytes in all, the least recently used dropped first. A
+# larger list is made for each search that needs it: threads far beyond the cores make it
+# hundreds of MiB (MAX_THREADS: 210 MiB on the 15-puzzle, 332 MiB on the 24-puzzle), in
+# 0.4 s, which a long-lived process (the daemon) held for good.
+SPLIT_KEPT = 4 << 20
+SPLIT_HELD = 32 << 20
+
+
+def split_bytes(nodes: SplitNodes) -> int:
+    """The bytes of a list of split nodes (its three arrays)."""
+    return sum(a.nbytes for a in nodes)
 
 
 class Solver:
@@ -50,7 +65,9 @@ class Solver:
         self.fsm = pruning_fsm(prune)
         self._compiled: set[str] = set()  # parts ready: serial, shared (compile_kernels), and
         # the other algorithms by name (compile_algorithm)
-        self._split_nodes: dict[tuple[int, int], SplitNodes] = {}  # the kernels only read them
+        # the kernels only read them; (blank, split) -> the nodes, least recently used first
+        self._split_nodes: OrderedDict[tuple[int, int], SplitNodes] = OrderedDict()
+        self._split_lock = threading.Lock()
 
     def prepare(self, board, goal: str = "blank-last") -> PreparedBoard:
         """Validate and map into the image; raise BadInput / Unsolvable with a clear message."""
@@ -288,11 +305,27 @@ class Solver:
     def split_nodes(self, blank: int, split: int) -> SplitNodes:
         """The nodes at depth ``split`` below a root with the blank at ``blank``, in the
         search's depth-first order (kernels.tasks.split_nodes); made once per solver (a
-        short search would otherwise spend a tenth of its time listing them)."""
-        nodes = self._split_nodes.get((blank, split))
-        if nodes is None:
-            nodes = self._split_nodes[blank, split] = self._list_split_nodes(blank, split)
+        short search would otherwise spend a tenth of its time listing them), up to
+        SPLIT_KEPT bytes a list and SPLIT_HELD in all (the least recently used dropped)."""
+        key = (blank, split)
+        with self._split_lock:
+            nodes = self._split_nodes.get(key)
+            if nodes is not None:
+                self._split_nodes.move_to_end(key)
+                return nodes
+        nodes = self._list_split_nodes(blank, split)
+        if split_bytes(nodes) <= SPLIT_KEPT:
+            with self._split_lock:
+                self._split_nodes[key] = nodes  # (a list another thread made meanwhile: alike)
+                held = sum(map(split_bytes, self._split_nodes.values()))
+                while held > SPLIT_HELD:
+                    held -= split_bytes(self._split_nodes.popitem(last=False)[1])
         return nodes
+
+    def split_bytes_kept(self) -> int:
+        """The bytes of the split nodes this solver keeps (split_nodes)."""
+        with self._split_lock:
+            return sum(map(split_bytes, self._split_nodes.values()))
 
     def _list_split_nodes(self, blank: int, split: int) -> SplitNodes:
         args = (self.moves, self.nmoves, self.fsm, blank, split)
