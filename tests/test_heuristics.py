@@ -10,7 +10,7 @@ from pdbtool import geometry, puzzle
 from pdbtool.errors import ArtifactError
 from pdbtool.heuristics.pattern_db import check_layout, parity_of
 from pdbtool.heuristics.table_free import TABLE_FREE, board_arrays, table_free
-from pdbtool.kernels import heuristic as hk
+from pdbtool.kernels import heuristic as hk, lookups
 from pdbtool.kernels.ranking import (NO_REGION, TWO_REGIONS, lex_rank_of, lex_weights,
                                      order_rank, order_weights, outside_cells, regions)
 from pdbtool.loading import load_heuristic
@@ -179,7 +179,7 @@ def test_moved_rank_equals_ranking_afresh(side, m):
         lk_pw=np.tile(order_weights(m), (len(maps), 1)), lk_digit=digit,
         lk_cell=np.argsort(cmap, axis=1))
     board, pos = board_arrays(puzzle.random_board(side, "blank-first", rng))
-    ranks = [hk.placement_rank(H, pos, l) for l in range(len(maps))]
+    ranks = [lookups.placement_rank(H, pos, l) for l in range(len(maps))]
     nbrs = geometry.neighbours(side)
     vertical = 0
     for _ in range(3000):
@@ -191,8 +191,8 @@ def test_moved_rank_equals_ranking_afresh(side, m):
         vertical += abs(b - c) == side
         for l, g in enumerate(groups):
             if t in g:
-                ranks[l] = hk.moved_rank(H, board, *ranks[l], l, t, c, b)
-            assert ranks[l] == hk.placement_rank(H, pos, l), (board.tolist(), l)
+                ranks[l] = lookups.moved_rank(H, board, *ranks[l], l, t, c, b)
+            assert ranks[l] == lookups.placement_rank(H, pos, l), (board.tolist(), l)
             cells = [maps[l][pos[t]] for t in g]  # the builder's ranking, as the oracle
             mask = sum(1 << c for c in cells)
             assert ranks[l] == (lex_rank_of(cells, n), mask,
@@ -227,7 +227,7 @@ def test_zero_aware_tables_beyond_31_cells_are_refused(art_dir):
 
 @pytest.mark.parametrize("length", [0, 3, 64, 4099])
 def test_parity_bits_are_each_entrys_lowest_bit(length):
-    """What a move reads of a zero-aware table (kernels.heuristic.moved_entry): bit k of
+    """What a move reads of a zero-aware table (kernels.lookups.moved_entry): bit k of
     the parity array is the lowest bit of 4-bit entry k, whatever the data's length."""
     data = np.random.default_rng(length).integers(0, 256, length, dtype=np.uint8)
     bits = parity_of(data)

@@ -31,6 +31,7 @@ from pdbtool import geometry
 from pdbtool.geometry import manhattan_table, transpose
 from pdbtool.heuristics.table_free import Heuristic
 from pdbtool.kernels import heuristic as hk
+from pdbtool.kernels.lookups import parity_bits
 from pdbtool.kernels.ranking import (MAX_OUTSIDE_CELLS, RANK_SCHEME, RANK_VERSION, colex_tables,
                                      lex_weights, order_weights, outside_cells, regions)
 from pdbtool.tables import artifact, catalogue
@@ -236,15 +237,15 @@ def heuristic_from(meta: artifact.ArtifactMeta, data: np.ndarray, reflect: bool 
 
 def parity_of(data: np.ndarray) -> np.ndarray:
     """The lowest bit of every 4-bit entry of the table data, eight a byte: what a search
-    reads after a move (kernels.heuristic.moved_entry), a quarter of the tables. Derived
+    reads after a move (kernels.lookups.moved_entry), a quarter of the tables. Derived
     at load, on one thread (fork-safe): about 0.2 s for 24/small's 995 MB once its pages
     are cached (0.1 s on two cores in parallel, which a forked child could not load after)."""
     data = np.asarray(data)
     whole = data.shape[0] // 4 * 4
     out = np.zeros((data.shape[0] + 3) // 4, np.uint8)
-    hk.parity_bits(data[:whole], out[:whole // 4])
+    parity_bits(data[:whole], out[:whole // 4])
     if whole < data.shape[0]:
         tail = np.zeros(4, np.uint8)
         tail[:data.shape[0] - whole] = data[whole:]
-        hk.parity_bits(tail, out[-1:])
+        parity_bits(tail, out[-1:])
     return out

@@ -181,7 +181,7 @@ def pack_entry(packed, e, dist, pos, md_tab, bad, too_large, slot, saturate):
     parity). UNSET becomes 15; so does a value below md or of the other parity (counted
     in bad[slot]: a builder error) or one of 15 or more (too_large), which ``saturate``
     stores as 14 instead: md + 28, a lower bound that keeps every derivation of a move
-    right (kernels.heuristic.moved_entry: an even 14 reads as staying put), and writes
+    right (kernels.lookups.moved_entry: an even 14 reads as staying put), and writes
     back into dist (so the table's histogram counts the values it holds)."""
     v = np.int64(dist[e])
     nib = 15
