@@ -292,13 +292,12 @@ def test_a_stop_after_the_outcome_is_out_leaves_it_until_the_command_returns(cap
     """A command's cleanup once its outcome is out (closing Ray: tests/test_cluster_signals.py)
     ends with the outcome's exit status whatever stop comes (signals.outcome_out); before
     it, a stop interrupts as ever. In a process that does not end with the command (this
-    one) the handlers are back once it returns."""
+    one) the handlers are back once it returns. (Python's Ctrl-C handler is set first: a
+    run from a background shell inherits SIGINT ignored, and Python keeps it so.)"""
     import signal
 
     from pdbtool.cli.console import _terminate, run
     from pdbtool.signals import outcome_out
-
-    before = signal.getsignal(signal.SIGINT)
 
     def command(out: bool):
         def func(args):
@@ -310,12 +309,16 @@ def test_a_stop_after_the_outcome_is_out_leaves_it_until_the_command_returns(cap
             return 3
         return argparse.Namespace(func=func)
 
-    assert run("pdbtool", command(out=True)) == 3
-    assert capsys.readouterr() == ("answer\n", "")
-    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == (
-        before, _terminate)  # (run's own, as before)
-    assert run("pdbtool", command(out=False)) == 130
-    assert capsys.readouterr() == ("answer\n", "pdbtool: interrupted\n")
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        assert run("pdbtool", command(out=True)) == 3
+        assert capsys.readouterr() == ("answer\n", "")
+        assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == (
+            signal.default_int_handler, _terminate)  # (run's own, as before)
+        assert run("pdbtool", command(out=False)) == 130
+        assert capsys.readouterr() == ("answer\n", "pdbtool: interrupted\n")
+    finally:
+        signal.signal(signal.SIGINT, inherited)
 
 
 # A signal to this process when the object is collected: as the interpreter ends, after

@@ -35,30 +35,14 @@ def test_sigterm_of_a_cluster_solve_exits_143_with_one_line():
         [sys.executable, "-m", "pdbtool.cli.main", "solve", "--cluster", "local",
          "--heuristic", "manhattan", "--goal", "blank-first", board],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    lines: list[str] = []
-    searching = threading.Event()
-
-    def read():
-        for line in proc.stderr:
-            lines.append(line)
-            if line.startswith("searching: bound"):
-                searching.set()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        assert searching.wait(240), "".join(lines)
+    with Watched(proc, lambda line: line.startswith("searching: bound")) as watched:
+        assert watched.seen.wait(240), "".join(watched.lines)
         ray_processes = children(proc.pid)  # the local Ray it started: gcs, raylet, ...
         assert ray_processes
         proc.send_signal(signal.SIGTERM)
         out = proc.stdout.read()
-        assert proc.wait(120) == 143, "".join(lines)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    reader.join(30)
-    err = "".join(lines)
+        assert proc.wait(120) == 143, "".join(watched.lines)
+    lines, err = watched.lines, "".join(watched.lines)
     assert out == ""
     assert lines[-1] == "pdbtool: terminated\n", err
     assert "Traceback" not in err and "SIGTERM received" not in err, err
@@ -110,19 +94,8 @@ def test_a_stop_while_ray_closes_after_the_answer_keeps_its_exit_status(what, si
          "manhattan", "--json", *given],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env=env)
-    lines: list[str] = []
-    closing = threading.Event()
-
-    def read():
-        for line in proc.stderr:
-            lines.append(line)
-            if line == "closing\n":
-                closing.set()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        assert closing.wait(240), "".join(lines)
+    with Watched(proc, lambda line: line == "closing\n") as watched:
+        assert watched.seen.wait(240), "".join(watched.lines)
         ready, _, _ = select.select([proc.stdout], [], [], 0)
         assert ready, "the answer is not out before Ray is closed"
         ray_processes = children(proc.pid)  # the local Ray it started: gcs, raylet, ...
@@ -131,12 +104,7 @@ def test_a_stop_while_ray_closes_after_the_answer_keeps_its_exit_status(what, si
         proc.stdin.close()
         out = proc.stdout.read()
         code = proc.wait(120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    reader.join(30)
-    err = "".join(lines)
+    lines, err = watched.lines, "".join(watched.lines)
     assert code == 0, err
     assert [json.loads(line)["length"] for line in out.splitlines()] == (
         [2, 31] if what == "batch" else [31])
@@ -145,6 +113,31 @@ def test_a_stop_while_ray_closes_after_the_answer_keeps_its_exit_status(what, si
     assert wait_for(lambda: not any(alive(p) for p in ray_processes), 30), \
         f"Ray processes left: {[p for p in ray_processes if alive(p)]}"
     shutil.rmtree(ray_tmp, ignore_errors=True)
+
+
+class Watched:
+    """A process's stderr lines, read on a thread; ``seen`` is set at the first line that
+    ``marker`` accepts. On leaving, a process still running is killed and the reader ends."""
+
+    def __init__(self, proc: subprocess.Popen, marker):
+        self.proc, self.lines, self.seen = proc, [], threading.Event()
+        self._reader = threading.Thread(target=self._read, args=(marker,), daemon=True)
+
+    def _read(self, marker):
+        for line in self.proc.stderr:
+            self.lines.append(line)
+            if marker(line):
+                self.seen.set()
+
+    def __enter__(self):
+        self._reader.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._reader.join(30)
 
 
 def children(pid: int) -> list[int]:
