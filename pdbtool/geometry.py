@@ -4,8 +4,8 @@ symmetries, regions.
 Cells are numbered row-major from 0. Everything here is plain Python or small numpy
 arrays built once per shape; the kernels take the arrays (and the board's width, the
 ``s`` of their signatures: a square's side, a rectangle's columns). Every function takes a
-``Shape`` or, for a square, its side as an int (``as_shape``): the square's arrays are
-exactly what they were before rectangles.
+shape as ``as_shape`` takes it (a ``Shape``, ROWSxCOLS text, a (rows, cols) pair or, for a
+square, its side): the square's arrays are exactly what they were before rectangles.
 """
 
 from __future__ import annotations

@@ -34,7 +34,8 @@ from pdbtool.geometry import BLANK_STEP, Shape, as_shape, distance, neighbours, 
 GOALS = ("blank-last", "blank-first")
 MIN_SIDE, MAX_SIDE = 2, 20  # the constructive solver goes to 20x20
 SEARCH_MAX_SIDE = 6  # the searches and their heuristics (selection and heuristics refuse more)
-# Rectangles: each side 2..SEARCH_MAX_SIDE (the searches; the greedy solver is for squares).
+# Rectangles: each side 2..SEARCH_MAX_SIDE (the searches and greedy; greedy's larger sizes
+# are for squares).
 
 ROTATE_MOVE = str.maketrans("UDLR", "DURL")
 

@@ -7,7 +7,9 @@ the compiled kernels in a cache directory named for these sources (cache.py).
   intrinsics  LLVM intrinsics and compile-time constants (prefetch, atomics, unsigned ix)
   ranking     placements <-> ranks, regions of the blank
   build       the pattern database builder's BFS layers
-  heuristic   the heuristics' lookups: h from scratch, h after a move
+  heuristic   the heuristics' kinds and state row: h from scratch, h after a move
+  lookups     a pattern database lookup: its ranks after a move, its entry's index, the
+              reads of an entry and of its parity bit
   table_free  the table-free heuristics' line and cycle pieces (Gaschnig, linear
               conflict, walking distance's tables)
   audit       the checks of a built table over every entry (histograms, parity; and

@@ -27,7 +27,7 @@ from pdbtool.kernels.table_free import gaschnig, line_conflict, wd_index
 PER_TILE = 0        # sum of a per-tile table: Hamming or Manhattan  [h]
 LINEAR_CONFLICT = 1  # Manhattan + 2 * per-line conflicts            [h, md, line values...]
 WALKING = 2         # walking distance, rows + columns               [h, row state, col state]
-PDB = 3             # additive PDBs, max over sums  [h, md, best sum, sums..., nibbles...]
+PDB = 3             # additive PDBs, max over sums  [h, md, best sum, sums..., per lookup...]
 GASCHNIG = 4        # swaps with a blank that jumps: misplaced + cycles without the blank  [h]
 
 # Named columns of the state row.

@@ -7,10 +7,11 @@ still matches it. The fingerprint includes the inode, size, mtime and ctime: a c
 a rewrite or an edit with the mtime set back all change at least the ctime or the inode,
 and so void the stamp.
 
-A file without a valid stamp is not trusted on its checksums alone: ``open_trusted`` runs
-every check ``pdbtool verify`` runs (checksums, ranking, completeness, consistency,
-admissibility), since a table edited with its checksums recomputed passes the hashes. It
-logs which checks ran. It does not stamp: loaders never write; `pdbtool verify` does.
+A file without a valid stamp is not trusted on its checksums alone: ``open_trusted``
+(loading.py) runs every check ``pdbtool verify`` runs (checksums, ranking, completeness,
+consistency, admissibility), since a table edited with its checksums recomputed passes the
+hashes. It logs which checks ran. It does not stamp: loaders never write; `pdbtool verify`
+does.
 
 A loaded file stays open (``Pinned``): its identity (device, inode, size, mtime) is
 compared before answering from it, so a file copied over or truncated in place is refused
