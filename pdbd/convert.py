@@ -7,6 +7,7 @@ solve returns what a local one does, and `pdbd query --json` prints exactly the 
 
 from __future__ import annotations
 
+import numbers
 from pathlib import Path
 
 from pdbtool.errors import BadInput
@@ -41,8 +42,8 @@ def shape_fields(shape) -> tuple[int, int]:
         return 0, 0
     pair = Shape.parse(shape) if isinstance(shape, str) else shape
     if isinstance(pair, (tuple, list)) and len(pair) == 2 and all(
-            isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in pair):
-        return Shape(*pair)
+            isinstance(n, numbers.Integral) and not isinstance(n, bool) and n > 0 for n in pair):
+        return Shape(*map(int, pair))  # (numpy's integers too, as the library takes them)
     raise BadInput(f"shape must be ROWSxCOLS text (e.g. \"3x4\"), a (rows, cols) pair of "
                    f"positive whole numbers or None (a square), not {shape!r:.60}")
 

@@ -553,10 +553,11 @@ def test_solve_shape_json_file_from_stdin(rect_tables):
 
 def test_a_request_takes_the_shape_as_text_or_a_pair_and_refuses_anything_else():
     """SolverClient's shape= (convert.solve_request): "3x4" crashed the client with
-    'too many values to unpack'; a shape of another type is refused naming the forms."""
+    'too many values to unpack'; a shape of another type is refused naming the forms. A
+    pair of numpy integers is taken, as the library takes it (geometry.as_shape)."""
     from pdbd.convert import solve_request
 
-    for shape in ("3x4", " 3X4 ", (3, 4), [3, 4], Shape(3, 4)):
+    for shape in ("3x4", " 3X4 ", (3, 4), [3, 4], Shape(3, 4), (np.int64(3), np.int32(4))):
         m = solve_request(range(12), shape=shape)
         assert (m.rows, m.cols) == (3, 4), shape
     m = solve_request(range(9))
