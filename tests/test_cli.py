@@ -898,6 +898,8 @@ def test_options_that_would_be_ignored_are_refused(art_dir, tmp_path):
             (["solve", "--trace", "", board], "argument --trace: needs a path"),
             (["solve", "--artifacts", "", board], "argument --artifacts: needs a path"),
             (["build", "8/full", "--out", ""], "argument --out: needs a path"),
+            (["build", "8/full", "--out", str(tmp_path / "8-full.h5")],
+             "--out is the directory the artifact goes in (its file is named after the catalogue: 8-full.h5)"),
             (["list", ""], "argument dir: needs a path"),
             (["warm", "--artifacts", " "], "argument --artifacts: needs a path"),
             (["solve", "--artifact", str(art_dir / "8-full.h5"), "--artifacts", str(art_dir), board],

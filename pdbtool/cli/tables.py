@@ -26,8 +26,11 @@ def cmd_build(args) -> int:
     if args.cluster and (args.workers is not None or args.processes is not None):
         raise BadInput("--workers and --processes are for a build on this machine; with "
                        "--cluster each table is a task that takes its node's cores")
-    target = Path(args.out) / artifact.artifact_filename(
-        cat.name + ("-min" if args.min_over_blank else ""))
+    name = artifact.artifact_filename(cat.name + ("-min" if args.min_over_blank else ""))
+    target = Path(args.out) / name
+    if Path(args.out).suffix == ".h5" and not Path(args.out).is_dir():
+        raise BadInput(f"--out {args.out}: --out is the directory the artifact goes in (its "
+                       f"file is named after the catalogue: {name}); give the directory")
     files.refuse_special(target)  # before minutes (or hours) of building, not after:
     if os.path.lexists(target) and not args.force:  # a link or a directory, even with --force
         raise BadInput(f"{target} exists: give --force to build it again (the old file is "
