@@ -837,7 +837,8 @@ def test_with_json_a_usage_error_is_a_json_error_too(capsys):
     out, err = capsys.readouterr()
     assert json.loads(out) == {"error": "unrecognized arguments: --bogus", "exit_code": 2,
                                "where": ""}
-    assert err == "pdbtool: error: unrecognized arguments: --bogus (see pdbtool --help)\n"
+    # said by the subcommand, whose --help lists its options (`pdbtool --help` does not)
+    assert err == "pdbtool solve: error: unrecognized arguments: --bogus (see pdbtool solve --help)\n"
     with pytest.raises(SystemExit):
         main(["solve", "--threads", "0", "1 2 3 4 5 6 7 8 0"])  # without --json: stderr only
     out, err = capsys.readouterr()

@@ -96,6 +96,16 @@ def test_grace_is_checked_like_every_time_value(capsys):
     assert cli.parser().parse_args(["serve", "--artifacts", "d", "--grace", "2.5"]).grace == 2.5
 
 
+def test_an_unknown_option_points_at_its_subcommands_help(capsys):
+    """`pdbd query --heuristic manhattan ...` said "pdbd: error: unrecognized arguments:
+    --heuristic (see pdbd --help)", whose help lists no option of query."""
+    with pytest.raises(SystemExit) as e:
+        cli.parser().parse_args(["query", "--heuristic", "1 2 3 4 5 6 7 8 0"])
+    assert e.value.code == 2
+    assert capsys.readouterr().err == ("pdbd query: error: unrecognized arguments: --heuristic "
+                                       "(see pdbd query --help)\n")
+
+
 def test_health_of_a_port_that_never_answers_is_not_serving(capsys):
     """A daemon compiling its kernels has its port bound but answers nothing yet: health
     says so, exit 1 (not 4 and 'deadline exceeded: Deadline Exceeded', a search's words)."""

@@ -237,10 +237,21 @@ class Parser(argparse.ArgumentParser):
     def parse_args(self, args=None, namespace=None):
         args = sys.argv[1:] if args is None else list(args)
         try:
-            return super().parse_args(args, namespace)
+            namespace, extras = self.parse_known_args(args, namespace)
+            if extras:  # said by the subcommand, whose --help lists its options
+                self.command_parser(namespace).error(
+                    f"unrecognized arguments: {' '.join(extras)}")
+            return namespace
         except UsageError as e:
             self.report_usage_error(args, with_dash_hint(e, args))
             raise SystemExit(BadInput.exit_code) from None
+
+    def command_parser(self, namespace) -> argparse.ArgumentParser:
+        """The parser of the subcommand ``namespace`` chose (``self`` if none)."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                return action.choices.get(getattr(namespace, action.dest, None), self)
+        return self
 
     def report_usage_error(self, args: list[str], e: UsageError) -> None:
         """Tell a refused command line ``args`` (a command may say it another way)."""
