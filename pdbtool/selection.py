@@ -107,14 +107,23 @@ def load_directory(directory, *, reflect: bool = True, require: bool = False,
                 if h.shape not in best or strength(opened.meta) > best[h.shape][0]:
                     best[h.shape] = (strength(opened.meta), h)
         if require and not loaded:
-            raise ArtifactError(f"{d}: no artifacts (*.h5) to serve; build one with "
-                                f"`pdbtool build 15/5-5-5 --out {d}`")
+            raise ArtifactError(f"{d}: no artifacts (*.h5) to serve; {packed_or_build(d)}")
     except BaseException as e:  # one file refused: the others opened so far are let go too
         release(loaded)
         if isinstance(e, WrongForm):  # an entry of the directory, not a path given: exit 1,
             raise ArtifactError(str(e)) from None  # as the entries that cannot be read
         raise
     return TableSet({shape: h for shape, (_, h) in best.items()}, tuple(loaded))
+
+
+def packed_or_build(d: Path) -> str:
+    """What gives a directory without installed tables one: unpacking the packed tables
+    it holds (*.pdbpack, which nothing serves as they are), else a build."""
+    packs = [p for p, problem in artifact.scan_artifacts(d, ("*.pdbpack",)) if problem is None]
+    if not packs:
+        return f"build one with `pdbtool build 15/5-5-5 --out {d}`"
+    return (f"it holds packed tables ({', '.join(p.name for p in packs)}): unpack them first, "
+            f"e.g. `pdbtool unpack {packs[0]} -o {d / packs[0].stem}.h5`")
 
 
 def serves(shape: Shape, shapes) -> bool:

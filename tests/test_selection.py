@@ -42,6 +42,17 @@ def test_directory_serves_the_sizes_of_its_artifacts(art_dir):
     assert load_directory(art_dir, reflect=False).heuristics[4, 4].name == "pdb 15/5-5-5"
 
 
+def test_a_directory_of_packed_tables_only_says_to_unpack_them(tmp_path):
+    """pdbd serve on a directory holding only a shipped pack said "build one with
+    `pdbtool build 15/5-5-5`", as if it held nothing."""
+    (tmp_path / "15-7-8.pdbpack").write_bytes(b"a pack")
+    with pytest.raises(ArtifactError) as e:
+        load_directory(tmp_path, require=True)
+    assert str(e.value) == (f"{tmp_path}: no artifacts (*.h5) to serve; it holds packed tables "
+                            f"(15-7-8.pdbpack): unpack them first, e.g. `pdbtool unpack "
+                            f"{tmp_path / '15-7-8.pdbpack'} -o {tmp_path / '15-7-8.h5'}`")
+
+
 def test_empty_missing_and_damaged_directories_are_errors(art_dir, tmp_path):
     assert load_directory(tmp_path).heuristics == {}
     with pytest.raises(ArtifactError, match="no artifacts"):
