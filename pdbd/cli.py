@@ -371,11 +371,14 @@ def query(args) -> int:
         with client(args) as c:
             if args.stream:
                 result = None
-                for event in c.solve_stream(board, args.goal, **asked(args)):
-                    if isinstance(event, dict):
-                        print_progress(event, args.json)
-                    else:
-                        result = event
+                try:
+                    for event in c.solve_stream(board, args.goal, **asked(args)):
+                        if isinstance(event, dict):
+                            print_progress(event, args.json)
+                        else:
+                            result = event
+                finally:
+                    end_progress(args.json)
             else:
                 result = c.solve(board, args.goal, **asked(args))
     except BadInput as e:  # several boards piped in, read as one: say how to send them
@@ -456,12 +459,22 @@ def print_outcome(args, outcome, lineno: int) -> int:
 
 
 def print_progress(p: dict, as_json: bool) -> None:
+    """One progress event on stderr: a line each, or on a terminal one line rewritten in
+    place (as pdbtool solve's), not a screenful a minute."""
     if as_json:
         print(json.dumps(p), file=sys.stderr)
-    elif p["queued"]:
-        print("waiting for a search thread...", file=sys.stderr)
-    else:
-        print(search_line(p["bound"], p["nodes_generated"], p["elapsed_seconds"]), file=sys.stderr)
+        return
+    line = ("waiting for a search thread..." if p["queued"]
+            else search_line(p["bound"], p["nodes_generated"], p["elapsed_seconds"]))
+    sys.stderr.write(("\r\x1b[K" + line) if sys.stderr.isatty() else line + "\n")
+    sys.stderr.flush()
+
+
+def end_progress(as_json: bool) -> None:
+    """Clear the progress line rewritten on a terminal, before the answer or error."""
+    if not as_json and sys.stderr.isatty():
+        sys.stderr.write("\r\x1b[K")
+        sys.stderr.flush()
 
 
 def info(args) -> int:

@@ -106,6 +106,26 @@ def test_an_unknown_option_points_at_its_subcommands_help(capsys):
                                        "(see pdbd query --help)\n")
 
 
+def test_query_stream_rewrites_one_progress_line_on_a_terminal(monkeypatch):
+    """`pdbd query --stream` printed a new line for every progress event, several a second,
+    on a terminal too (pdbtool solve rewrites its one line there)."""
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    event = {"queued": False, "bound": 50, "nodes_generated": 1000, "elapsed_seconds": 1.0}
+    for stderr, expected in ((Terminal(), "\r\x1b[K{0}\r\x1b[K{0}\r\x1b[K"),
+                             (io.StringIO(), "{0}\n{0}\n")):
+        monkeypatch.setattr(sys, "stderr", stderr)
+        cli.print_progress(event, False)
+        cli.print_progress(event, False)
+        cli.end_progress(False)
+        line = "searching: bound 50, 1,000 nodes, 0.0M nodes/s, 0m01s elapsed"
+        assert stderr.getvalue() == expected.format(line)
+
+
 def test_health_of_a_port_that_never_answers_is_not_serving(capsys):
     """A daemon compiling its kernels has its port bound but answers nothing yet: health
     says so, exit 1 (not 4 and 'deadline exceeded: Deadline Exceeded', a search's words)."""
