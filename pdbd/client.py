@@ -96,8 +96,8 @@ def translate(err: grpc.RpcError, address: str, tls: bool = False) -> PdbError:
         cls = ServerUnavailable
     elif code == grpc.StatusCode.DEADLINE_EXCEEDED:  # the server's details say the nodes;
         # the channel's own (the deadline passed before the server said anything) only this
-        said = details.removeprefix("deadline exceeded: ")
-        said = "" if said.lower() == "deadline exceeded" else f": {said}"
+        said = details.removeprefix("deadline exceeded: ")  # (a stream's: "Stream removed
+        said = "" if "deadline exceeded" in said.lower() else f": {said}"  # (Deadline Exceeded)")
         message = (f"deadline exceeded{said} (the search was stopped; give a longer "
                    "deadline, or stream its progress to see how far it got)")
     else:

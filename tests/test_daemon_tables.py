@@ -363,6 +363,20 @@ def test_each_tls_failure_gets_its_own_hint(details, tls, says):
     assert says in str(translate(_Failed(details), "127.0.0.1:1", tls=tls))
 
 
+@pytest.mark.parametrize("details", ["Deadline Exceeded", "Stream removed (Deadline Exceeded)"])
+def test_a_deadline_the_channel_ended_is_said_once(details):
+    """`pdbd query --stream --deadline 4` said "deadline exceeded: Stream removed (Deadline
+    Exceeded) (the search was stopped; ...)": gRPC's words for a stream, said twice."""
+    from pdbd.client import translate
+
+    class Expired(_Failed):
+        def code(self):
+            return grpc.StatusCode.DEADLINE_EXCEEDED
+
+    assert str(translate(Expired(details), "127.0.0.1:1")).startswith(
+        "deadline exceeded (the search was stopped; give a longer deadline")
+
+
 def test_beyond_loopback_needs_tls_or_insecure(art_dir):
     for listen in ("0.0.0.0:0", "[::]:0", "192.0.2.1:50051", "example.org:50051"):
         with pytest.raises(ListenError, match="without TLS"):
