@@ -348,10 +348,20 @@ def serve_config(args) -> ServeConfig:
 def read_board(args) -> str:
     from .wire import EMPTY_BOARD
 
+    if not args.board and stdin_is_terminal():  # nothing piped in: it waited, unexplained
+        raise BadInput("no board: give the tiles (e.g. pdbd query 1 2 3 4 5 6 7 0 8), pipe "
+                       "them in, or give --file FILE")
     text = " ".join(args.board) if args.board else read_stdin()
     if not text.strip():
         raise BadInput(EMPTY_BOARD)
     return text
+
+
+def stdin_is_terminal() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except ValueError:  # closed: said when it is read
+        return False
 
 
 def asked(args) -> dict:

@@ -218,6 +218,21 @@ def test_several_boards_piped_to_query_are_told_about_file(served, capsys, monke
     assert code == 2 and "unknown goal" in err and "--file -" not in err, err
 
 
+def test_query_without_a_board_at_a_terminal_says_so(capsys, monkeypatch):
+    """`pdbd query` typed without a board waited, silent, for a board on the terminal
+    (pdbtool solve says "no board")."""
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Terminal())
+    code, _, err = run_cli(capsys, "query", "--server", f"127.0.0.1:{free_port()}")
+    assert code == 2 and err == ("pdbd: no board: give the tiles (e.g. pdbd query 1 2 3 4 5 6 7 "
+                                 "0 8), pipe them in, or give --file FILE\n"), err
+
+
 @pytest.mark.process
 def test_query_from_stdin_that_cannot_reach_pdbd_exits_with_one_line():
     """`pdbd query --file -` reads stdin on a thread of its own; with stdin still open (a
