@@ -21,8 +21,8 @@ from pdbtool.kernels.ida import BOUND, BUDGET, EXPANDED, GENERATED, INF, NOT_FOU
 from pdbtool.kernels.tasks import FAR
 from pdbtool.result import SolveResult
 from pdbtool.search.checkpoint import CLUSTER_ALGORITHM, Checkpoint, identity
-from pdbtool.search.control import (IterationOutcome, PreparedBoard, SearchControl, Tally,
-                                    closest_first)
+from pdbtool.search.control import (IterationOutcome, PreparedBoard, Root, SearchControl,
+                                    Tally, closest_first)
 from pdbtool.search.solver import Solver
 from pdbtool.search.threads import Counted
 
@@ -223,8 +223,9 @@ class SearchRun:
             self.order[:], self.closest[:] = saved.order, saved.closest
         return dict(saved.finished)
 
-    def iteration(self, bound: int, left: int) -> IterationOutcome:
-        """Every subtree under ``bound``, in batches over the nodes."""
+    def iteration(self, bound: int, left: int, root: Root) -> IterationOutcome:
+        """Every subtree under ``bound``, in batches over the nodes (the workers make their
+        own ``root``: the frontier's nodes are their roots)."""
         if self.nodes is None:
             nodes, goal_path = frontier(self.solver, self.prepared.image, self.target)
             if goal_path is not None:

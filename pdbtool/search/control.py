@@ -47,6 +47,12 @@ class Root(NamedTuple):
     def h(self) -> int:
         return int(self.rows[0, ROW_H])
 
+    def copy(self) -> Root:
+        """Another search's root on the same board: its own arrays, row 0 the same."""
+        rows = np.zeros_like(self.rows)
+        rows[0] = self.rows[0]
+        return Root(self.board.copy(), self.pos.copy(), rows)
+
 
 class Iterations(NamedTuple):
     """What IDA*'s iterations from a root did in one kernel call (Solver.iterate)."""

@@ -54,8 +54,8 @@ def search_bounds(solver: Solver, prepared: PreparedBoard, control: SearchContro
 
     The small iterations run serially from the root on this thread, in one kernel call
     (Solver.iterate: an easy board never pays for the threads or the frontier), up to the
-    first that generates ``serial_below`` nodes; ``parallel_iteration(bound, left)`` ->
-    IterationOutcome runs the rest. ``serial`` receives the serial iterations' counters
+    first that generates ``serial_below`` nodes; ``parallel_iteration(bound, left, root)`` ->
+    IterationOutcome runs the rest (``root``: the search's, made and checked here once). ``serial`` receives the serial iterations' counters
     (from which, and the parallel iterations' own, the caller's parallel_iteration publishes
     control.counters). ``resume`` (a checkpoint): no serial iterations, the search goes
     on at the saved bound with the saved counts and time; ``begin(bound, expanded,
@@ -98,7 +98,7 @@ def search_bounds(solver: Solver, prepared: PreparedBoard, control: SearchContro
         left = -1 if budget is None else max(0, budget - generated)
         if begin:
             begin(bound, expanded, generated, iterations, time.perf_counter() - t0)
-        it = parallel_iteration(bound, left)
+        it = parallel_iteration(bound, left, root)
         searches = 1 + threads
         expanded += it.expanded
         generated += it.generated
@@ -174,11 +174,13 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
             before.generated, before.iterations, tasks.order.tolist(), tasks.closest.tolist(),
             finished, before.seconds + time.monotonic() - before.at))
 
-    def parallel_iteration(bound, left) -> IterationOutcome:
+    def parallel_iteration(bound, left, root) -> IterationOutcome:
         nonlocal tasks, resume, crew
         if not roots:
             solver.compile_kernels(shared=True)  # if the search did not ask for them first
-            roots.extend(solver.root(bf) for _ in range(threads))
+            # the serial iterations left the root's board as it was: this thread
+            # searches from it, the others from copies (not made and checked again)
+            roots.extend([root] + [root.copy() for _ in range(threads - 1)])
             tasks = Tasks.below(solver, blank, min(split, bound))
             if threads > 1 or (keeper and keeper.watching):
                 crew = Crew.hire(threads)
