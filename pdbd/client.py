@@ -53,9 +53,11 @@ ERRORS = {
 }
 
 
-def translate(err: grpc.RpcError, address: str, tls: bool = False) -> PdbError:
+def translate(err: grpc.RpcError, address: str, tls: bool = False,
+              streamed: bool = False) -> PdbError:
     """A gRPC failure as the pdbtool error with the same meaning (and exit code); ``tls``:
-    the call was made over TLS (which says what a closed socket means)."""
+    the call was made over TLS (which says what a closed socket means); ``streamed``: it
+    streamed its progress (a deadline's advice then does not suggest it)."""
     code, details = err.code(), err.details() or ""
     cls = ERRORS.get(code)
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details:
@@ -98,8 +100,8 @@ def translate(err: grpc.RpcError, address: str, tls: bool = False) -> PdbError:
         # the channel's own (the deadline passed before the server said anything) only this
         said = details.removeprefix("deadline exceeded: ")  # (a stream's: "Stream removed
         said = "" if "deadline exceeded" in said.lower() else f": {said}"  # (Deadline Exceeded)")
-        message = (f"deadline exceeded{said} (the search was stopped; give a longer "
-                   "deadline, or stream its progress to see how far it got)")
+        message = (f"deadline exceeded{said} (the search was stopped; give a longer deadline"
+                   + (")" if streamed else ", or stream its progress to see how far it got)"))
     else:
         message = details
     error = cls(message)
@@ -310,7 +312,7 @@ class SolverClient:
                 else:
                     yield convert.result_from_message(event.result)
         except grpc.RpcError as e:
-            raise translate(e, self.address, self.tls) from None
+            raise translate(e, self.address, self.tls, streamed=True) from None
         finally:
             call.cancel()  # a no-op once finished; otherwise the server stops the search
 

@@ -119,9 +119,15 @@ def load_directory(directory, *, reflect: bool = True, require: bool = False,
 def packed_or_build(d: Path) -> str:
     """What gives a directory without installed tables one: unpacking the packed tables
     it holds (*.pdbpack, which nothing serves as they are), else a build."""
+    return packed_hint(d) or f"build one with `pdbtool build 15/5-5-5 --out {d}`"
+
+
+def packed_hint(d: Path) -> str:
+    """If the directory holds packed tables (*.pdbpack, which nothing serves as they are):
+    the advice to unpack them; else ''."""
     packs = [p for p, problem in artifact.scan_artifacts(d, ("*.pdbpack",)) if problem is None]
     if not packs:
-        return f"build one with `pdbtool build 15/5-5-5 --out {d}`"
+        return ""
     return (f"it holds packed tables ({', '.join(p.name for p in packs)}): unpack them first, "
             f"e.g. `pdbtool unpack {packs[0]} -o {d / packs[0].stem}.h5`")
 
@@ -227,7 +233,9 @@ class Solvers:
             self._loaded.update(dict.fromkeys(shapes, tables))
         if shape in tables.heuristics:
             return tables.heuristics[shape]
-        return fallback(shape, f"no table for {shape} boards in {directory}/")
+        hint = packed_hint(directory) if directory.is_dir() else ""
+        return fallback(shape, f"no table for {shape} boards in {directory}/"
+                               + (f" ({hint})" if hint else ""))
 
 
 class Warmed(NamedTuple):

@@ -375,6 +375,10 @@ def test_a_deadline_the_channel_ended_is_said_once(details):
 
     assert str(translate(Expired(details), "127.0.0.1:1")).startswith(
         "deadline exceeded (the search was stopped; give a longer deadline")
+    # a streamed call is not told to stream its progress
+    assert "stream its progress" in str(translate(Expired(details), "127.0.0.1:1"))
+    assert str(translate(Expired(details), "127.0.0.1:1", streamed=True)) == (
+        "deadline exceeded (the search was stopped; give a longer deadline)")
 
 
 def test_beyond_loopback_needs_tls_or_insecure(art_dir):

@@ -51,6 +51,10 @@ def test_a_directory_of_packed_tables_only_says_to_unpack_them(tmp_path):
     assert str(e.value) == (f"{tmp_path}: no artifacts (*.h5) to serve; it holds packed tables "
                             f"(15-7-8.pdbpack): unpack them first, e.g. `pdbtool unpack "
                             f"{tmp_path / '15-7-8.pdbpack'} -o {tmp_path / '15-7-8.h5'}`")
+    # a solve from that directory falls back, and its note says why and what to do
+    note = Solvers(directory=tmp_path).for_side(4).heuristic.note
+    assert note.startswith(f"no table for 4x4 boards in {tmp_path}/ (it holds packed tables "
+                           "(15-7-8.pdbpack): unpack them first"), note
 
 
 def test_empty_missing_and_damaged_directories_are_errors(art_dir, tmp_path):
