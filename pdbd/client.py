@@ -98,8 +98,9 @@ def translate(err: grpc.RpcError, address: str, tls: bool = False,
         cls = ServerUnavailable
     elif code == grpc.StatusCode.DEADLINE_EXCEEDED:  # the server's details say the nodes;
         # the channel's own (the deadline passed before the server said anything) only this
-        said = details.removeprefix("deadline exceeded: ")  # (a stream's: "Stream removed
-        said = "" if "deadline exceeded" in said.lower() else f": {said}"  # (Deadline Exceeded)")
+        # (a stream's own says "Stream removed (Deadline Exceeded)")
+        said = details.removeprefix("deadline exceeded: ")
+        said = "" if "deadline exceeded" in said.lower() else f": {said}"
         message = (f"deadline exceeded{said} (the search was stopped; give a longer deadline"
                    + (")" if streamed else ", or stream its progress to see how far it got)"))
     else:

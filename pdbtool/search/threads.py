@@ -55,9 +55,9 @@ def search_bounds(solver: Solver, prepared: PreparedBoard, control: SearchContro
     The small iterations run serially from the root on this thread, in one kernel call
     (Solver.iterate: an easy board never pays for the threads or the frontier), up to the
     first that generates ``serial_below`` nodes; ``parallel_iteration(bound, left, root)`` ->
-    IterationOutcome runs the rest (``root``: the search's, made and checked here once). ``serial`` receives the serial iterations' counters
-    (from which, and the parallel iterations' own, the caller's parallel_iteration publishes
-    control.counters). ``resume`` (a checkpoint): no serial iterations, the search goes
+    IterationOutcome runs the rest (``root``: the search's, made and checked here once).
+    ``serial`` receives the serial iterations' counters (from which, and the parallel
+    iterations' own, the caller's parallel_iteration publishes control.counters). ``resume`` (a checkpoint): no serial iterations, the search goes
     on at the saved bound with the saved counts and time; ``begin(bound, expanded,
     generated, iterations)`` is told what was counted before each parallel iteration."""
     bf = prepared.image
