@@ -51,11 +51,11 @@ def main(cache: str) -> None:
         optimal, board = next((opt, b) for i, opt, b in korf100() if i == 88)
         iteration = SearchRun.iteration
 
-        def last_after_the_loss(run, bound, left):
+        def last_after_the_loss(run, bound, left, root):
             end = time.monotonic() + 120
             while bound == optimal and not heard and time.monotonic() < end:
                 time.sleep(0.05)
-            return iteration(run, bound, left)
+            return iteration(run, bound, left, root)
 
         SearchRun.iteration = last_after_the_loss
         with Cluster(nodes.address, cache_dir=cache, notify=heard.append) as cluster:

@@ -181,11 +181,11 @@ def test_a_killed_worker_is_survived(cluster, monkeypatch):
     killed, waiting = threading.Event(), threading.Event()
     iteration = SearchRun.iteration
 
-    def last_after_the_kill(self, bound, left):
+    def last_after_the_kill(self, bound, left, root):
         if bound == optimal:
             waiting.set()
             assert killed.wait(120), "the test never killed the worker"
-        return iteration(self, bound, left)
+        return iteration(self, bound, left, root)
 
     monkeypatch.setattr(SearchRun, "iteration", last_after_the_kill)
     pid = next(w.report for w in cluster.workers(solver)).pid
