@@ -3,7 +3,7 @@
 numba cannot cache a kernel that takes another jitted function as an argument, so the
 search stays generic another way: a heuristic is a fixed tuple of arrays ``H``, a
 HeuristicArrays whose class names its kind (built in heuristics/table_free.py / heuristics/pattern_db.py),
-and two functions here dispatch on the kind:
+and two functions here take the kind's own function by that class (INIT, UPDATE):
 
 * ``h_init``   computes h of a board from scratch and fills the heuristic's state row;
 * ``h_update`` derives the next state row from the previous one after one tile moved.
@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 from numba import njit
+from numba.extending import overload
 
 from pdbtool.kernels.intrinsics import class_constant, ix, prefetch
 from pdbtool.kernels.lookups import (entry_index, moved_entry, moved_rank, parity_index,
@@ -199,66 +200,98 @@ def moved_entry_index(H, board, pos, prev, row, l, tile, src, dst):
 @njit(cache=True, nogil=True, _nrt=False)
 def h_init(H, s, board, pos, row):
     """h of the board from scratch; fills the state row and returns h."""
-    kind = kind_of(H)
+    return init_of_kind(H, s, board, pos, row)
+
+
+def init_of_kind(H, s, board, pos, row):
+    """h_init of H's kind (INIT), chosen by the arrays' class when numba types the call: a
+    kernel compiled for one kind does not type (and compile) the others' functions, as
+    branches on kind_of would (walking distance's wd_index, 2 s of a first solve with a
+    table)."""
+    raise TypeError("init_of_kind is called from kernels only")
+
+
+def _init_per_tile(H, s, board, pos, row):
+    h = 0
+    for c in range(board.shape[0]):
+        if board[c] != 0:
+            h += H.tile_tab[board[c], c]
+    row[ROW_H] = h
+    return h
+
+
+def _init_line_conflict(H, s, board, pos, row):
     n = board.shape[0]
-    if kind == PER_TILE:
-        h = 0
-        for c in range(n):
-            if board[c] != 0:
-                h += H.tile_tab[board[c], c]
-        row[ROW_H] = h
-    elif kind == LINEAR_CONFLICT:
-        md = 0
-        for c in range(n):
-            if board[c] != 0:
-                md += H.tile_tab[board[c], c]
-        h = md
-        rows = n // s
-        for line in range(rows):
-            row[LC_LINES + line] = line_conflict(H, board, s, line, False)
-            h += row[LC_LINES + line]
-        for line in range(s):
-            row[LC_LINES + rows + line] = line_conflict(H, board, s, line, True)
-            h += row[LC_LINES + rows + line]
-        row[ROW_H] = h
-        row[LC_MD] = md
-    elif kind == WALKING:
-        # Rows and columns are two states of the same table (a square's goal is
-        # transpose-symmetric; a rectangle's table holds both parts, wd_index).
-        row[WD_ROWS] = wd_index(board, s, H, False)
-        row[WD_COLS] = wd_index(board, s, H, True)
-        row[ROW_H] = H.wd_dist[row[WD_ROWS]] + H.wd_dist[row[WD_COLS]]
-    elif kind == GASCHNIG:
-        row[ROW_H] = gaschnig(H, board, n)
-    else:
-        md = 0
-        for c in range(n):
-            if board[c] != 0:
-                md += H.tile_tab[board[c], c]
-        nsums = H.tile_lk.shape[1]
-        for j in range(nsums):
-            row[PDB_SUMS + j] = 0
-        _, rank_col, mask_col, order_col = columns(H)
-        for l in range(H.lk_m.shape[0]):
-            lex, occupied, order = placement_rank(H, pos, l)
-            row[rank_col + l] = lex
-            row[mask_col + l] = occupied
-            row[order_col + l] = order
-            row[PDB_SUMS + nsums + l] = read_entry(H, l, entry_index(H, l, pos[0], lex,
-                                                                    occupied, order))
-        for t in range(1, n):  # each lookup of a sum counted once, at its first tile
-            for j in range(nsums):
-                l = H.tile_lk[t, j]
-                if H.lk_tiles[l, 0] == t:
-                    row[PDB_SUMS + j] += row[PDB_SUMS + nsums + l]
-        best = 0
-        for j in range(nsums):
-            if row[PDB_SUMS + j] > row[PDB_SUMS + best]:
-                best = j
-        row[PDB_MD] = md
-        row[PDB_BEST] = best
-        row[ROW_H] = md + 2 * row[PDB_SUMS + best]
+    md = 0
+    for c in range(n):
+        if board[c] != 0:
+            md += H.tile_tab[board[c], c]
+    h = md
+    rows = n // s
+    for line in range(rows):
+        row[LC_LINES + line] = line_conflict(H, board, s, line, False)
+        h += row[LC_LINES + line]
+    for line in range(s):
+        row[LC_LINES + rows + line] = line_conflict(H, board, s, line, True)
+        h += row[LC_LINES + rows + line]
+    row[ROW_H] = h
+    row[LC_MD] = md
+    return h
+
+
+def _init_walking(H, s, board, pos, row):
+    # Rows and columns are two states of the same table (a square's goal is
+    # transpose-symmetric; a rectangle's table holds both parts, wd_index).
+    row[WD_ROWS] = wd_index(board, s, H, False)
+    row[WD_COLS] = wd_index(board, s, H, True)
+    row[ROW_H] = H.wd_dist[row[WD_ROWS]] + H.wd_dist[row[WD_COLS]]
     return row[ROW_H]
+
+
+def _init_gaschnig(H, s, board, pos, row):
+    row[ROW_H] = gaschnig(H, board, board.shape[0])
+    return row[ROW_H]
+
+
+def _init_pdb(H, s, board, pos, row):
+    n = board.shape[0]
+    md = 0
+    for c in range(n):
+        if board[c] != 0:
+            md += H.tile_tab[board[c], c]
+    nsums = H.tile_lk.shape[1]
+    for j in range(nsums):
+        row[PDB_SUMS + j] = 0
+    _, rank_col, mask_col, order_col = columns(H)
+    for l in range(H.lk_m.shape[0]):
+        lex, occupied, order = placement_rank(H, pos, l)
+        row[rank_col + l] = lex
+        row[mask_col + l] = occupied
+        row[order_col + l] = order
+        row[PDB_SUMS + nsums + l] = read_entry(H, l, entry_index(H, l, pos[0], lex,
+                                                                occupied, order))
+    for t in range(1, n):  # each lookup of a sum counted once, at its first tile
+        for j in range(nsums):
+            l = H.tile_lk[t, j]
+            if H.lk_tiles[l, 0] == t:
+                row[PDB_SUMS + j] += row[PDB_SUMS + nsums + l]
+    best = 0
+    for j in range(nsums):
+        if row[PDB_SUMS + j] > row[PDB_SUMS + best]:
+            best = j
+    row[PDB_MD] = md
+    row[PDB_BEST] = best
+    row[ROW_H] = md + 2 * row[PDB_SUMS + best]
+    return row[ROW_H]
+
+
+INIT = {PER_TILE: _init_per_tile, LINEAR_CONFLICT: _init_line_conflict, WALKING: _init_walking,
+        GASCHNIG: _init_gaschnig, PDB: _init_pdb}
+
+
+@overload(init_of_kind, jit_options={"nogil": True, "_nrt": False})
+def _init_by_class(H, s, board, pos, row):
+    return INIT[H.instance_class.KIND]
 
 
 @njit(cache=True, nogil=True)
@@ -352,53 +385,70 @@ def h_update(H, s, board, pos, prev, row, tile, src, dst, limit, first):
     """After ``tile`` moved from cell src to cell dst (board and pos already updated; the
     blank is now at src), derive the state row from the previous one; return the new h.
     A kind may stop early and return a lower bound on h once that exceeds ``limit`` (the
-    row is then incomplete: the caller prunes the node). The kind is a compile-time
-    constant (kind_of), so each kind gets a kernel without the others' branches. LLVM
+    row is then incomplete: the caller prunes the node). Each kind's own
+    function (UPDATE) is chosen by the arrays' class when numba types the call
+    (update_of_kind), so each kind gets a kernel without the others' code. LLVM
     inlines it (``forceinline``): numba's own inlining typed it again at every call site,
     half a minute of a first solve; the search is as fast. Callers pass ``limit`` as an
     int64 variable, never a literal, which numba would compile a copy for (ida.dfs_loop).
     ``first``: the (rank, mask, order rank, entry index) first_read found for this child,
     or four with a negative entry index (no_first(): h_update finds it itself)."""
-    kind = kind_of(H)
-    if kind == PER_TILE:
-        h = prev[ROW_H] + H.tile_tab[tile, dst] - H.tile_tab[tile, src]
-        row[ROW_H] = h
-        return h
-    if kind == LINEAR_CONFLICT:
-        for i in range(row.shape[0]):
-            row[i] = prev[i]
-        md = prev[LC_MD] + H.tile_tab[tile, dst] - H.tile_tab[tile, src]
-        row[LC_MD] = md
-        # A vertical move changes the contents of two rows, a horizontal one of two columns.
-        rows = board.shape[0] // s
-        if src // s != dst // s:
-            row[LC_LINES + src // s] = line_conflict(H, board, s, src // s, False)
-            row[LC_LINES + dst // s] = line_conflict(H, board, s, dst // s, False)
-        else:
-            row[LC_LINES + rows + src % s] = line_conflict(H, board, s, src % s, True)
-            row[LC_LINES + rows + dst % s] = line_conflict(H, board, s, dst % s, True)
-        h = md
-        for i in range(LC_LINES, LC_LINES + rows + s):
-            h += row[i]
-        row[ROW_H] = h
-        return h
-    if kind == WALKING:
-        trans = H.wd_trans
-        row[WD_ROWS] = prev[WD_ROWS]
-        row[WD_COLS] = prev[WD_COLS]
-        # The tile moves up (dst above src: the blank went down) or down, or sideways.
-        d = 0 if dst < src else 1
-        if src // s != dst // s:
-            row[WD_ROWS] = trans[prev[WD_ROWS], d, tile // s]
-        else:
-            row[WD_COLS] = trans[prev[WD_COLS], d, tile % s]
-        h = H.wd_dist[row[WD_ROWS]] + H.wd_dist[row[WD_COLS]]
-        row[ROW_H] = h
-        return h
-    if kind == GASCHNIG:
-        h = gaschnig(H, board, board.shape[0])
-        row[ROW_H] = h
-        return h
+    return update_of_kind(H, s, board, pos, prev, row, tile, src, dst, limit, first)
+
+
+def update_of_kind(H, s, board, pos, prev, row, tile, src, dst, limit, first):
+    """h_update of H's kind (UPDATE), chosen by class as init_of_kind is."""
+    raise TypeError("update_of_kind is called from kernels only")
+
+
+def _update_per_tile(H, s, board, pos, prev, row, tile, src, dst, limit, first):
+    h = prev[ROW_H] + H.tile_tab[tile, dst] - H.tile_tab[tile, src]
+    row[ROW_H] = h
+    return h
+
+
+def _update_line_conflict(H, s, board, pos, prev, row, tile, src, dst, limit, first):
+    for i in range(row.shape[0]):
+        row[i] = prev[i]
+    md = prev[LC_MD] + H.tile_tab[tile, dst] - H.tile_tab[tile, src]
+    row[LC_MD] = md
+    # A vertical move changes the contents of two rows, a horizontal one of two columns.
+    rows = board.shape[0] // s
+    if src // s != dst // s:
+        row[LC_LINES + src // s] = line_conflict(H, board, s, src // s, False)
+        row[LC_LINES + dst // s] = line_conflict(H, board, s, dst // s, False)
+    else:
+        row[LC_LINES + rows + src % s] = line_conflict(H, board, s, src % s, True)
+        row[LC_LINES + rows + dst % s] = line_conflict(H, board, s, dst % s, True)
+    h = md
+    for i in range(LC_LINES, LC_LINES + rows + s):
+        h += row[i]
+    row[ROW_H] = h
+    return h
+
+
+def _update_walking(H, s, board, pos, prev, row, tile, src, dst, limit, first):
+    trans = H.wd_trans
+    row[WD_ROWS] = prev[WD_ROWS]
+    row[WD_COLS] = prev[WD_COLS]
+    # The tile moves up (dst above src: the blank went down) or down, or sideways.
+    d = 0 if dst < src else 1
+    if src // s != dst // s:
+        row[WD_ROWS] = trans[prev[WD_ROWS], d, tile // s]
+    else:
+        row[WD_COLS] = trans[prev[WD_COLS], d, tile % s]
+    h = H.wd_dist[row[WD_ROWS]] + H.wd_dist[row[WD_COLS]]
+    row[ROW_H] = h
+    return h
+
+
+def _update_gaschnig(H, s, board, pos, prev, row, tile, src, dst, limit, first):
+    h = gaschnig(H, board, board.shape[0])
+    row[ROW_H] = h
+    return h
+
+
+def _update_pdb(H, s, board, pos, prev, row, tile, src, dst, limit, first):
     # PDB: h = md + 2 * max over the sums of their lookups' entries. Only the lookup of each
     # sum that holds the moved tile changes, and a lookup that several sums share is read
     # once (``read``: a bit per lookup of the tile). The parent's best sum goes first, and
@@ -454,3 +504,12 @@ def h_update(H, s, board, pos, prev, row, tile, src, dst, limit, first):
     h = md + 2 * top
     row[ROW_H] = h
     return h
+
+
+UPDATE = {PER_TILE: _update_per_tile, LINEAR_CONFLICT: _update_line_conflict,
+          WALKING: _update_walking, GASCHNIG: _update_gaschnig, PDB: _update_pdb}
+
+
+@overload(update_of_kind, jit_options={"nogil": True, "_nrt": False, "forceinline": True})
+def _update_by_class(H, s, board, pos, prev, row, tile, src, dst, limit, first):
+    return UPDATE[H.instance_class.KIND]

@@ -60,7 +60,9 @@ def atomic_max(typingctx, ary, idx, val):
 def class_constant(obj, name: str):
     """The attribute ``name`` of obj's class. In a kernel it is a compile-time constant
     (``name`` must be a string literal): numba types a NamedTuple by its class, so a kernel
-    compiled for one class sees only that class's branches (kernels.heuristic.kind_of)."""
+    compiled for one class runs only that class's branches (kernels.heuristic.kind_of).
+    The other branches are still typed, and what they call compiled, before LLVM drops
+    them: kernels.heuristic.init_of_kind chooses a whole function by class instead."""
     return getattr(type(obj), name)
 
 
