@@ -2,10 +2,9 @@
 a prefetch hint, a class attribute of an argument as a compile-time constant, and array
 indexing without the wraparound of negative indices."""
 
-import numpy as np
 from llvmlite import ir
 from llvmlite.binding import llvm_version_info
-from numba import njit, types
+from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
@@ -96,8 +95,8 @@ def prefetch(typingctx, ary, idx):
     return types.none(ary, idx), codegen
 
 
-@njit(cache=True, nogil=True, inline="always")
-def ix(i):
+@intrinsic
+def ix(typingctx, i):
     """``i`` as an unsigned array index: ``a[ix(i)]`` is ``a[i]`` for i >= 0.
 
     numba indexes with a signed integer as Python does, so every access with one costs a
@@ -105,5 +104,13 @@ def ix(i):
     with an unsigned one it costs nothing. The search's hot kernels index this way where an
     index is non-negative by construction (a negative one would read far out of bounds, not
     wrap): 1.2x on 24/small, on 1 and 2 threads (BENCHMARKS, "Levers for the hour", fourth
-    session). Only ever an index: numba computes uint64 mixed with int64 in float64."""
-    return np.uint64(i)
+    session). Only ever an index: numba computes uint64 mixed with int64 in float64.
+    An intrinsic (a cast in the caller's code), not a function that numba inlines: that
+    ran numba's passes again at each of its calls, most of h_update's 12 s of compiling
+    on a slow machine; the machine code is the same."""
+    if not isinstance(i, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return context.cast(builder, args[0], sig.args[0], types.uint64)
+    return types.uint64(i), codegen
