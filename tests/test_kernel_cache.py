@@ -139,19 +139,22 @@ def test_the_kernels_compiled_aside_serve_a_table_search(art_dir, tmp_path):
     """`python -m pdbtool.search.precompile CLASS`, the child that a first solve starts on
     the other core (search.warm.aside), compiles IDA*'s kernels into an empty cache, and a
     solver with a real table whose arrays are of that class then loads them instead of
-    compiling them again (a child that fails shows only as a warning and a slow first
-    solve: see the test below)."""
+    compiling them again, h_update for its root's check too (a child that fails shows only
+    as a warning and a slow first solve: see the test below)."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
     child = subprocess.run([sys.executable, "-m", "pdbtool.search.precompile", "PdbArrays"],
                            env=env, capture_output=True, text=True, timeout=900)
     assert child.returncode == 0, child.stderr
+    assert child.stdout == "root-check\n"  # told the parent its root's check can load h_update
+    # h_update compiled first without a call (precompile.update_signature), with the very
+    # types dfs_loop calls it with: else dfs_loop compiled another
+    assert len(list((tmp_path / "numba").rglob("heuristic.h_update-*.nbc"))) == 1
     probe = subprocess.run([sys.executable, "-c", PROBE, str(art_dir / "8-full.h5")], env=env,
                            capture_output=True, text=True, timeout=900)
     assert probe.returncode == 0, probe.stderr
     compiled = probe.stdout.split()
     assert "listener_heard" in compiled, compiled  # else an empty list proved nothing
-    assert "ida" not in compiled and "dfs_loop" not in compiled and "h_update" not in compiled, \
-        compiled
+    assert not {"ida", "dfs_loop", "h_update", "_update_pdb"} & set(compiled), compiled
 
 
 def test_a_failing_child_is_a_warning_with_its_last_line(monkeypatch, caplog):

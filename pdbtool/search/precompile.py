@@ -8,27 +8,43 @@ from __future__ import annotations
 import sys
 
 import numpy as np
+from numba import typeof, types
 
 from pdbtool.geometry import as_shape
 from pdbtool.heuristics.table_free import Heuristic, board_arrays
 from pdbtool.kernels import heuristic as hk
 from pdbtool.kernels.ida import MAX_DEPTH
+from pdbtool.search import warm
 from pdbtool.search.control import Root, SearchControl
 from pdbtool.search.solver import Solver
 from pdbtool.signals import die_with_parent
+
+
+def update_signature(H, board, pos, row) -> tuple:
+    """The numba types of kernels.heuristic.h_update's arguments as IDA*'s loop and the
+    root's check (broken_derivation) call it, with H, a board, its positions and a row
+    of the state rows (tests/test_kernel_cache.py checks that they are the same)."""
+    i64 = types.int64
+    return (typeof(H), i64, typeof(board), typeof(pos), typeof(row), typeof(row), i64, i64,
+            i64, i64, types.UniTuple(i64, 4))
 
 
 def compile_search(cls: type, side: int = 4) -> None:
     """IDA*'s search kernels (kernels.ida.ida, dfs_loop, h_update) for heuristics whose
     arrays are of class ``cls``, compiled in this process from placeholder arrays: the
     root's h is 0, so the search returns at the root without reading them. The side does
-    not change the types."""
+    not change the types. h_update goes first, compiled without a call: once it is in the
+    cache, a line on stdout says so to the parent, whose root's check (broken_derivation)
+    calls it too (search.warm.wait_root_check)."""
     H = hk.heuristic_arrays(cls.KIND, bool(cls.AHEAD))
     assert type(H) is cls
     shape = as_shape(side)
     solver = Solver(Heuristic("placeholder", shape, H, hk.state_width(cls.KIND, shape)))
     board, pos = board_arrays(list(range(side * side)))
     rows = np.zeros((MAX_DEPTH + 2, solver.heuristic.width), np.int32)
+    hk.h_update.compile(update_signature(H, board, pos, rows[0]))
+    sys.stdout.buffer.write(warm.ROOT_CHECK_READY)
+    sys.stdout.flush()
     solver.iterate(Root(board, pos, rows), 0, SearchControl(budget=1))
 
 

@@ -179,10 +179,10 @@ class Solver:
         if "serial" not in self._compiled:
             child = warm.aside(cls)  # IDA*'s loop compiles beside, on the other core ...
             tiles = list(range(self.shape.cells))
-            try:  # (the root's check derives a move: h_update compiles here too, about 4 s of
-                # CPU that the child's cache would save, but after the child the wait is longer)
-                goal = self.root(tiles)  # ... the heuristic and the root's check here,
-                self._check_path(tiles, [])  # and the answer's check
+            try:
+                self._check_path(tiles, [])  # ... the heuristic and the answer's check here,
+                warm.wait_root_check(child)  # then the root's check, once the child has
+                goal = self.root(tiles)  # compiled h_update
             finally:
                 warm.wait(child)
             self.iterate(goal, 0, SearchControl(budget=1))  # a node or so: the call is the point

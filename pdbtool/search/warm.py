@@ -8,8 +8,11 @@ ARRAYS_CLASSES) has the same numba types (placeholders of the slots' own types),
 its IDA* needs can be compiled without its tables: ``python -m pdbtool.search.precompile
 CLASS`` does it in a child process (``aside``), from a root whose h is 0 (the search
 returns at once and reads no table), while the solver compiles the rest here (the
-heuristic at the root, the root's check, the answer's check). Then the search's kernels
-load from the cache.
+heuristic at the root and the answer's check). The child compiles ``h_update`` first (the longest
+kernel, which the root's check calls too: both processes compiled it before) and says so
+on its stdout (ROOT_CHECK_READY); the solver waits for that line (``wait_root_check``)
+before its root's check, which then loads it from the cache, as the search's kernels load
+once the child ends (``wait``).
 
 ``ready``/``mark_ready`` keep a mark per class in the cache directory once a solver has
 compiled (or loaded) a part, so that a warm machine starts no child and the command lines
@@ -40,6 +43,7 @@ DEFAULT_ESTIMATE = {"serial": 5.0, "shared": 2.0}
 ALGORITHM_ESTIMATE = 10.0  # another algorithm's kernels (a part named for it: frontier 10 s,
 # sma 8 s on the Intel Xeon)
 PRECOMPILE = (sys.executable, "-m", "pdbtool.search.precompile")  # + the class's name
+ROOT_CHECK_READY = b"root-check\n"  # the child's line once h_update is in the cache
 
 log = logging.getLogger("pdbtool")
 
@@ -117,7 +121,8 @@ def pending(cls: type, parts) -> float:
 
 
 class Aside(NamedTuple):
-    """``aside``'s child process and the file its stderr goes to."""
+    """``aside``'s child process (its stdout a pipe: ROOT_CHECK_READY) and the file its
+    stderr goes to."""
 
     process: subprocess.Popen
     stderr: IO[bytes]
@@ -139,11 +144,19 @@ def aside(cls: type) -> Aside | None:
     try:
         process = subprocess.Popen([*PRECOMPILE, cls.__name__, str(os.getpid())],
                                    stdin=subprocess.DEVNULL,
-                                   stdout=subprocess.DEVNULL, stderr=stderr)
+                                   stdout=subprocess.PIPE, stderr=stderr)
     except OSError:
         stderr.close()
         return None
     return Aside(process, stderr)
+
+
+def wait_root_check(child: Aside | None) -> None:
+    """Wait until ``aside``'s child has put h_update, which the root's check calls, in the
+    cache (its ROOT_CHECK_READY line), or has ended without (then this process compiles
+    it)."""
+    if child is not None:
+        child.process.stdout.readline()
 
 
 def wait(child: Aside | None) -> None:
@@ -152,7 +165,7 @@ def wait(child: Aside | None) -> None:
     if child is None:
         return
     process, stderr = child
-    with stderr:
+    with stderr, process.stdout:
         try:
             process.wait()
         except BaseException:
