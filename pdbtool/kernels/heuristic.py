@@ -211,21 +211,24 @@ def init_of_kind(H, s, board, pos, row):
     raise TypeError("init_of_kind is called from kernels only")
 
 
-def _init_per_tile(H, s, board, pos, row):
+@njit(cache=True, nogil=True)
+def tile_sum(H, board):
+    """The sum of H.tile_tab over the board's tiles (Manhattan distance for most kinds)."""
     h = 0
     for c in range(board.shape[0]):
         if board[c] != 0:
             h += H.tile_tab[board[c], c]
-    row[ROW_H] = h
     return h
+
+
+def _init_per_tile(H, s, board, pos, row):
+    row[ROW_H] = tile_sum(H, board)
+    return row[ROW_H]
 
 
 def _init_line_conflict(H, s, board, pos, row):
     n = board.shape[0]
-    md = 0
-    for c in range(n):
-        if board[c] != 0:
-            md += H.tile_tab[board[c], c]
+    md = tile_sum(H, board)
     h = md
     rows = n // s
     for line in range(rows):
@@ -255,10 +258,7 @@ def _init_gaschnig(H, s, board, pos, row):
 
 def _init_pdb(H, s, board, pos, row):
     n = board.shape[0]
-    md = 0
-    for c in range(n):
-        if board[c] != 0:
-            md += H.tile_tab[board[c], c]
+    md = tile_sum(H, board)
     nsums = H.tile_lk.shape[1]
     for j in range(nsums):
         row[PDB_SUMS + j] = 0
