@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import IO, NamedTuple
 
@@ -40,6 +41,11 @@ PARTS = ("serial", "shared")  # Solver.kernel_parts: IDA* on one thread; the sha
 # Seconds of compiling on one core of the machines in BENCHMARKS.md, for the announcements.
 ESTIMATE = {"serial": {hk.PDB: 9.0}, "shared": {hk.PDB: 2.5}}
 DEFAULT_ESTIMATE = {"serial": 5.0, "shared": 2.0}
+PACE_STEPS = 100_000  # pace()'s loop
+PACE_REFERENCE = 0.0022  # seconds of that loop on the machine of ESTIMATE: the AMD EPYC's
+# 0.0066 (2026-11-28) over 3.0, the ratio of the two machines' first solve
+# (the code before the first-run work, df49235: 117.7 s there, 39.4 s on the Intel Xeon)
+_pace: float | None = None
 ALGORITHM_ESTIMATE = 10.0  # another algorithm's kernels (a part named for it: frontier 10 s,
 # sma 8 s on the Intel Xeon)
 PRECOMPILE = (sys.executable, "-m", "pdbtool.search.precompile")  # + the class's name
@@ -113,11 +119,32 @@ def pending(cls: type, parts) -> float:
         if not ready(cls, part):
             seconds += ESTIMATE.get(part, {}).get(cls.KIND,
                                                   DEFAULT_ESTIMATE.get(part, ALGORITHM_ESTIMATE))
+    if not seconds:
+        return 0.0
     try:
         busy = max(1.0, (os.getloadavg()[0] + cores) / cpus)  # our compile's processes too
     except OSError:  # no load average here
         busy = 1.0
-    return seconds / (1.6 if cores > 1 else 1.0) * busy
+    return seconds / (1.6 if cores > 1 else 1.0) * busy * pace()
+
+
+def pace() -> float:
+    """How many times longer than the machine of ESTIMATE this one takes to run Python, as
+    numba's compiling mostly is: the median of five runs of a loop of PACE_STEPS steps
+    (about 7 ms each on the AMD EPYC), against PACE_REFERENCE; measured once a process,
+    kept within 0.5 to 4. (The AMD EPYC of BENCHMARKS.md compiles the first solve 3x
+    slower than the Intel Xeon whose figures ESTIMATE holds: "about 7 s" took 18 s.)"""
+    global _pace
+    if _pace is None:
+        runs = []
+        for _ in range(5):
+            start = time.perf_counter()
+            x = 0
+            for i in range(PACE_STEPS):
+                x += i
+            runs.append(time.perf_counter() - start)
+        _pace = min(4.0, max(0.5, sorted(runs)[2] / PACE_REFERENCE))
+    return _pace
 
 
 class Aside(NamedTuple):
