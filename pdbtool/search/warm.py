@@ -8,11 +8,11 @@ ARRAYS_CLASSES) has the same numba types (placeholders of the slots' own types),
 its IDA* needs can be compiled without its tables: ``python -m pdbtool.search.precompile
 CLASS`` does it in a child process (``aside``), from a root whose h is 0 (the search
 returns at once and reads no table), while the solver compiles the rest here (the
-heuristic at the root and the answer's check). The child compiles ``h_update`` first (the longest
-kernel, which the root's check calls too: both processes compiled it before) and says so
-on its stdout (ROOT_CHECK_READY); the solver waits for that line (``wait_root_check``)
-before its root's check, which then loads it from the cache, as the search's kernels load
-once the child ends (``wait``).
+heuristic at the root and the answer's check). The child compiles ``h_update`` first
+(the longest kernel, which the root's check calls too: both processes compiled it
+before) and says so on its stdout (ROOT_CHECK_READY); the solver waits for that line
+(``wait_root_check``) before its root's check, which then loads it from the cache, as the
+search's kernels load once the child ends (``wait``).
 
 ``ready``/``mark_ready`` keep a mark per class in the cache directory once a solver has
 compiled (or loaded) a part, so that a warm machine starts no child and the command lines
@@ -38,16 +38,17 @@ from pdbtool.kernels import heuristic as hk
 from pdbtool.progress import fmt_bytes
 
 PARTS = ("serial", "shared")  # Solver.kernel_parts: IDA* on one thread; the shared iterations
-# Seconds of compiling on one core of the machines in BENCHMARKS.md, for the announcements.
+# Seconds of compiling on one core of the Intel Xeon of BENCHMARKS.md, for the announcements
+# (pending scales them by the load and by this machine's pace).
 ESTIMATE = {"serial": {hk.PDB: 9.0}, "shared": {hk.PDB: 2.5}}
 DEFAULT_ESTIMATE = {"serial": 5.0, "shared": 2.0}
+ALGORITHM_ESTIMATE = 10.0  # another algorithm's kernels (a part named for it: frontier 10 s,
+# sma 8 s on the Intel Xeon)
 PACE_STEPS = 100_000  # pace()'s loop
 PACE_REFERENCE = 0.0022  # seconds of that loop on the machine of ESTIMATE: the AMD EPYC's
 # 0.0066 (2026-11-28) over 3.0, the ratio of the two machines' first solve
 # (the code before the first-run work, df49235: 117.7 s there, 39.4 s on the Intel Xeon)
 _pace: float | None = None
-ALGORITHM_ESTIMATE = 10.0  # another algorithm's kernels (a part named for it: frontier 10 s,
-# sma 8 s on the Intel Xeon)
 PRECOMPILE = (sys.executable, "-m", "pdbtool.search.precompile")  # + the class's name
 ROOT_CHECK_READY = b"root-check\n"  # the child's line once h_update is in the cache
 
