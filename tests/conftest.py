@@ -16,6 +16,15 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 from serving import channel_stub, running_daemon
 
 
+def pytest_collection_modifyitems(config, items):
+    """Groups for pytest-xdist (scripts/test runs two workers with --dist loadgroup): a test
+    file's tests run on one worker, so its module fixtures (daemons, small tables) are made
+    once; every Ray test runs on the same worker, so that one local Ray runs at a time."""
+    for item in items:
+        group = "ray" if item.get_closest_marker("cluster") else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture(scope="session")
 def oracle8():
     """Exact distances of all 181,440 8-puzzle states to the blank-first goal."""
