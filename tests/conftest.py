@@ -4,6 +4,7 @@ in-process pdbd servers, headless Chromium. Helpers and oracles live in referenc
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -16,13 +17,33 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 from serving import channel_stub, running_daemon
 
 
+RAY_FILES = "test_cluster"  # every test that starts Ray lives in tests/test_cluster*.py
+
+
 def pytest_collection_modifyitems(config, items):
-    """Groups for pytest-xdist (scripts/test runs two workers with --dist loadgroup): a test
-    file's tests run on one worker, so its module fixtures (daemons, small tables) are made
-    once; every Ray test runs on the same worker, so that one local Ray runs at a time."""
-    for item in items:
-        group = "ray" if item.get_closest_marker("cluster") else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
+    """Refuse a test marked ``cluster`` outside the Ray files (it would run beside them)."""
+    stray = [item.nodeid for item in items if item.get_closest_marker("cluster")
+             and not item.path.name.startswith(RAY_FILES)]
+    if stray:
+        raise pytest.UsageError(f"tests marked cluster outside tests/{RAY_FILES}*.py: {stray}")
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """With pytest-xdist's --dist loadfile (scripts/test, two workers): a file's tests on one
+    worker, so its module fixtures (daemons, small tables) are made once, and every Ray file
+    on the same one, so that one Ray runs at a time (the tests of `--cluster auto` look for
+    the head Ray's address file names). (xdist's own groups, --dist loadgroup, do not work
+    with pytest 9.2: they rename a test's node id, which pytest now ignores.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class RayFilesTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "ray" if Path(path).name.startswith(RAY_FILES) else path
+
+    return RayFilesTogether(config, log)
 
 
 @pytest.fixture(scope="session")

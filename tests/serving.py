@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -193,6 +194,26 @@ def pdbd_process(*args, env: dict | None = None) -> subprocess.Popen:
     exe = Path(sys.executable).with_name("pdbd")
     return subprocess.Popen([str(exe), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)
+
+
+def sigterm_after_a_solve(art_dir, *options, wait: float = 30) -> tuple[int, str]:
+    """`pdbd serve` with ``options``: one solve, then SIGTERM; its exit code and stderr."""
+    from pdbd.client import SolverClient
+    from reference import free_port
+
+    port = free_port()
+    proc = pdbd_process("serve", "--artifacts", str(art_dir), "--listen", f"127.0.0.1:{port}",
+                        "--threads", "1", *options)
+    try:
+        with SolverClient(f"127.0.0.1:{port}") as client:
+            client.wait_serving(wait)
+            assert client.solve(EASY8).length == 2
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=wait)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, err
 
 
 class Drained:

@@ -3,7 +3,7 @@ SIGTERM handling twice (a Python handler that exits 1, a core-worker handler tha
 stack); the command exits 143 with one line, as it does without a cluster, and leaves no
 Ray process of its own behind. A stop that comes once the answer is out, while Ray is
 closed, leaves the answer's exit status. Its own local Ray, started by the command, in a
-process."""
+process. And `pdbd serve --cluster local` drains on SIGTERM as a plain daemon does."""
 
 import json
 import os
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from serving import HARD, wait_for
+from serving import HARD, sigterm_after_a_solve, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.process]
 
@@ -152,3 +152,13 @@ def alive(pid: int) -> bool:
             return f.read().split(") ")[-1][0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_sigterm_drains_a_daemon_with_a_local_ray_cluster(art_dir, tmp_path):
+    """Issue 40: Ray's start replaced the daemon's SIGTERM handler, so `pdbd serve --cluster
+    local` died at once instead of draining. Now it drains and exits 0 as a plain one does."""
+    pytest.importorskip("ray", reason="the cluster extra is not installed")
+    code, err = sigterm_after_a_solve(art_dir, "--cluster", "local", "--cluster-cache",
+                                      str(tmp_path / "cache"), "--drain", "5", wait=180)
+    assert code == 0, err
+    assert "shutting down" in err and "drained: no search in flight" in err and "stopped" in err

@@ -4,7 +4,6 @@ Start-up refusal and SIGTERM run `pdbd serve` as a process; the rest use in-proc
 """
 
 import shutil
-import signal
 import socket
 import time
 
@@ -13,13 +12,13 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from pdbd.client import SolverClient
 from pdbd.v1 import solver_pb2 as pb
 from pdbtool.heuristics.table_free import table_free
 from pdbtool.selection import TableSet
 from pdbtool.tables import artifact
 from reference import flip_byte, free_port
-from serving import EASY8, HARD, channel_stub, info, pdbd_process, running_daemon, wait_for
+from serving import (HARD, channel_stub, info, pdbd_process, running_daemon, sigterm_after_a_solve,
+                     wait_for)
 
 pytestmark = pytest.mark.process
 
@@ -164,38 +163,10 @@ def test_shutdown_ends_a_batch_call_waiting_for_its_next_message():
         later.set()
 
 
-def sigterm_after_a_solve(art_dir, *options, wait: float = 30) -> tuple[int, str]:
-    """`pdbd serve` with ``options``: one solve, then SIGTERM; its exit code and stderr."""
-    port = free_port()
-    proc = pdbd_process("serve", "--artifacts", str(art_dir), "--listen", f"127.0.0.1:{port}",
-                        "--threads", "1", *options)
-    try:
-        with SolverClient(f"127.0.0.1:{port}") as client:
-            client.wait_serving(wait)
-            assert client.solve(EASY8).length == 2
-            proc.send_signal(signal.SIGTERM)
-            _, err = proc.communicate(timeout=wait)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    return proc.returncode, err
-
-
 def test_sigterm_shuts_down_cleanly(art_dir):
     code, err = sigterm_after_a_solve(art_dir)
     assert code == 0, err
     assert "solve 3x3 length=2" in err and "stopped" in err
-
-
-@pytest.mark.cluster
-def test_sigterm_drains_a_daemon_with_a_local_ray_cluster(art_dir, tmp_path):
-    """Issue 40: Ray's start replaced the daemon's SIGTERM handler, so `pdbd serve --cluster
-    local` died at once instead of draining. Now it drains and exits 0 as a plain one does."""
-    pytest.importorskip("ray", reason="the cluster extra is not installed")
-    code, err = sigterm_after_a_solve(art_dir, "--cluster", "local", "--cluster-cache",
-                                      str(tmp_path / "cache"), "--drain", "5", wait=180)
-    assert code == 0, err
-    assert "shutting down" in err and "drained: no search in flight" in err and "stopped" in err
 
 
 def test_the_start_line_names_each_shape_served():
