@@ -28,12 +28,13 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError(f"tests marked cluster outside tests/{RAY_FILES}*.py: {stray}")
 
 
+@pytest.hookimpl(optionalhook=True)  # (a hook of pytest-xdist, the test extra's)
 def pytest_xdist_make_scheduler(config, log):
     """With pytest-xdist's --dist loadfile (scripts/test, two workers): a file's tests on one
     worker, so its module fixtures (daemons, small tables) are made once, and every Ray file
     on the same one, so that one Ray runs at a time (the tests of `--cluster auto` look for
-    the head Ray's address file names). (xdist's own groups, --dist loadgroup, do not work
-    with pytest 9.2: they rename a test's node id, which pytest now ignores.)"""
+    a head where Ray's address file says). (xdist's own groups, --dist loadgroup, do not
+    work with pytest 9.2: they rename a test's node id, which pytest now ignores.)"""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
