@@ -19,7 +19,7 @@ import sys
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
-from pdbtool.cli.cluster import add_shipping_options, cluster_address
+from pdbtool.cli.cluster import add_cluster_option, add_shipping_options
 from pdbtool.cli.console import (Parser, UsageError, arg_budget, arg_path, arg_seconds,
                                  arg_shape, arg_size, arg_threads, batch_exit_code, emit,
                                  input_lines, no_boards, plural, read_stdin, report_error,
@@ -151,9 +151,7 @@ def parser() -> Parser:
                         "answer: NOT_SERVING) but let the searches in flight finish for up to "
                         "S seconds before stopping them (default 0; a second signal stops "
                         "them at once)")
-    s.add_argument("--cluster", metavar="ADDRESS", type=cluster_address,
-                   help="send big IDA* searches to this Ray cluster ('local': start Ray on this "
-                        "machine); needs the cluster extra: pip install 'pdbtool[cluster]'")
+    add_cluster_option(s, "send big IDA* searches to this Ray cluster")
     s.add_argument("--cluster-above", type=positive, default=None, metavar="N",
                    help="with --cluster: a search that generates more than N nodes here goes to "
                         f"the cluster (default {DEFAULT_CLUSTER_ABOVE:,})")
@@ -176,7 +174,7 @@ def parser() -> Parser:
                         "(see pdbtool solve --help)")
     q.add_argument("--weight", type=float, default=None, help="wida: f = g + W*h (default 1.5)")
     q.add_argument("--tt-size", type=positive, default=None, metavar="N",
-                   help="ida-tt: transposition table entries (default 1M)")
+                   help="ida-tt: transposition table entries (default 1,048,576: 32 MiB)")
     q.add_argument("--max-memory", type=arg_size, default=None, metavar="SIZE",
                    help="astar, sma, frontier, bidir: memory for the states they hold, e.g. "
                         "512M (default 1G; the server's --max-search-memory caps it)")

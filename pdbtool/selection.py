@@ -233,7 +233,10 @@ class Solvers:
             self._loaded.update(dict.fromkeys(shapes, tables))
         if shape in tables.heuristics:
             return tables.heuristics[shape]
-        hint = packed_hint(directory) if directory.is_dir() else ""
+        if not directory.is_dir():  # (only the default may be missing: load_directory)
+            return fallback(shape, f"no table for {shape} boards (no ./{directory}/ directory "
+                                   "here; --artifacts DIR names another)")
+        hint = packed_hint(directory)
         return fallback(shape, f"no table for {shape} boards in {directory}/"
                                + (f" ({hint})" if hint else ""))
 

@@ -736,6 +736,35 @@ def test_verify_help_says_consistency_is_exhaustive_for_small_tables(capsys):
     assert "on every entry of a table of at most 32 M entries, else sampled unless --exhaustive" in text
 
 
+def test_the_tt_size_default_in_both_helps_is_a_number_the_option_takes(capsys):
+    """--tt-size's help said "(default 1M)", which the option refuses (a whole number)."""
+    from pdbd import cli as pdbd_cli
+    from pdbtool.kernels.ida_tt import TT_ENTRY_BYTES
+    from pdbtool.search.algorithms import DEFAULT_TT_SIZE
+
+    said = f"(default {DEFAULT_TT_SIZE:,}: {DEFAULT_TT_SIZE * TT_ENTRY_BYTES >> 20} MiB)"
+    for parse, argv in ((main, ["solve", "--help"]),
+                        (pdbd_cli.parser().parse_args, ["query", "--help"])):
+        with pytest.raises(SystemExit):
+            parse(argv)
+        text = " ".join(capsys.readouterr().out.split())
+        assert f"ida-tt: transposition table entries {said}" in text, argv
+
+
+def test_every_cluster_help_names_the_addresses_it_takes(capsys):
+    """--cluster takes 'auto' too (the README says so); the helps named only 'local' and an
+    address."""
+    from pdbd import cli as pdbd_cli
+
+    for parse, argv in ((main, ["solve", "--help"]), (main, ["build", "--help"]),
+                        (pdbd_cli.parser().parse_args, ["serve", "--help"])):
+        with pytest.raises(SystemExit):
+            parse(argv)
+        text = " ".join(capsys.readouterr().out.split())
+        assert ("ADDRESS: the head node's HOST:PORT (as `ray start --head` prints it), 'local' "
+                "(start Ray on this machine) or 'auto' (the head Ray finds:") in text, argv
+
+
 def test_the_library_warning_of_a_table_without_a_stamp_has_the_prefix(art_dir, tmp_path,
                                                                        capsys):
     """The loader's warning (logger "pdbtool") reached stderr through Python's last resort,
@@ -773,8 +802,9 @@ def test_a_table_of_the_other_form_is_a_usage_error_naming_the_command(art_dir, 
     board = "8 6 7 2 5 4 3 0 1"
     table = tmp_path / "table.pdbpack"  # an installed table named like a pack
     shutil.copy(art_dir / "8-full.h5", table)
-    packed = tmp_path / "packed.h5"  # a pack named like a table
-    assert main(["pack", str(table), "-o", str(packed)]) == 0
+    packed = tmp_path / "packed.h5"  # a pack renamed like a table (pack refuses the name)
+    assert main(["pack", str(table), "-o", str(tmp_path / "packed.pdbpack")]) == 0
+    (tmp_path / "packed.pdbpack").rename(packed)
     capsys.readouterr()
     for argv in (["verify", str(packed)], ["solve", "--artifact", str(packed), board],
                  ["seal", str(packed)], ["pack", str(packed), "-o", str(tmp_path / "b.pdbpack")]):
@@ -828,6 +858,16 @@ def test_json_says_when_the_stamp_was_not_written(art_dir, tmp_path, monkeypatch
                                            "found in a directory (pdbtool solve --artifacts, pdbd "
                                            "serve); give it with --artifact, or rename it"]
     assert "warning: " in err and "not ending .h5" in err
+    wrong = tmp_path / "15-7-8.h5"  # another catalogue's name: said (the 8-puzzle's table)
+    assert main(["unpack", str(tmp_path / "8.pdbpack"), "-o", str(wrong), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["warnings"] == [
+        f"{wrong}: named as catalogue 15/7-8's table, but it holds 8/full (its name: "
+        "8-full.h5); a directory's tables are found by what they hold: rename it"]
+    (tmp_path / "other").mkdir()
+    for right in ("8-full.h5", "8-full-min.h5", "mine.h5"):
+        assert main(["unpack", str(tmp_path / "8.pdbpack"), "-o", str(tmp_path / "other" / right),
+                     "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["warnings"] == [], right
 
 
 def test_with_json_a_usage_error_is_a_json_error_too(capsys):

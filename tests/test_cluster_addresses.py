@@ -32,6 +32,7 @@ def test_no_address_is_bad_input(address):
         p = run(*argv)
         assert p.returncode == 2, p.stderr
         assert "argument --cluster: give the head node's HOST:PORT" in p.stderr, p.stderr
+        assert "'local' or 'auto'" in p.stderr, p.stderr
         assert "Traceback" not in p.stderr and p.stdout == ""
 
 

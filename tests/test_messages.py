@@ -77,6 +77,17 @@ def test_the_fallback_is_said_before_the_search(tmp_path, capsys):
     assert "note:" not in capsys.readouterr().err
 
 
+def test_the_fallback_without_a_default_directory_says_there_is_none(tmp_path, monkeypatch,
+                                                                      capsys):
+    """No --artifacts and no ./artifacts: the note said "no table ... in artifacts/", a
+    directory that is not there."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["solve", "--goal", "blank-first", "--budget", "1000", KORF1]) == 4
+    assert capsys.readouterr().err.splitlines()[0] == (
+        "pdbtool: note: no table for 4x4 boards (no ./artifacts/ directory here; --artifacts "
+        "DIR names another): fell back to walking-distance")
+
+
 def test_a_full_disk_is_said_plainly_and_leaves_nothing(art_dir, tmp_path):
     """A file-size limit stands in for a full disk (the same failed write, EFBIG): HDF5's
     text (errno = 27, buf = 0x...) is not the message; no partial file is left. (art_dir:

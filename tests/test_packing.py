@@ -444,3 +444,14 @@ def test_a_pack_never_replaces_an_installed_table_even_with_force(tmp_path, pack
     assert other.read_bytes() == before
     pack(src, old_pack, chunk_bytes=CHUNK, force=True)
     assert read_packed_meta(old_pack).form == "packed"
+
+
+def test_a_pack_is_never_named_h5(tmp_path, packed):
+    """`pdbtool pack a.h5 -o elsewhere/p.h5` wrote a pack that every later solve or pdbd serve
+    of that directory refused ("is a packed table: unpack it first"), its tables too."""
+    src, _ = packed
+    dst = tmp_path / "elsewhere" / "p.h5"
+    dst.parent.mkdir()
+    with pytest.raises(BadInput, match=r"p\.h5: a pack is not named \.h5 .* ending \.pdbpack"):
+        pack(src, dst, chunk_bytes=CHUNK)
+    assert list(dst.parent.iterdir()) == []

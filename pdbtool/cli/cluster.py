@@ -39,8 +39,13 @@ def cluster_address(text: str) -> str:
 
 
 def add_cluster_option(p, help: str) -> None:
+    """--cluster ADDRESS (pdbtool solve and build, pdbd serve): ``help`` says what it does,
+    the values are said here."""
     p.add_argument("--cluster", metavar="ADDRESS", type=cluster_address,
-                   help=f"{help} (needs the cluster extra: pip install 'pdbtool[cluster]')")
+                   help=f"{help}; ADDRESS: the head node's HOST:PORT (as `ray start --head` "
+                        "prints it), 'local' (start Ray on this machine) or 'auto' (the head "
+                        "Ray finds: $RAY_ADDRESS, else the last `ray start --head` here); "
+                        "needs the cluster extra: pip install 'pdbtool[cluster]'")
 
 
 def add_shipping_options(p) -> None:

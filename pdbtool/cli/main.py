@@ -373,7 +373,8 @@ def add_solve_options(p) -> None:
                    help="wida: f = g + W*h, 1 <= W <= 100 (default 1.5), cut down to 0.001 "
                         "(never looser than asked: 1.0009 is 1, plain IDA*); lowered so that "
                         "W x h0 <= 500 (the output says so)")
-    p.add_argument("--tt-size", type=positive_int, help="ida-tt: transposition table entries (default 1M)")
+    p.add_argument("--tt-size", type=positive_int, metavar="N",
+                   help="ida-tt: transposition table entries (default 1,048,576: 32 MiB)")
     p.add_argument("--max-memory", type=arg_size, metavar="SIZE",
                    help="astar, sma, frontier, bidir: memory for the states they hold, e.g. 512M, "
                         "4G (default 1G); astar, frontier and bidir exit 4 beyond it, sma drops "
@@ -450,7 +451,7 @@ def parser() -> Parser:
                    "(never a table, never a link or a non-regular file)")
     add_cluster_option(s, "search one board over a Ray cluster (the driver iterates the bounds, "
                           "the nodes search the subtrees), or with --file spread the boards over "
-                          "it, one board per task; 'local' starts Ray on this machine")
+                          "it, one board per task")
     add_shipping_options(s)
     s.add_argument("--json", action="store_true", help="one JSON object per board")
     s.set_defaults(func=cmd_solve)
@@ -500,8 +501,8 @@ def parser() -> Parser:
     b.add_argument("--processes", type=arg_processes,
                    help="worker processes, one table each (default: one per table up to --workers, "
                         "or one when a single table is most of the work)")
-    add_cluster_option(b, "build the tables as tasks on the nodes of a Ray cluster ('local': "
-                          "on this machine); the artifact is written here")
+    add_cluster_option(b, "build the tables as tasks on the nodes of a Ray cluster (the "
+                          "artifact is written here)")
     b.add_argument("--out", default=DEFAULT_ARTIFACTS, type=arg_path,
                    help=f"output directory (default {DEFAULT_ARTIFACTS}); the artifact is "
                         "named after its catalogue (15/7-8: 15-7-8.h5)")

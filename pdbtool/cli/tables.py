@@ -185,12 +185,24 @@ def cmd_unpack(args) -> int:
         warnings.append(f"{args.output}: a name not ending .h5 is not found in a directory "
                         "(pdbtool solve --artifacts, pdbd serve); give it with --artifact, or "
                         "rename it")
+    elif (named := catalogue_named(Path(args.output).name)) and named != meta.partition:
+        warnings.append(f"{args.output}: named as catalogue {named}'s table, but it holds "
+                        f"{meta.partition} (its name: {artifact.artifact_filename(meta.partition)}"
+                        f"); a directory's tables are found by what they hold: rename it")
     for text in warnings:
         warn(text)
     emit(args, {**meta.to_dict(), "stamped": not report.note, "warnings": warnings}, f"unpacked {args.path} -> {meta.path}: {meta.partition} version {meta.version}, "
                                f"checksums and all {len(report.checks)} verify checks passed",
          wrote=meta.path)
     return 0
+
+
+def catalogue_named(filename: str) -> str | None:
+    """The catalogue whose table's file name (or its -min variant's) ``filename`` is."""
+    for name in catalogue.catalogues():
+        if filename in (artifact.artifact_filename(name), artifact.artifact_filename(name + "-min")):
+            return name
+    return None
 
 
 def cmd_seal(args) -> int:

@@ -109,7 +109,7 @@ def split_address(address: str) -> tuple[str, int] | None:
     host = host.removeprefix("[").removesuffix("]")
     if not host or not port.isdigit() or not 0 < int(port) < 65536 or "/" in rest:
         raise BadInput(f"--cluster {address!r}: give the head node's HOST:PORT (e.g. "
-                       "HEAD:6379, as `ray start --head` prints it) or 'local'")
+                       "HEAD:6379, as `ray start --head` prints it), 'local' or 'auto'")
     return host, int(port)
 
 

@@ -30,7 +30,9 @@ import dataclasses
 import errno
 import hashlib
 import json
+import math
 import os
+import re
 import socket
 import struct
 import time
@@ -39,6 +41,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from pdbtool import puzzle
 from pdbtool.errors import BadInput, PdbError
 from pdbtool.kernels.ida import MAX_DEPTH
 from pdbtool.kernels.tasks import FAR
@@ -209,6 +212,24 @@ def goal_tiles(goal, frame: Frame) -> tuple[int, ...] | None:
         return None
 
 
+def typed_board(saved: Identity, frame: Frame) -> tuple[int, ...]:
+    """The board of a saved identity as the user typed it: through ``frame`` (the search's)
+    if it is of that size, else through the frame of its own shape (square, or named in its
+    heuristic's name, as ``identity`` writes it) and goal; as saved if neither applies."""
+    board = saved.board
+    if sorted(board) != list(range(len(board))):
+        return board  # (edited: not a board)
+    if len(board) == len(frame.target):
+        return frame.board(board)
+    side = math.isqrt(len(board))
+    named = re.search(r"\((\d+x\d+)\)$", saved.heuristic)
+    try:
+        own = puzzle.frame(named.group(1) if named else side, saved.goal)
+        return own.board(board) if len(own.target) == len(board) else board
+    except (BadInput, KeyError, ValueError):
+        return board
+
+
 class Checkpointing:
     """Where and how often a search saves its progress (``SearchControl.checkpoint``)."""
 
@@ -271,9 +292,10 @@ class Checkpointing:
         shown = saved.identity
         if frame and shown.goal != identity.goal and goal_tiles(shown.goal, frame) == frame.target:
             identity = identity._replace(goal=shown.goal)  # one goal, named or as its tiles
-        if (frame and shown.goal == identity.goal and shown.board != identity.board
-                and sorted(shown.board) == sorted(identity.board)):  # (an edited one: as saved)
-            shown = shown._replace(board=frame.board(shown.board))  # as the user typed it
+        if frame and shown.goal == identity.goal and shown.board != identity.board:
+            # each board as the user typed it (a saved one of another size through its own
+            # frame; one edited beyond its tiles as saved)
+            shown = shown._replace(board=typed_board(shown, frame))
             identity = identity._replace(board=frame.board(identity.board))
         mine = identity._asdict()
         if shown.goal != identity.goal:  # each board is its goal's image: the goal is the

@@ -12,6 +12,7 @@ import hashlib
 import os
 import threading
 import time
+from pathlib import Path
 from collections import deque
 from contextlib import closing
 from concurrent.futures import ThreadPoolExecutor
@@ -39,8 +40,9 @@ class Stopped(Exception):
 def pack(src, dst, *, threads=None, level=10, chunk_bytes=DEFAULT_CHUNK, force=False) -> dict:
     """Write a zstd-chunked copy of installed artifact `src` to `dst` (atomically),
     checking the source tables' checksums on the way. An existing `dst` is replaced only
-    with ``force`` (files.check_output), and never an installed table. The source is held as the searches hold a table
-    (trust.Pinned): a source opened for writing meanwhile (truncated, say) is read as zero
+    with ``force`` (files.check_output), and never an installed table; a `dst` named .h5 is
+    refused (a directory's tables are its *.h5). The source is held as the searches hold a
+    table (trust.Pinned): a source opened for writing meanwhile (truncated, say) is read as zero
     pages, never faults the pack, and the pack is refused with nothing written."""
     if not 1 <= chunk_bytes <= MAX_CHUNK:
         raise ValueError(f"chunk_bytes must be in 1..{MAX_CHUNK}")
@@ -49,6 +51,11 @@ def pack(src, dst, *, threads=None, level=10, chunk_bytes=DEFAULT_CHUNK, force=F
         raise BadInput(f"{dst} is an installed table: refusing to replace it with a pack, even "
                        "with --force (solves would find a pack where the table was); give "
                        "another output name, e.g. one ending .pdbpack")
+    if Path(dst).suffix == ".h5":  # a directory's tables are its *.h5: a pack there would
+        # refuse every solve and pdbd serve of the directory ("is a packed table")
+        raise BadInput(f"{dst}: a pack is not named .h5 (the tables of a directory are its "
+                       "*.h5 files, and a pack among them is refused); give a name ending "
+                       ".pdbpack")
     pin = trust.Pinned(src)
     try:
         with trust.said_if_written(dst):
