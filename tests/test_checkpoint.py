@@ -130,12 +130,17 @@ def test_the_refusal_shows_the_boards_as_typed_toward_any_goal(tmp_path):
     assert run(typed).length == 32
 
 
-@pytest.mark.parametrize("shape, typed", [
-    (4, (5, 1, 4, 10, 13, 6, 11, 7, 3, 2, 0, 8, 14, 9, 15, 12)),
-    ((3, 4), (4, 1, 2, 3, 5, 6, 0, 7, 8, 9, 10, 11))])
-def test_a_checkpoint_of_another_size_shows_its_board_as_typed(tmp_path, shape, typed):
+EIGHT = (3, (8, 6, 7, 2, 5, 4, 3, 0, 1))
+
+
+@pytest.mark.parametrize("shape, typed, now", [
+    (4, (5, 1, 4, 10, 13, 6, 11, 7, 3, 2, 0, 8, 14, 9, 15, 12), EIGHT),
+    ((3, 4), (4, 1, 2, 3, 5, 6, 0, 7, 8, 9, 10, 11), EIGHT),
+    ((3, 4), (4, 1, 2, 3, 5, 6, 0, 7, 8, 9, 10, 11), ((4, 3), (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0, 11)))])
+def test_a_checkpoint_of_another_shape_shows_its_board_as_typed(tmp_path, shape, typed, now):
     """A 3x3 search given a 4x4's (or a 3x4's) checkpoint names both boards as typed toward
-    blank-last (it showed the two images, boards nobody typed)."""
+    blank-last (it showed the two images, boards nobody typed); so does a 4x3's given a
+    3x4's."""
     path = tmp_path / "search.json"
     solver = Solver(table_free("manhattan", shape))
     control = SearchControl(checkpoint=Checkpointing(path, every=1e9), budget=30)
@@ -143,8 +148,7 @@ def test_a_checkpoint_of_another_size_shows_its_board_as_typed(tmp_path, shape, 
         search_parallel(solver, solver.prepare(typed, "blank-last"), control, threads=1,
                         serial_below=1)
     assert Checkpoint.from_json(path.read_text()).identity.board != typed  # the image
-    small = Solver(table_free("manhattan", 3))
-    other = (8, 6, 7, 2, 5, 4, 3, 0, 1)
+    small, other = Solver(table_free("manhattan", now[0])), now[1]
     with pytest.raises(BadInput, match=rf"its board {re.escape(repr(typed))}, not "
                                        rf"{re.escape(repr(other))};"):
         search_parallel(small, small.prepare(other, "blank-last"),

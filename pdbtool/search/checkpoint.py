@@ -213,18 +213,18 @@ def goal_tiles(goal, frame: Frame) -> tuple[int, ...] | None:
 
 
 def typed_board(saved: Identity, frame: Frame) -> tuple[int, ...]:
-    """The board of a saved identity as the user typed it: through ``frame`` (the search's)
-    if it is of that size, else through the frame of its own shape (square, or named in its
-    heuristic's name, as ``identity`` writes it) and goal; as saved if neither applies."""
+    """The board of a saved identity as the user typed it: through the frame of its own shape
+    (a rectangle's is named in its heuristic's name, as ``identity`` writes it; else the
+    search's ``frame`` if the board is of its size, or a square) and goal; as saved if none
+    applies."""
     board = saved.board
     if sorted(board) != list(range(len(board))):
         return board  # (edited: not a board)
-    if len(board) == len(frame.target):
-        return frame.board(board)
-    side = math.isqrt(len(board))
     named = re.search(r"\((\d+x\d+)\)$", saved.heuristic)
+    if not named and len(board) == len(frame.target):
+        return frame.board(board)
     try:
-        own = puzzle.frame(named.group(1) if named else side, saved.goal)
+        own = puzzle.frame(named.group(1) if named else math.isqrt(len(board)), saved.goal)
         return own.board(board) if len(own.target) == len(board) else board
     except (BadInput, KeyError, ValueError):
         return board
