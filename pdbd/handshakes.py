@@ -11,8 +11,11 @@ back in a process of its own (``capture``, before gRPC loads):
   daemon's file descriptor 2 becomes a pipe, its write end non-blocking: the core never
   waits for the reader; a line the reader cannot take in time is lost, not the call
   (children inherit the pipe as their stderr, non-blocking too);
-* the reader, ``python -m pdbd.handshakes``, keeps the daemon's real stderr. It passes on
-  the core's errors (what ``GRPC_VERBOSITY=ERROR`` showed before) and every line that is
+* the reader, ``python -m pdbd.handshakes``, keeps the daemon's real stderr. It logs the
+  core's errors (what ``GRPC_VERBOSITY=ERROR`` showed before: ``pdbd.grpc``, ERROR, in the
+  daemon's log format, one line a place in the core's source a minute, ``Repeats``: a
+  client could otherwise write a line a connection, as a TLS server name the certificate
+  does not carry does), and passes on its fatal records and every line that is
   not the core's (a child's output, a fatal error's trace: the reader outlives the daemon
   until the pipe's last writer is gone), and drops the rest of the trace (about 5 KB a
   connection, nothing a call); what passes is held to 1 MiB a minute (``Passing``: should
@@ -66,10 +69,11 @@ RESTARTS = 3  # readers started again in a row before the core's lines go to /de
 PASS_BYTES = 1 << 20  # bytes passed on a minute at most (a crash's trace is a few KB)
 
 log = logging.getLogger("pdbd.tls")
+core_log = logging.getLogger("pdbd.grpc")
 
 # An absl log line of the core: level, date, time (or, before absl is set up, 0000 and
 # 00:00:SECONDS), thread, file:line] text.
-_CORE = re.compile(rb"^([IWEF])\d{4} [\d:.]+ +\d+ [^ \]]+:\d+\] ")
+_CORE = re.compile(rb"^([IWEF])\d{4} [\d:.]+ +\d+ ([^ \]]+:\d+)\] ")
 # A handshake that ended in an error (grpcio 1.85; older cores say "handshake_manager 0x..:
 # error=..."), and the server's side of it (the client's side has no server credentials).
 _FAILED = re.compile(rb"(?:CallNextHandshakerLocked|handshake_manager 0x[0-9a-f]+): "
@@ -84,6 +88,14 @@ _PEER = re.compile(rb"endpoint_peer_address=([a-z0-9]+:[^,}\s]+)")
 class Failure(NamedTuple):
     peer: str    # the client's address without its port, or "unknown"
     reason: str  # the core's error, e.g. "... SSL_ERROR_SSL: ... WRONG_VERSION_NUMBER"
+
+
+class CoreError(NamedTuple):
+    """An error record of the core's that is no failed handshake (e.g. "No match found for
+    server name: ...", a client's SNI the certificate does not carry)."""
+
+    where: str  # its place in the core's source, e.g. "ssl_transport_security.cc:3238"
+    text: str   # its first line, without the core's prefix
 
 
 def peer_host(address: str) -> str:
@@ -101,7 +113,8 @@ def peer_host(address: str) -> str:
 class Trace:
     """Split what the core writes into records (a core line and the lines it goes on with)
     and sort them: ``feed`` yields each failed handshake as a ``Failure`` and what is to
-    pass on as bytes (the core's E and F records, and every line that is not the core's);
+    pass on as bytes (the core's F records, and every line that is not the core's), and
+    each of the core's E records as a ``CoreError``;
     the rest of the trace is dropped."""
 
     def __init__(self):
@@ -152,7 +165,12 @@ class Trace:
             peer = _PEER.search(record)
             yield Failure(peer_host(peer.group(1).decode()) if peer else "unknown",
                           failed.group(1).strip().decode(errors="replace") or "unknown error")
-        elif level in (b"E", b"F"):  # what the core showed at GRPC_VERBOSITY=ERROR
+        elif level == b"E":  # what the core showed at GRPC_VERBOSITY=ERROR: logged in the
+            head = _CORE.match(record)  # daemon's format, throttled (Repeats)
+            yield CoreError(head.group(2).decode(errors="replace"),
+                            record[head.end():].split(b"\n", 1)[0].strip()
+                            .decode(errors="replace"))
+        elif level == b"F":  # the core's last words: passed on whole
             yield record
 
 
@@ -226,10 +244,47 @@ class Throttle:
         return [line]
 
 
+class Repeats:
+    """The core's errors (``CoreError``), one line a place in its source an ``interval``,
+    the ones held back counted in a line once the interval is over."""
+
+    def __init__(self, interval: float = INTERVAL, max_places: int = MAX_PEERS):
+        self.interval, self.max_places = interval, max_places
+        self._since: collections.OrderedDict[str, float] = collections.OrderedDict()
+        self._held: dict[str, tuple[int, str]] = {}  # place -> (count, its last text)
+
+    def note(self, error: CoreError, now: float) -> list[str]:
+        lines = self.due(now)
+        since = self._since.get(error.where)
+        if since is not None and now - since < self.interval:
+            count, _ = self._held.get(error.where, (0, ""))
+            self._held[error.where] = (count + 1, error.text)
+            return lines
+        while len(self._since) >= self.max_places:
+            self._held.pop(self._since.popitem(last=False)[0], None)
+        self._since[error.where] = now
+        self._since.move_to_end(error.where)
+        return lines + [f"gRPC: {error.text}"]
+
+    def due(self, now: float, final: bool = False) -> list[str]:
+        """Lines for the places whose errors were held back, once their interval is over
+        (``final``: all)."""
+        lines = []
+        for where, (count, text) in list(self._held.items()):
+            since = self._since[where]
+            if final or now - since >= self.interval:
+                lines.append(f"gRPC: {count} more like it from {where} in the last "
+                             f"{now - since:.0f} s: {text}")
+                self._since[where] = now
+                del self._held[where]
+        return lines
+
+
 def read(stream, out, throttle: Throttle, clock=time.monotonic) -> None:
     """The reader: ``stream`` (the pipe, raw) until its end, the failures through
-    ``throttle`` to the log, what passes to ``out`` (raw, through a ``Passing``)."""
-    trace, passing = Trace(), Passing(throttle.interval)
+    ``throttle`` to the log (pdbd.tls), the core's other errors through a ``Repeats`` to
+    the log (pdbd.grpc), what else passes to ``out`` (raw, through a ``Passing``)."""
+    trace, passing, repeats = Trace(), Passing(throttle.interval), Repeats(throttle.interval)
     fd = stream.fileno()
     while True:
         # A record still open goes out once the core is quiet for a moment (its next line
@@ -238,22 +293,27 @@ def read(stream, out, throttle: Throttle, clock=time.monotonic) -> None:
         ready, _, _ = select.select([fd], [], [], wait)
         chunk = os.read(fd, 1 << 16) if ready else None
         items = trace.close() if chunk is None else trace.feed(chunk) if chunk else trace.flush()
-        lines, now = [], clock()
+        lines, errors, now = [], [], clock()
         for item in items:
             if isinstance(item, Failure):
                 lines += throttle.note(item, now)
+            elif isinstance(item, CoreError):
+                errors += repeats.note(item, now)
             elif passing.take(len(item), now):
                 out.write(item)
                 out.flush()
         lines += throttle.due(now, final=chunk == b"") + passing.said(now, final=chunk == b"")
+        errors += repeats.due(now, final=chunk == b"")
         for line in lines:
             log.warning(line)
+        for line in errors:
+            core_log.error(line)
         if chunk == b"":
             return
 
 
 class Passing:
-    """What passes on (the core's errors, other lines): at most ``limit`` bytes an
+    """What passes on (the core's fatal records, other lines): at most ``limit`` bytes an
     ``interval``, the rest dropped and counted in one line (should the core's format change
     so that its trace no longer reads as its own, a flood is held to this)."""
 

@@ -8,7 +8,8 @@ import threading
 import time
 from pathlib import Path
 
-from pdbd.handshakes import Failure, Passing, Throttle, Trace, peer_host, read
+from pdbd.handshakes import (CoreError, Failure, Passing, Repeats, Throttle, Trace,
+                             peer_host, read)
 
 TRACE = Path(__file__).parent / "data" / "grpc-handshaker-trace.txt"
 SSL_HTTP = ("UNKNOWN: Ssl handshake failed (TSI_PROTOCOL_FAILURE): SSL_ERROR_SSL: "
@@ -54,8 +55,45 @@ def test_the_cores_errors_and_lines_not_its_own_pass_even_inside_a_record():
     # the blank line of the crash goes with the open record (a core record's own go on with
     # one); a core error goes out before a foreign line after it, in the order written
     assert items == [b"Fatal Python error: Segmentation fault\n",
-                     b"Thread 0x01 (most recent call first):\n", error,
+                     b"Thread 0x01 (most recent call first):\n",
+                     CoreError("chttp2_server.cc:12", "something broke"),
                      b"  File \"x.py\", line 1\n"]
+    fatal = error.replace(b"E1126", b"F1126")
+    assert sorted_trace(fatal + b"x\n", 4096) == [fatal, b"x\n"]  # passed on whole
+
+
+def test_the_cores_errors_are_logged_once_a_place_an_interval_then_counted():
+    """A client that asks a TLS server for a name its certificate does not carry made the
+    core write an error line a connection, raw on the daemon's stderr (not in its log
+    format, unthrottled): now one line a place in the core's source a minute."""
+    r = Repeats(interval=60)
+    sni = CoreError("ssl_transport_security.cc:3238", "No match found for server name: a")
+    other = CoreError("chttp2_server.cc:12", "something broke")
+    assert r.note(sni, 0) == ["gRPC: No match found for server name: a"]
+    assert r.note(sni._replace(text="No match found for server name: b"), 1) == []
+    assert r.note(sni, 2) == [] and r.note(other, 3) == ["gRPC: something broke"]
+    assert r.due(59) == []
+    assert r.due(61) == ["gRPC: 2 more like it from ssl_transport_security.cc:3238 in the "
+                         "last 61 s: No match found for server name: a"]
+    assert r.due(62, final=True) == []
+    assert r.note(sni, 100) == []  # within the interval of the count's line
+    assert r.due(101, final=True) == ["gRPC: 1 more like it from ssl_transport_security.cc:3238 "
+                                      "in the last 40 s: No match found for server name: a"]
+
+
+def test_the_reader_logs_the_cores_errors_in_the_daemons_log(caplog):
+    line = (b"E1128 08:49:26.211841   19528 ssl_transport_security.cc:3238] No match found "
+            b"for server name: bogus1.example\n")
+    read_end, write_end = os.pipe()
+    os.write(write_end, line * 20)
+    os.close(write_end)
+    with caplog.at_level(logging.ERROR, "pdbd.grpc"), \
+            os.fdopen(read_end, "rb", buffering=0) as stream, open(os.devnull, "wb") as sink:
+        read(stream, sink, Throttle(interval=60))
+    assert [r.getMessage() for r in caplog.records if r.name == "pdbd.grpc"] == [
+        "gRPC: No match found for server name: bogus1.example",
+        "gRPC: 19 more like it from ssl_transport_security.cc:3238 in the last 0 s: No match "
+        "found for server name: bogus1.example"]
 
 
 def test_peer_addresses_lose_their_port():
