@@ -55,10 +55,11 @@ MAX_DETAILS = 400  # status details travel in a header: never echo a huge input 
 SEARCHES = ("Solve", "SolveStream", "SolveBatch")  # the methods whose requests are searches
 DEADLINE_SLACK = 0.1  # seconds: a call that ends this close to its deadline ended by it
 LATE = ("deadline", "cancelled")  # a search that answers after these has nobody to answer
+SHUTTING_DOWN = "the server is shutting down"
 HALT_STATUS = {
     "deadline": (grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded"),
     "cancelled": (grpc.StatusCode.CANCELLED, "cancelled by the client"),
-    "shutdown": (grpc.StatusCode.UNAVAILABLE, "the server is shutting down"),
+    "shutdown": (grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN),
 }
 
 
@@ -326,8 +327,8 @@ class SolverServicer:
         choice made and its table file checked for it alone)."""
         self.counters.add("requests")
         if self.closing:
-            self._reject("shutdown")
-            abort(context, grpc.StatusCode.UNAVAILABLE, "the server is shutting down")
+            self._reject("shutdown", SHUTTING_DOWN, context)
+            abort(context, grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN)
         served = self._hold()
         try:
             job = self._admit_on(served, request, context, deferring, batch, stream)
@@ -368,11 +369,11 @@ class SolverServicer:
             self._refuse_changed(e, context)
         client = self.proxies.client(context) if batch is None else batch.client
         if not self.peers.enter(client):
-            self._reject("per-client")
+            said = (f"this client has {self.limits.per_client} searches in flight, the "
+                    "server's limit per client; retry when one has finished")
+            self._reject("per-client", said, context)
             context.set_trailing_metadata(((LIMIT_KEY, "per-client"),))
-            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                          f"this client has {self.limits.per_client} searches in flight, the "
-                          "server's limit per client; retry when one has finished")
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, said)
         job = Job(solver, prepared, budget, self.limits.max_search_seconds, algorithm,
                   self.delegation)
         job.client, job.peer = client, context.peer()
@@ -384,13 +385,13 @@ class SolverServicer:
                 self._to_pool(job, context, deferring)
         except QueueFull as e:
             self.peers.leave(client)
-            self._reject("queue-full")
+            self._reject("queue-full", f"queue full: {e}; retry later", context)
             context.set_trailing_metadata(((LIMIT_KEY, "queue-full"),))
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"queue full: {e}; retry later")
         except RuntimeError:
             self.peers.leave(client)
-            self._reject("shutdown")
-            abort(context, grpc.StatusCode.UNAVAILABLE, "the server is shutting down")
+            self._reject("shutdown", SHUTTING_DOWN, context)
+            abort(context, grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN)
         job.future.add_done_callback(lambda _: self.peers.leave(client))
         return job
 
@@ -422,10 +423,15 @@ class SolverServicer:
             context.waiting_for_pool()
             time.sleep(POOL_WAIT_SECONDS)
 
-    def _reject(self, reason: str) -> None:
+    def _reject(self, reason: str, said: str, context) -> None:
+        """A search refused for the server's limits or its shutdown: counted, in the metrics
+        (``reason``) and in the log (WARNING, one line a reason every 10 s, the next
+        counting those held back: an operator sees why clients get RESOURCE_EXHAUSTED)."""
         self.counters.add("rejected")
         if self.metrics is not None:
             self.metrics.reject(reason)
+        self.notes.warning(f"rejected:{reason}", "search refused (%s): %s; peer=%s", reason,
+                           said, context.peer())
 
     def _abandoned(self, job: Job, context) -> None:
         """A stream that ended before its result: its deadline passed (as a Solve's would,

@@ -2,6 +2,8 @@
 nodes), refusals by reason, the queue, the tables served, the process; each daemon in a
 registry of its own."""
 
+import logging
+
 import grpc
 import pytest
 
@@ -70,8 +72,13 @@ def test_every_algorithms_nodes_are_counted(served, metrics_port, algorithm):
             - sample(before, "pdbd_nodes_generated_total", size="3x3")) == r.nodes_generated
 
 
-def test_the_queue_and_refusals(slow, slow_stub):
-    """One thread, a queue of one: a hard board runs, a second waits, a third is refused."""
+def test_the_queue_and_refusals(slow, slow_stub, caplog, monkeypatch):
+    """One thread, a queue of one: a hard board runs, a second waits, a third is refused,
+    and the log says so (a refusal for load was only counted: no line at any level)."""
+    from pdbd.rpc import RateLimitedLog
+
+    monkeypatch.setattr(slow.servicer, "notes", RateLimitedLog())  # no earlier test's line
+    caplog.set_level(logging.WARNING, "pdbd")
     port = slow.metrics.serve("127.0.0.1", 0)
     try:
         request = pb.SolveRequest(tiles=HARD, goal="blank-first")
@@ -82,6 +89,10 @@ def test_the_queue_and_refusals(slow, slow_stub):
         with pytest.raises(grpc.RpcError) as e:
             slow_stub.Solve(request, timeout=30)
         assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        refusals = [r.getMessage() for r in caplog.records if "search refused" in r.getMessage()]
+        assert len(refusals) == 1 and refusals[0].startswith(
+            "search refused (queue-full): queue full: 1 search running and 1 waiting; retry "
+            "later; peer=ipv"), refusals
         m = scrape(port)
         assert sample(m, "pdbd_searches_in_flight") == 2
         assert sample(m, "pdbd_overloaded") == 1
