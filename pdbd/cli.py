@@ -430,8 +430,8 @@ def query_file(args) -> int:
                     codes.append(print_outcome(args, waiting.pop(printed), lines[printed]))
                     printed += 1
     except PdbError as e:  # the call itself failed (its deadline, the server gone): every
-        if not codes and not waiting:  # answer received is printed, in the file's order,
-            raise  # and the lines left unanswered are named; none received: the error
+        if not lines:  # answer received is printed, in the file's order, and the lines
+            raise  # left unanswered are named (all of them if none was answered)
         unanswered = []
         for index in range(printed, len(lines)):
             if index in waiting:

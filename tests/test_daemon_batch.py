@@ -3,6 +3,7 @@ order), with back-pressure, the call's deadline and cancellation stopping every 
 `pdbd query --file` on top of it."""
 
 import itertools
+import json
 import random
 import threading
 
@@ -253,6 +254,12 @@ def test_query_file_past_its_deadline_prints_what_was_answered(slow, tmp_path, c
     assert [line for line in out.splitlines() if line.startswith("line")] == [
         "line 1: board " + " ".join(map(str, EASY15)), "line 3: board " + " ".join(map(str, EASY15))]
     assert err.startswith("pdbd: line 2: not answered: deadline exceeded"), err
+    f.write_text("\n".join(" ".join(map(str, b)) for b in (HARDEST, HARDEST)) + "\n")
+    code, out, err = run_cli(capsys, "query", "--server", slow.address, "--file", str(f),
+                             "--deadline", "2", "--json")
+    said = json.loads(out)  # none answered: every line named all the same
+    assert code == 4 and said["where"] == "lines 1-2", (out, err)
+    assert said["error"].startswith("not answered: deadline exceeded"), out
     from pdbd.cli import line_ranges
 
     assert (line_ranges([4, 5, 6, 9]), line_ranges([2]), line_ranges([])) == ("lines 4-6, 9",
