@@ -57,6 +57,8 @@ class Target(NamedTuple):
 
 def parse_address(text: str, what: str = "address") -> Address:
     """``host:port`` or ``[v6]:port``, port 0..65535 (0: the server picks one)."""
+    if text.partition(":")[0].lower() in ("unix", "unix-abstract", "dns", "ipv4", "ipv6"):
+        raise BadInput(f"{what} {text!r}: takes HOST:PORT only (no gRPC target scheme)")
     host, sep, port = text.rpartition(":")
     if not sep or not host:
         raise BadInput(f"{what} {text!r} is not HOST:PORT")

@@ -102,7 +102,8 @@ def test_beyond_loopback_only_with_https_or_insecure():
         web.check_exposure(listen, None, True)
     # read as pdbd serve reads --listen (pdbd web took '::1:8080', and '[::1]x:80' as ::1]x)
     for listen, said in (("::1:8080", "put an IPv6 address in brackets"),
-                         ("[::1]x:80", "is not HOST:PORT"), ("127.0.0.1:x", "the port must be")):
+                         ("[::1]x:80", "is not HOST:PORT"), ("127.0.0.1:x", "the port must be"),
+                         ("unix:/tmp/x", "takes HOST:PORT only")):  # (said the port was bad)
         with pytest.raises(BadInput, match=said):
             web.check_exposure(listen, None, False)
     with pytest.raises(web.ExposureError):  # refused before anything is bound (a TEST-NET
