@@ -88,6 +88,13 @@ def translate(err: grpc.RpcError, address: str, tls: bool = False,
             elif "CERTIFICATE_VERIFY_FAILED" in details:
                 message += (" (the server's certificate is not signed by a CA of --tls-ca, "
                             "or by the system's CAs if it is not given)")
+            elif "WRONG_VERSION_NUMBER" in details and tls:  # TLS to a plaintext server
+                message += (" (the server did not answer TLS: it may serve plaintext; give no "
+                            "--tls-ca, or check that its --listen is the port connected to)")
+            elif "Failed parsing HTTP/2" in details:  # an HTTP/1 server (metrics, pdbd web)
+                message += (" (what answers there does not speak gRPC: an HTTP server, "
+                            "perhaps pdbd's --metrics or `pdbd web`; give pdbd's --listen "
+                            "address)")
             elif "before receiving SETTINGS" in details:  # a bound port, no gRPC answer yet
                 message += (" (something holds the port but has not answered yet: a pdbd "
                             "compiling its kernels on its first start on this machine "

@@ -354,10 +354,18 @@ class _Failed(grpc.RpcError):
     ("...: CERTIFICATE_VERIFY_FAILED: unable to get local issuer certificate", True,
      "not signed by a CA of --tls-ca"),
     ("Stream removed (Socket closed)", True, "the daemon stopped, or it requires client"),
-    ("Stream removed (Socket closed)", False, "the daemon stopped, or it serves TLS")])
+    ("Stream removed (Socket closed)", False, "the daemon stopped, or it serves TLS"),
+    ("failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:1: Ssl handshake "
+     "failed (TSI_PROTOCOL_FAILURE): SSL_ERROR_SSL: error:100000f7:SSL "
+     "routines:OPENSSL_internal:WRONG_VERSION_NUMBER: Invalid certificate verification "
+     "context: OK", True, "the server did not answer TLS: it may serve plaintext"),
+    ("failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:1: Failed "
+     "parsing HTTP/2 (Expected SETTINGS frame as the first frame, got frame type 79)", False,
+     "does not speak gRPC: an HTTP server, perhaps pdbd's --metrics")])
 def test_each_tls_failure_gets_its_own_hint(details, tls, says):
     """An expired certificate was said not to be signed by the CA; a TLS daemon that
-    stopped mid-call was said to require client certificates."""
+    stopped mid-call was said to require client certificates; a TLS call to a plaintext
+    daemon, or a call to an HTTP port, got gRPC's words alone."""
     from pdbd.client import translate
 
     assert says in str(translate(_Failed(details), "127.0.0.1:1", tls=tls))
