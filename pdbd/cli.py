@@ -29,6 +29,7 @@ from pdbtool.progress import fmt_bytes
 
 from . import handshakes, logs
 from .logs import FORMATS, LEVELS
+from .serve_signals import ServeSignals, StoppedStarting
 from .defaults import (DEFAULT_CONNECTION_AGE, DEFAULT_IDLE_SECONDS, DEFAULT_LISTEN,
                        DEFAULT_MAX_NODES, DEFAULT_MAX_QUEUE, DEFAULT_MAX_SEARCH_MEMORY,
                        DEFAULT_MAX_SEARCH_SECONDS, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SERVER,
@@ -314,9 +315,13 @@ def non_negative(text):
 # -- serve ---------------------------------------------------------------------------------
 
 def serve(args) -> int:
-    from .server import serve as run_server  # loads numba and the tables: not for clients
+    signals = ServeSignals()  # before the imports: a SIGHUP killed a daemon this young
+    try:
+        from .server import serve as run_server  # loads numba and the tables: not for clients
 
-    return run_server(serve_config(args))
+        return run_server(serve_config(args), signals)
+    except StoppedStarting:  # (once logs are set up, the server said so)
+        return 0
 
 
 def serve_config(args) -> ServeConfig:

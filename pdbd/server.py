@@ -17,7 +17,6 @@ import gc
 import logging
 import os
 import resource
-import signal
 import stat
 import threading
 import time
@@ -28,7 +27,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2
 from grpc_reflection.v1alpha import reflection, reflection_pb2
 
-from pdbtool.cli.console import plural, stop_on_signals
+from pdbtool.cli.console import plural
 from pdbtool.errors import BadInput, PdbError
 from pdbtool.geometry import as_shape
 from pdbtool.selection import TableSet, load_directory, release
@@ -48,6 +47,7 @@ from .metrics import Metrics
 from .peers import TrustedProxies
 from .pidfile import PidFile
 from .rpc import Admission, Cap, RateLimitedLog, Reading, Receiver, service_handler
+from .serve_signals import ServeSignals, StoppedStarting
 from .servicer import SEARCHES, Limits, Served, SolverServicer
 from .v1 import solver_pb2 as pb
 from .warming import lock_tables, prefault_tables, warm_up
@@ -377,12 +377,24 @@ class ServeConfig:
     log_level: str = "info"
 
 
-def serve(config: ServeConfig) -> int:
+def serve(config: ServeConfig, signals: ServeSignals | None = None) -> int:
     """``pdbd serve``: check what fails fast, load and check the tables, start the daemon,
     serve until SIGTERM or SIGINT (SIGHUP reloads the tables); on the main thread (it
-    handles those signals). Its errors name the options of ``pdbd serve``. Returns the
-    exit code."""
+    handles those signals: ``signals``, or its own from here). A stop while it starts ends
+    it at once, exit 0 (serve_signals). Its errors name the options of ``pdbd serve``.
+    Returns the exit code."""
+    signals = signals or ServeSignals()
     logs.setup(config.log_format, config.log_level)
+    try:
+        return checked_serve(config, signals)
+    except StoppedStarting:
+        notify.stopping()
+        log.info("stopping before serving: a SIGTERM or SIGINT came while it started")
+        return 0
+
+
+def checked_serve(config: ServeConfig, signals: ServeSignals) -> int:
+    """``serve`` once its log is set up."""
     if bool(config.tls_cert) != bool(config.tls_key) or (config.client_ca
                                                          and not config.tls_cert):
         raise BadInput("give --tls-cert and --tls-key together (and --client-ca only with them)")
@@ -421,7 +433,7 @@ def serve(config: ServeConfig) -> int:
         if config.metrics:
             check_listen(config.listen)  # again: the metrics may hold it under another name
             # of the host (0.0.0.0 and 127.0.0.1)
-        return serve_with(config, tls, metrics, pid_file, proxies)
+        return serve_with(config, tls, metrics, pid_file, proxies, signals)
     finally:
         metrics.close()
         if pid_file:
@@ -429,12 +441,11 @@ def serve(config: ServeConfig) -> int:
 
 
 def serve_with(config: ServeConfig, tls: Tls | None, metrics: Metrics,
-               pid_file: PidFile | None, proxies: TrustedProxies) -> int:
+               pid_file: PidFile | None, proxies: TrustedProxies, signals: ServeSignals) -> int:
     """The rest of ``serve``, once what fails fast has passed and the metrics are served."""
-    # Handle the signals before the slow steps, so an early SIGTERM still exits cleanly.
-    stop, reload = stop_on_signals(), threading.Event()
-    signal.signal(signal.SIGHUP, lambda *_: reload.set())
-    loaded = load_directory(config.artifacts, require=True)
+    stop, reload = signals.stop, signals.reload
+    loaded = load_directory(config.artifacts, require=True)  # a stop meanwhile: at once
+    signals.serving()  # from here a stop is graceful (the tables are the daemon's below)
     log_tables(loaded)
     delegation = None
     if config.cluster:

@@ -189,8 +189,7 @@ class SolverServicer:
         default = Lane(slots=pool.threads, per_client=pool.threads if limits.per_client is None
                        else max(1, pool.threads // 2))  # (--max-per-client 0: no share)
         self.fast = FastLane(lane or default, on_finish=pool.on_finish, pool_idle=pool.idle)
-        self.delegation = delegation
-        self.limits = limits
+        self.delegation, self.limits = delegation, limits
         self.peers = PeerCounts(limits.per_client)
         self.counters = Counters()
         self.notes = RateLimitedLog()
@@ -369,8 +368,8 @@ class SolverServicer:
             self._refuse_changed(e, context)
         client = self.proxies.client(context) if batch is None else batch.client
         if not self.peers.enter(client):
-            said = (f"this client has {self.limits.per_client} searches in flight, the "
-                    "server's limit per client; retry when one has finished")
+            said = (f"this client has {self.limits.per_client} searches in flight, the server's"
+                    " limit per client; retry when one has finished")
             self._reject("per-client", said, context)
             context.set_trailing_metadata(((LIMIT_KEY, "per-client"),))
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, said)
@@ -424,9 +423,8 @@ class SolverServicer:
             time.sleep(POOL_WAIT_SECONDS)
 
     def _reject(self, reason: str, said: str, context) -> None:
-        """A search refused for the server's limits or its shutdown: counted, in the metrics
-        (``reason``) and in the log (WARNING, one line a reason every 10 s, the next
-        counting those held back: an operator sees why clients get RESOURCE_EXHAUSTED)."""
+        """A search refused for the limits or the shutdown: counted, in the metrics and in
+        the log (WARNING, a line a reason every 10 s, the next counting those held back)."""
         self.counters.add("rejected")
         if self.metrics is not None:
             self.metrics.reject(reason)

@@ -428,6 +428,39 @@ def test_a_sigterm_while_it_starts_stops_it_before_serving(art_dir, tmp_path, mo
     assert not sock.exists() and not pid_file.exists()
 
 
+def test_a_sigterm_while_the_tables_are_checked_stops_at_once(art_dir, tmp_path, monkeypatch,
+                                                              caplog):
+    """A SIGTERM while the tables are checked (minutes for a large table without a stamp)
+    stopped nothing until every table was checked; and a SIGHUP in the daemon's first
+    second killed it (exit 129). Now the check stops at once, exit 0, said; a SIGHUP asks
+    for a reload from the first moment."""
+    from pdbd import cli, server
+
+    pid_file = tmp_path / "pdbd.pid"
+    checked = []
+
+    def checking(directory, **options):
+        os.kill(os.getpid(), signal.SIGHUP)  # (a reload asked for: nothing else)
+        os.kill(os.getpid(), signal.SIGTERM)  # raised here, in the middle of the checks
+        checked.append(directory)  # never reached
+        return real(directory, **options)
+
+    real = server.load_directory
+    monkeypatch.setattr(server, "load_directory", checking)
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    try:
+        with caplog.at_level("INFO", logger="pdbd"):
+            code = cli.main(["serve", "--artifacts", str(art_dir), "--listen", "127.0.0.1:0",
+                             "--pid-file", str(pid_file)])
+    finally:
+        for s, h in handlers.items():
+            signal.signal(s, h)
+    assert code == 0 and checked == []
+    lines = [r.getMessage() for r in caplog.records]
+    assert "stopping before serving: a SIGTERM or SIGINT came while it started" in lines, lines
+    assert not pid_file.exists()
+
+
 class _CompilingSolver:
     """A solver whose warm-up solve is a compile that ends only when told (``go``)."""
 
