@@ -49,6 +49,7 @@ UNSENT = 2 * PER_MESSAGE  # results a call may hold unsent beyond its window (a 
 REPLY_BYTES = 1 << 20  # and about this many bytes at most: a client's gRPC takes 4 MiB a
 # message by default (results of long solutions, 20x20's greedy 115 KB each, once made a
 # reply of 9 MB that a client refused, losing the call)
+LEFT_WAIT = 1.0  # seconds a call that ended waits for its boards in flight (account_left)
 LINGER = 0.1  # seconds a packed result waits for others to share its message (0.02, then
 # 0.05 before: about 13, then 20 results a reply on one search thread at 3 ms a board; a reply
 # costs the two ends about 0.5 ms of CPU together, and more on a loaded machine, where 0.1
@@ -234,6 +235,22 @@ def hold_until(context) -> float:
     return math.inf if left is None else time.monotonic() + left - LINGER
 
 
+def account_left(finished: queue.Queue, left: int, outcome, wait: float = LEFT_WAIT) -> None:
+    """The boards a call left in flight as it ended (halted by its end, Callbacks): each
+    taken as an answered one is (``outcome``: said in the log, counted), for up to ``wait``
+    seconds (a halted search returns within about a millisecond). They went unsaid."""
+    until = time.monotonic() + wait
+    while left > 0 and (now := time.monotonic()) < until:
+        try:
+            entries = finished.get(timeout=until - now)
+        except queue.Empty:
+            return
+        for ident, job, ctx in entries:
+            if ident is not END and ident is not SHUTDOWN:
+                left -= 1
+                outcome(ident, job, ctx)
+
+
 def solve_batch(servicer, requests, context):
     """The results of SolveBatch (a generator of BatchResult) for the stream ``requests``."""
     pool = servicer.pool
@@ -401,6 +418,8 @@ def solve_batch(servicer, requests, context):
                 yield reply
     finally:
         servicer.batches.discard(finished)
+        if counts[0] > counts[1]:  # the call ended with boards in flight (its deadline, the
+            account_left(finished, counts[0] - counts[1], outcome)  # client gone)
     if "failed" in stopped and context.code() is not None:  # the reader's abort
         context.abort(context.code(), context.details() or "")
     if "shutdown" in stopped:

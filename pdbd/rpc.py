@@ -54,6 +54,9 @@ log = logging.getLogger("pdbd")
 NO_DEADLINE = 1e8  # time_remaining() of a call without a deadline is huge, not None
 
 
+DEADLINE_SLACK = 0.1  # seconds: a call that ends this close to its deadline ended by it
+
+
 def time_left(context) -> float | None:
     """Seconds left before the call's deadline (at least 0); None without a deadline."""
     left = context.time_remaining()
@@ -363,14 +366,18 @@ def _ignore(method: str, code: str) -> None:
 
 def status_of(context, error: BaseException | None) -> str:
     """The name of the status a call ended with: the one set (by abort or set_code), OK if
-    none was and the handler returned, CANCELLED if the call is over (the client left or
-    the request did not arrive), UNKNOWN for an error of the handler's own."""
+    none was and the handler returned, DEADLINE_EXCEEDED if the call is over at its
+    deadline (a SolveBatch's was counted CANCELLED), CANCELLED if it is over otherwise (the
+    client left or the request did not arrive), UNKNOWN for an error of the handler's own."""
     code = context.code()
     if code is not None:
         return code.name
     if error is None:
         return "OK"
-    return "UNKNOWN" if context.is_active() else "CANCELLED"
+    if context.is_active():
+        return "UNKNOWN"
+    left = time_left(context)
+    return "DEADLINE_EXCEEDED" if left is not None and left <= DEADLINE_SLACK else "CANCELLED"
 
 
 @contextlib.contextmanager

@@ -42,7 +42,7 @@ from .choices import choose
 from .jobs import POOL_WAIT_SECONDS, Delegation, FastLane, Job, Lane, QueueFull, WorkerPool
 from .logs import artifact_text, request_fields
 from .peers import PeerCounts, TrustedProxies
-from .rpc import RateLimitedLog, time_left
+from .rpc import DEADLINE_SLACK, RateLimitedLog, time_left
 from .v1 import solver_pb2 as pb
 from .wire import LIMIT_KEY, REFUSED_KEY, SERVICE_NAME
 
@@ -53,7 +53,6 @@ MIN_PROGRESS_MS = 10
 MAX_DETAILS = 400  # status details travel in a header: never echo a huge input back
 
 SEARCHES = ("Solve", "SolveStream", "SolveBatch")  # the methods whose requests are searches
-DEADLINE_SLACK = 0.1  # seconds: a call that ends this close to its deadline ended by it
 LATE = ("deadline", "cancelled")  # a search that answers after these has nobody to answer
 SHUTTING_DOWN = "the server is shutting down"
 HALT_STATUS = {

@@ -4,6 +4,7 @@ order), with back-pressure, the call's deadline and cancellation stopping every 
 
 import itertools
 import json
+import logging
 import random
 import threading
 
@@ -240,11 +241,16 @@ def test_query_file_prints_in_the_files_order(served, tmp_path, capsys):
     assert "not UTF-8" in err and "unsolvable" in err
 
 
-def test_query_file_past_its_deadline_prints_what_was_answered(slow, tmp_path, capsys):
+def test_query_file_past_its_deadline_prints_what_was_answered(slow, tmp_path, capsys, caplog):
     """--deadline covers the whole batch: when it passes, the answers received are printed
     in the file's order and the lines left unanswered named (the answers waiting behind an
     unanswered line were lost, the unanswered lines never said)."""
     from serving import HARDEST  # (hours with Manhattan distance: never answered here)
+
+    caplog.set_level(logging.INFO, "pdbd")
+
+    def stopped():
+        return [r for r in caplog.records if "stopped: deadline" in r.getMessage()]
 
     f = tmp_path / "boards.txt"
     f.write_text("\n".join(" ".join(map(str, b)) for b in (EASY15, HARDEST, EASY15)) + "\n")
@@ -254,12 +260,18 @@ def test_query_file_past_its_deadline_prints_what_was_answered(slow, tmp_path, c
     assert [line for line in out.splitlines() if line.startswith("line")] == [
         "line 1: board " + " ".join(map(str, EASY15)), "line 3: board " + " ".join(map(str, EASY15))]
     assert err.startswith("pdbd: line 2: not answered: deadline exceeded"), err
+    assert wait_for(lambda: stopped() != [], 10)  # line 2's: said as its call ended
     f.write_text("\n".join(" ".join(map(str, b)) for b in (HARDEST, HARDEST)) + "\n")
+    caplog.clear()
     code, out, err = run_cli(capsys, "query", "--server", slow.address, "--file", str(f),
                              "--deadline", "2", "--json")
     said = json.loads(out)  # none answered: every line named all the same
     assert code == 4 and said["where"] == "lines 1-2", (out, err)
     assert said["error"].startswith("not answered: deadline exceeded"), out
+    # and the daemon said each board stopped by the deadline (the ones in flight as the
+    # call ended went unsaid), and counted the call DEADLINE_EXCEEDED (it said CANCELLED)
+    assert wait_for(lambda: len(stopped()) == 2, 10), [r.getMessage() for r in caplog.records]
+    assert {r.code for r in stopped()} == {"DEADLINE_EXCEEDED"}
     from pdbd.cli import line_ranges
 
     assert (line_ranges([4, 5, 6, 9]), line_ranges([2]), line_ranges([])) == ("lines 4-6, 9",

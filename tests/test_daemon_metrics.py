@@ -120,7 +120,7 @@ def test_metrics_beyond_loopback_are_refused_unless_insecure(tmp_path):
 def test_a_clients_deadline_is_counted_as_a_deadline_not_a_cancel(slow, slow_stub):
     """The client ends a call at its own deadline, a little before the server's copy of it:
     the server took that for a cancel (CANCELLED in the log and the metrics, a stream
-    'abandoned'). Both searches run until the deadline (a hard board, Manhattan distance,
+    'abandoned'); a SolveBatch's call too. The searches run until the deadline (a hard board, Manhattan distance,
     hours), so the deadline is what ends them."""
     port = slow.metrics.serve("127.0.0.1", 0)
     try:
@@ -136,6 +136,12 @@ def test_a_clients_deadline_is_counted_as_a_deadline_not_a_cancel(slow, slow_stu
                 pass
         assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
         assert worker_free_within(slow, 5)[0]
+        batch = pb.BatchRequest(items=[pb.BatchItem(id=1, request=request)])
+        with pytest.raises(grpc.RpcError) as e:  # (a SolveBatch's was counted CANCELLED)
+            for _ in slow_stub.SolveBatch(iter([batch]), timeout=1.5):
+                pass
+        assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        assert worker_free_within(slow, 5)[0]
 
         def grew(method, code):
             return (sample(scrape(port), "pdbd_requests_total", method=method, code=code)
@@ -143,7 +149,9 @@ def test_a_clients_deadline_is_counted_as_a_deadline_not_a_cancel(slow, slow_stu
 
         assert wait_for(lambda: grew(SOLVE, "DEADLINE_EXCEEDED") == 1, 5)
         assert wait_for(lambda: grew("pdbd.v1.Solver/SolveStream", "DEADLINE_EXCEEDED") == 1, 5)
+        assert wait_for(lambda: grew("pdbd.v1.Solver/SolveBatch", "DEADLINE_EXCEEDED") == 1, 5)
         assert grew(SOLVE, "CANCELLED") == grew("pdbd.v1.Solver/SolveStream", "CANCELLED") == 0
+        assert grew("pdbd.v1.Solver/SolveBatch", "CANCELLED") == 0
         assert info(slow)["counters"]["abandoned"] == abandoned
     finally:
         slow.metrics.close()
