@@ -550,7 +550,10 @@ def reload_tables(daemon, directory) -> None:
         log_tables(tables)
         daemon.reload(tables)
     except PdbError as e:
-        log.error("reload refused, still serving the tables loaded before: %s", e)
+        broken = [t.pin.path for t in daemon.servicer.served.tables.serving if t.pin.broken]
+        log.error("reload refused, still serving the tables loaded before%s: %s",
+                  f" (of which {', '.join(map(str, broken))} stays refused: changed on disk)"
+                  if broken else "", e)
         return
     except Exception:  # a bug, not the files: the daemon still serves what it had
         log.exception("reload refused (an internal error), still serving the tables loaded "

@@ -82,6 +82,14 @@ def test_a_changed_table_is_refused_and_sighup_reloads(art_dir, tmp_path):
             f.write(bytes(data))
         with pytest.raises(ServerUnavailable, match="changed on disk"):
             client.solve(EASY8)
+        # A reload refused meanwhile says the refused table stays refused (it said every
+        # table loaded before was still served)
+        (d / "bad.h5").write_bytes(b"not an artifact")
+        proc.send_signal(signal.SIGHUP)
+        assert wait_for(lambda: any("reload refused" in line for line in log.lines), 30)
+        assert any(f"(of which {served} stays refused: changed on disk)" in line
+                   for line in log.lines), log.lines
+        (d / "bad.h5").unlink()
         # The way to roll out: a new file under another name, renamed over, then SIGHUP.
         shutil.copy(art_dir / "8-full.h5", d / "new.tmp")
         os.replace(d / "new.tmp", served)
@@ -93,9 +101,10 @@ def test_a_changed_table_is_refused_and_sighup_reloads(art_dir, tmp_path):
         assert client.health(SERVICE_NAME) == "SERVING"
         assert client.info()["artifacts"][0]["refused"] is None
         # A reload that fails verification keeps the tables loaded before.
+        refusals = sum("reload refused" in line for line in log.lines)
         (d / "15-5-5-5.h5").write_bytes(b"not an artifact")
         proc.send_signal(signal.SIGHUP)
-        assert wait_for(lambda: any("reload refused" in line for line in log.lines), 30)
+        assert wait_for(lambda: sum("reload refused" in line for line in log.lines) > refusals, 30)
         assert client.solve(EASY8).length == 2
         # One flipped bit in the attributes' heap sent HDF5 into an endless loop (another
         # such bit crashed it), and pdbd with it on a reload: the seal refuses the file first.
