@@ -52,8 +52,6 @@ log = logging.getLogger("pdbd")
 
 
 NO_DEADLINE = 1e8  # time_remaining() of a call without a deadline is huge, not None
-
-
 DEADLINE_SLACK = 0.1  # seconds: a call that ends this close to its deadline ended by it
 
 
