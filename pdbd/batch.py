@@ -248,7 +248,10 @@ def account_left(finished: queue.Queue, left: int, outcome, wait: float = LEFT_W
         for ident, job, ctx in entries:
             if ident is not END and ident is not SHUTDOWN:
                 left -= 1
-                outcome(ident, job, ctx)
+                try:
+                    outcome(ident, job, ctx)
+                except Exception:  # a bug: said, and the call's end goes on
+                    log.exception("batch item %d's outcome failed after its call ended", ident)
 
 
 def solve_batch(servicer, requests, context):
