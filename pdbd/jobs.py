@@ -164,6 +164,8 @@ class Job:
         self.submitted = time.monotonic()
         self.started: float | None = None
         self.lane_seconds = 0.0  # searched in the fast lane before it went to the pool
+        self._ends: list | None = []  # called as it ends (on_end); None once it has ended
+        self._ends_lock = threading.Lock()
 
     @property
     def reason(self) -> str | None:
@@ -184,6 +186,27 @@ class Job:
         self.control.halt(reason)
         if self.future is not None:
             self.future.cancel()  # only succeeds while it is still queued: frees its slot
+
+    def on_end(self, fn) -> None:
+        """``fn()`` once the job has ended (searched, failed, or dropped from the queue),
+        before its outcome reaches whoever waits on ``future`` (a Future's own callbacks
+        run after its waiters wake): what the job held is free by the time its client has
+        the answer and asks again. At once if it has ended."""
+        with self._ends_lock:
+            if self._ends is not None:
+                self._ends.append(fn)
+                return
+        fn()
+
+    def end(self) -> None:
+        """The job has ended: its ``on_end`` calls, once (a failure said, never raised)."""
+        with self._ends_lock:
+            ends, self._ends = self._ends, None
+        for fn in ends or ():
+            try:
+                fn()
+            except Exception:
+                log.exception("as a search ended")
 
     @property
     def queue_seconds(self) -> float:
@@ -318,6 +341,7 @@ class WorkerPool:
                 return
             self._jobs.discard(job)
         self._slots.release()
+        job.end()
         try:
             self.on_change()
         except Exception:  # (on a worker or a done callback: said, the slot freed)
@@ -444,6 +468,7 @@ class FastLane:
         if future is None:
             return False
         job.future = future
+        job.end()
         if self.on_finish is not None:
             self.on_finish(job)
         return True

@@ -390,7 +390,7 @@ class SolverServicer:
             self.peers.leave(client)
             self._reject("shutdown", SHUTTING_DOWN, context)
             abort(context, grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN)
-        job.future.add_done_callback(lambda _: self.peers.leave(client))
+        job.on_end(lambda: self.peers.leave(client))  # before the answer: it may ask again
         return job
 
     def _refuse_input(self, context, code: grpc.StatusCode, e: PdbError, batch: Settled | None,
@@ -522,6 +522,7 @@ class SolverServicer:
             if stream and job.reason == "cancelled":
                 self._abandoned(job, context)
                 abort(context, code, f"{what}: search stopped after {nodes:,} nodes")
+            self.counters.add("failed" if limit else "cancelled")  # counted as it is said
             log.info("solve %s stopped: %s nodes=%d seconds=%.3f%s peer=%s", shape,
                      limit or job.reason, nodes, job.search_seconds,
                      artifact_text(job.solver.heuristic.artifact), job.peer,
@@ -529,10 +530,8 @@ class SolverServicer:
                                         "RESOURCE_EXHAUSTED" if limit else code.name,
                                         stopped=limit or job.reason, batch=batch))
             if limit:  # not halted by the client: a limit of the client's or the server's
-                self.counters.add("failed")
                 context.set_trailing_metadata(((LIMIT_KEY, limit),))
                 context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, short(self._limit_text(limit, e)))
-            self.counters.add("cancelled")
             abort(context, code, f"{what}: search stopped after {nodes:,} nodes")
         except (ClusterError, ArtifactError) as e:  # the cluster lost its nodes, or a
             # table was refused (a node's copy, or the search found its entries wrong)

@@ -5,6 +5,7 @@ lockout, no starvation. Servers are started here on 127.0.0.1 with the limits ea
 import random
 import signal
 import threading
+import time
 
 import grpc
 import pytest
@@ -316,8 +317,34 @@ def test_one_client_cannot_take_every_search_slot():
             assert ("pdbd-limit", "per-client") in e.value.trailing_metadata()
             for f in mine:
                 f.cancel()
-            assert wait_for(lambda: info(daemon)["counters"]["in_flight"] == 0, 2)
+            assert wait_for(lambda: info(daemon)["counters"]["in_flight"] == 0
+                            and daemon.servicer.peers.count == 0, 5)  # both left: callbacks
             assert stub.Solve(pb.SolveRequest(tiles=EASY15), timeout=5).length == 2
+    finally:
+        daemon.stop(grace=1)
+
+
+@pytest.mark.process
+def test_a_client_answered_may_ask_again_at_once(monkeypatch):
+    """A client at its limit of searches in flight that has its answer can ask again at
+    once: its place was given back after the result was, by the future's callbacks (which
+    run after the waiting handler wakes), and its next search could be refused. Here the
+    callbacks are made late, as a busy machine may make them."""
+    import concurrent.futures
+
+    invoke = concurrent.futures.Future._invoke_callbacks
+
+    def late(self):
+        time.sleep(0.3)
+        invoke(self)
+
+    monkeypatch.setattr(concurrent.futures.Future, "_invoke_callbacks", late)
+    daemon = manhattan(threads=1, max_queue=2, limits=Limits(per_client=1))
+    try:
+        with channel_stub(daemon.address) as stub:
+            request = pb.SolveRequest(tiles=EASY15, algorithm="astar")  # to the pool
+            for _ in range(3):
+                assert stub.Solve(request, timeout=60).length == 2
     finally:
         daemon.stop(grace=1)
 

@@ -35,19 +35,21 @@ def test_deadline_stops_the_search(slow, slow_stub, caplog):
     assert line.getMessage().endswith("peer=" + line.peer) and line.peer.startswith("ipv4:127.0.0.1:")
     # The single worker takes the next query at once, not after HARD: A* (which the fast
     # lane leaves to the worker) answers an easy board within its deadline.
-    r = slow_stub.Solve(pb.SolveRequest(tiles=EASY_WALK, algorithm="astar"), timeout=10)
+    # (60 s: A* may compile here first, in a fresh kernel cache)
+    r = slow_stub.Solve(pb.SolveRequest(tiles=EASY_WALK, algorithm="astar"), timeout=60)
     assert r.length > 0
+    # counted as its line was said (the line is waited for above)
     assert info(slow)["counters"]["cancelled"] == before["cancelled"] + 1
 
 
 def test_cancel_stops_the_search(slow, slow_stub):
     future = slow_stub.Solve.future(pb.SolveRequest(tiles=HARD, goal="blank-first"))
-    assert wait_for(lambda: info(slow)["counters"]["running"] == 1, 2)
+    assert wait_for(lambda: info(slow)["counters"]["running"] == 1, 30)
     future.cancel()
     ok, took = worker_free_within(slow, 5)
     assert ok, f"worker still busy {took:.3f} s after the cancel"
     with SolverClient(slow.address) as client:  # the worker's, as above: free at once
-        assert client.solve(EASY_WALK, deadline=10, algorithm="astar").length > 0
+        assert client.solve(EASY_WALK, deadline=60, algorithm="astar").length > 0
 
 
 def test_closing_a_stream_stops_the_search(slow):
@@ -85,9 +87,9 @@ def test_unsolvable_board_is_answered_without_search(slow, slow_stub):
 
 def test_full_queue_is_resource_exhausted(slow, slow_stub):
     request = pb.SolveRequest(tiles=HARD, goal="blank-first")
-    running = slow_stub.Solve.future(request, timeout=10)
-    queued = slow_stub.Solve.future(request, timeout=10)
-    assert wait_for(lambda: info(slow)["counters"]["in_flight"] == 2, 2)
+    running = slow_stub.Solve.future(request, timeout=60)
+    queued = slow_stub.Solve.future(request, timeout=60)
+    assert wait_for(lambda: info(slow)["counters"]["in_flight"] == 2, 30)
     with pytest.raises(grpc.RpcError) as e:
         slow_stub.Solve.with_call(request, timeout=10)
     assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED

@@ -17,6 +17,10 @@ class Waiting:
         self.value, self.future = value, None
         self.started, self.go = threading.Event(), threading.Event()
         self.reason = None
+        self.ended = 0  # how many times the pool said it ended (Job.end): once
+
+    def end(self):
+        self.ended += 1
 
     def run(self):
         self.started.set()
@@ -41,6 +45,7 @@ def test_a_job_cancelled_in_the_queue_leaves_it_at_once():
         assert pool.waiting == 1 and pool.in_flight == 2
         job.halt("deadline")
         assert future.cancelled() and pool.waiting == 0 and pool.in_flight == 1
+        assert job.ended == 1
         gone = weakref.ref(job)
         del job, future
         assert gone() is None, "a cancelled job is still held by the pool"
@@ -74,9 +79,10 @@ def test_a_failed_search_is_the_futures_exception_and_frees_its_slot():
             raise ValueError("no such board")
 
     pool = WorkerPool(threads=1, max_queue=0)
+    failing = Failing()
     with pytest.raises(ValueError, match="no such board"):
-        pool.submit(Failing()).result(timeout=10)
-    assert pool.in_flight == 0  # freed before the outcome is visible
+        pool.submit(failing).result(timeout=10)
+    assert pool.in_flight == 0 and failing.ended == 1  # before the outcome is visible
     ok = Waiting(7)
     ok.go.set()
     assert pool.submit(ok).result(timeout=10) == 7
