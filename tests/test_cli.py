@@ -173,9 +173,17 @@ def test_progress_reports_bound_nodes_rate(capsys, monkeypatch):
     monkeypatch.setattr(console, "LOG_EVERY", 0.01)
     control = SearchControl()
     control.counters[[GENERATED, EXPANDED, BOUND]] = 5_000_000, 1_000_000, 62
+    said = []
+
+    def reported() -> bool:  # a line comes 0.06 s after the start, or when the thread runs
+        said.append(capsys.readouterr().err)
+        return "M nodes/s" in "".join(said)
+
     with console.SearchReporter(control, enabled=True, after=0.05):
-        time.sleep(0.4)
-    err = capsys.readouterr().err
+        end = time.monotonic() + 30
+        while not reported() and time.monotonic() < end:
+            time.sleep(0.01)
+    err = "".join(said) + capsys.readouterr().err
     assert "bound 62" in err and "5,000,000 nodes" in err and "M nodes/s" in err
     with console.SearchReporter(control, enabled=False, after=0.0):
         time.sleep(0.1)
