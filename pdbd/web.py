@@ -62,7 +62,7 @@ from starlette.routing import Route
 
 from pdbtool.cli import animate
 from pdbtool.errors import BadInput, PdbError
-from pdbtool.geometry import Shape
+from pdbtool.geometry import as_shape
 
 from .address import LOOPBACK_NAMES, parse_address
 from .client import ClientTls, SolverClient
@@ -163,7 +163,7 @@ def solve_args(fields, text: bool = False) -> dict:
     return {"board": board, "goal": "blank-last" if goal is None else goal,
             "deadline": number(fields.get("deadline"), "deadline", text=text),
             "budget": number(fields.get("budget"), "budget", int, text=text),
-            "shape": None if shape is None else Shape.parse(shape)}
+            "shape": None if shape is None else as_shape(shape)}
 
 
 def sse(event: str, data: dict) -> str:

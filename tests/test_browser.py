@@ -114,3 +114,58 @@ def test_live_page_solves_korf_1_through_pdbd(chromium, served, tmp_path):
         query["step"] = 0
         screenshot(chromium, url + "?" + urllib.parse.urlencode(query), tmp_path / "live.png",
                    budget_ms=20000)
+
+
+def test_a_position_in_the_address_that_is_no_whole_number_is_rounded_or_ignored(
+        chromium, tmp_path):
+    """?step=1.5 left the board empty ("move 0 / 0", a TypeError), ?event=abc showed
+    "node NaN" and stopped the search's buttons."""
+    solver = Solver(table_free("manhattan", 3))
+    t = trace.record(solver, TWENTY)
+    page = animate.write(t, tmp_path / "solve.html")
+    assert_shows(dump_dom(chromium, page_url(page, step=1.5, event="abc")), t.result, 2)
+    dom = dump_dom(chromium, page_url(page, step="x", event=2.4))
+    assert_shows(dom, t.result, 0)
+    assert dom.by_id("s-counter")["data-event"] == "2"
+    assert dom.text["s-counter"].startswith("node 3 / ")
+
+
+def test_a_goal_board_s_tiles_are_home_on_it(chromium, tmp_path):
+    """A goal given as a board: the page marked the tiles home as for blank-last (8 of 8
+    home at the start, 6 of 8 at the goal)."""
+    goal = (1, 2, 3, 4, 5, 6, 0, 7, 8)
+    solver = Solver(table_free("manhattan", 3))
+    t = trace.record(solver, (1, 2, 3, 4, 5, 6, 7, 8, 0), goal=goal)
+    page = animate.write(t, tmp_path / "solve.html")
+    n = t.result["length"]
+    assert n == 2
+    dom = dump_dom(chromium, page_url(page, step=n))
+    assert dom.board("board") == goal
+    assert len(dom.inside("board", "home")) == 8
+    start = dump_dom(chromium, page_url(page, step=0))
+    assert len(start.inside("board", "home")) == 6  # 1 to 6 are home, 7 and 8 not yet
+
+
+@pytest.mark.process
+def test_the_live_page_sends_a_goal_board_from_the_address_as_given(chromium, served):
+    """?goal=1,2,3,4,0,5,6,7,8 was put in a menu that lacks it (its value then empty),
+    and solved as blank-last: 0 moves."""
+    with running_web(served.address) as url:
+        query = {"board": "1 2 3 4 5 6 7 8 0", "goal": "1,2,3,4,0,5,6,7,8", "solve": "1"}
+        dom = dump_dom(chromium, url + "?" + urllib.parse.urlencode(query), budget_ms=20000)
+        with SolverClient(served.address) as c:
+            expected = c.solve((1, 2, 3, 4, 5, 6, 7, 8, 0), (1, 2, 3, 4, 0, 5, 6, 7, 8))
+        assert expected.length > 0
+        assert dom.text["status"].startswith(f"Solved: {expected.length} moves"), dom.text["status"]
+        query["goal"] = "blankfirst"  # a misspelt name: the server's error, not blank-last
+        dom = dump_dom(chromium, url + "?" + urllib.parse.urlencode(query), budget_ms=20000)
+        assert dom.text["status"] == "Failed." and "blankfirst" in dom.text["error"]
+
+
+def test_the_live_page_says_at_once_that_pdbd_does_not_answer(chromium):
+    """With no daemon behind it the page said "Idle." until Solve was pressed."""
+    from reference import free_port
+
+    with running_web(f"127.0.0.1:{free_port()}") as url:
+        dom = dump_dom(chromium, url + "?board=1+2+3+4+5+6+7+8+0", budget_ms=20000)
+    assert dom.text["status"].startswith("pdbd does not answer: "), dom.text["status"]

@@ -12,7 +12,7 @@ from pdbtool import puzzle
 from pdbtool.errors import BadInput, LimitReached, Unsolvable
 from pdbtool.heuristics.table_free import TABLE_FREE, table_free
 from pdbtool.kernels import heuristic as hk
-from pdbtool.kernels.ida import GENERATED, MAX_DEPTH, NOT_FOUND
+from pdbtool.kernels.ida import GENERATED, MAX_DEPTH, NOT_FOUND, new_claims
 from pdbtool.kernels.tasks import FAR, RESULT_FIELDS
 from pdbtool.loading import load_heuristic
 from pdbtool.search.control import SearchControl, Tasks, closest_first
@@ -236,10 +236,10 @@ def test_threads_share_the_tasks_at_the_split_depth():
         n = len(tasks.states)
         depth_first = np.arange(n)
         before = np.zeros(n, np.int64)
-        run(tasks, depth_first, np.zeros(1, np.int64), before, bound - 2)
+        run(tasks, depth_first, new_claims(), before, bound - 2)
         by_closest = np.lexsort((depth_first, before))
         closest = np.zeros(n, np.int64)
-        alone = run(tasks, depth_first, np.zeros(1, np.int64), closest)
+        alone = run(tasks, depth_first, new_claims(), closest)
         assert alone.status == NOT_FOUND and alone.next_bound == serial.next_bound
         # the walks' nodes once, all but the root expanded; at depth 9 a few nodes above
         # the split have no task below them (every way on pruned by the automaton)
@@ -249,9 +249,9 @@ def test_threads_share_the_tasks_at_the_split_depth():
         assert alone.expanded == serial.expanded - 1 - dead_ends
         if split == 1:
             assert n == solver.nmoves[blank]
-        assert run(tasks, by_closest, np.zeros(1, np.int64), np.zeros(n, np.int64)) == alone
+        assert run(tasks, by_closest, new_claims(), np.zeros(n, np.int64)) == alone
         for order in (depth_first, by_closest):
-            claims, mixed = np.zeros(1, np.int64), np.zeros(n, np.int64)
+            claims, mixed = new_claims(), np.zeros(n, np.int64)
             with cf.ThreadPoolExecutor(2) as pool:
                 shares = list(pool.map(lambda _: run(tasks, order, claims, mixed), range(2)))
             assert sum(o.generated for o in shares) == alone.generated
@@ -347,7 +347,7 @@ def test_closest_is_the_smallest_h_a_task_expanded():
     closest = np.zeros(n, np.int64)
     o = solver.search_tasks(solver.root(board), blank, iteration_tasks(tasks, np.arange(n), closest),
                             bound, -1, np.zeros(1, np.int64), np.zeros(3, np.int64),
-                            np.zeros(MAX_DEPTH + 1, np.int64), np.zeros(1, np.int64))
+                            np.zeros(MAX_DEPTH + 1, np.int64), new_claims())
     assert o.status == NOT_FOUND
     expected = []
     for cells in tasks.cells:
@@ -382,5 +382,24 @@ def test_parallel_budget_is_respected():
     control = SearchControl(budget=3_000_000)
     with pytest.raises(LimitReached, match="budget") as e:
         solver.solve(korf100()[0][2], "blank-first", threads=2, control=control)
-    assert 0 < control.generated <= 3_000_000 + 2 * 4 * POLL
+    assert 3_000_000 <= control.generated <= 3_000_000 + 2 * 4 * POLL
     assert f"after {control.generated:,} nodes" in str(e.value)
+
+
+@pytest.mark.parametrize("budget", [10_000, 100_000, 161_666])
+def test_threads_share_their_budget(budget):
+    """Threads stopped by the budget have spent all of it: each was given an equal share,
+    and the first to spend its share stopped the search, the other's unspent (a board
+    that needs 124,359 nodes on two threads stopped at 123,114 of a budget of 161,666)."""
+    from pdbtool.kernels.ida import POLL
+
+    solver = Solver(table_free("manhattan", 4))
+    board = (4, 14, 0, 8, 10, 12, 7, 1, 6, 11, 9, 2, 3, 13, 5, 15)
+    control = SearchControl(budget=budget)
+    try:
+        result = solver.solve(board, "blank-first", threads=2, control=control)
+    except LimitReached as e:
+        assert "budget" in str(e)
+        assert budget <= control.generated <= budget + 2 * 4 * POLL
+    else:
+        assert result.length == 48 and result.nodes_generated <= budget + 2 * 4 * POLL

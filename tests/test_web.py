@@ -105,6 +105,7 @@ def test_bad_input_is_400_with_the_cli_message(case, web, served, capsys):
     ({"board": "8 6 7 2 5 4 3 0 1", "goal": False}, "not false"),
     ({"board": "8 6 7 2 5 4 3 0 1", "goal": []}, "goal must be blank-last"),
     ({"board": "8 6 7 2 5 4 3 0 1", "shape": ""}, "not a shape: ''"),
+    ({"board": "8 6 7 2 5 4 3 0 1", "shape": "0x0"}, "not a shape: '0x0'"),  # was "not Shape(rows=0, ..."
     ({"board": {"a": 1}}, 'board must be the tiles row by row ("1 2 3 ..." or a list), 0 for the blank, not {"a": 1}'),
     ({"board": "8 6 7 2 5 4 3 0 1", "deadline": ""}, "deadline must be a JSON number"),
     ('{"board": "8 6 7 2 5 4 3 0 1", "deadline": 1e309}', "deadline must be a finite number, not inf"),

@@ -30,7 +30,7 @@ from numba.extending import overload
 
 from pdbtool.kernels.heuristic import PDB, first_read, h_init, h_update, kind_of, looks_ahead
 from pdbtool.kernels.ida_tt import active, tt_seen
-from pdbtool.kernels.intrinsics import ix, prefetch
+from pdbtool.kernels.intrinsics import atomic_add, ix, prefetch
 from pdbtool.kernels.state_key import key_moved, key_of, slot_of
 
 NOT_FOUND, FOUND, STOPPED, BUDGET = 0, 1, 2, 3  # outcomes of a search
@@ -47,6 +47,11 @@ READ = 4   # (i: rank, mask, order rank, entry index)
 STACKS = FIRST + READ * 4  # rows of a search's stacks (dfs_loop)
 ALL_CLAIMED = 1 << 62  # claims[0] once a thread found the goal: the others stop at a poll
 SHARE_POLL = 256  # expansions between a sharing thread's looks at claims[0]
+# claims (int64[CLAIMS]), shared by the searches of one iteration: the next task to claim
+# (or ALL_CLAIMED), the nodes they have generated (added at each one's polls), and the node
+# budget they share (-1: none; a search alone has none, its own budget binds)
+CLAIMS = 3
+TASK, SPENT, SHARED_BUDGET = 0, 1, 2
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -187,6 +192,22 @@ def halted(stop, budget, generated):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def spend(claims, generated, spent):
+    """A search sharing its iteration's node budget adds the nodes generated since it last
+    did (``spent`` of its ``generated`` are added already) to claims[SPENT]; returns (BUDGET
+    if the searches together are past the budget, else NOT_FOUND; the new ``spent``)."""
+    if claims[SHARED_BUDGET] < 0:
+        return NOT_FOUND, generated
+    total = atomic_add(claims, SPENT, generated - spent) + generated - spent
+    return (BUDGET if total > claims[SHARED_BUDGET] else NOT_FOUND), generated
+
+
+def new_claims(budget: int = -1) -> np.ndarray:
+    """The claims of an iteration's searches (CLAIMS), sharing ``budget`` nodes (-1: none)."""
+    return np.array([0, 0, budget], np.int64)
+
+
+@njit(cache=True, nogil=True, inline="always")
 def path_to(path, blanks, depth, c):
     """The blank's cells after the root, ending in c (a goal found below ``depth``);
     returns the length."""
@@ -206,8 +227,9 @@ def dfs(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bo
     or -1 if that move is pruned there. ``extras`` is kernels.ida_tt.no_extras() (a parallel
     search's subtrees are plain IDA*). ``claims`` (int64[1]) is shared with the other
     searches of the same iteration: once one of them finds the goal it sets ``claims[0]``
-    to ALL_CLAIMED, and this one stops (STOPPED) within SHARE_POLL expansions; a search
-    alone passes an array that stays zero.
+    to ALL_CLAIMED, and this one stops (STOPPED) within SHARE_POLL expansions; with a
+    shared budget (claims[SHARED_BUDGET] >= 0) it adds its nodes to claims[SPENT] at each
+    poll and stops (BUDGET) once they all are past it. A search alone passes new_claims().
 
     Returns (status, next bound, expanded, generated, length, closest: the smallest h
     expanded, INF if the root was over the bound). On FOUND, path[:length] holds the cells
@@ -258,6 +280,7 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
     expanded, generated, cuts = 1, 0, 0
     closest = h0
     reported_e, reported_g = 0, 0
+    spent = np.int64(0)  # of ``generated``, added to claims[SPENT] (spend)
     depth = 0
     blanks[0] = root_blank
     automaton[0] = root_state
@@ -320,10 +343,14 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
                                               reported_g, reported_e)
         if expanded & (SHARE_POLL - 1) == 0 and claims[0] >= ALL_CLAIMED:
             status = STOPPED  # another search of this iteration found the goal
+        elif status == NOT_FOUND and expanded & (POLL - 1) == 0 and claims[SHARED_BUDGET] >= 0:
+            status, spent = spend(claims, generated, spent)
         if status != NOT_FOUND:
             break
     if status == STOPPED or status == BUDGET:
         unwind(board, pos, blanks, depth)  # so the caller's board is intact
+    if claims[SHARED_BUDGET] >= 0:
+        spend(claims, generated, spent)
     publish(counters, generated, expanded, reported_g, reported_e)
     return status, next_bound, expanded, generated, length, n, cuts, closest
 
@@ -344,7 +371,8 @@ def ida(H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters,
     on = active(extras)
     depth_limit = extras.max_depth if on else MAX_DEPTH
     stacks = np.empty((STACKS, depth_limit + 2), dtype=np.int64)
-    claims = np.zeros(1, np.int64)  # never written: no other search shares this one's
+    claims = np.zeros(CLAIMS, np.int64)  # no other search shares this one's iteration
+    claims[SHARED_BUDGET] = -1
     bound = extras.hw * hs[0, 0] if on else hs[0, 0]
     expanded, generated, cuts = 0, 0, 0
     zero = n = i = np.int64(0)  # not literals: see dfs_loop

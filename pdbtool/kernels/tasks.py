@@ -23,9 +23,9 @@ import numpy as np
 from numba import njit
 
 from pdbtool.kernels.heuristic import h_update, no_first
-from pdbtool.kernels.ida import (ALL_CLAIMED, EXPANDED, FOUND, GENERATED, INF, MAX_DEPTH,
-                                 NOT_FOUND, STACKS, STOPPED, dfs_loop, halted, no_events, slide,
-                                 undo, unwind)
+from pdbtool.kernels.ida import (ALL_CLAIMED, BUDGET, EXPANDED, FOUND, GENERATED, INF,
+                                 MAX_DEPTH, NOT_FOUND, SHARED_BUDGET, SPENT, STACKS, STOPPED,
+                                 dfs_loop, halted, no_events, slide, undo, unwind)
 from pdbtool.kernels.intrinsics import atomic_add, atomic_max, ix
 
 FAR = INF  # closest[i] of a task not expanded at the bound (its root or an ancestor over it)
@@ -111,8 +111,8 @@ def split_nodes(moves, nmoves, fsm, root_blank, split, cells, ends, states):
 def search_tasks(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, ends, states,
                  order, bound, budget, stop, counters, path, claims, closest, results, extras):
     """Search the tasks of ``order`` (indices into cells, ends and states, see split_nodes)
-    that this thread claims from ``claims[0]`` (int64[1], zero at the start of the
-    iteration, shared by the threads), each under ``bound``, from the root whose state row
+    that this thread claims from ``claims[0]`` (kernels.ida.new_claims: zero at the start
+    of the iteration, shared by the threads, as is their node budget), each under ``bound``, from the root whose state row
     is hs[0] (hs has a row for every depth). Writes closest[i] for every task i it walks to
     and FAR for the tasks it skips. ``extras`` is kernels.ida_tt.no_extras() (the tasks are
     plain IDA*).
@@ -133,7 +133,8 @@ def search_tasks(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, en
 
     Stops when every task is claimed, at the goal (FOUND: it sets claims[0] to ALL_CLAIMED,
     and the other threads stop within kernels.ida.SHARE_POLL expansions), at the stop
-    flag or at the node budget (budget < 0: none). Returns (status, next bound, expanded,
+    flag or at the node budget (budget < 0: none; the threads' shared budget, see
+    kernels.ida.dfs, is looked at before each task and at the polls below it). Returns (status, next bound, expanded,
     generated, length); on FOUND path[:length] holds the blank's cells after the root,
     otherwise board and pos are back at the root. The walks' nodes (the search's nodes
     above the split depth) are counted as serial IDA* counts them, once an iteration, in
@@ -165,6 +166,8 @@ def tasks_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, ends
     status, next_bound, expanded, generated, length = NOT_FOUND, INF, 0, 0, 0
     while status == NOT_FOUND:
         status = halted(stop, budget, generated)
+        if claims[SHARED_BUDGET] >= 0 and claims[SPENT] > claims[SHARED_BUDGET]:
+            status = BUDGET  # the threads together are past their budget
         if status != NOT_FOUND:
             break
         j = atomic_add(claims, 0, 1)
@@ -213,6 +216,8 @@ def tasks_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, ends
         generated += walk_g
         counters[EXPANDED] += walk_e
         counters[GENERATED] += walk_g
+        if claims[SHARED_BUDGET] >= 0:
+            atomic_add(claims, SPENT, walk_g)
         if status == FOUND:
             length = at
             break

@@ -36,7 +36,7 @@ from pdbtool.search.control import (DfsOutcome, Iterations, PreparedBoard, Root,
 from pdbtool.search.threads import search_parallel
 
 IDA = Algorithm("ida")
-_NO_CLAIMS = np.zeros(1, np.int64)  # never written: a search that shares its iteration with none
+_NO_CLAIMS = search_kernel.new_claims()  # never written: a search that shares its iteration with none
 # The split nodes a Solver keeps (split_nodes): a list up to SPLIT_KEPT bytes (up to 16
 # threads on the 15- and 24-puzzles: 2.4 and 3.4 MiB with the blank inside; 0.5 MiB at
 # most on two threads), SPLIT_HELD bytes in all, the least recently used dropped first. A
@@ -193,7 +193,7 @@ class Solver:
             tasks = Tasks.below(self, 0, 1)
             self.search_tasks(goal, 0, tasks, -1, 1,  # bound -1: the root
                               np.zeros(1, np.int64), np.zeros(COUNTERS, np.int64),
-                              np.zeros(MAX_DEPTH + 1, np.int64), np.zeros(1, np.int64))
+                              np.zeros(MAX_DEPTH + 1, np.int64), search_kernel.new_claims())
             tasks.reorder()  # the next iteration's order is a kernel too
             self._compiled.add("shared")
             warm.mark_ready(cls, "shared")
@@ -340,8 +340,11 @@ class Solver:
                      stop: np.ndarray, counters: np.ndarray, path: np.ndarray,
                      claims: np.ndarray) -> DfsOutcome:
         """This thread's share of an iteration: the tasks of ``tasks.order`` it claims from
-        ``claims``, each searched under ``bound`` (kernels.tasks.search_tasks); on FOUND,
-        path[:length] holds the blank's cells from the root."""
+        ``claims`` (kernels.ida.new_claims), each searched under ``bound``
+        (kernels.tasks.search_tasks); on FOUND, path[:length] holds the blank's cells from
+        the root."""
+        if claims.shape != (search_kernel.CLAIMS,):  # the kernel reads it unchecked
+            raise ValueError(f"claims of shape {claims.shape}: make them with new_claims()")
         n = tasks.nodes
         return DfsOutcome(*task_kernel.search_tasks(
             self.heuristic.H, self.side, root.board, root.pos, self.moves, self.nmoves,

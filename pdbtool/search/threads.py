@@ -23,7 +23,7 @@ import numpy as np
 from pdbtool import limits, signals
 from pdbtool.errors import BadInput, LimitReached
 from pdbtool.kernels.ida import (BOUND, EXPANDED, FOUND, GENERATED, INF, MAX_DEPTH, NOT_FOUND,
-                                 STOPPED)
+                                 SHARED_BUDGET, SPENT, STOPPED, TASK, new_claims)
 from pdbtool.kernels.tasks import RESULT_BOUND, RESULT_EXPANDED, RESULT_GENERATED
 from pdbtool.result import SolveResult
 from pdbtool.search.checkpoint import Checkpoint, finished_rows, identity
@@ -143,7 +143,7 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
     if serial_below is None:
         serial_below = (SHARE_BELOW if threads > 1 else ONE_THREAD_SHARE_BELOW
                         if solver.shape.cells > 9 else NEVER)
-    claims = np.zeros(1, np.int64)  # the number of the next task of the order
+    claims = new_claims()  # the next task of the order, and the threads' shared budget
     serial = np.zeros_like(counters)  # the serial iterations' counters
     live = threads == 1  # the one search runs on this thread and counts into ``counters``
     rows = [counters] if live else [np.zeros_like(counters) for _ in range(threads)]
@@ -184,7 +184,7 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
             tasks = Tasks.below(solver, blank, min(split, bound))
             if threads > 1 or (keeper and keeper.watching):
                 crew = Crew.hire(threads)
-        claims[0] = 0
+        claims[TASK] = 0
         tasks.results.fill(-1)
         if resume:  # the saved bound: its finished tasks are not searched again
             if len(resume.order) != len(tasks.order) or len(resume.closest) != len(tasks.order):
@@ -197,7 +197,8 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
         done = tasks.results[:, RESULT_BOUND] >= 0  # finished in an earlier sitting
         if left >= 0:  # their nodes count against the budget too
             left = max(0, left - int(tasks.results[done, RESULT_GENERATED].sum()))
-        budget = left if left < 0 else left // threads
+        budget = left  # shared: each thread may take all of it (claims[SHARED_BUDGET])
+        claims[SPENT], claims[SHARED_BUDGET] = 0, left
         watched = keeper is not None and keeper.watching  # saved here while others search
         polled = watched or (not live and int(counters[GENERATED]) >= POLLED_AFTER)
         futures = [crew.submit(share, k, bound, budget) for k in range(0 if polled else 1, threads)]
@@ -317,6 +318,9 @@ class Crew:
                     future.set_result(fn(*args))
                 except BaseException as e:  # the caller's f.result() raises it
                     future.set_exception(e)
+            # nothing of the job kept while the thread waits: its closure holds the search's
+            # solver and through it the table's mapping (an idle crew held a replaced file)
+            job = future = fn = args = None
 
 
 IDLE_CREWS = 2  # idle crews kept for each size (two searches on threads at once, as pdbd's)
