@@ -182,6 +182,24 @@ def test_a_table_the_app_drops_is_closed_and_unmapped(served_dir):
     assert held_open(path) == (0, 0)
 
 
+def test_a_table_dropped_after_a_search_on_threads_is_closed_and_unmapped(served_dir,
+                                                                           monkeypatch):
+    """The same after a search on two threads: the crew's threads, idle for the next search,
+    each kept the closure of its last job, and through it the solver and the table."""
+    hired, hire = [], search_threads.Crew.hire.__func__
+    monkeypatch.setattr(search_threads.Crew, "hire",
+                        classmethod(lambda cls, size: hired.append(size) or hire(cls, size)))
+    path = served_dir / "15-5-5-5.h5"
+    solver = Solver(load_heuristic(path))
+    _, optimum, board = korf100()[0]
+    assert solver.solve(board, "blank-first", threads=2).length == optimum
+    assert hired == [2]  # past the serial iterations: the crew searched
+    assert all(held_open(path))
+    del solver
+    gc.collect()
+    assert held_open(path) == (0, 0)
+
+
 def test_an_apps_own_ctrl_c_handler_runs_once_and_the_search_goes_on():
     """An app with its own SIGINT handler (one that counts presses, say) searches on its main
     thread; Ctrl-C comes during the search (raised as its shared iterations begin). The
