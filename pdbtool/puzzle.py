@@ -49,12 +49,18 @@ def parse_board(text: str | list | tuple, shape=None) -> tuple[int, ...]:
     return validate(numbers(text), shape)
 
 
-def numbers(text: str | list | tuple) -> list[int]:
+def numbers(text: str | list | tuple | np.ndarray) -> list[int]:
     """The whole numbers of a board's text ("1 2 3, 4 ..."), or of a sequence of such
     pieces, unchecked as a board: BadInput for an empty one, an empty field, or a word
     that is not written in ASCII digits (int() would also take '١', '1_0' or '+1')."""
+    if isinstance(text, np.ndarray):
+        text = text.tolist()
     if isinstance(text, (list, tuple)):
+        if any(isinstance(t, (list, tuple)) for t in text):  # rows: their tiles, in one list
+            raise BadInput(f"a board is a sequence of whole numbers, not {text!r:.60}")
         text = " ".join(str(t) for t in text)
+    if not isinstance(text, str):
+        raise BadInput(f"a board is a sequence of whole numbers or its text, not {text!r:.60}")
     tokens = re.split(r"\s*,\s*|\s+", text.strip())
     if tokens == [""]:
         raise BadInput("empty board: give the tiles row by row, 0 for the blank")
@@ -358,7 +364,7 @@ def random_board(shape, goal: str = "blank-last", rng: random.Random | None = No
     """A uniformly random solvable board of ``shape`` (or a square's side): a random
     permutation, fixed up by one swap."""
     rng = rng or random.Random()
-    shape = as_shape(shape)
+    shape = check_shape(shape)
     cells = list(range(shape.cells))
     rng.shuffle(cells)
     if not solvability(tuple(cells), goal, shape)[0]:

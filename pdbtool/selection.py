@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -23,7 +24,7 @@ from typing import NamedTuple
 from pdbtool import puzzle
 from pdbtool.errors import (ArtifactError, BadInput, NotAFile, PdbError, WrongForm,
                             not_a_directory)
-from pdbtool.geometry import Shape, as_shape
+from pdbtool.geometry import SHAPE_FORMS, Shape, as_shape
 from pdbtool.heuristics.pattern_db import heuristic_from
 from pdbtool.heuristics.table_free import WALKING_MAX_CELLS, Heuristic, table_free
 from pdbtool.loading import load_heuristic
@@ -83,7 +84,11 @@ def load_directory(directory, *, reflect: bool = True, require: bool = False,
     d = Path(directory)
     if not d.is_dir():  # the user's input, exit 2, as a path that names no file
         raise NotAFile(not_a_directory(d))
-    if shapes is not None:  # each in any form as_shape takes ("4x4", (3, 4), 4)
+    if shapes is not None:  # each in any form as_shape takes ("4x4", (3, 4), 4), or one
+        if isinstance(shapes, (str, int, Shape)):  # shape alone ("3x3" is not three shapes)
+            shapes = [shapes]
+        if not isinstance(shapes, Iterable):
+            raise BadInput(f"shapes is a list of shapes ({SHAPE_FORMS}), not {shapes!r:.60}")
         shapes = {as_shape(s) for s in shapes}
     entries = artifact.scan_artifacts(d)
     bad = [f"{p.name}: {problem}" for p, problem in entries if problem]
@@ -174,7 +179,7 @@ class Solvers:
         """The Solver of boards of ``shape`` (a Shape, or a square's side) towards a corner.
         A table refused (damaged, unreadable) is refused again for the shape's later boards,
         as it was the first time, without every check run again (a batch's lines)."""
-        shape = as_shape(shape)
+        shape = puzzle.check_shape(shape)
         if (solver := self._solvers.get(shape)) is not None:
             return solver
         with self._lock:  # one load of a table, however many threads ask for it at once
@@ -194,7 +199,7 @@ class Solvers:
         other goal is served by a per-tile heuristic towards its image (the one named, or
         Manhattan, announced as a fallback). The greedy solver needs no heuristic to
         search: it gets Hamming (which goes to 20x20), for the answer's check."""
-        shape = as_shape(shape)
+        shape = puzzle.check_shape(shape)
         gb = puzzle.frame(shape, goal).goal_blank
         with self._lock:
             if getattr(algorithm, "name", algorithm) == "greedy":

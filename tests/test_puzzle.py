@@ -39,6 +39,23 @@ def test_validate_reads_text_and_refuses_what_is_not_a_whole_number():
             puzzle.validate(board)
 
 
+def test_what_an_app_passes_is_read_or_refused_in_words():
+    """A numpy board is read as the solver reads it (parse_board raised AttributeError);
+    rows, a bare number or a shape beyond the product's are BadInput, never a Python error
+    or a board of 10,000 tiles."""
+    import numpy as np
+
+    assert puzzle.parse_board(np.arange(9)) == tuple(range(9))
+    for board in (np.arange(9).reshape(3, 3), [[1, 2], [3, 0]], 7, None):
+        with pytest.raises(BadInput, match="a board is a sequence of whole numbers"):
+            puzzle.parse_board(board)
+    with pytest.raises(BadInput, match="goal board: a board is a sequence of whole numbers"):
+        puzzle.check_goal(np.arange(9).reshape(3, 3))
+    for side in (1, 100):
+        with pytest.raises(BadInput, match=f"board side {side} is not supported"):
+            puzzle.random_board(side)
+
+
 def test_loyd_14_15_is_unsolvable_with_reason():
     ok, why = puzzle.solvability(LOYD, "blank-last")
     assert not ok and "odd permutation" in why and "0 move" in why

@@ -8,6 +8,9 @@ import h5py
 import pytest
 
 from pdbtool.errors import ArtifactError, BadInput
+from pdbtool.geometry import Shape
+from pdbtool.heuristics.table_free import table_free
+from pdbtool.search.solver import Solver
 from pdbtool.selection import Solvers, load_directory
 from pdbtool.tables import artifact
 from reference import flip_byte
@@ -175,3 +178,27 @@ def test_a_refused_table_is_refused_for_every_later_board_without_loading_again(
         with pytest.raises(ArtifactError, match="check checksums failed"):
             solvers.for_side(4)
     assert loads == [tmp_path]
+
+
+def test_what_an_app_passes_for_shapes_is_read_or_refused_in_words(art_dir, tmp_path):
+    """load_directory's ``shapes``: one shape alone is that shape ("3x3" was read as the
+    shapes '3', 'x' and '3'; 3 raised TypeError); a shape below 2 is refused by Solvers and
+    table_free at once (not at the first solve); a board of another size says both counts,
+    not that a rectangle needs its shape; a checkpoint's bad interval or name is BadInput."""
+    from pdbtool.search.checkpoint import Checkpointing
+
+    for one in (3, "3x3", Shape(3, 3)):
+        assert load_directory(art_dir, shapes=one).shapes == [Shape(3, 3)]
+    with pytest.raises(BadInput, match="shapes is a list of shapes"):
+        load_directory(art_dir, shapes=3.5)
+    with pytest.raises(BadInput, match="board side 1 is not supported"):
+        Solvers(heuristic="manhattan").for_side(1)
+    with pytest.raises(BadInput, match="a 1x1 board is not supported"):
+        table_free("manhattan", 1)
+    with pytest.raises(BadInput, match=r"board is 8 tiles but .* serves 2x3 boards \(6 tiles\)"):
+        Solver(table_free("manhattan", (2, 3))).solve([1, 2, 3, 4, 5, 6, 7, 0])
+    for every in ("a", 0, True, None):
+        with pytest.raises(BadInput, match="interval .* must be a positive number of seconds"):
+            Checkpointing(tmp_path / "c.json", every=every)
+    with pytest.raises(BadInput, match="give its name, not None"):
+        Checkpointing(None)

@@ -218,6 +218,8 @@ def table_free(name: str, shape, goal_blank: int = 0) -> Heuristic:
     if name not in TABLE_FREE:
         raise BadInput(f"unknown heuristic {name!r}: choose one of {', '.join(TABLE_FREE)}")
     shape = as_shape(shape)
+    if min(shape) < puzzle.MIN_SIDE:
+        raise BadInput(f"a {shape} board is not supported: its sides are {puzzle.MIN_SIDE} or more")
     side = max(shape)
     limit = LARGE_MAX_SIDE if name in ("hamming", "manhattan") else puzzle.SEARCH_MAX_SIDE
     if side > limit:

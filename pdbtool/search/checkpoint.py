@@ -237,11 +237,17 @@ class Checkpointing:
     empty = False  # the file may hold a saved search: load() reads it
 
     def __init__(self, path, every: float = DEFAULT_EVERY, on_resume=None):
-        self.path, self.every = Path(path), float(every)
+        if not isinstance(path, (str, os.PathLike)) or not str(path):
+            raise BadInput(f"a checkpoint is saved in a file: give its name, not {path!r:.60}")
+        try:  # (a bool is no number of seconds)
+            seconds = float(every) if not isinstance(every, bool) else float("nan")
+        except (TypeError, ValueError):
+            seconds = float("nan")
+        if not 0 < seconds < float("inf"):  # (nan too: it never saved)
+            raise BadInput("the checkpoint's interval (--checkpoint-every) must be a positive "
+                           f"number of seconds, not {every!r:.60}")
+        self.path, self.every = Path(path), seconds
         self.on_resume = on_resume  # called with the path when a saved search is first accepted
-        if not 0 < self.every < float("inf"):  # (nan too: it never saved)
-            raise BadInput(f"--checkpoint-every must be a positive number of seconds, not "
-                           f"{every:g}")
         if self.path.is_dir():
             raise BadInput(f"{self.path} is a directory: give the checkpoint's file name")
         refuse_special(self.path)  # a link, a FIFO, a device: its first save (a minute into

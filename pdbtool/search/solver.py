@@ -11,6 +11,7 @@ live counters, the node budget and the timeout.
 from __future__ import annotations
 
 import dataclasses
+import math
 import threading
 import time
 from collections import OrderedDict
@@ -78,14 +79,15 @@ class Solver:
                            f"{board!r:.60}")
         if isinstance(board, str):  # its tiles first: their count, not the text's length,
             board = puzzle.numbers(board)  # says whether it is this solver's shape
-        shape = self.shape if len(board) == self.shape.cells else None
-        board = puzzle.validate(board, shape)
-        goal = puzzle.check_goal(goal, shape)
-        if len(board) != self.shape.cells:
-            side = puzzle.side_of(board)
+        if len(board) != self.shape.cells:  # said before the tiles are checked as a board
+            n = len(board)
+            side = math.isqrt(n)
             raise BadInput(
-                f"board is {side}x{side} ({len(board)} tiles) but the heuristic "
-                f"{self.heuristic.name!r} serves {self.shape} boards")
+                f"board is {f'{side}x{side} ({n} tiles)' if side * side == n else f'{n} tiles'} "
+                f"but the heuristic {self.heuristic.name!r} serves {self.shape} boards "
+                f"({self.shape.cells} tiles)")
+        board = puzzle.validate(board, self.shape)
+        goal = puzzle.check_goal(goal, self.shape)
         frame = puzzle.frame(self.shape, goal)
         if frame.goal_blank != self.heuristic.goal_blank:
             raise BadInput(f"the heuristic {self.heuristic.name!r} measures towards a goal with the "
