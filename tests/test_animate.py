@@ -108,7 +108,8 @@ def test_traces_and_pages_never_overwrite_by_surprise(tmp_path, capsys, art_dir)
             (["solve", "--trace", str(link), "--force", board], "is a symbolic link"),
             (["animate", "--trace", str(t), "-o", str(t), "--force"], "is the input"),
             (["animate", "--trace", str(t), "-o", str(t.with_name("x.html")), "--force",
-              "--artifacts", str(art_dir)], None),
+              "--artifacts", str(art_dir)], "--artifacts would change nothing"),  # none read
+            (["animate", "--trace", str(t), "-o", str(t.with_name("x.html")), "--force"], None),
             (["animate", "--trace", str(t), "-o", str(t.with_name("x.html"))], "exists: give --force")):
         code, _, err = run(capsys, *argv)
         if message is None:

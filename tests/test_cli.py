@@ -958,7 +958,11 @@ def test_options_that_would_be_ignored_are_refused(art_dir, tmp_path):
             (["build", "8/full", "--processes", "0", "--out", str(tmp_path)],
              "processes must be from 1 to 1024, not 0"),
             (["build", "8/full", "--cluster", "local", "--workers", "2", "--out", str(tmp_path)],
-             "--workers and --processes are for a build on this machine")):
+             "--workers and --processes are for a build on this machine"),
+            (["solve", "--trace-cap", "5", board], "--trace-cap goes with --trace"),
+            (["animate", "--trace", str(tmp_path / "t.json"), "--goal", "blank-first",
+              "--algorithm", "astar", "-o", str(tmp_path / "p.html")],
+             "--trace animates a search already made: --goal, --algorithm would change nothing")):
         p = run(*args)
         assert p.returncode == 2 and message in p.stderr, (args, p.stderr)
     assert not (tmp_path / "nowhere").exists() and not list(tmp_path.iterdir())

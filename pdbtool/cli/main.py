@@ -159,6 +159,8 @@ def cmd_solve(args) -> int:
         raise BadInput("--checkpoint-every goes with --checkpoint FILE")
     if args.trace:  # before the search: a refused path costs nothing
         check_written(args, args.trace)
+    elif args.trace_cap != DEFAULT_CAP:
+        raise BadInput("--trace-cap goes with --trace (the nodes a trace records)")
     solvers, algorithm = solvers_from(args)
     if args.checkpoint and (args.file or args.trace or algorithm.name != "ida"):
         raise BadInput("--checkpoint saves one board's IDA* search: not with --file, --trace "
@@ -284,6 +286,9 @@ def cmd_animate(args) -> int:
     if not args.trace and not args.board:
         raise BadInput("no board: give the tiles (e.g. pdbtool animate 1 2 3 4 5 6 7 0 8) "
                        "or --trace FILE")
+    if args.trace and (given := search_options_given(args)):
+        raise BadInput(f"--trace animates a search already made: {', '.join(given)} would "
+                       "change nothing; drop them, or give a BOARD to solve")
     t = trace.load(args.trace) if args.trace else None  # a damaged one said first,
     if t is None:  # as a bad board is, before the page's name is checked
         puzzle.parse_board(" ".join(args.board), args.shape)
@@ -296,7 +301,7 @@ def cmd_animate(args) -> int:
     emit(args, {"path": str(path), "length": r["length"], "iterations": len(r["iterations"]),
                 "nodes_generated": r["nodes_generated"], "events_recorded": t.recorded,
                 "note": t.note},
-         f"wrote {path}: {r['length']} moves, {plural(len(r['iterations']), 'iteration')}, {t.summary}; "
+         f"wrote {path}: {plural(r['length'], 'move')}, {plural(len(r['iterations']), 'iteration')}, {t.summary}; "
          f"open file://{path.resolve()}")
     return 0
 
@@ -359,6 +364,19 @@ def add_shape_option(p) -> None:
                    help="the board's shape, e.g. 3x4 (default: the square of the tile count)")
 
 
+def search_options_given(args) -> list[str]:
+    """The options of add_solve_options given other than as their defaults (those that
+    choose or limit a search), by their flags."""
+    defaults = parser().parse_args([args.command])
+    return ["--" + name.replace("_", "-") for name in SEARCH_OPTIONS
+            if getattr(args, name) != getattr(defaults, name)]
+
+
+SEARCH_OPTIONS = ("shape", "goal", "algorithm", "weight", "tt_size", "max_memory", "heuristic",
+                  "artifact", "artifacts", "no_reflect", "no_prune", "threads", "budget",
+                  "timeout", "trace_cap")
+
+
 def add_solve_options(p) -> None:
     """What chooses the goal, the shape, the algorithm and the heuristic and limits a
     search: shared by solve and animate."""
@@ -391,10 +409,8 @@ def add_solve_options(p) -> None:
     p.add_argument("--budget", type=arg_budget,
                    help="give up after about this many nodes generated (exit 4); checked between "
                         "iterations and every few thousand nodes, so a search may end a little past "
-                        "it; on N threads each thread gets 1/N of what is left at an iteration's "
-                        "start, and one that spends its share ends the search with that iteration, "
-                        "so it may end short of the budget; greedy, whose work is bounded, does "
-                        "not take it")
+                        "it (on N threads, shared by them: up to N times a little); greedy, whose "
+                        "work is bounded, does not take it")
     p.add_argument("--timeout", type=arg_seconds, help="give up after this many seconds (exit 4)")
     p.add_argument("--trace-cap", type=non_negative_int, default=DEFAULT_CAP, metavar="N",
                    help=f"nodes a trace records at most (default {DEFAULT_CAP:,}: the 8-puzzle and "
