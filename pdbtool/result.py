@@ -7,6 +7,14 @@ from dataclasses import dataclass, field
 
 @dataclass
 class SolveResult:
+    """One board's answer, replayed to its goal before it is returned. ``moves`` are the
+    tiles slid, ``blank_moves`` the blank's steps (U, D, L, R); ``heuristic`` names what
+    guided the search ("none" for the searches without one), ``initial_h`` its value at
+    the start and ``artifact`` the table's content version (None without a table).
+    ``to_dict()`` is the JSON of `pdbtool solve --json`, `pdbd query --json` and pdbd
+    web: the same fields, with ``shape`` as size/rows/cols/tiles and ``ebf`` as
+    effective_branching_factor."""
+
     board: tuple
     goal: str
     shape: tuple  # the board's (rows, cols): a geometry.Shape (a square's side becomes one)

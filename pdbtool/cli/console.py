@@ -469,10 +469,17 @@ def result_text(r: dict, line: int | None = None) -> str:
              ("no heuristic: " if r["heuristic"] == "none" else f"{r['heuristic']}: h0 {r['initial_h']}, ")
              + f"{r['nodes_generated']:,} nodes generated, {r['seconds']:.3f} s"]
     lines.append(f"algorithm {r.get('algorithm', 'ida')}: {optimality(r)}, peak memory "
-                 f"{r.get('peak_memory_bytes', 0) / 2**20:,.2f} MiB")
+                 f"{memory_text(r.get('peak_memory_bytes', 0))}")
     if r.get("note"):
         lines.append(f"note: {r['note']}")
     return "\n".join(lines)
+
+
+def memory_text(size: int) -> str:
+    """Bytes as MiB, or KiB or bytes below a MiB (3,330 bytes were "0.00 MiB")."""
+    if size >= 2**20:
+        return f"{size / 2**20:,.2f} MiB"
+    return f"{size / 2**10:.1f} KiB" if size >= 2**10 else f"{size} bytes"
 
 
 def optimality(r: dict) -> str:

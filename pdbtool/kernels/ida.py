@@ -341,10 +341,11 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
             closest = h
         status, reported_g, reported_e = poll(counters, stop, budget, generated, expanded,
                                               reported_g, reported_e)
-        if expanded & (SHARE_POLL - 1) == 0 and claims[0] >= ALL_CLAIMED:
-            status = STOPPED  # another search of this iteration found the goal
-        elif status == NOT_FOUND and expanded & (POLL - 1) == 0 and claims[SHARED_BUDGET] >= 0:
-            status, spent = spend(claims, generated, spent)
+        if expanded & (SHARE_POLL - 1) == 0:  # (POLL is a multiple of SHARE_POLL)
+            if claims[0] >= ALL_CLAIMED:
+                status = STOPPED  # another search of this iteration found the goal
+            elif status == NOT_FOUND and expanded & (POLL - 1) == 0 and claims[SHARED_BUDGET] >= 0:
+                status, spent = spend(claims, generated, spent)
         if status != NOT_FOUND:
             break
     if status == STOPPED or status == BUDGET:
