@@ -26,13 +26,17 @@ class Unsolvable(PdbError):
 
 class LimitReached(PdbError):
     """A node budget, deadline or cancellation stopped the search; ``limit`` names one that
-    is not a node or time limit ("memory": A*'s states, a table's arrays)."""
+    is not a node or time limit ("memory": A*'s states, a table's arrays). ``reason`` says
+    which, as a word: "budget", "memory", or the reason the search was halted for
+    (SearchControl.reason: "deadline", "cancelled", "timeout", ...); None if not known."""
 
     exit_code = EXIT_LIMIT
 
-    def __init__(self, message: str = "", *, limit: str | None = None):
+    def __init__(self, message: str = "", *, limit: str | None = None,
+                 reason: str | None = None):
         super().__init__(message)
         self.limit = limit
+        self.reason = reason or limit
 
 
 class ArtifactError(PdbError):

@@ -154,17 +154,18 @@ def test_budget_stop_flag_and_timeout_stop_the_search():
     hard = HARD
     solver = Solver(table_free("manhattan", 4))
     solver.compile_kernels()
-    with pytest.raises(LimitReached, match="budget"):
+    with pytest.raises(LimitReached, match="budget") as e:
         solver.solve(korf100()[0][2], "blank-first", control=SearchControl(budget=100_000))
+    assert e.value.reason == "budget"  # the error says which, as a word (it was None)
     control = SearchControl(budget=BACKSTOP)
     threading.Timer(0.2, control.halt).start()
-    with pytest.raises(LimitReached, match="stopped"):
+    with pytest.raises(LimitReached, match="stopped") as e:
         solver.solve(hard, "blank-first", control=control)
-    assert control.reason == "cancelled" and 0 < control.generated <= BACKSTOP
+    assert control.reason == e.value.reason == "cancelled" and 0 < control.generated <= BACKSTOP
     control = SearchControl(timeout=0.2, budget=BACKSTOP)
-    with pytest.raises(LimitReached, match=r"deadline reached \(timeout 0.2 s\)"):
+    with pytest.raises(LimitReached, match=r"deadline reached \(timeout 0.2 s\)") as e:
         solver.solve(hard, "blank-first", control=control)
-    assert control.reason == "deadline" and 0 < control.generated <= BACKSTOP
+    assert control.reason == e.value.reason == "deadline" and 0 < control.generated <= BACKSTOP
 
 
 def test_parallel_equals_serial(art_dir, oracle8_last):

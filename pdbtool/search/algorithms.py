@@ -54,6 +54,18 @@ RECTANGLES = ("ida", "wida", "rbfs", "greedy", *KEYED)  # serve boards that are 
 LIMIT_REASONS = {STOPPED: "search stopped", BUDGET: "node budget exhausted"}  # see why_stopped
 
 
+def limit_reached(status: int, generated: int, seconds: float, control, *,
+                  last_bound: int | None = None, name: str = "") -> LimitReached:
+    """The error of a search that ended without an answer (status STOPPED or BUDGET): the
+    algorithm's ``name`` if given, why (``control.why_stopped``), the nodes, the time and
+    the last bound an IDA* searched; its ``reason`` "budget", or the one the search was
+    halted for."""
+    where = "" if last_bound is None else f", last bound {last_bound}"
+    return LimitReached(f"{name + ': ' if name else ''}{control.why_stopped(status)} after "
+                        f"{generated:,} nodes ({seconds:.3f} s{where})",
+                        reason="budget" if status == BUDGET else control.reason or "stopped")
+
+
 @dataclass(frozen=True)
 class Algorithm:
     """An algorithm and its options: ``weight`` (wida), ``tt_size`` (ida-tt, entries),
@@ -192,11 +204,6 @@ def search_with(solver, prepared, control, *, algorithm: Algorithm, threads: int
     return r
 
 
-def _limit(status, name, generated, seconds, control):
-    raise LimitReached(f"{name}: {control.why_stopped(status)} after "
-                       f"{generated:,} nodes ({seconds:.3f} s)")
-
-
 def _ida_tt(solver, prepared, algorithm, control):
     from pdbtool.kernels.ida_tt import MAX_DEPTH_W, TT_ENTRY_BYTES, Extras, transposition_table
     from pdbtool.kernels.ida import ida, no_events
@@ -232,7 +239,7 @@ def _ida_tt(solver, prepared, algorithm, control):
         path, bounds, nodes, no_events(), Extras(gw, hw, depth, tt, bits, per), -1)
     seconds = time.perf_counter() - t0
     if status != FOUND:
-        _limit(status, algorithm.name, generated, seconds, control)
+        raise limit_reached(status, generated, seconds, control, name=algorithm.name)
     # the kernel's bounds are on gw x (g + W x h), W = hw / gw: in moves, rounded down
     iterations = [{"bound": int(bounds[i]) // gw, "nodes": int(nodes[i])}
                   for i in range(min(iters, len(bounds)))]
@@ -309,7 +316,7 @@ def _astar(solver, prepared, algorithm, control):
                            f"{int(expanded):,} expansions, {seconds:.3f} s; raise the memory limit "
                            "or use ida", limit="memory")
     if status != FOUND:
-        _limit(status, "astar", generated, seconds, control)
+        raise limit_reached(status, generated, seconds, control, name="astar")
     out = np.zeros(MAX_DEPTH + 1, np.int64)
     length = trace(keys, parent, goal, n, bits, per, root.board.copy(), root.pos.copy(), out)
     r = solver.result(prepared, out[:length], expanded, generated, seconds, h0, [],
@@ -331,7 +338,7 @@ def _rbfs(solver, prepared, algorithm, control):
         control.kernel_budget, control.stop, control.counters, path)
     seconds = time.perf_counter() - t0
     if status != FOUND:
-        _limit(status, "rbfs", generated, seconds, control)
+        raise limit_reached(status, generated, seconds, control, name="rbfs")
     memory = root.rows.nbytes + (MAX_DEPTH + 2) * 8 * 18
     return solver.result(prepared, path[:length], expanded, generated, seconds, root.h, [],
                          algorithm="rbfs", peak_memory=memory)
@@ -354,7 +361,7 @@ def _bfs(solver, prepared, algorithm, control):
                                                control.kernel_budget)
     seconds = time.perf_counter() - t0
     if status != FOUND:
-        _limit(status, "bfs", generated, seconds, control)
+        raise limit_reached(status, generated, seconds, control, name="bfs")
     out = np.zeros(int(dist[target]) + 1, np.int64)
     length = trace(target, parent, n, fact, out)
     memory = dist.nbytes + parent.nbytes + queue.nbytes

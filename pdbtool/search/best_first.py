@@ -19,6 +19,7 @@ from pdbtool.kernels.heuristic import PER_TILE, h_init, heuristic_arrays
 from pdbtool.kernels.ida import FOUND, MAX_DEPTH
 from pdbtool.kernels.state_key import board_of, key_of, layout
 from pdbtool.limits import hashed_states, memory_tries
+from pdbtool.search.algorithms import limit_reached
 
 BIDIR_BFS_MAX_CELLS = 9  # breadth-first from both ends up to 3x3 (or 2x4); MM above
 
@@ -26,11 +27,6 @@ BIDIR_BFS_MAX_CELLS = 9  # breadth-first from both ends up to 3x3 (or 2x4); MM a
 def search(solver, prepared, algorithm, control):
     run = {"sma": _sma, "frontier": _frontier, "bidir": _bidir}[algorithm.name]
     return run(solver, prepared, algorithm, control)
-
-
-def _limit(status, name, generated, seconds, control):
-    raise LimitReached(f"{name}: {control.why_stopped(status)} after "
-                       f"{generated:,} nodes ({seconds:.3f} s)")
 
 
 def _memory(text: str) -> LimitReached:
@@ -96,7 +92,7 @@ def _sma(solver, prepared, algorithm, control):
                       f"a path of d moves needs d + 1) after {int(expanded):,} expansions, "
                       f"{int(dropped):,} states dropped, {seconds:.3f} s; raise the memory limit")
     if status != FOUND:
-        _limit(status, "sma", generated, seconds, control)
+        raise limit_reached(status, generated, seconds, control, name="sma")
     r = solver.result(prepared, out[:length], expanded, generated, seconds, h0, [],
                       algorithm="sma", peak_memory=int(peak) * BYTES_PER_NODE)
     r.dropped, r.reexpanded = int(dropped), int(regenerated)
@@ -161,8 +157,8 @@ class _Frontier:
                               f"{int(held):,} open states after {self.expanded:,} expansions; "
                               "raise the memory limit or use ida")
             if status != FOUND:
-                _limit(status, "frontier", self.generated, time.perf_counter() - self.t_start,
-                       self.control)
+                raise limit_reached(status, self.generated, time.perf_counter() - self.t_start,
+                                    self.control, name="frontier")
             if g < 2:  # no node strictly inside the path: the kernel set no middle to decode
                 return int(g), int(midg_), None
             middle = np.zeros(n, np.int64)
@@ -240,7 +236,7 @@ def _bibfs(solver, prepared, algorithm, control):
         control.kernel_budget)
     seconds = time.perf_counter() - start
     if status != FOUND:
-        _limit(status, "bidir", generated, seconds, control)
+        raise limit_reached(status, generated, seconds, control, name="bidir")
     out = np.zeros(MAX_DEPTH + 1, np.int64)
     k = bfs_trace(meet, parent_f, n, fact, out)
     cells = out[:k][::-1][1:].tolist()
@@ -292,7 +288,7 @@ def mm(solver, prepared, algorithm, control):
                       f"{int(held):,} states after {int(expanded):,} expansions, "
                       f"{seconds:.3f} s; raise the memory limit or use ida")
     if status != FOUND:
-        _limit(status, "bidir", generated, seconds, control)
+        raise limit_reached(status, generated, seconds, control, name="bidir")
     out = np.zeros(MAX_DEPTH + 2, np.int64)
     scratch = (np.zeros(n, np.int64), np.zeros(n, np.int64))
     cells = []

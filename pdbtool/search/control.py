@@ -65,15 +65,6 @@ class Iterations(NamedTuple):
     next_bound: int     # the bound to go on at (NOT_FOUND; INF: no solution)
 
 
-def limit_reached(status: int, generated: int, seconds: float, iterations: list,
-                  h0: int, control: SearchControl) -> LimitReached:
-    """The error of a search that ended without an answer (status STOPPED or BUDGET):
-    why (``control.why_stopped``), the nodes, the time and the last bound searched."""
-    last = iterations[-1]["bound"] if iterations else h0
-    return LimitReached(f"{control.why_stopped(status)} after "
-                        f"{generated:,} nodes ({seconds:.3f} s, last bound {last})")
-
-
 class SplitNodes(NamedTuple):
     """The nodes at one depth below a root, in the search's depth-first order: the roots of
     an iteration's tasks (kernels.tasks.split_nodes)."""

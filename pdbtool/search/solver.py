@@ -30,10 +30,11 @@ from pdbtool.kernels.ida import COUNTERS, FOUND, MAX_DEPTH, no_events
 from pdbtool.kernels.ida_tt import no_extras
 from pdbtool.result import SolveResult
 from pdbtool.search import warm
-from pdbtool.search.algorithms import MEMORY_BOUND, MIN_MAX_MEMORY, Algorithm, search_with
+from pdbtool.search.algorithms import (MEMORY_BOUND, MIN_MAX_MEMORY, Algorithm, limit_reached,
+                                      search_with)
 from pdbtool.search.best_first import BIDIR_BFS_MAX_CELLS
 from pdbtool.search.control import (DfsOutcome, Iterations, PreparedBoard, Root, SearchControl,
-                                    SplitNodes, Tasks, envelope, limit_reached)
+                                    SplitNodes, Tasks, envelope)
 from pdbtool.search.threads import search_parallel
 
 IDA = Algorithm("ida")
@@ -242,8 +243,9 @@ class Solver:
         run = self.iterate(root, bf.index(0), control, events=events)
         seconds = time.perf_counter() - t0
         if run.status != FOUND:
-            raise limit_reached(run.status, run.generated, seconds, run.iterations, root.h,
-                                control)
+            raise limit_reached(run.status, run.generated, seconds, control,
+                                last_bound=run.iterations[-1]["bound"] if run.iterations
+                                else root.h)
         return self.result(prepared, run.path, run.expanded, run.generated, seconds, root.h,
                            run.iterations, peak_memory=self.search_memory(root))
 

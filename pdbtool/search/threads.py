@@ -27,8 +27,9 @@ from pdbtool.kernels.ida import (BOUND, EXPANDED, FOUND, GENERATED, INF, MAX_DEP
 from pdbtool.kernels.tasks import RESULT_BOUND, RESULT_EXPANDED, RESULT_GENERATED
 from pdbtool.result import SolveResult
 from pdbtool.search.checkpoint import Checkpoint, finished_rows, identity
+from pdbtool.search.algorithms import limit_reached
 from pdbtool.search.control import (Earlier, FrontierNode, IterationOutcome, PreparedBoard,
-                                    SearchControl, Tally, Tasks, limit_reached, subtree_outcome)
+                                    SearchControl, Tally, Tasks, subtree_outcome)
 
 if TYPE_CHECKING:
     from pdbtool.search.solver import Solver
@@ -90,7 +91,8 @@ def search_bounds(solver: Solver, prepared: PreparedBoard, control: SearchContro
                                  peak_memory=searches * solver.search_memory(root))
         if status != NOT_FOUND or stop[0]:
             raise limit_reached(STOPPED if status == NOT_FOUND else status, generated,
-                                time.perf_counter() - t0, iterations, root.h, control)
+                                time.perf_counter() - t0, control,
+                                last_bound=iterations[-1]["bound"] if iterations else root.h)
         if bound >= INF:
             raise LimitReached("no solution below the depth limit")
         if bound > MAX_DEPTH:
