@@ -325,6 +325,32 @@ def arg_budget(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def arg_whole(text: str, least: int) -> int:
+    """argparse type: a whole number of at least ``least``."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"{value} must be at least {least}")
+    return value
+
+
+def arg_positive(text: str) -> int:
+    return arg_whole(text, 1)
+
+
+def arg_non_negative(text: str) -> int:
+    return arg_whole(text, 0)
+
+
+def arg_zstd_level(text: str) -> int:
+    value = arg_positive(text)
+    if value > 22:
+        raise argparse.ArgumentTypeError(f"zstd levels go from 1 to 22, not {value}")
+    return value
+
+
 def arg_threads(text: str, what: str = "threads") -> int:
     """argparse type: a number of threads (or of ``what``), checked as every tool checks it."""
     try:

@@ -9,7 +9,6 @@ Errors are one line on stderr (console.run).
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from contextlib import closing
@@ -19,10 +18,10 @@ from pdbtool import puzzle
 from pdbtool.cli import PROG
 from pdbtool.cli.cluster import add_cluster_option, add_shipping_options, open_cluster
 from pdbtool.cli.console import (STDOUT_CLOSED, Parser, SearchReporter, arg_budget, arg_interval,
-                                 arg_path, arg_processes, arg_seconds, arg_shape, arg_size,
-                                 arg_threads, batch_exit_code, emit, input_lines,
-                                 library_warnings, no_boards, plural, report_error,
-                                 result_text, run, version_text)
+                                 arg_non_negative, arg_path, arg_positive, arg_processes,
+                                 arg_seconds, arg_shape, arg_size, arg_threads, arg_zstd_level,
+                                 batch_exit_code, emit, input_lines, library_warnings, no_boards,
+                                 plural, report_error, result_text, run, version_text)
 from pdbtool.cli.tables import (cmd_build, cmd_info, cmd_list, cmd_pack, cmd_partitions,
                                 cmd_seal, cmd_unpack, cmd_verify, cmd_warm)
 from pdbtool.errors import EXIT_UNSOLVABLE, BadInput, PdbError
@@ -334,31 +333,6 @@ def cmd_predict(args) -> int:
 
 # --- parser -------------------------------------------------------------------------------
 
-def whole_number(text: str, least: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < least:
-        raise argparse.ArgumentTypeError(f"{value} must be at least {least}")
-    return value
-
-
-def positive_int(text: str) -> int:
-    return whole_number(text, 1)
-
-
-def non_negative_int(text: str) -> int:
-    return whole_number(text, 0)
-
-
-def zstd_level(text: str) -> int:
-    value = positive_int(text)
-    if value > 22:
-        raise argparse.ArgumentTypeError(f"zstd levels go from 1 to 22, not {value}")
-    return value
-
-
 def add_shape_option(p) -> None:
     p.add_argument("--shape", type=arg_shape, metavar="ROWSxCOLS",
                    help="the board's shape, e.g. 3x4 (default: the square of the tile count)")
@@ -391,7 +365,7 @@ def add_solve_options(p) -> None:
                    help="wida: f = g + W*h, 1 <= W <= 100 (default 1.5), cut down to 0.001 "
                         "(never looser than asked: 1.0009 is 1, plain IDA*); lowered so that "
                         "W x h0 <= 500 (the output says so)")
-    p.add_argument("--tt-size", type=positive_int, metavar="N",
+    p.add_argument("--tt-size", type=arg_positive, metavar="N",
                    help="ida-tt: transposition table entries (default 1,048,576: 32 MiB)")
     p.add_argument("--max-memory", type=arg_size, metavar="SIZE",
                    help="astar, sma, frontier, bidir: memory for the states they hold, e.g. 512M, "
@@ -412,7 +386,7 @@ def add_solve_options(p) -> None:
                         "it (on N threads, shared by them: up to N times a little); greedy, whose "
                         "work is bounded, does not take it")
     p.add_argument("--timeout", type=arg_seconds, help="give up after this many seconds (exit 4)")
-    p.add_argument("--trace-cap", type=non_negative_int, default=DEFAULT_CAP, metavar="N",
+    p.add_argument("--trace-cap", type=arg_non_negative, default=DEFAULT_CAP, metavar="N",
                    help=f"nodes a trace records at most (default {DEFAULT_CAP:,}: the 8-puzzle and "
                         "easy 15-puzzles fit); the search goes on beyond, unrecorded")
     p.add_argument("--quiet", action="store_true", help="no progress line for long searches")
@@ -499,7 +473,7 @@ def parser() -> Parser:
     pr = sub.add_parser("predict", help="predict IDA* nodes per iteration from a table's values",
                         description="Korf, Reid & Edelkamp's prediction from the artifact's value histograms.")
     pr.add_argument("path", metavar="ARTIFACT", type=arg_path)
-    pr.add_argument("--depth", type=positive_int, required=True, help="predict bounds 0..DEPTH")
+    pr.add_argument("--depth", type=arg_positive, required=True, help="predict bounds 0..DEPTH")
     pr.add_argument("--blank", type=int, default=0, help="the start's blank cell (default 0)")
     pr.add_argument("--no-prune", action="store_true", help="count the tree with parent pruning only")
     pr.add_argument("--json", action="store_true", help="print JSON on stdout instead of text")
@@ -541,7 +515,7 @@ def parser() -> Parser:
         "sample: the entries are then the exact abstract distances, so admissible (minutes "
         "for 15/7-8, with progress on stderr; the default for tables of at most 32 M "
         "entries, 15/6-6-3's included: seconds)"))
-    v.add_argument("--seed", type=non_negative_int, metavar="N",
+    v.add_argument("--seed", type=arg_non_negative, metavar="N",
                    help="seed of the sampled checks (default: a fresh one each run, printed)")
     v.add_argument("--json", action="store_true", help="print JSON on stdout instead of text")
     v.set_defaults(func=cmd_verify)
@@ -573,7 +547,7 @@ def parser() -> Parser:
 
     pk = shipping_command(sub, "pack", cmd_pack, "compress an artifact for shipping (zstd, all cores)",
                           "packed file to write (e.g. x.pdbpack)")
-    pk.add_argument("--level", type=zstd_level, default=10, help="zstd level (default 10)")
+    pk.add_argument("--level", type=arg_zstd_level, default=10, help="zstd level (default 10)")
     shipping_command(sub, "unpack", cmd_unpack, "expand a packed artifact, verify it (every checksum and every verify check) and stamp it",
                      "installed artifact to write (.h5)")
 

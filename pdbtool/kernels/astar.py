@@ -1,7 +1,7 @@
 """The A* kernel: best-first search with an open list (binary heap) and a hash-based
 closed set, in a memory budget fixed by the caller (seed 001 section 7; seed 004 section 6).
 
-Every state reached is held once: its key (state_key_kernel), its parent's index and g.
+Every state reached is held once: its key (kernels.state_key), its parent's index and g.
 A hash table of int32 indices (open addressing, at most half full) finds a state again; a
 binary heap of int64 entries ``f << 40 | (MAX_G - g) << 32 | index`` orders the open list
 by f, then by the larger g. A state reached again by a shorter path gets the new g and is

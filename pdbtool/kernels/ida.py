@@ -249,7 +249,7 @@ def dfs_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g
              budget, stop, counters, path, stacks, events, n, iteration, extras, claims):
     """dfs over its stacks (int64[STACKS, depth limit + 2]: blank cells, child iterators,
     automaton states, the two words of each node's state key), recording events[n:] as
-    IDA* iteration ``iteration``, with the extras of ida_tt_kernel if they are active (the
+    IDA* iteration ``iteration``, with the extras of kernels.ida_tt if they are active (the
     weights and the depth limit, and a transposition table if it has slots; then g0 = 0
     and root_state = 0). Returns dfs's tuple, the rows of events used, the nodes the
     table cut and the smallest h of a node expanded (INF if none: how close the search
@@ -362,7 +362,7 @@ def ida(H, s, board, pos, moves, nmoves, fsm, hs, blank, budget, stop, counters,
     """Iterative deepening from the root's f: each bound is the previous minimum overshoot.
 
     bounds[i], nodes[i] receive each iteration's bound and nodes generated; events the
-    nodes generated while rows are left (see above); ``extras`` those of ida_tt_kernel
+    nodes generated while rows are left (see above); ``extras`` those of kernels.ida_tt
     (IDA*+TT, WIDA*) or no_extras() (IDA*). ``hand_off`` >= 0: return (NOT_FOUND) after
     the first iteration that generates at least that many nodes, with the bound to go on
     at (the threads take the larger iterations over); -1: go on to the end.

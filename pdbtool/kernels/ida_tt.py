@@ -43,7 +43,7 @@ class IdaExtras(NamedTuple):
     gw: int               # f = gw * g + hw * h
     hw: int
     max_depth: int        # no node deeper (the stacks' size)
-    tt: np.ndarray        # int64[slots, 4]: a state key (state_key_kernel) and its tag,
+    tt: np.ndarray        # int64[slots, 4]: a state key (kernels.state_key) and its tag,
                           # (iteration << 16) | g, a slot (transposition_table)
     bits: int             # the key's layout (kernels.state_key.layout)
     per: int

@@ -3,18 +3,18 @@ kernel, and turning its outcome into a SolveResult (replayed and checked by Solv
 
 | name     | kernel              | answer                          | memory                      |
 |----------|---------------------|---------------------------------|-----------------------------|
-| ida      | kernels.ida       | optimal                         | O(depth)                    |
-| ida-tt   | kernels.ida + TT  | optimal                         | O(depth) + the table        |
-| astar    | astar_kernel        | optimal                         | every state reached         |
-| rbfs     | rbfs_kernel         | optimal                         | O(depth)                    |
-| bfs      | bfs_kernel          | optimal (boards up to 3x3)      | every state (n! entries)    |
-| wida     | kernels.ida + W   | at most W x optimal             | O(depth)                    |
-| greedy   | greedy_kernel       | some solution (up to 20x20)     | the solution                |
+| ida      | kernels.ida         | optimal                         | O(depth)                    |
+| ida-tt   | kernels.ida + TT    | optimal                         | O(depth) + the table        |
+| astar    | kernels.astar       | optimal                         | every state reached         |
+| rbfs     | kernels.rbfs        | optimal                         | O(depth)                    |
+| bfs      | kernels.bfs         | optimal (up to 9 cells)         | every state (n! entries)    |
+| wida     | kernels.ida + W     | at most W x optimal             | O(depth)                    |
+| greedy   | kernels.greedy      | some solution (up to 20x20)     | the solution                |
 | sma      | kernels.sma         | optimal if the path fits        | at most --max-memory        |
 | frontier | kernels.frontier    | optimal (consistent h)          | the open list only          |
 | bidir    | kernels.bidir       | optimal                         | both directions' states     |
 
-(+ TT, + W: the IDA* kernel with ida_tt_kernel's extras; sma, frontier and bidir run in
+(+ TT, + W: the IDA* kernel with kernels.ida_tt's Extras; sma, frontier and bidir run in
 search/best_first.py.) Each search reuses the Solver's heuristic (tables included) through h_init / h_update, and
 its result goes through Solver.result like IDA*'s.
 """
@@ -34,6 +34,7 @@ from pdbtool import limits, puzzle
 from pdbtool.errors import BadInput, LimitReached
 from pdbtool.geometry import as_shape, neighbour_arrays
 from pdbtool.kernels.ida import BUDGET, EXPANDED, FOUND, GENERATED, MAX_DEPTH, STOPPED
+from pdbtool.search.control import limit_reached
 
 ALGORITHMS = ("ida", "ida-tt", "astar", "rbfs", "wida", "bfs", "greedy", "sma", "frontier", "bidir")
 OPTIMAL = ("ida", "ida-tt", "astar", "rbfs", "bfs", "sma", "frontier", "bidir")
@@ -51,21 +52,6 @@ BFS_MAX_SIDE = 3
 KEYED_MAX_SIDE = 5  # A* and IDA*+TT key a state in two words (kernels.state_key)
 KEYED = ("astar", "ida-tt", "sma", "frontier", "bidir")  # boards of up to KEY_MAX_CELLS cells
 RECTANGLES = ("ida", "wida", "rbfs", "greedy", *KEYED)  # serve boards that are not square
-LIMIT_REASONS = {STOPPED: "search stopped", BUDGET: "node budget exhausted"}  # see why_stopped
-
-
-def limit_reached(status: int, generated: int, seconds: float, control, *,
-                  last_bound: int | None = None, name: str = "") -> LimitReached:
-    """The error of a search that ended without an answer (status STOPPED or BUDGET): the
-    algorithm's ``name`` if given, why (``control.why_stopped``), the nodes, the time and
-    the last bound an IDA* searched; its ``reason`` "budget", or the one the search was
-    halted for."""
-    where = "" if last_bound is None else f", last bound {last_bound}"
-    return LimitReached(f"{name + ': ' if name else ''}{control.why_stopped(status)} after "
-                        f"{generated:,} nodes ({seconds:.3f} s{where})",
-                        reason="budget" if status == BUDGET else control.reason or "stopped")
-
-
 @dataclass(frozen=True)
 class Algorithm:
     """An algorithm and its options: ``weight`` (wida), ``tt_size`` (ida-tt, entries),

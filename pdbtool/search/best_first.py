@@ -19,7 +19,7 @@ from pdbtool.kernels.heuristic import PER_TILE, h_init, heuristic_arrays
 from pdbtool.kernels.ida import FOUND, MAX_DEPTH
 from pdbtool.kernels.state_key import board_of, key_of, layout
 from pdbtool.limits import hashed_states, memory_tries
-from pdbtool.search.algorithms import limit_reached
+from pdbtool.search.control import limit_reached
 
 BIDIR_BFS_MAX_CELLS = 9  # breadth-first from both ends up to 3x3 (or 2x4); MM above
 

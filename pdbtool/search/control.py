@@ -21,8 +21,22 @@ from pdbtool.kernels.ida import (BOUND, BUDGET, COUNTERS, EXPANDED, FOUND, GENER
                                  NOT_FOUND, STOPPED)
 from pdbtool.kernels.tasks import FAR, RESULT_FIELDS, closest_first_order
 from pdbtool.search import alarms
-from pdbtool.search.algorithms import LIMIT_REASONS
 from pdbtool.search.interrupts import MAIN_THREAD_SEARCHES
+
+
+LIMIT_REASONS = {STOPPED: "search stopped", BUDGET: "node budget exhausted"}  # see why_stopped
+
+
+def limit_reached(status: int, generated: int, seconds: float, control, *,
+                  last_bound: int | None = None, name: str = "") -> LimitReached:
+    """The error of a search that ended without an answer (status STOPPED or BUDGET): the
+    algorithm's ``name`` if given, why (``control.why_stopped``), the nodes, the time and
+    the last bound an IDA* searched; its ``reason`` "budget", or the one the search was
+    halted for."""
+    where = "" if last_bound is None else f", last bound {last_bound}"
+    return LimitReached(f"{name + ': ' if name else ''}{control.why_stopped(status)} after "
+                        f"{generated:,} nodes ({seconds:.3f} s{where})",
+                        reason="budget" if status == BUDGET else control.reason or "stopped")
 
 
 class PreparedBoard(NamedTuple):

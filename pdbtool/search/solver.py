@@ -30,11 +30,10 @@ from pdbtool.kernels.ida import COUNTERS, FOUND, MAX_DEPTH, no_events
 from pdbtool.kernels.ida_tt import no_extras
 from pdbtool.result import SolveResult
 from pdbtool.search import warm
-from pdbtool.search.algorithms import (MEMORY_BOUND, MIN_MAX_MEMORY, Algorithm, limit_reached,
-                                      search_with)
+from pdbtool.search.algorithms import MEMORY_BOUND, MIN_MAX_MEMORY, Algorithm, search_with
 from pdbtool.search.best_first import BIDIR_BFS_MAX_CELLS
 from pdbtool.search.control import (DfsOutcome, Iterations, PreparedBoard, Root, SearchControl,
-                                    SplitNodes, Tasks, envelope)
+                                    SplitNodes, Tasks, envelope, limit_reached)
 from pdbtool.search.threads import search_parallel
 
 IDA = Algorithm("ida")

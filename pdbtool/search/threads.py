@@ -27,9 +27,8 @@ from pdbtool.kernels.ida import (BOUND, EXPANDED, FOUND, GENERATED, INF, MAX_DEP
 from pdbtool.kernels.tasks import RESULT_BOUND, RESULT_EXPANDED, RESULT_GENERATED
 from pdbtool.result import SolveResult
 from pdbtool.search.checkpoint import Checkpoint, finished_rows, identity
-from pdbtool.search.algorithms import limit_reached
 from pdbtool.search.control import (Earlier, FrontierNode, IterationOutcome, PreparedBoard,
-                                    SearchControl, Tally, Tasks, subtree_outcome)
+                                    SearchControl, Tally, Tasks, limit_reached, subtree_outcome)
 
 if TYPE_CHECKING:
     from pdbtool.search.solver import Solver
