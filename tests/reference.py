@@ -283,15 +283,22 @@ def flip_byte(path, position: int) -> None:
         f.write(bytes([byte ^ 0xFF]))
 
 
-def interruptible() -> None:
-    """A child's preexec_fn: SIGINT as a shell's foreground job has it. A signal ignored
-    or blocked in this process (a test run in the background, `nohup ... &`, ignores it;
-    other tests of the session may block it) is inherited across exec, and Python keeps an
-    ignored SIGINT ignored: the command never saw the Ctrl-C and ran on to its answer."""
-    import signal
+def interruptible(module: str, *args: str) -> list[str]:
+    """The command line of ``python -m module args...`` with SIGINT as a shell's foreground
+    job has it. A signal ignored or blocked in this process (a test run in the background,
+    `nohup ... &`, ignores it; other tests of the session may block it) is inherited
+    across exec, and Python keeps an ignored SIGINT ignored: the command never saw the
+    Ctrl-C and ran on to its answer. Set in the child's Python, not in a preexec_fn: a fork
+    of a process with threads (gRPC's, other tests') that runs Python before its exec may
+    die or hang there (a CI run's child ended before its first line, gRPC's poller
+    complaining of a bad file descriptor)."""
+    import sys
 
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    prelude = ("import runpy, signal; "
+               "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); "
+               "signal.signal(signal.SIGINT, signal.default_int_handler); "
+               f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
+    return [sys.executable, "-c", prelude, *args]
 
 
 def write_edited_checkpoint(path, d: dict) -> None:

@@ -193,11 +193,10 @@ def test_a_signal_to_the_group_ends_a_build_with_one_line_and_no_process_left(tm
     import time
 
     out = tmp_path / "out"
-    build = subprocess.Popen(
-        [sys.executable, "-m", "pdbtool", "build", "15/5-5-5", "--processes", "2", "--out",
-         str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
-        preexec_fn=interruptible)  # (a run in the background ignores SIGINT: CI's did)
+    build = subprocess.Popen(  # (a run in the background ignores SIGINT: CI's did)
+        interruptible("pdbtool", "build", "15/5-5-5", "--processes", "2", "--out", str(out)),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     seen: set[int] = set()
     try:
         deadline = time.monotonic() + 60

@@ -469,11 +469,11 @@ def test_ctrl_c_saves_the_progress_before_the_command_ends(tmp_path):
     ignored, and Python then installs no KeyboardInterrupt)."""
     path = tmp_path / "search.json"
     board = {n: b for n, _, b in instances("korf24_50.txt")}[1]
-    p = subprocess.Popen([sys.executable, "-m", "pdbtool", "solve", "--heuristic", "manhattan",
-                          "--goal", "blank-first", "--threads", "2", "--quiet", "--checkpoint",
-                          str(path), "--checkpoint-every", "5", " ".join(map(str, board))],
-                         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                         preexec_fn=interruptible)
+    p = subprocess.Popen(interruptible("pdbtool", "solve", "--heuristic", "manhattan",
+                                       "--goal", "blank-first", "--threads", "2", "--quiet",
+                                       "--checkpoint", str(path), "--checkpoint-every", "5",
+                                       " ".join(map(str, board))),
+                         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
         while not path.exists() and time.monotonic() < deadline and p.poll() is None:

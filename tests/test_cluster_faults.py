@@ -91,11 +91,10 @@ def test_ctrl_c_cancels_the_whole_job(tmp_path):
     Ray, must end the job)."""
     terminal, stderr = pty.openpty()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pdbtool", "solve", "--heuristic", "manhattan", "--goal",
-         "blank-first", "--cluster", "local", "--cluster-cache", str(tmp_path),
-         " ".join(map(str, HARD))],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
-        preexec_fn=interruptible)
+        interruptible("pdbtool", "solve", "--heuristic", "manhattan", "--goal", "blank-first",
+                      "--cluster", "local", "--cluster-cache", str(tmp_path),
+                      " ".join(map(str, HARD))),
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr)
     os.close(stderr)
     try:
         shown = read_until(terminal, BUSY, 120)
