@@ -107,17 +107,21 @@ def seal(path) -> artifact.ArtifactMeta:
     return trust.confirm(meta) if stamped else meta
 
 
-def install(src, dst, *, threads=None, force=False):
+def install(src, dst, *, threads=None, force=False, accept=None):
     """Unpack ``src`` beside ``dst`` (checksums checked on the way), run every verify
     check, and only then take the name ``dst`` (an atomic rename: a daemon serving the
     old file keeps its mapping) and stamp it; a failed check leaves nothing behind. An
-    existing ``dst`` is replaced only with ``force``. Returns the verify report."""
+    existing ``dst`` is replaced only with ``force``. ``accept(meta)``, given the pack's
+    metadata before anything is unpacked, may refuse it by raising (a name that is
+    another table's). Returns the verify report."""
     dst = Path(dst)
     if dst.is_dir():
         raise BadInput(f"{dst} is a directory: give the artifact's file name, e.g. {dst}/name.h5")
     if not dst.parent.is_dir():  # said of the name given, not of the staging file's
         raise BadInput(f"{dst}: {not_a_directory(dst.parent)}")
     check_output(dst, inputs=(src,), force=force)
+    if accept is not None:
+        accept(artifact.read_packed_meta(src))
     remove_stale_partials(dst)
     staging = dst.with_name(f"{dst.name}.{os.getpid()}.unverified")
     with trust.said_if_written(dst):
@@ -132,7 +136,12 @@ def _install(src, dst: Path, staging: Path, threads, force):
             # staging file: small/y.h5.20969.unverified), its kind and exit code kept
             e.args = (str(e).replace(str(staging), str(dst)), *e.args[1:])
             raise
-        report = verify(staging, stamp=False)
+        pin = trust.Pinned(staging)
+        try:
+            report = verify(staging, stamp=False, pin=pin)
+            checked = pin.identity  # the file the checks read (kept by the rename)
+        finally:
+            pin.close()
         if not report.ok:
             raise ArtifactError(f"{src}: unpacked tables fail check {report.failed.name}: "
                                 f"{report.failed.detail}")
@@ -142,8 +151,8 @@ def _install(src, dst: Path, staging: Path, threads, force):
         with contextlib.suppress(OSError):  # renamed, never made, or a read-only disk
             staging.unlink()
     meta = artifact.read_meta(dst)
-    try:
-        trust.record(meta)
+    try:  # (rewritten since the checks read it: TableChanged, and no stamp)
+        trust.record(meta, checked=checked)
     except trust.StampNotWritten as e:  # installed and checked all the same
         return report._replace(meta=meta, note=str(e))
     return report._replace(meta=meta)

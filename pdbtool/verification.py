@@ -408,7 +408,8 @@ def verify(path, *, full: bool = False, seed: int | None = None, stamp: bool = T
     ``exhaustive``, consistency and exactness on every entry instead of sampled
     consistency (``progress(label, done, total)`` as the tables go by; None: for tables
     of at most EXHAUSTIVE_UP_TO entries); with
-    ``stamp``, a file that passes them all is stamped as verified (trust.record); a
+    ``stamp``, a file that passes them all is stamped as verified (trust.record), and one
+    that fails any loses a stamp it had (trust.forget); a
     packed file raises WrongForm (no check failed: it is to be unpacked, which checks it).
     The file is held open (``pin``, or one of its own) while the checks read it: a file
     changed meanwhile fails the check "unchanged" and is never stamped, and its mapping
@@ -446,7 +447,9 @@ def verify(path, *, full: bool = False, seed: int | None = None, stamp: bool = T
         except trust.TableChanged as e:
             checks.append(Check("unchanged", False, str(e)))
         report = Report(meta, checks, seed, exhaustive=exhaustive)
-        if stamp and report.ok:
+        if not report.ok:  # a stamp from before would have loaders skip what just failed
+            return report._replace(note=trust.forget(path))
+        if stamp:
             try:  # only the file the checks read (the path may name another by now)
                 trust.record(report.meta, checked=pin.identity)
             except trust.TableChanged as e:

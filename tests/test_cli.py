@@ -866,13 +866,25 @@ def test_json_says_when_the_stamp_was_not_written(art_dir, tmp_path, monkeypatch
                                            "found in a directory (pdbtool solve --artifacts, pdbd "
                                            "serve); give it with --artifact, or rename it"]
     assert "warning: " in err and "not ending .h5" in err
-    wrong = tmp_path / "15-7-8.h5"  # another catalogue's name: said (the 8-puzzle's table)
-    assert main(["unpack", str(tmp_path / "8.pdbpack"), "-o", str(wrong), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["warnings"] == [
-        f"{wrong}: named as catalogue 15/7-8's table, but it holds 8/full (its name: "
-        "8-full.h5); a directory's tables are found by what they hold: rename it"]
+    # Another table's name (another catalogue's, or its own -min variant's) is refused
+    # before anything is unpacked: with --force it replaced that table, the 4x4 boards then
+    # unserved after a reload (it only warned); without, it would pass for it.
+    for wrong in (tmp_path / "15-7-8.h5", tmp_path / "8-full-min.h5"):
+        assert main(["unpack", str(tmp_path / "8.pdbpack"), "-o", str(wrong), "--json"]) == 2
+        err = json.loads(capsys.readouterr().out)["error"]
+        assert err == (f"{wrong}: that is another table's name, but the pack holds 8/full, named "
+                       "8-full.h5; a directory's tables are found by what they hold, and this "
+                       "name would replace or pass for that table: unpack it as 8-full.h5 (or "
+                       "under a name of your own)")
+        assert not wrong.exists() and not list(tmp_path.glob(f"{wrong.name}.*"))
+    served = tmp_path / "15-5-5-5.h5"
+    shutil.copy(art_dir / "15-5-5-5.h5", served)
+    before = served.read_bytes()
+    assert main(["unpack", str(tmp_path / "8.pdbpack"), "-o", str(served), "--force"]) == 2
+    assert served.read_bytes() == before  # never replaced
+    capsys.readouterr()
     (tmp_path / "other").mkdir()
-    for right in ("8-full.h5", "8-full-min.h5", "mine.h5"):
+    for right in ("8-full.h5", "mine.h5"):
         assert main(["unpack", str(tmp_path / "8.pdbpack"), "-o", str(tmp_path / "other" / right),
                      "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["warnings"] == [], right

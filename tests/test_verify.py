@@ -127,6 +127,24 @@ def test_stamp_is_void_after_an_edit_even_with_mtime_restored(art_dir, tmp_path)
         load_heuristic(path)
 
 
+def test_a_failed_verify_takes_the_stamp_away(art_dir, tmp_path):
+    """Damage behind a valid stamp (bits rotted, the fingerprint the same: here stamped
+    after the damage): verify fails and the stamp goes, so loaders check the file whole
+    again and refuse it. The stamp stayed: `list` said verified, solve and pdbd loaded the
+    file unchecked."""
+    path = tmp_path / "8-full.h5"
+    shutil.copy(art_dir / "8-full.h5", path)
+    meta = artifact.read_meta(path)
+    flip_byte(path, meta.data_offset + 12345)
+    trust.record(artifact.read_meta(path))
+    assert trust.is_recorded(artifact.read_meta(path))
+    report = verify(path)
+    assert not report.ok and report.failed.name == "checksums" and report.note is None
+    assert not trust.stamp_path(path).exists()
+    with pytest.raises(ArtifactError, match="checksum"):
+        load_heuristic(path)
+
+
 def test_unknown_rank_scheme_is_refused(art_dir, tmp_path):
     """A well-formed artifact ranked by another scheme version is refused by the solver's
     layout check (its content version rewritten to match, so that the metadata check
@@ -187,7 +205,7 @@ def test_an_unpack_stopped_once_its_file_is_in_place_says_so(art_dir, tmp_path, 
     packed = tmp_path / "8.pdbpack"
     assert cli.main(["pack", str(art_dir / "8-full.h5"), "-o", str(packed)]) == 0
 
-    def terminated(meta, *args):
+    def terminated(meta, *args, **kwargs):
         raise Terminated
 
     monkeypatch.setattr(trust, "record", terminated)

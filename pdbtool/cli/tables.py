@@ -178,23 +178,35 @@ def cmd_pack(args) -> int:
 def cmd_unpack(args) -> int:
     from pdbtool.loading import install
 
-    report = install(args.path, args.output, threads=args.threads, force=args.force)
+    report = install(args.path, args.output, threads=args.threads, force=args.force,
+                     accept=lambda meta: refuse_another_tables_name(args.output, meta))
     meta = report.meta
     warnings = [report.note] if report.note else []
     if not str(args.output).endswith(".h5"):
         warnings.append(f"{args.output}: a name not ending .h5 is not found in a directory "
                         "(pdbtool solve --artifacts, pdbd serve); give it with --artifact, or "
                         "rename it")
-    elif (named := catalogue_named(Path(args.output).name)) and named != meta.partition:
-        warnings.append(f"{args.output}: named as catalogue {named}'s table, but it holds "
-                        f"{meta.partition} (its name: {artifact.artifact_filename(meta.partition)}"
-                        f"); a directory's tables are found by what they hold: rename it")
     for text in warnings:
         warn(text)
     emit(args, {**meta.to_dict(), "stamped": not report.note, "warnings": warnings}, f"unpacked {args.path} -> {meta.path}: {meta.partition} version {meta.version}, "
                                f"checksums and all {len(report.checks)} verify checks passed",
          wrote=meta.path)
     return 0
+
+
+def refuse_another_tables_name(path, meta) -> None:
+    """BadInput if ``path``'s name is another table's: another catalogue's, or the other
+    variant of its own (zero-aware, or -min over the blank). With --force it replaced that
+    table (a 15-puzzle's by the 8-puzzle's, a zero-aware one by its weaker variant), and a
+    daemon's reload then served one size fewer or a weaker table, with only a warning."""
+    name = Path(path).name
+    own = artifact.artifact_filename(meta.partition + ("" if meta.zero_aware else "-min"))
+    if catalogue_named(name) and name != own:
+        held = meta.partition + ("" if meta.zero_aware else " (min over the blank)")
+        raise BadInput(f"{path}: that is another table's name, but the pack holds {held}, "
+                       f"named {own}; a directory's tables are found by what they hold, and "
+                       f"this name would replace or pass for that table: unpack it as {own} "
+                       "(or under a name of your own)")
 
 
 def catalogue_named(filename: str) -> str | None:

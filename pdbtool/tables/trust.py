@@ -100,6 +100,20 @@ def record(meta: artifact.ArtifactMeta, checked: Identity | None = None) -> None
             f"on it until `pdbtool verify {meta.path}` stamps it", meta) from None
 
 
+def forget(path) -> str | None:
+    """Remove ``path``'s stamp, if it has one (the file failed a check: loaders must not
+    skip its checksums on an older stamp's word); None, or why it could not be removed."""
+    stamp = stamp_path(path)
+    try:
+        stamp.unlink()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return (f"its verification stamp {stamp} could not be removed ({e.strerror or e}): "
+                "loaders still trust it; remove it")
+    return None
+
+
 def is_recorded(meta: artifact.ArtifactMeta) -> bool:
     try:
         return json.loads(stamp_path(meta.path).read_text()) == fingerprint(meta)
