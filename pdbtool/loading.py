@@ -107,13 +107,13 @@ def seal(path) -> artifact.ArtifactMeta:
     return trust.confirm(meta) if stamped else meta
 
 
-def install(src, dst, *, threads=None, force=False, accept=None):
+def install(src, dst, *, threads=None, force=False, accept=None, progress=None):
     """Unpack ``src`` beside ``dst`` (checksums checked on the way), run every verify
     check, and only then take the name ``dst`` (an atomic rename: a daemon serving the
     old file keeps its mapping) and stamp it; a failed check leaves nothing behind. An
     existing ``dst`` is replaced only with ``force``. ``accept(meta)``, given the pack's
     metadata before anything is unpacked, may refuse it by raising (a name that is
-    another table's). Returns the verify report."""
+    another table's). ``progress``: unpack's. Returns the verify report."""
     dst = Path(dst)
     if dst.is_dir():
         raise BadInput(f"{dst} is a directory: give the artifact's file name, e.g. {dst}/name.h5")
@@ -125,13 +125,13 @@ def install(src, dst, *, threads=None, force=False, accept=None):
     remove_stale_partials(dst)
     staging = dst.with_name(f"{dst.name}.{os.getpid()}.unverified")
     with trust.said_if_written(dst):
-        return _install(src, dst, staging, threads, force)
+        return _install(src, dst, staging, threads, force, progress)
 
 
-def _install(src, dst: Path, staging: Path, threads, force):
+def _install(src, dst: Path, staging: Path, threads, force, progress):
     try:
         try:
-            unpack(src, staging, threads=threads, force=True)
+            unpack(src, staging, threads=threads, force=True, progress=progress)
         except ArtifactError as e:  # said of the name asked for (a disk full named the
             # staging file: small/y.h5.20969.unverified), its kind and exit code kept
             e.args = (str(e).replace(str(staging), str(dst)), *e.args[1:])

@@ -64,6 +64,31 @@ def test_round_trip_is_exact(tmp_path):
     assert src.read_bytes() == back.read_bytes()
 
 
+def test_pack_and_unpack_report_their_bytes_as_they_go(tmp_path, capsys, monkeypatch, art_dir):
+    """pack and unpack said nothing until they ended (two minutes for a 12-cell table on a
+    busy machine); their progress(done, total) is called after each chunk, and the
+    command's line comes once a second has passed (here at once)."""
+    from pdbtool.cli import tables as cli_tables
+    from pdbtool.cli.main import main
+
+    src, dst, back = tmp_path / "a.h5", tmp_path / "a.pdbpack", tmp_path / "b.h5"
+    make_installed(src)
+    said = {"pack": [], "unpack": []}
+    pack(src, dst, chunk_bytes=CHUNK, progress=lambda d, t: said["pack"].append((d, t)))
+    unpack(dst, back, progress=lambda d, t: said["unpack"].append((d, t)))
+    for steps in said.values():
+        assert len(steps) == 10 and steps[-1] == (75001, 75001)
+        assert [d for d, _ in steps] == sorted(d for d, _ in steps)
+    made = cli_tables.bytes_progress
+    monkeypatch.setattr(cli_tables, "bytes_progress", lambda label: made(label, after=0))
+    capsys.readouterr()
+    table = art_dir / "8-full.h5"
+    assert main(["pack", str(table), "-o", str(tmp_path / "c.pdbpack")]) == 0
+    assert f"packing {table}: 100.0% " in capsys.readouterr().err
+    assert main(["unpack", str(tmp_path / "c.pdbpack"), "-o", str(tmp_path / "8-full.h5")]) == 0
+    assert f"unpacking {tmp_path / 'c.pdbpack'}: 100.0% " in capsys.readouterr().err
+
+
 def test_packed_layout(packed):
     src, dst = packed
     meta = read_packed_meta(dst)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from pdbtool.cli import PROG
 from pdbtool.cli.cluster import open_cluster
 from pdbtool.cli.console import batch_exit_code, emit, plural, report_error
 from pdbtool.errors import BadInput, NotAFile, PdbError, not_a_directory
+from pdbtool.progress import Progress
 from pdbtool.signals import outcome_out
 from pdbtool.tables import artifact, catalogue, files, trust
 from pdbtool.tables.files import file_problem
@@ -60,7 +62,6 @@ def cmd_build(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from pdbtool.progress import Progress
     from pdbtool.verification import verify
 
     problem = file_problem(args.path)
@@ -168,7 +169,8 @@ def size_text(n: int | None) -> str:
 def cmd_pack(args) -> int:
     from pdbtool.tables.packing import pack
 
-    stats = pack(args.path, args.output, threads=args.threads, level=args.level, force=args.force)
+    stats = pack(args.path, args.output, threads=args.threads, level=args.level, force=args.force,
+                 progress=bytes_progress(f"packing {args.path}"))
     emit(args, {"path": str(args.output), **stats},
          f"packed {args.path} -> {args.output}: {stats['raw_bytes']:,} -> {stats['packed_bytes']:,} bytes "
          f"in {stats['seconds']:.1f} s", wrote=args.output)
@@ -179,7 +181,8 @@ def cmd_unpack(args) -> int:
     from pdbtool.loading import install
 
     report = install(args.path, args.output, threads=args.threads, force=args.force,
-                     accept=lambda meta: refuse_another_tables_name(args.output, meta))
+                     accept=lambda meta: refuse_another_tables_name(args.output, meta),
+                     progress=bytes_progress(f"unpacking {args.path}"))
     meta = report.meta
     warnings = [report.note] if report.note else []
     if not str(args.output).endswith(".h5"):
@@ -192,6 +195,22 @@ def cmd_unpack(args) -> int:
                                f"checksums and all {len(report.checks)} verify checks passed",
          wrote=meta.path)
     return 0
+
+
+def bytes_progress(label: str, after: float = 1.0):
+    """A ``progress(done, total)`` of bytes for pack and unpack: a Progress on stderr once
+    the work has taken ``after`` seconds (a small table's says nothing)."""
+    start, bar = time.perf_counter(), None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None and time.perf_counter() - start >= after:
+            bar = Progress(label, total, unit="B")
+        if bar is not None:
+            bar.update(done)
+            if done >= total:
+                bar.close()
+    return progress
 
 
 def refuse_another_tables_name(path, meta) -> None:

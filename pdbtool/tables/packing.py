@@ -37,13 +37,15 @@ class Stopped(Exception):
     """A chunk's compression given up: the pack was interrupted."""
 
 
-def pack(src, dst, *, threads=None, level=10, chunk_bytes=DEFAULT_CHUNK, force=False) -> dict:
+def pack(src, dst, *, threads=None, level=10, chunk_bytes=DEFAULT_CHUNK, force=False,
+         progress=None) -> dict:
     """Write a zstd-chunked copy of installed artifact `src` to `dst` (atomically),
     checking the source tables' checksums on the way. An existing `dst` is replaced only
     with ``force`` (files.check_output), and never an installed table; a `dst` named .h5 is
     refused (a directory's tables are its *.h5). The source is held as the searches hold a
     table (trust.Pinned): a source opened for writing meanwhile (truncated, say) is read as zero
-    pages, never faults the pack, and the pack is refused with nothing written."""
+    pages, never faults the pack, and the pack is refused with nothing written.
+    ``progress(done, total)``: the table's bytes packed so far, after each chunk."""
     if not 1 <= chunk_bytes <= MAX_CHUNK:
         raise ValueError(f"chunk_bytes must be in 1..{MAX_CHUNK}")
     check_output(dst, inputs=(src,), force=force)
@@ -59,12 +61,12 @@ def pack(src, dst, *, threads=None, level=10, chunk_bytes=DEFAULT_CHUNK, force=F
     pin = trust.Pinned(src)
     try:
         with trust.said_if_written(dst):
-            return _pack(src, dst, pin, threads, level, chunk_bytes, force)
+            return _pack(src, dst, pin, threads, level, chunk_bytes, force, progress)
     finally:
         pin.release()
 
 
-def _pack(src, dst, pin, threads, level, chunk_bytes, force) -> dict:
+def _pack(src, dst, pin, threads, level, chunk_bytes, force, progress) -> dict:
     start = time.perf_counter()
     meta, data = open_tables(src, verify=False)  # verified while streaming below
     pin.protect(data, meta)
@@ -101,6 +103,8 @@ def _pack(src, dst, pin, threads, level, chunk_bytes, force) -> dict:
                 for offset, frame in zip(offsets, frames):
                     hasher.update(data[offset:offset + chunk])
                     dsid.write_direct_chunk((offset,), frame)
+                    if progress is not None:
+                        progress(min(total, offset + chunk), total)
         if pin.breaks:  # what the pack read may be the zero pages of the dropped mapping
             raise ArtifactError(f"{src}: opened for writing by another process while being "
                                 "packed; nothing was written (pack it again once it is whole)")
@@ -123,9 +127,10 @@ def _installed_table(path) -> bool:
         return False
 
 
-def unpack(src, dst, *, threads=None, force=False):
+def unpack(src, dst, *, threads=None, force=False, progress=None):
     """Expand packed artifact `src` into installed artifact `dst` (atomically),
-    verifying every table's sha256; returns the new ArtifactMeta."""
+    verifying every table's sha256; returns the new ArtifactMeta. ``progress(done,
+    total)``: the table's bytes unpacked so far, after each chunk."""
     check_output(dst, inputs=(src,), force=force)
     meta = read_packed_meta(src)
     attrs = read_attrs(src)
@@ -165,6 +170,8 @@ def unpack(src, dst, *, threads=None, force=False):
                     hasher.update(piece)
                     out.seek(data_offset + offset)
                     out.write(piece)
+                    if progress is not None:
+                        progress(offset + len(piece), total)
         hasher.check(src, "packed")
         seal.write(tmp, data_offset, total)
     return read_meta(dst)
