@@ -120,7 +120,8 @@ def test_an_unstamped_complete_artifact_is_a_success_with_a_warning(tmp_path, ca
     assert out.startswith(f"wrote {tmp_path}/8-full.h5")
     assert err.startswith(f"pdbtool: warning: {tmp_path}/8-full.h5 is complete and passed "
                           f"its checks, but its verification stamp {stamp} could not be written")
-    assert err.rstrip().endswith(f"until `pdbtool verify {tmp_path}/8-full.h5` stamps it")
+    assert err.rstrip().endswith(f"until it is stamped (`pdbtool verify {tmp_path}/8-full.h5` "
+                                 "once the stamp can be written there)")
     assert main(["verify", str(tmp_path / "8-full.h5")]) == 0
     assert "could not be written" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["8-full.h5", "8-full.h5.verified"]

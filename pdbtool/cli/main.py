@@ -401,7 +401,7 @@ def shipping_command(sub, name, func, help, output_help):
                    help="threads (default: all cores)")
     p.add_argument("--force", action="store_true",
                    help="replace an existing output file (never the input, never a non-regular "
-                        "file; pack never an installed table)")
+                        f"file{', never an installed table' if name == 'pack' else ''})")
     p.add_argument("--json", action="store_true", help="print JSON on stdout instead of text")
     p.set_defaults(func=func)
     return p

@@ -52,7 +52,8 @@ def pack(src, dst, *, threads=None, level=10, chunk_bytes=DEFAULT_CHUNK, force=F
     if force and _installed_table(dst):
         raise BadInput(f"{dst} is an installed table: refusing to replace it with a pack, even "
                        "with --force (solves would find a pack where the table was); give "
-                       "another output name, e.g. one ending .pdbpack")
+                       "another output name"
+                       + ("" if str(dst).endswith(".pdbpack") else ", e.g. one ending .pdbpack"))
     if Path(dst).suffix == ".h5":  # a directory's tables are its *.h5: a pack there would
         # refuse every solve and pdbd serve of the directory ("is a packed table")
         raise BadInput(f"{dst}: a pack is not named .h5 (the tables of a directory are its "

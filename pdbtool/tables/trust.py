@@ -97,7 +97,8 @@ def record(meta: artifact.ArtifactMeta, checked: Identity | None = None) -> None
         raise StampNotWritten(
             f"{meta.path} is complete and passed its checks, but its verification stamp "
             f"{stamp} could not be written ({e.strerror or e}): loaders will run every check "
-            f"on it until `pdbtool verify {meta.path}` stamps it", meta) from None
+            f"on it until it is stamped (`pdbtool verify {meta.path}` once the stamp can be "
+            "written there)", meta) from None
 
 
 def forget(path) -> str | None:
