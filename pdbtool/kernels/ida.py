@@ -225,7 +225,7 @@ def dfs(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, root_state, g0, bo
     moves[c, i] for i < nmoves[c] is (cell << 2) | direction of the blank's moves from c
     (directions 0-3 are U, D, L, R); fsm[state, direction] is the automaton's next state,
     or -1 if that move is pruned there. ``extras`` is kernels.ida_tt.no_extras() (a parallel
-    search's subtrees are plain IDA*). ``claims`` (int64[1]) is shared with the other
+    search's subtrees are plain IDA*). ``claims`` (new_claims()) is shared with the other
     searches of the same iteration: once one of them finds the goal it sets ``claims[0]``
     to ALL_CLAIMED, and this one stops (STOPPED) within SHARE_POLL expansions; with a
     shared budget (claims[SHARED_BUDGET] >= 0) it adds its nodes to claims[SPENT] at each

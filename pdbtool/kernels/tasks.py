@@ -112,10 +112,10 @@ def search_tasks(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, en
                  order, bound, budget, stop, counters, path, claims, closest, results, extras):
     """Search the tasks of ``order`` (indices into cells, ends and states, see split_nodes)
     that this thread claims from ``claims[0]`` (kernels.ida.new_claims: zero at the start
-    of the iteration, shared by the threads, as is their node budget), each under ``bound``, from the root whose state row
-    is hs[0] (hs has a row for every depth). Writes closest[i] for every task i it walks to
-    and FAR for the tasks it skips. ``extras`` is kernels.ida_tt.no_extras() (the tasks are
-    plain IDA*).
+    of the iteration, shared by the threads, as is their node budget), each under
+    ``bound``, from the root whose state row is hs[0] (hs has a row for every depth).
+    Writes closest[i] for every task i it walks to and FAR for the tasks it skips.
+    ``extras`` is kernels.ida_tt.no_extras() (the tasks are plain IDA*).
 
     ``results`` (int64[tasks, RESULT_FIELDS]) holds what each finished task gave: its next
     bound, then expanded and generated nodes; -1 in every field of a task not finished. A
@@ -134,16 +134,16 @@ def search_tasks(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, en
     Stops when every task is claimed, at the goal (FOUND: it sets claims[0] to ALL_CLAIMED,
     and the other threads stop within kernels.ida.SHARE_POLL expansions), at the stop
     flag or at the node budget (budget < 0: none; the threads' shared budget, see
-    kernels.ida.dfs, is looked at before each task and at the polls below it). Returns (status, next bound, expanded,
-    generated, length); on FOUND path[:length] holds the blank's cells after the root,
-    otherwise board and pos are back at the root. The walks' nodes (the search's nodes
-    above the split depth) are counted as serial IDA* counts them, once an iteration, in
-    whatever order the tasks are searched: each belongs to the first task below it in
-    depth-first order (``fresh``), which counts it in its row of ``results`` when it is
-    generated or expanded on the way to that task. So an iteration counts the same nodes
-    whatever the order, the threads and the sittings (a resumed search): serial IDA*'s
-    but for the root's expansion and the rare nodes above the split depth with no task
-    below them (every way on pruned by the automaton)."""
+    kernels.ida.dfs, is looked at before each task and at the polls below it). Returns
+    (status, next bound, expanded, generated, length); on FOUND path[:length] holds the
+    blank's cells after the root, otherwise board and pos are back at the root. The
+    walks' nodes (the search's nodes above the split depth) are counted as serial IDA*
+    counts them, once an iteration, in whatever order the tasks are searched: each belongs
+    to the first task below it in depth-first order (``fresh``), which counts it in its row
+    of ``results`` when it is generated or expanded on the way to that task. So an
+    iteration counts the same nodes whatever the order, the threads and the sittings (a
+    resumed search): serial IDA*'s but for the root's expansion and the rare nodes above
+    the split depth with no task below them (every way on pruned by the automaton)."""
     stacks = np.empty((STACKS, MAX_DEPTH + 2), np.int64)
     blanks = np.empty(cells.shape[1] + 1, np.int64)
     return tasks_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, ends, states,
@@ -166,7 +166,7 @@ def tasks_loop(H, s, board, pos, moves, nmoves, fsm, hs, root_blank, cells, ends
     status, next_bound, expanded, generated, length = NOT_FOUND, INF, 0, 0, 0
     while status == NOT_FOUND:
         status = halted(stop, budget, generated)
-        if claims[SHARED_BUDGET] >= 0 and claims[SPENT] > claims[SHARED_BUDGET]:
+        if status == NOT_FOUND and 0 <= claims[SHARED_BUDGET] < claims[SPENT]:
             status = BUDGET  # the threads together are past their budget
         if status != NOT_FOUND:
             break
