@@ -1,7 +1,7 @@
 """``python -m pdbtool.search.precompile CLASS [PARENT_PID]``: IDA*'s search kernels for
 the heuristics whose arrays are of one class (kernels.heuristic.ARRAYS_CLASSES: a kind,
-and for tables whether the search looks ahead), compiled into numba's cache from placeholder arrays
-(search.warm.aside's child process)."""
+and for tables whether the search looks ahead), compiled into numba's cache from
+placeholder arrays (search.warm.aside's child process)."""
 
 from __future__ import annotations
 
