@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+import numpy as np
+
 from pdbtool import puzzle
 from pdbtool.errors import (ArtifactError, BadInput, NotAFile, PdbError, WrongForm,
                             not_a_directory)
@@ -85,7 +87,9 @@ def load_directory(directory, *, reflect: bool = True, require: bool = False,
     if not d.is_dir():  # the user's input, exit 2, as a path that names no file
         raise NotAFile(not_a_directory(d))
     if shapes is not None:  # each in any form as_shape takes ("4x4", (3, 4), 4), or one
-        if isinstance(shapes, (str, int, Shape)):  # shape alone ("3x3" is not three shapes)
+        if isinstance(shapes, (str, int, np.integer, Shape)) or (  # one shape alone ("3x3"
+                isinstance(shapes, tuple) and len(shapes) == 2  # is not three shapes, nor
+                and all(isinstance(n, (int, np.integer)) for n in shapes)):  # (3, 4) two)
             shapes = [shapes]
         if not isinstance(shapes, Iterable):
             raise BadInput(f"shapes is a list of shapes ({SHAPE_FORMS}), not {shapes!r:.60}")

@@ -409,7 +409,8 @@ def verify(path, *, full: bool = False, seed: int | None = None, stamp: bool = T
     consistency (``progress(label, done, total)`` as the tables go by; None: for tables
     of at most EXHAUSTIVE_UP_TO entries); with
     ``stamp``, a file that passes them all is stamped as verified (trust.record), and one
-    that fails any loses a stamp it had (trust.forget); a
+    that fails any loses a stamp it had (trust.forget; not if the path names another file
+    by now); a
     packed file raises WrongForm (no check failed: it is to be unpacked, which checks it).
     The file is held open (``pin``, or one of its own) while the checks read it: a file
     changed meanwhile fails the check "unchanged" and is never stamped, and its mapping
@@ -448,7 +449,9 @@ def verify(path, *, full: bool = False, seed: int | None = None, stamp: bool = T
             checks.append(Check("unchanged", False, str(e)))
         report = Report(meta, checks, seed, exhaustive=exhaustive)
         if not report.ok:  # a stamp from before would have loaders skip what just failed
-            return report._replace(note=trust.forget(path))
+            if stamp and not pin.replaced():  # (never a newer file's, renamed over the path)
+                return report._replace(note=trust.forget(path))
+            return report
         if stamp:
             try:  # only the file the checks read (the path may name another by now)
                 trust.record(report.meta, checked=pin.identity)

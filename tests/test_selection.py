@@ -187,8 +187,9 @@ def test_what_an_app_passes_for_shapes_is_read_or_refused_in_words(art_dir, tmp_
     not that a rectangle needs its shape; a checkpoint's bad interval or name is BadInput."""
     from pdbtool.search.checkpoint import Checkpointing
 
-    for one in (3, "3x3", Shape(3, 3)):
+    for one in (3, "3x3", Shape(3, 3), (3, 3)):  # a pair is one shape, as as_shape reads it
         assert load_directory(art_dir, shapes=one).shapes == [Shape(3, 3)]
+    assert load_directory(art_dir, shapes=[3, (4, 4)]).shapes == [Shape(3, 3), Shape(4, 4)]
     with pytest.raises(BadInput, match="shapes is a list of shapes"):
         load_directory(art_dir, shapes=3.5)
     with pytest.raises(BadInput, match="board side 1 is not supported"):
@@ -197,6 +198,8 @@ def test_what_an_app_passes_for_shapes_is_read_or_refused_in_words(art_dir, tmp_
         table_free("manhattan", 1)
     with pytest.raises(BadInput, match=r"board is 8 tiles but .* serves 2x3 boards \(6 tiles\)"):
         Solver(table_free("manhattan", (2, 3))).solve([1, 2, 3, 4, 5, 6, 7, 0])
+    with pytest.raises(BadInput, match="a board is a sequence of whole numbers, its rows in one"):
+        Solver(table_free("manhattan", 3)).solve([[1, 2, 3], [4, 5, 6], [7, 0, 8]])
     for every in ("a", 0, True, None):
         with pytest.raises(BadInput, match="interval .* must be a positive number of seconds"):
             Checkpointing(tmp_path / "c.json", every=every)

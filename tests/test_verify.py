@@ -292,6 +292,31 @@ def test_a_file_renamed_over_the_path_while_verify_reads_it_is_not_stamped(art_d
         open_trusted(path)
 
 
+def test_a_failed_verify_leaves_the_stamp_of_a_file_renamed_over_the_path(art_dir, tmp_path,
+                                                                          monkeypatch):
+    """A verify that fails "unchanged" because a good, stamped table was renamed over the
+    path while it ran (a rollout) keeps that table's stamp: it is not the file that failed
+    (every later load would have run every check again: minutes for 15/7-8)."""
+    from pdbtool import verification
+
+    path, new = tmp_path / "8-full.h5", tmp_path / "new.h5"
+    shutil.copy(art_dir / "8-full.h5", path)
+    shutil.copy(art_dir / "8-full.h5", new)
+    checks = verification._run_checks
+
+    def rolled_out_meanwhile(*args):
+        out = checks(*args)
+        if new.exists():  # once, as `pdbtool unpack --force` would: renamed, then stamped
+            os.replace(new, path)
+            trust.record(artifact.read_meta(path))
+        return out
+
+    monkeypatch.setattr(verification, "_run_checks", rolled_out_meanwhile)
+    report = verify(path)
+    assert not report.ok and report.checks[-1].name == "unchanged"
+    assert trust.is_recorded(artifact.read_meta(path))
+
+
 def forge_groups(src, dst, edit):
     """A copy of ``src`` whose groups ``edit(groups)`` rewrote, its content version and
     seal made again as a forger would: only the reader's own checks can refuse it."""

@@ -79,6 +79,9 @@ class Solver:
                            f"{board!r:.60}")
         if isinstance(board, str):  # its tiles first: their count, not the text's length,
             board = puzzle.numbers(board)  # says whether it is this solver's shape
+        elif board and isinstance(board[0], (list, tuple, np.ndarray)):  # rows, not "3 tiles"
+            raise BadInput(f"a board is a sequence of whole numbers, its rows in one, not "
+                           f"{board!r:.60}")
         if len(board) != self.shape.cells:  # said before the tiles are checked as a board
             n = len(board)
             side = math.isqrt(n)

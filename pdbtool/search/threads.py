@@ -128,7 +128,7 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
     has generated POLLED_AFTER nodes, this thread instead publishes the threads' counters
     every 20 ms while they search (progress; one thread alone searches on this thread and
     counts into the caller's counters as it goes). The kernels poll the caller's stop
-    flag; the budget is shared out evenly between the threads. With ``control.checkpoint``
+    flag; the threads share the node budget (kernels.ida.spend). With ``control.checkpoint``
     (a Checkpointing) this thread always waits for the searching ones, saving the progress
     now and then, and a saved search resumes at its bound (search/checkpoint.py); a Held
     keeper is saved to only when the search stops short, and changes nothing else."""
