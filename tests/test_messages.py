@@ -137,7 +137,9 @@ def test_unreadable_and_unwritable_files_are_named(art_dir, tmp_path):
     assert p.stderr == (f"pdbtool: {tmp_path}/8-full.h5: cannot be read: Permission denied "
                         "(check its mode and owner, and its directory's)\n")
     p = pdbtool("list", str(tmp_path), prefix=prefix)
-    assert p.returncode == 0 and p.stderr == ""
+    assert p.returncode == 1
+    assert p.stderr == (f"pdbtool: {tmp_path}: 1 file damaged, unreadable or not an artifact "
+                        "(each named in the list)\n")
     assert p.stdout.rstrip().endswith("unreadable: cannot be read: Permission denied (check "
                                       "its mode and owner, and its directory's)")
     closed = tmp_path / "closed"

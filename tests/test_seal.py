@@ -279,6 +279,6 @@ def test_a_damaged_unsealed_table_is_one_line_not_a_crash(art_dir, tmp_path):
                            text=True, timeout=120)
         assert "Fatal Python error" not in p.stderr and "Traceback" not in p.stderr, p.stderr
         if command[0] == "list":  # the directory listed, the file with what is wrong
-            assert p.returncode == 0 and "8-full.h5" in p.stdout and "damaged" in p.stdout
+            assert p.returncode == 1 and "8-full.h5" in p.stdout and "damaged" in p.stdout
         else:
             assert p.returncode == 1, (command, p.stderr)

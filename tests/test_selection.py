@@ -114,7 +114,7 @@ def test_entries_that_are_not_files_are_refused_and_listed(art_dir, tmp_path, ca
                   "fifo.h5: not a regular file: a FIFO",
                   "loop.h5: cannot be read (Too many levels of symbolic links)"):
         assert words in str(e.value)
-    assert cli.main(["list", str(tmp_path), "--json"]) == 0
+    assert cli.main(["list", str(tmp_path), "--json"]) == 1  # listed, and said in the status
     rows = {Path(r["path"]).name: r["state"] for r in json.loads(capsys.readouterr().out)["artifacts"]}
     assert rows["8-full.h5"] == "verified"
     assert rows["fifo.h5"] == "not an artifact: not a regular file: a FIFO"

@@ -539,7 +539,9 @@ def parser() -> Parser:
     i.set_defaults(func=cmd_info)
 
     ls = sub.add_parser("list", help="list the artifacts in a directory",
-                        description="list the artifacts in a directory")
+                        description="list the artifacts in a directory; exit status 1 if a file "
+                                    "there is damaged, unreadable or not an artifact (listed "
+                                    "all the same)")
     ls.add_argument("dir", nargs="?", default=DEFAULT_ARTIFACTS, type=arg_path,
                     help=f"directory of *.h5 artifacts (default ./{DEFAULT_ARTIFACTS})")
     ls.add_argument("--json", action="store_true", help="print JSON on stdout instead of text")

@@ -159,7 +159,11 @@ def cmd_list(args) -> int:
                      + (", no seal" if r["sealed"] is False else "")
                      for r in rows) or f"no artifacts in {directory}"
     emit(args, {"artifacts": rows}, text)
-    return 0
+    bad = sum(r["partition"] is None for r in rows)
+    if bad:  # listed all the same; a script checking a shipment sees it in the exit code
+        print(f"{PROG}: {directory}: {plural(bad, 'file')} damaged, unreadable or not an "
+              "artifact (each named in the list)", file=sys.stderr, flush=True)
+    return 1 if bad else 0
 
 
 def size_text(n: int | None) -> str:
