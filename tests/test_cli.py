@@ -121,10 +121,22 @@ def test_table_commands(tmp_path, capsys):
     info = json.loads(capsys.readouterr().out)
     assert info["partition"] == "8/full" and info["state"] == "verified"
     packed = tmp_path / "8-full.pdbpack"
-    assert main(["pack", str(path), "-o", str(packed)]) == 0
+    assert main(["pack", str(path), "-o", str(packed), "--json"]) == 0
+    pack = json.loads(capsys.readouterr().out)
     out = tmp_path / "copy" / "8-full.h5"
     out.parent.mkdir()
-    assert main(["unpack", str(packed), "-o", str(out)]) == 0
+    assert main(["unpack", str(packed), "-o", str(out), "--json"]) == 0
+    unpack = json.loads(capsys.readouterr().out)
+    assert main(["build", "8/full", "--out", str(tmp_path / "b"), "--quiet", "--json"]) == 0
+    build = json.loads(capsys.readouterr().out)
+    # one vocabulary: the file written, what it holds, where it came from, whether stamped
+    assert (pack["path"], pack["source"]) == (str(packed), str(path))
+    assert (unpack["path"], unpack["source"]) == (str(out), str(packed))
+    assert build["path"] == str(tmp_path / "b" / "8-full.h5")
+    for record in (pack, unpack, build):
+        assert record["partition"] == "8/full" and record["version"] == info["version"]
+    for record in (unpack, build):
+        assert record["stamped"] is True and record["warnings"] == []
     assert main(["list", str(tmp_path), "--json"]) == 0
     capsys.readouterr()
     assert main(["solve", "--json", "--artifact", str(out), "8 6 7 2 5 4 3 0 1"]) == 0

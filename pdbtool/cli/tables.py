@@ -49,10 +49,11 @@ def cmd_build(args) -> int:
             meta = build(args.partition, args.out, zero_aware=not args.min_over_blank,
                          workers=args.workers, processes=args.processes,
                          progress=not args.quiet, cluster=cluster, replace=args.force)
+            warnings = []
         except trust.StampNotWritten as e:  # the artifact is whole: say so, and succeed
             warn(str(e))
-            meta = e.meta
-        emit(args, meta.to_dict(), f"wrote {meta.path}  version {meta.version}  "
+            meta, warnings = e.meta, [str(e)]
+        emit(args, {**meta.to_dict(), "stamped": not warnings, "warnings": warnings}, f"wrote {meta.path}  version {meta.version}  "
                                    f"{meta.total_entries:,} entries  "
                                    f"{meta.build.get('seconds', 0):.1f} s  peak memory "
                                    f"{meta.build.get('peak_memory_bytes', 0) / 2**30:.2f} GiB",
@@ -175,7 +176,7 @@ def cmd_pack(args) -> int:
 
     stats = pack(args.path, args.output, threads=args.threads, level=args.level, force=args.force,
                  progress=bytes_progress(f"packing {args.path}"))
-    emit(args, {"path": str(args.output), **stats},
+    emit(args, {"path": str(args.output), "source": str(args.path), **stats},
          f"packed {args.path} -> {args.output}: {stats['raw_bytes']:,} -> {stats['packed_bytes']:,} bytes "
          f"in {stats['seconds']:.1f} s", wrote=args.output)
     return 0
@@ -195,7 +196,8 @@ def cmd_unpack(args) -> int:
                         "rename it")
     for text in warnings:
         warn(text)
-    emit(args, {**meta.to_dict(), "stamped": not report.note, "warnings": warnings}, f"unpacked {args.path} -> {meta.path}: {meta.partition} version {meta.version}, "
+    emit(args, {**meta.to_dict(), "source": str(args.path), "stamped": not report.note,
+                "warnings": warnings}, f"unpacked {args.path} -> {meta.path}: {meta.partition} version {meta.version}, "
                                f"checksums and all {len(report.checks)} verify checks passed",
          wrote=meta.path)
     return 0

@@ -112,6 +112,8 @@ def _pack(src, dst, pin, threads, level, chunk_bytes, force, progress) -> dict:
         hasher.check(src, "source")
         seal.write(tmp)  # a pack is hashed whole, its compressed chunks too
     return {
+        "partition": meta.partition,
+        "version": meta.version,
         "raw_bytes": total,
         "packed_bytes": os.path.getsize(dst),
         "chunks": len(offsets),
