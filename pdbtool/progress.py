@@ -26,18 +26,21 @@ def fmt_bytes(n: int) -> str:
 
 class Progress:
     """Progress of long work on stderr: a tqdm bar on a terminal, a plain line per step
-    (at most every LOG_EVERY seconds) in a log. Disabled, it prints nothing."""
+    (at most every LOG_EVERY seconds) in a log. Disabled, it prints nothing; a stderr that
+    is closed or cannot be written (a pipe whose reader left) disables it, and the work
+    goes on: the progress is lost, not the build or the pack."""
 
     def __init__(self, label: str, total: int, enabled: bool = True, unit: str = "it"):
         self.label, self.total = label, total
-        self.enabled = enabled
+        self.enabled = enabled and sys.stderr is not None
         self.start = time.perf_counter()
         self._last = float("-inf")
         self._bar = None
-        if enabled and sys.stderr.isatty():
+        if self.enabled and self._written(sys.stderr.isatty):
             from tqdm import tqdm
-            self._bar = tqdm(total=total, desc=label, unit=unit, unit_scale=True,
-                             file=sys.stderr, leave=True, dynamic_ncols=True)
+            self._bar = self._written(lambda: tqdm(total=total, desc=label, unit=unit,
+                                                   unit_scale=True, file=sys.stderr,
+                                                   leave=True, dynamic_ncols=True))
 
     def update(self, done: int, text: str = "") -> None:
         if not self.enabled:
@@ -45,7 +48,7 @@ class Progress:
         if self._bar is not None:
             self._bar.n = done
             self._bar.set_postfix_str(text, refresh=False)
-            self._bar.refresh()
+            self._written(self._bar.refresh)
             return
         now = time.perf_counter()
         if now - self._last < LOG_EVERY and done < self.total:
@@ -53,11 +56,22 @@ class Progress:
         self._last = now
         elapsed = now - self.start
         pct = 100 * done / self.total if self.total else 100.0
-        print(f"{self.label}: {pct:5.1f}% {done:,}/{self.total:,} {text} "
-              f"elapsed {fmt_seconds(elapsed)}", file=sys.stderr, flush=True)
+        self._line(f"{self.label}: {pct:5.1f}% {done:,}/{self.total:,} {text} "
+                   f"elapsed {fmt_seconds(elapsed)}")
 
     def close(self, text: str = "") -> None:
         if self._bar is not None:
-            self._bar.close()
+            self._written(self._bar.close)
         if self.enabled and text:
-            print(text, file=sys.stderr, flush=True)
+            self._line(text)
+
+    def _line(self, text: str) -> None:
+        self._written(lambda: print(text, file=sys.stderr, flush=True))
+
+    def _written(self, write):
+        """``write()``'s value; None, and no more progress, if stderr failed it."""
+        try:
+            return write()
+        except (OSError, ValueError):  # EPIPE, EBADF; ValueError: a closed file object
+            self.enabled, self._bar = False, None
+            return None

@@ -3,6 +3,8 @@ stream), what was being done and the cause, in one line, never HDF5's own text o
 traceback; a complete artifact is a success even when its stamp cannot be written; a
 result that cannot be written is a failure."""
 
+import io
+import json
 import os
 import shutil
 import subprocess
@@ -43,6 +45,36 @@ def test_a_closed_stdout_is_an_error_not_a_silent_success():
     assert p.returncode == 1
     assert p.stderr == "pdbtool: stdout is closed: the result has nowhere to go (run the " \
                        "command with its output open, e.g. > FILE)\n"
+
+
+def test_a_closed_stderr_loses_the_messages_not_the_work(tmp_path):
+    """`pdbtool build --json 2>&-` exited 1 with nothing written (the progress bar asked a
+    missing stderr whether it was a terminal), and a build's lines went to stdout."""
+    p = subprocess.run(["sh", "-c", 'exec "$@" 2>&-', "sh", sys.executable, "-m",
+                        "pdbtool.cli.main", "build", "8/full", "--out", str(tmp_path), "--json"],
+                       stdout=subprocess.PIPE, text=True, timeout=300, check=False)
+    assert p.returncode == 0
+    assert json.loads(p.stdout)["path"] == str(tmp_path / "8-full.h5")  # one object, no lines
+
+
+def test_progress_on_a_stderr_that_fails_stops_printing_and_lets_the_work_go_on(monkeypatch):
+    from pdbtool.progress import Progress
+
+    class Gone(io.StringIO):  # a pipe whose reader has left
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stderr", Gone())
+    bar = Progress("packing", 10)
+    bar.update(1)
+    assert not bar.enabled  # said once, then quiet
+    bar.update(10, "done")
+    bar.close("finished")
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    bar = Progress("packing", 10)
+    bar.update(1)
+    bar.close("finished")
+    assert bar.enabled and sys.stderr.getvalue().endswith("finished\n")
 
 
 def test_a_full_stdout_is_named():

@@ -2,6 +2,7 @@
 in cluster), what both command lines share for running commands and printing (console,
 also used by pdbd), and the animated page (animate, animation.html)."""
 
+import os
 import sys
 
 from pdbtool.signals import ending_with_command, ignore_stops
@@ -28,6 +29,7 @@ def end_with(prog: str, main) -> None:
     teardown with both still ignored (signals.ending_with_command)."""
     from pdbtool.errors import EXIT_INTERRUPTED
 
+    keep_stderr_open()
     ending_with_command()
     try:
         code = main()
@@ -43,3 +45,20 @@ def end_with(prog: str, main) -> None:
 def command() -> None:
     """The ``pdbtool`` command (pyproject's scripts; ``python -m pdbtool``)."""
     launch(PROG, "pdbtool.cli.main")
+
+
+def keep_stderr_open() -> None:
+    """A process started with stderr closed (``2>&-``): /dev/null there instead. Python
+    leaves ``sys.stderr`` None, which ``print(..., file=sys.stderr)`` takes for stdout (a
+    build's lines then broke its --json), and the next file opened takes descriptor 2,
+    where any library's message (HDF5's, numba's) would be written into it."""
+    try:
+        os.fstat(2)
+        return
+    except OSError:
+        pass
+    fd = os.open(os.devnull, os.O_WRONLY)
+    if fd != 2:
+        os.dup2(fd, 2)
+        os.close(fd)
+    sys.stderr = open(2, "w", closefd=False)
