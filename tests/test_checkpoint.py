@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from pdbtool.cli.console import search_line
-from pdbtool.errors import BadInput, LimitReached
+from pdbtool.errors import BadInput, LimitReached, PdbError
 from pdbtool.heuristics.table_free import table_free
 from pdbtool.kernels.tasks import FAR
 from pdbtool.loading import load_heuristic
@@ -197,6 +197,7 @@ def test_one_goal_named_or_given_as_its_tiles_is_one_search(tmp_path):
     ("closest", "huge", r"closest h is 1073741823: neither an h within the depth limit"),
     ("finished", {"999999": [60, 1, 1]}, "finished names task 999999"),
     ("finished", {"0": [60, -1, 5]}, "finished task 0's figures"),
+    ("generated", 2 ** 63 - 1, r"generated with the finished tasks' is \d+, beyond 2\^63"),
     ("finished", {"0": [60, 1, 5, 3]}, r"finished task 0: \[60, 1, 5, 3\] is not \[next bound"),
     ("iterations", [{"bound": 50}], "iterations is not a list of"),
     ("finished", [], "finished is not an object"),
@@ -371,6 +372,76 @@ def test_the_options_are_checked(tmp_path):
         Checkpointing(tmp_path / "c.json", every=0)
     with pytest.raises(BadInput, match="is a directory"):
         Checkpointing(tmp_path)
+    for length in (249, 256):  # too long for its save's name, or for the name itself (the
+        with pytest.raises(BadInput, match="File name too long"):  # second: exit 1 once)
+            Checkpointing(tmp_path / ("c" * length))
+
+
+def test_an_empty_file_is_a_checkpoint_not_saved_yet(tmp_path):
+    """CP=$(mktemp) gives the search an empty file: no save is ever empty (each is renamed
+    over the file whole), so it holds no search yet (it was refused as someone's file)."""
+    path = tmp_path / "made-by-mktemp"
+    path.write_bytes(b"")
+    solver = Solver(table_free("manhattan", 3))
+    keeper = Checkpointing(path)
+    r = solver.search(solver.prepare((8, 6, 7, 2, 5, 4, 3, 0, 1), "blank-last"),
+                      SearchControl(checkpoint=keeper))
+    assert r.length == 31 and keeper.load(Identity((1, 0), "blank-first", "m", None, "ida",
+                                                   True)) is None
+
+
+def test_a_periodic_save_that_fails_is_a_warning_and_a_stop_s_an_error(tmp_path, caplog):
+    """A full disk at a periodic save cost the whole search ("nothing was left behind",
+    though the file held its last save, whole); now the search goes on and tries again an
+    interval later. A save at a stop that fails is the command's error, naming what the
+    file holds."""
+    keeper = Checkpointing(tmp_path / "c.json", every=0.001)
+    state = Checkpoint(Identity((1, 2, 3, 0), "blank-first", "manhattan", None, "ida", True),
+                       1, 3, 0, 0, [], [0], [FAR], {}, 0.0)
+
+    def full(*args, **kw):
+        raise OSError(28, "No space left on device")
+
+    time.sleep(0.002)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr("pathlib.Path.write_text", full)
+        keeper.save_if_due(lambda: state)  # no exception: a warning
+        assert "cannot save the search's progress (cannot write it in" in caplog.text
+        assert "No space left on device); there is no earlier save" in caplog.text
+        assert not keeper.due()  # tried again an interval later
+    keeper.save(state)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr("pathlib.Path.write_text", full)
+        with pytest.raises(PdbError, match=r"c\.json: cannot save the search's progress \(.*"
+                           r"No space left on device\); its last save there is whole: run "
+                           "the same command to resume from it"):
+            keeper.save(state)
+    assert Checkpoint.from_json(keeper.path.read_text()) == state
+
+
+def test_a_search_stopped_by_its_budget_says_where_its_progress_is(tmp_path):
+    solver = Solver(table_free("manhattan", 4))
+    path = tmp_path / "search.json"
+    with pytest.raises(LimitReached) as e:  # (held in the search's envelope, which says it)
+        solver.search(solver.prepare(HARD, "blank-first"),
+                      SearchControl(budget=200_000, checkpoint=Checkpointing(path, every=1e9)))
+    assert e.value.__notes__ == [f"the progress is saved in {path}: given it again, the search "
+                                 "resumes there"]
+
+
+def test_another_search_s_checkpoint_is_refused_before_the_kernels_compile(tmp_path, monkeypatch):
+    solver = Solver(table_free("manhattan", 4))
+    path = tmp_path / "search.json"
+    with pytest.raises(LimitReached):
+        search(solver, HARD, SearchControl(budget=200_000, checkpoint=Checkpointing(path, every=1e9)))
+    other = Solver(table_free("manhattan", 4), prune=False)
+
+    def compile_kernels(shared=True):
+        raise AssertionError("compiled before the checkpoint was checked")
+
+    monkeypatch.setattr(other, "compile_kernels", compile_kernels)
+    with pytest.raises(BadInput, match="its prune True, not False"):
+        other.search(other.prepare(HARD, "blank-first"), SearchControl(checkpoint=Checkpointing(path)))
 
 
 def test_a_link_or_a_special_file_is_refused_before_the_search(tmp_path):
@@ -482,6 +553,8 @@ def test_ctrl_c_saves_the_progress_before_the_command_ends(tmp_path):
         first = path.stat().st_mtime_ns, Checkpoint.from_json(path.read_text())
         p.send_signal(signal.SIGINT)
         assert p.wait(timeout=60) == 130, p.stderr.read()
+        assert p.stderr.read().endswith(f"pdbtool: interrupted; the progress is saved in {path}: "
+                                        "given it again, the search resumes there\n")
     finally:
         p.kill()
     last = Checkpoint.from_json(path.read_text())
@@ -511,3 +584,10 @@ def test_a_thread_search_s_checkpoint_given_to_the_cluster_is_refused_before_ray
     err = capsys.readouterr().err
     assert code == 2 and f"its algorithm 'ida', not '{CLUSTER_ALGORITHM}'" in err, err
     assert path.is_file()  # kept: it is the thread search's to resume
+
+    with Checkpointing(path).holding():  # a search running on it: refused before Ray
+        code = cli.main(["solve", "--heuristic", "manhattan", "--goal", "blank-first",
+                         "--cluster", "local", "--checkpoint", str(path), " ".join(map(str, HARD))])
+    err = capsys.readouterr().err  # (it said "resuming", started Ray, and was refused then)
+    assert code == 2 and "is the checkpoint of a search running now (in this process)" in err
+    assert "resuming" not in err

@@ -84,7 +84,7 @@ def run(prog: str, args, report=None) -> int:
         say(prog, args, stopped("terminated", e), EXIT_TERMINATED)
         return EXIT_TERMINATED
     except PdbError as e:
-        say(prog, args, str(e), e.exit_code)
+        say(prog, args, "; ".join([str(e), *getattr(e, "__notes__", ())]), e.exit_code)
         return e.exit_code
     except MemoryError as e:  # numpy's says how much it asked for
         say(prog, args, f"out of memory{f': {e}' if str(e) else ''}{limits_said()}", 1)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
-from contextlib import closing
+from contextlib import closing, nullcontext
 from pathlib import Path
 
 from pdbtool import puzzle
@@ -260,19 +260,21 @@ def solve_one_on_cluster(args, prepared_board) -> int:
     from pdbtool.cluster.driver import resumed
 
     solver, prepared = prepared_board
-    control = SearchControl(budget=args.budget, timeout=args.timeout, checkpoint=keeper_of(args))
-    resumed(solver, prepared, control.checkpoint)  # another search's checkpoint: refused
-    with open_cluster(args) as cluster:  # before Ray starts, not a minute into it
-        def busy() -> str:
-            run = cluster.running
-            return f", {run.busy}/{run.cpus} workers busy" if run else ""
+    keeper = keeper_of(args)
+    control = SearchControl(budget=args.budget, timeout=args.timeout, checkpoint=keeper)
+    with keeper.holding() if keeper else nullcontext():  # held, then read: a search running
+        resumed(solver, prepared, keeper)  # on it, or another search's: refused before Ray
+        with open_cluster(args) as cluster:  # starts, not a minute into it
+            def busy() -> str:
+                run = cluster.running
+                return f", {run.busy}/{run.cpus} workers busy" if run else ""
 
-        with SearchReporter(control, enabled=not args.quiet, detail=busy):
-            r = cluster.search(solver, prepared, control).to_dict()
-        emit(args, r, result_text(r))  # the answer before Ray is closed (a second or more),
-        outcome_out()  # which a stop no longer interrupts
-        if control.checkpoint:  # answered: nothing left to resume
-            control.checkpoint.remove()
+            with SearchReporter(control, enabled=not args.quiet, detail=busy):
+                r = cluster.search(solver, prepared, control).to_dict()
+            emit(args, r, result_text(r))  # the answer before Ray is closed (a second or
+            outcome_out()  # more), which a stop no longer interrupts
+            if keeper:  # answered: nothing left to resume
+                keeper.remove()
     return 0
 
 

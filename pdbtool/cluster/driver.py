@@ -370,15 +370,17 @@ class Cluster:
         ``control.checkpoint`` the search saves its progress and resumes from it, as on
         threads (search/checkpoint.py)."""
         control = control or SearchControl()
-        resume = resumed(solver, prepared, control.checkpoint)
-        run = self.running = SearchRun(self, solver, prepared, control, target, resume)
-        try:  # the driver's table file: the frontier and the replay read it
-            with envelope(control, solver.heuristic.source):
-                return search_bounds(solver, prepared, control, run.cpus, run.serial,
-                                     run.iteration, serial_below, resume=resume,
-                                     begin=run.begin)
-        finally:
-            run.finish()
+        keeper = control.checkpoint
+        with keeper.holding() if keeper else contextlib.nullcontext():  # before it is read
+            resume = resumed(solver, prepared, keeper)
+            run = self.running = SearchRun(self, solver, prepared, control, target, resume)
+            try:  # the driver's table file: the frontier and the replay read it
+                with envelope(control, solver.heuristic.source):
+                    return search_bounds(solver, prepared, control, run.cpus, run.serial,
+                                         run.iteration, serial_below, resume=resume,
+                                         begin=run.begin)
+            finally:
+                run.finish()
 
     # -- many boards -------------------------------------------------------------------
 

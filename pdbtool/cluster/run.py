@@ -178,12 +178,15 @@ class SearchRun:
         """Told by the bound loop what was counted before each iteration (checkpoints)."""
         self.before = Counted(expanded, generated, list(iterations), seconds, time.monotonic())
 
-    def save(self, bound: int, finished: dict) -> None:
+    def progress(self, bound: int, finished: dict) -> Checkpoint:
         b = self.before
-        self.keeper.save(Checkpoint(
+        return Checkpoint(
             identity(self.solver, self.prepared, CLUSTER_ALGORITHM), self.target, bound,
             b.expanded, b.generated, b.iterations, self.order.tolist(),
-            self.closest.tolist(), dict(finished), b.seconds + time.monotonic() - b.at))
+            self.closest.tolist(), dict(finished), b.seconds + time.monotonic() - b.at)
+
+    def save(self, bound: int, finished: dict) -> None:
+        self.keeper.save(self.progress(bound, finished))
 
     def batches(self, finished: dict) -> deque:
         """The frontier in batches of nodes consecutive in the iteration's order, about
@@ -268,8 +271,8 @@ class SearchRun:
                         finished[batch.first] = [int(o.next_bound), int(o.expanded),
                                                  int(o.generated), len(batch.nodes)]
                 self._poll(bound)
-                if self.keeper is not None and not halted and self.keeper.due():
-                    self.save(bound, finished)
+                if self.keeper is not None and not halted:
+                    self.keeper.save_if_due(lambda: self.progress(bound, finished))
                 if tally.found is not None or stop[0]:
                     if not halted:
                         halted = True

@@ -30,6 +30,7 @@ import dataclasses
 import errno
 import hashlib
 import json
+import logging
 import math
 import os
 import re
@@ -42,7 +43,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from pdbtool import puzzle
-from pdbtool.errors import BadInput, PdbError
+from pdbtool.errors import BadInput, LimitReached, PdbError
 from pdbtool.kernels.ida import MAX_DEPTH
 from pdbtool.kernels.tasks import FAR
 from pdbtool.tables.files import (atomic_output, partial_name, refuse_special,
@@ -59,6 +60,8 @@ UNDIGESTED = "pdbtool-checkpoint-1"  # the first, without: refused (nothing to c
 MOST = (1 << 63) - 1  # a count beyond int64 (the kernels' counters) is no count of a search
 CLUSTER_ALGORITHM = "ida on a cluster"
 DEFAULT_EVERY = 60.0  # seconds between saves
+
+log = logging.getLogger("pdbtool")
 
 
 class Identity(NamedTuple):
@@ -181,6 +184,11 @@ class Checkpoint:
             if row[0] <= self.bound:  # a task's next bound is above the one it was searched to
                 raise ValueError(f"finished task {k}'s next bound is {row[0]}, not above the "
                                  f"bound {self.bound}")
+        for name, column, before in (("expanded", 1, self.expanded),
+                                     ("generated", 2, self.generated)):
+            total = before + sum(row[column] for row in self.finished.values())
+            if total > MOST:  # (each count within it, their sum a search's counter)
+                raise ValueError(f"{name} with the finished tasks' is {total}, beyond 2^63 - 1")
 
 
 def digest(content: dict) -> str:
@@ -248,6 +256,18 @@ class Checkpointing:
                            f"number of seconds, not {every!r:.60}")
         self.path, self.every = Path(path), seconds
         self.on_resume = on_resume  # called with the path when a saved search is first accepted
+        self._held = 0  # holding()'s depth: the command line holds the file before the search
+        try:
+            self._check_place()
+        except OSError as e:  # (a name too long for the system: is_dir() raises)
+            error = BadInput if e.errno == errno.ENAMETOOLONG else PdbError
+            raise error(f"{self.path}: cannot save the checkpoint there ({e.strerror}: "
+                        f"a save writes {partial_name(self.path).name} first)") from None
+        self._last = time.monotonic()
+        self.saves = 0
+
+    def _check_place(self) -> None:
+        """BadInput or PdbError unless a save can be written where the file is to be."""
         if self.path.is_dir():
             raise BadInput(f"{self.path} is a directory: give the checkpoint's file name")
         refuse_special(self.path)  # a link, a FIFO, a device: its first save (a minute into
@@ -265,12 +285,6 @@ class Checkpointing:
             os.unlink(probe)
         except FileExistsError:
             pass
-        except OSError as e:
-            error = BadInput if e.errno == errno.ENAMETOOLONG else PdbError
-            raise error(f"{self.path}: cannot save the checkpoint there ({e.strerror}: "
-                        f"a save writes {probe.name} first)") from None
-        self._last = time.monotonic()
-        self.saves = 0
 
     def load(self, identity: Identity, max_split: int | None = None,
              frame: Frame | None = None) -> Checkpoint | None:
@@ -288,6 +302,8 @@ class Checkpointing:
         except UnicodeDecodeError:  # (a table, an image...: never a checkpoint, kept)
             raise BadInput(f"{self.path} is not a pdbtool checkpoint (not UTF-8 text); give "
                            "the checkpoint another file name") from None
+        if not text:  # made empty for it (CP=$(mktemp)): a save is never empty, even cut
+            return None  # short (each is written beside it and renamed over it whole)
         try:
             saved = Checkpoint.from_json(text)
         except (ValueError, TypeError, KeyError, RecursionError) as e:
@@ -324,11 +340,31 @@ class Checkpointing:
         return time.monotonic() - self._last >= self.every
 
     def save(self, checkpoint: Checkpoint) -> None:
-        """Replace the file with ``checkpoint``, whole or not at all."""
-        with atomic_output(self.path) as tmp:
-            Path(tmp).write_text(checkpoint.to_json())
+        """Replace the file with ``checkpoint``, whole or not at all; PdbError naming the
+        file, the cause and what the file holds meanwhile if it cannot be written."""
+        try:
+            with atomic_output(self.path) as tmp:
+                Path(tmp).write_text(checkpoint.to_json())
+        except PdbError as e:  # (a full disk: the file's own words say the rest)
+            cause = str(e).removeprefix(f"{self.path}: ").split("; nothing was left")[0]
+            kept = ("its last save there is whole: run the same command to resume from it"
+                    if self.path.exists() else "there is no earlier save to resume from")
+            raise PdbError(f"{self.path}: cannot save the search's progress ({cause}); "
+                           f"{kept}") from None
         self._last = time.monotonic()
         self.saves += 1
+
+    def save_if_due(self, make) -> None:
+        """Save ``make()`` if the interval has passed since the last save. A save that fails
+        here is a warning and the search goes on (tried again an interval later; the file
+        keeps its last save): a full disk costs the progress since, not the search."""
+        if not self.due():
+            return
+        try:
+            self.save(make())
+        except PdbError as e:
+            self._last = time.monotonic()
+            log.warning("%s", e)
 
     def remove(self) -> None:
         forget(self.path)
@@ -339,12 +375,25 @@ class Checkpointing:
         it meanwhile on this machine is refused, naming the process that holds it (two
         searches saving over each other would each resume the other's progress). The hold
         is a listening socket in Linux's abstract namespace named for the file's path: no
-        file to leave behind, and it ends with the search or its process, a kill too."""
-        hold = claim(self.path)
+        file to leave behind, and it ends with the search or its process, a kill too.
+        Held already (the command line holds it before it reads the file and starts a
+        cluster), it is held on. A search stopped short (its limits, Ctrl-C, SIGTERM) with
+        its progress in the file says so in a note on the exception, which the command's
+        last line gives."""
+        hold = claim(self.path) if not self._held else None
+        self._held += 1
         try:
             yield
+        except BaseException as e:
+            stopped = isinstance(e, LimitReached) or not isinstance(e, Exception)  # Ctrl-C
+            if hold is not None and stopped and self.path.exists():
+                e.add_note(f"the progress is saved in {self.path}: given it again, the "
+                           "search resumes there")
+            raise
         finally:
-            hold.close()
+            self._held -= 1
+            if hold is not None:
+                hold.close()
 
 
 def forget(path) -> None:
@@ -412,6 +461,9 @@ class Held:
 
     def due(self) -> bool:
         return False
+
+    def save_if_due(self, make) -> None:
+        pass  # saved only when the search stops short
 
     def save(self, checkpoint: Checkpoint) -> None:
         self.saved = checkpoint

@@ -34,7 +34,7 @@ from pdbtool.search.algorithms import MEMORY_BOUND, MIN_MAX_MEMORY, Algorithm, s
 from pdbtool.search.best_first import BIDIR_BFS_MAX_CELLS
 from pdbtool.search.control import (DfsOutcome, Iterations, PreparedBoard, Root, SearchControl,
                                     SplitNodes, Tasks, envelope, limit_reached)
-from pdbtool.search.threads import search_parallel
+from pdbtool.search.threads import resumed, search_parallel
 
 IDA = Algorithm("ida")
 _NO_CLAIMS = search_kernel.new_claims()  # never written: a search that shares its iteration with none
@@ -129,6 +129,7 @@ class Solver:
         threads = limits.threads(threads)
         algorithm = self.check_search(algorithm, threads, control, events)
         if algorithm.name == "ida":
+            resumed(self, prepared, control.checkpoint)  # another search's: refused first
             self.compile_kernels(shared="shared" in self.kernel_parts(threads))
         else:
             self.compile_algorithm(algorithm, prepared.frame)

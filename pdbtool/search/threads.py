@@ -108,6 +108,17 @@ def search_bounds(solver: Solver, prepared: PreparedBoard, control: SearchContro
         found, bound = it.found, it.next_bound
 
 
+def resumed(solver: Solver, prepared: PreparedBoard, keeper) -> Checkpoint | None:
+    """The threads' search's saved progress in ``keeper`` (a Checkpointing or Held, or
+    None): None if none is saved yet; BadInput for another search's checkpoint or a damaged
+    one (Solver.search asks before the kernels compile, the search again once it holds
+    the file)."""
+    if keeper is None or keeper.empty:  # (an empty Held, pdbd's fast lane's, needs no
+        return None  # identity made to say so)
+    return keeper.load(identity(solver, prepared), frame=prepared.frame,
+                       max_split=split_depth(solver.side, limits.MAX_THREADS))
+
+
 def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchControl, *,
                     threads: int = 1, split: int | None = None,
                     serial_below: int | None = None) -> SolveResult:
@@ -135,9 +146,7 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
     bf = prepared.image
     stop, counters = control.stop, control.counters
     keeper = control.checkpoint  # checkpoint.Checkpointing or Held, or None
-    resume = keeper.load(identity(solver, prepared), max_split=split_depth(
-        solver.side, limits.MAX_THREADS), frame=prepared.frame) if keeper and not keeper.empty \
-        else None  # (an empty Held, pdbd's fast lane's, needs no identity made to say so)
+    resume = resumed(solver, prepared, keeper)
     if resume:
         split = resume.split  # the saved tasks, whatever the threads now
     split = split_depth(solver.side, threads) if split is None else split
@@ -167,13 +176,16 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
                                 claims)
         return subtree_outcome(root_node, o, outs[k])
 
-    def save(bound):
+    def progress(bound) -> Checkpoint:
         finished = finished_rows(tasks.results)  # first: a task's closest is written before
         # its row, so every task saved as finished has its closest in the copy below
-        keeper.save(Checkpoint(
+        return Checkpoint(
             identity(solver, prepared), tasks.nodes.cells.shape[1], bound, before.expanded,
             before.generated, before.iterations, tasks.order.tolist(), tasks.closest.tolist(),
-            finished, before.seconds + time.monotonic() - before.at))
+            finished, before.seconds + time.monotonic() - before.at)
+
+    def save(bound):
+        keeper.save(progress(bound))
 
     def parallel_iteration(bound, left, root) -> IterationOutcome:
         nonlocal tasks, resume, crew
@@ -208,8 +220,8 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
             try:
                 while cf.wait(futures, timeout=0.02).not_done:
                     publish(bound)
-                    if watched and keeper.due():
-                        save(bound)
+                    if watched:
+                        keeper.save_if_due(lambda: progress(bound))
             except BaseException:  # Ctrl-C or SIGTERM raised here: the others stop, then
                 with signals.held():  # the progress is saved as at any other stop (a
                     control.halt()  # second Ctrl-C here, 5 ms on, once lost the save)
