@@ -117,7 +117,8 @@ def parser() -> Parser:
                    "0: no limit)")
     s.add_argument("--max-per-client", type=non_negative, default=None, metavar="N",
                    help="searches one client address may have in flight (default: an eighth "
-                        "of threads + queue, at least 2; 0: no limit)")
+                        "of threads + queue, at least 2; 0: no limit); every client on a unix "
+                        "socket is one address, 'unix:'")
     s.add_argument("--trusted-proxy", action="append", metavar="ADDR",
                    help="a proxy (IP address, network such as 10.0.0.0/8, or 'unix' for the "
                         "unix socket's peers) whose pdbd-client metadata names the client "

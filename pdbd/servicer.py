@@ -367,8 +367,8 @@ class SolverServicer:
             self._refuse_changed(e, context)
         client = self.proxies.client(context) if batch is None else batch.client
         if not self.peers.enter(client):
-            said = (f"this client has {self.limits.per_client} searches in flight, the server's"
-                    " limit per client; retry when one has finished")
+            said = (f"the client address {client} has {self.limits.per_client} searches in "
+                    "flight, the server's limit per client address; retry when one has finished")
             self._reject("per-client", said, context)
             context.set_trailing_metadata(((LIMIT_KEY, "per-client"),))
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, said)

@@ -315,6 +315,8 @@ def test_one_client_cannot_take_every_search_slot():
                 stub.Solve(request, timeout=20)
             assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
             assert ("pdbd-limit", "per-client") in e.value.trailing_metadata()
+            assert e.value.details().startswith("the client address ipv4:127.0.0.1 has 2 "
+                                                "searches in flight")  # whose, as counted
             for f in mine:
                 f.cancel()
             assert wait_for(lambda: info(daemon)["counters"]["in_flight"] == 0
