@@ -318,7 +318,10 @@ class SolverClient:
                 if event.HasField("progress"):
                     yield convert.progress_dict(event.progress)
                 else:
-                    yield convert.result_from_message(event.result)
+                    result = convert.result_from_message(event.result)
+                    for _ in call:  # the call's end, OK, before the result is handed on: a
+                        pass  # caller that stops at it cancelled an answered call (counted so)
+                    yield result
         except grpc.RpcError as e:
             raise translate(e, self.address, self.tls, streamed=True) from None
         finally:

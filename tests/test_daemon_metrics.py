@@ -72,6 +72,27 @@ def test_every_algorithms_nodes_are_counted(served, metrics_port, algorithm):
             - sample(before, "pdbd_nodes_generated_total", size="3x3")) == r.nodes_generated
 
 
+def test_a_stream_read_to_its_result_is_counted_ok(served, metrics_port):
+    """pdbd web reads a SolveStream up to its result and stops: the client cancelled the
+    call before its status came, and answered solves were counted CANCELLED."""
+    stream = "pdbd.v1.Solver/SolveStream"
+    before = scrape(metrics_port)
+    with SolverClient(served.address) as c:
+        for _ in range(5):
+            result = next(e for e in c.solve_stream((8, 6, 7, 2, 5, 4, 3, 0, 1))
+                          if not isinstance(e, dict))
+            assert result.length == 31
+
+    def grew() -> dict:
+        m = scrape(metrics_port)
+        return {code: sample(m, "pdbd_requests_total", method=stream, code=code)
+                - sample(before, "pdbd_requests_total", method=stream, code=code)
+                for code in ("OK", "CANCELLED")}
+
+    assert wait_for(lambda: sum(grew().values()) == 5, 5)  # (counted as each call ends)
+    assert grew() == {"OK": 5, "CANCELLED": 0}
+
+
 def test_the_queue_and_refusals(slow, slow_stub, caplog, monkeypatch):
     """One thread, a queue of one: a hard board runs, a second waits, a third is refused,
     and the log says so (a refusal for load was only counted: no line at any level)."""
