@@ -53,6 +53,14 @@ ERRORS = {
 }
 
 
+def deadline_details(err: grpc.RpcError) -> str:
+    """What the server said of a search it stopped at its deadline (the nodes), or '' if
+    the channel's own deadline came first: "Deadline Exceeded" (a stream's: "Stream
+    removed (Deadline Exceeded)")."""
+    said = (err.details() or "").removeprefix("deadline exceeded: ")
+    return "" if "deadline exceeded" in said.lower() else said
+
+
 def translate(err: grpc.RpcError, address: str, tls: bool = False,
               streamed: bool = False) -> PdbError:
     """A gRPC failure as the pdbtool error with the same meaning (and exit code); ``tls``:
@@ -103,11 +111,9 @@ def translate(err: grpc.RpcError, address: str, tls: bool = False,
         else:
             message = f"pdbd at {address} failed: {code.name}: {details}"
         cls = ServerUnavailable
-    elif code == grpc.StatusCode.DEADLINE_EXCEEDED:  # the server's details say the nodes;
-        # the channel's own (the deadline passed before the server said anything) only this
-        # (a stream's own says "Stream removed (Deadline Exceeded)")
-        said = details.removeprefix("deadline exceeded: ")
-        said = "" if "deadline exceeded" in said.lower() else f": {said}"
+    elif code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        said = deadline_details(err)
+        said = f": {said}" if said else ""
         message = (f"deadline exceeded{said} (the search was stopped; give a longer deadline"
                    + (")" if streamed else ", or stream its progress to see how far it got)"))
     else:
@@ -269,6 +275,7 @@ def behalf(client: str | None):
 # (gRPC's defaults: 1 s, up to 120 s). wait_serving polls a daemon that is starting: with 1 s
 # then 1.6 s it saw a daemon SERVING after 1.7 s only at about 2.6 s.
 RECONNECT = [("grpc.initial_reconnect_backoff_ms", 100), ("grpc.max_reconnect_backoff_ms", 2000)]
+SILENCE_CHECK = 1.0  # seconds a health check has, after a search's deadline passed unanswered
 
 
 class SolverClient:
@@ -301,7 +308,7 @@ class SolverClient:
         try:
             reply = self._stub.Solve(request, timeout=deadline, metadata=behalf(on_behalf))
         except grpc.RpcError as e:
-            raise translate(e, self.address, self.tls) from None
+            raise self.failed(e) from None
         return convert.result_from_message(reply)
 
     def solve_stream(self, board, goal: str = "blank-last", *, deadline: float | None = None,
@@ -323,7 +330,7 @@ class SolverClient:
                         pass  # caller that stops at it cancelled an answered call (counted so)
                     yield result
         except grpc.RpcError as e:
-            raise translate(e, self.address, self.tls, streamed=True) from None
+            raise self.failed(e, streamed=True) from None
         finally:
             call.cancel()  # a no-op once finished; otherwise the server stops the search
 
@@ -448,7 +455,7 @@ class SolverClient:
                     with lock:
                         fruitless = fruitless + 1 if pending and not answered else 0
                     if e.code() != grpc.StatusCode.CANCELLED or fruitless > 1 or left == 0.0:
-                        raise translate(e, self.address, self.tls) from None
+                        raise self.failed(e) from None
                 finally:
                     call_turn.end(runs)
                     call.cancel()
@@ -462,6 +469,26 @@ class SolverClient:
                                                 f"without answering {len(pending)} boards")
         finally:
             runs.close()
+
+    def failed(self, err: grpc.RpcError, streamed: bool = False) -> PdbError:
+        """A search call's failure as translate() says it; a deadline that passed with no
+        word from the server is checked with a health check (never refused while the
+        process lives): with no answer to that either, the daemon never took the call
+        (stopped, stuck, or still starting), and no search was stopped."""
+        error = translate(err, self.address, self.tls, streamed=streamed)
+        if err.code() != grpc.StatusCode.DEADLINE_EXCEEDED or deadline_details(err):
+            return error  # (the server's own words: it searched)
+        try:
+            self.health(timeout=SILENCE_CHECK)
+        except ServerUnavailable:
+            return ServerUnavailable(
+                f"pdbd at {self.address} did not answer within the deadline, nor a health "
+                f"check within {SILENCE_CHECK:g} s after it: no search was run (is it "
+                "stopped, stuck, or still starting: compiling its kernels? `pdbd health "
+                "--wait 120` waits until it serves)")
+        except PdbError:
+            pass
+        return error
 
     def info(self, timeout: float | None = 10.0) -> dict:
         try:

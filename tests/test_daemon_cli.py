@@ -139,6 +139,24 @@ def test_health_of_a_port_that_never_answers_is_not_serving(capsys):
     assert code == 1 and "did not answer within 5 s" in err, err
 
 
+@pytest.mark.parametrize("stream", [[], ["--stream"]])
+def test_a_query_whose_deadline_passes_unanswered_says_no_search_ran(capsys, stream):
+    """A daemon stopped (SIGSTOP) or compiling its kernels answers nothing: a query with a
+    deadline said "deadline exceeded (the search was stopped; give a longer deadline...)"."""
+    import socket
+
+    with socket.socket() as bound:  # listening, never accepting: as that daemon's port
+        bound.bind(("127.0.0.1", 0))
+        bound.listen()
+        address = f"127.0.0.1:{bound.getsockname()[1]}"
+        code, _, err = run_cli(capsys, "query", "--server", address, "--deadline", "0.5",
+                               *stream, "1 2 3 4 5 6 7 0 8")
+    assert code == 1 and err.startswith(f"pdbd: pdbd at {address} did not answer within the "
+                                        "deadline, nor a health check within 1 s after it: "
+                                        "no search was run"), err
+    assert "search was stopped" not in err
+
+
 @pytest.mark.parametrize("option", ["--max-search-seconds", "--max-nodes", "--grace", "--drain"])
 def test_a_bad_limit_says_that_0_is_taken_too(option, capsys):
     """Each of these takes 0 (no limit, none; --drain's default): its error must not say
