@@ -307,7 +307,7 @@ class Daemon:
         self.metrics.reject("request-too-large")
 
     def _search_done(self, job) -> None:
-        if job.started is not None:
+        if job.started is not None or job.lane_seconds:  # it ran (the fast lane's part too)
             self.metrics.search_done(job.solver.shape, job.search_seconds, job.control.generated)
 
     def _update_health(self) -> None:

@@ -9,10 +9,11 @@ import pytest
 
 from pdbd.client import SolverClient
 from pdbd.v1 import solver_pb2 as pb
+from pdbd.v1 import solver_pb2_grpc as pb_grpc
 from pdbtool.errors import BadInput
 from reference import free_port
-from serving import (EASY8, EASY15, HARD, info, pdbd_process, sample, scrape, wait_for,
-                     worker_free_within)
+from serving import (EASY8, EASY15, HARD, info, pdbd_process, running_daemon, sample, scrape,
+                     wait_for, worker_free_within)
 
 pytestmark = pytest.mark.process
 
@@ -91,6 +92,38 @@ def test_a_stream_read_to_its_result_is_counted_ok(served, metrics_port):
 
     assert wait_for(lambda: sum(grew().values()) == 5, 5)  # (counted as each call ends)
     assert grew() == {"OK": 5, "CANCELLED": 0}
+
+
+def test_a_search_the_fast_lane_handed_on_and_that_ended_waiting_is_counted():
+    """A search past the fast lane's nodes waits in the queue; its deadline passed there:
+    it ran (the lane's part) but was missing from the searches' counts and nodes."""
+    from pdbd.jobs import Lane
+    from pdbtool.heuristics.table_free import table_free
+    from pdbtool.selection import TableSet
+
+    daemon = running_daemon(TableSet({4: table_free("manhattan", 4)}), threads=1, max_queue=2,
+                            lane=Lane(slots=1, per_client=2, nodes=1000))
+    port = daemon.metrics.serve("127.0.0.1", 0)
+    try:
+        with grpc.insecure_channel(daemon.address) as channel:
+            stub = pb_grpc.SolverStub(channel)
+            request = pb.SolveRequest(tiles=HARD, goal="blank-first")
+            running = stub.Solve.future(request, timeout=60)  # the pool's one thread
+            assert wait_for(lambda: info(daemon)["counters"]["running"] == 1, 5)
+            before = scrape(port)
+            with pytest.raises(grpc.RpcError) as e:  # 1,000 nodes in the lane, then queued
+                stub.Solve(request, timeout=2)
+            assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+
+            def counted() -> float:
+                return (sample(scrape(port), "pdbd_search_nodes_count", size="4x4")
+                        - sample(before, "pdbd_search_nodes_count", size="4x4"))
+
+            assert wait_for(lambda: counted() == 1, 5), counted()
+            running.cancel()
+    finally:
+        daemon.metrics.close()
+        daemon.stop(grace=1)
 
 
 def test_the_queue_and_refusals(slow, slow_stub, caplog, monkeypatch):
