@@ -224,8 +224,8 @@ class Job:
 class WorkerPool:
     """``threads`` workers and at most ``max_queue`` waiting jobs; beyond that, QueueFull.
     ``on_change`` is called after every admission and release (e.g. to report overload),
-    ``on_finish(job)`` after every search that ran (its seconds and nodes: metrics), one
-    the fast lane handed on and that was cancelled waiting here too.
+    ``on_finish(job)`` after every job that ran, and every one cancelled waiting (the
+    fast lane may have searched it before handing it on: metrics count what ran).
 
     The waiting jobs are the pool's own queue, not an executor's: a job cancelled while it
     waits (its deadline passed, its client left) leaves the queue at once, with its slot.
@@ -294,8 +294,8 @@ class WorkerPool:
                     pass  # a worker took it first and saw it cancelled
         if job is None:
             return
-        if future.cancelled() and job.lane_seconds and self.on_finish is not None:
-            try:  # searched in the fast lane, then cancelled waiting here: a search that ran
+        if future.cancelled() and self.on_finish is not None:
+            try:  # (one the fast lane handed on searched there: a search that ran)
                 self.on_finish(job)
             except Exception:
                 log.exception("after a search")

@@ -484,9 +484,10 @@ def serve_with(config: ServeConfig, tls: Tls | None, metrics: Metrics,
         if pid_file:
             pid_file.write()
         notify.ready()  # systemd's Type=notify: started now, not when the process began
-        log.info("serving on %s (%s) with %d threads, queue %d, limits: %s s, %s nodes and %s "
+        log.info("serving on %s (%s) with %s, queue %d, limits: %s s, %s nodes and %s "
                  "of memory per search, %s searches per client: %s", daemon.address,
-                 "TLS" if tls else "plaintext", daemon.pool.threads, daemon.pool.max_queue,
+                 "TLS" if tls else "plaintext", plural(daemon.pool.threads, "thread"),
+                 daemon.pool.max_queue,
                  limits.max_search_seconds or "no",
                  f"{limits.max_nodes:,}" if limits.max_nodes else "no",
                  fmt_bytes(limits.max_search_memory) if limits.max_search_memory else "no limit",

@@ -170,11 +170,6 @@ class Counters:
             return dict(self._n)
 
 
-def size_field(shape) -> int | str:
-    """A solve log line's ``size``: a square's side (as before rectangles), else RxC."""
-    return shape.rows if shape.square else str(shape)
-
-
 class SolverServicer:
     """The RPCs of pdbd.v1.Solver over parsed requests (registered by pdbd.rpc)."""
 
@@ -437,9 +432,10 @@ class SolverServicer:
         self.counters.add("cancelled")
         if job.reason == "deadline":  # (as the search was halted: the status says the same)
             context.set_code(grpc.StatusCode.DEADLINE_EXCEEDED)  # how the call ended
-            log.info("stream %s stopped: deadline nodes=%d", self._what(job),
-                     job.control.generated, extra=self._fields(job, True, "DEADLINE_EXCEEDED",
-                                                               stopped="deadline"))
+            log.info("stream %s stopped: deadline nodes=%d seconds=%.3f%s peer=%s",
+                     self._what(job), job.control.generated, job.search_seconds,
+                     artifact_text(job.solver.heuristic.artifact), job.peer,
+                     extra=self._fields(job, True, "DEADLINE_EXCEEDED", stopped="deadline"))
             return
         self.counters.add("abandoned")
         log.info("stream %s abandoned by %s after %d nodes", self._what(job), job.peer,
@@ -569,7 +565,7 @@ class SolverServicer:
                   else f"{SERVICE_NAME}/{'SolveStream' if stream else 'Solve'}")
         return request_fields(method, job.peer, code,
                               job.search_seconds if seconds is None else seconds,
-                              job.control.generated, size=size_field(job.solver.shape),
+                              job.control.generated, size=str(job.solver.shape),  # RxC, as the metrics' label
                               queue_seconds=round(job.queue_seconds, 6),
                               artifact=job.solver.heuristic.artifact,
                               client=job.client, **more)

@@ -429,6 +429,20 @@ def test_a_search_stopped_by_its_budget_says_where_its_progress_is(tmp_path):
                                  "resumes there"]
 
 
+def test_a_resumed_search_stopped_again_says_its_time_in_all_and_in_this_sitting(tmp_path):
+    """Its counts are its sittings' together, its timeout this sitting's: "deadline reached
+    (timeout 20 s) after 145,717,743 nodes (41.164 s, ...)" read as a timeout overrun."""
+    solver = Solver(table_free("manhattan", 4))
+    path = tmp_path / "search.json"
+    for budget in (200_000, 400_000):
+        with pytest.raises(LimitReached) as e:
+            solver.search(solver.prepare(HARD, "blank-first"),
+                          SearchControl(budget=budget, checkpoint=Checkpointing(path, every=1e9)))
+        said = str(e.value)
+    assert re.search(r"after [\d,]+ nodes \([\d.]+ s in all, [\d.]+ s in this sitting, last "
+                     r"bound \d+\)$", said), said
+
+
 def test_another_search_s_checkpoint_is_refused_before_the_kernels_compile(tmp_path, monkeypatch):
     solver = Solver(table_free("manhattan", 4))
     path = tmp_path / "search.json"

@@ -45,7 +45,7 @@ def test_json_lines_carry_the_request_fields_and_the_traceback(captured):
     logs.setup("json", "debug", captured, force=True)
     log = logging.getLogger("pdbd")
     log.info("solve %dx%d length=%d", 4, 4, 52, extra=logs.request_fields(
-        "pdbd.v1.Solver/Solve", "ipv4:127.0.0.1:5000", "OK", 0.0123456789, 1234, size=4))
+        "pdbd.v1.Solver/Solve", "ipv4:127.0.0.1:5000", "OK", 0.0123456789, 1234, size="4x4"))
     try:
         raise ValueError("boom")
     except ValueError:
@@ -60,7 +60,7 @@ def test_json_lines_carry_the_request_fields_and_the_traceback(captured):
     assert solve["message"] == "solve 4x4 length=52" and solve["level"] == "INFO"
     assert {k: solve[k] for k in ("method", "peer", "code", "nodes", "size")} == {
         "method": "pdbd.v1.Solver/Solve", "peer": "ipv4:127.0.0.1:5000", "code": "OK",
-        "nodes": 1234, "size": 4}
+        "nodes": 1234, "size": "4x4"}
     assert solve["seconds"] == pytest.approx(0.012346)
     assert failed["level"] == "ERROR" and "ValueError: boom" in failed["exception"]
     assert warned["level"] == "WARNING" and "a warning goes" in warned["message"]
