@@ -9,6 +9,7 @@ ServerUnavailable (cannot reach the server, or it refused or failed).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import operator
 import threading
@@ -320,17 +321,20 @@ class SolverClient:
         request = convert.solve_request(board_tiles(board), goal_text(goal), budget, progress_ms,
                                         checked_algorithm(algorithm), shape)
         call = self._stub.SolveStream(request, timeout=deadline, metadata=behalf(on_behalf))
+        heard = False  # anything from the server yet
         try:
             for event in call:
+                heard = True
                 if event.HasField("progress"):
                     yield convert.progress_dict(event.progress)
                 else:
                     result = convert.result_from_message(event.result)
-                    for _ in call:  # the call's end, OK, before the result is handed on: a
-                        pass  # caller that stops at it cancelled an answered call (counted so)
+                    with contextlib.suppress(grpc.RpcError):  # the answer is in hand
+                        for _ in call:  # the call's end, OK, before the result is handed
+                            pass  # on: a caller that stops at it cancelled an answered call
                     yield result
         except grpc.RpcError as e:
-            raise self.failed(e, streamed=True) from None
+            raise self.failed(e, streamed=True, heard=heard) from None
         finally:
             call.cancel()  # a no-op once finished; otherwise the server stops the search
 
@@ -455,7 +459,7 @@ class SolverClient:
                     with lock:
                         fruitless = fruitless + 1 if pending and not answered else 0
                     if e.code() != grpc.StatusCode.CANCELLED or fruitless > 1 or left == 0.0:
-                        raise self.failed(e) from None
+                        raise translate(e, self.address, self.tls) from None
                 finally:
                     call_turn.end(runs)
                     call.cancel()
@@ -470,24 +474,24 @@ class SolverClient:
         finally:
             runs.close()
 
-    def failed(self, err: grpc.RpcError, streamed: bool = False) -> PdbError:
+    def failed(self, err: grpc.RpcError, streamed: bool = False,
+               heard: bool = False) -> PdbError:
         """A search call's failure as translate() says it; a deadline that passed with no
-        word from the server is checked with a health check (never refused while the
-        process lives): with no answer to that either, the daemon never took the call
-        (stopped, stuck, or still starting), and no search was stopped."""
+        word from the server (``heard``: a stream's events) is checked with a health check
+        (never refused while the process lives): if that goes unanswered too, the daemon
+        never took the call (stopped, stuck, or still starting), and no search was stopped."""
         error = translate(err, self.address, self.tls, streamed=streamed)
-        if err.code() != grpc.StatusCode.DEADLINE_EXCEEDED or deadline_details(err):
+        if err.code() != grpc.StatusCode.DEADLINE_EXCEEDED or heard or deadline_details(err):
             return error  # (the server's own words: it searched)
         try:
-            self.health(timeout=SILENCE_CHECK)
-        except ServerUnavailable:
-            return ServerUnavailable(
-                f"pdbd at {self.address} did not answer within the deadline, nor a health "
-                f"check within {SILENCE_CHECK:g} s after it: no search was run (is it "
-                "stopped, stuck, or still starting: compiling its kernels? `pdbd health "
-                "--wait 120` waits until it serves)")
-        except PdbError:
-            pass
+            self._health.Check(health_pb2.HealthCheckRequest(), timeout=SILENCE_CHECK)
+        except grpc.RpcError as e:
+            if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:  # (not one refused: it died)
+                return ServerUnavailable(
+                    f"pdbd at {self.address} did not answer within the deadline, nor a "
+                    f"health check within {SILENCE_CHECK:g} s after it: no search was run "
+                    "(is it stopped, stuck, or still starting: compiling its kernels? "
+                    "`pdbd health --wait 120` waits until it serves)")
         return error
 
     def info(self, timeout: float | None = 10.0) -> dict:

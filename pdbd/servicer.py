@@ -565,7 +565,8 @@ class SolverServicer:
                   else f"{SERVICE_NAME}/{'SolveStream' if stream else 'Solve'}")
         return request_fields(method, job.peer, code,
                               job.search_seconds if seconds is None else seconds,
-                              job.control.generated, size=str(job.solver.shape),  # RxC, as the metrics' label
+                              job.control.generated,
+                              size=str(job.solver.shape),  # RxC, as the metrics' label
                               queue_seconds=round(job.queue_seconds, 6),
                               artifact=job.solver.heuristic.artifact,
                               client=job.client, **more)

@@ -408,7 +408,7 @@ def unreadable(tmp: Path) -> tuple[str, bool]:
     return (f"info: exit {info.returncode} '{last_line(info.stderr)}'; list: exit "
             f"{listing.returncode}, row '{row.strip()}'"), (
         info.returncode == 1 and "cannot be read: Permission denied" in info.stderr
-        and listing.returncode == 0 and "unreadable" in listing.stdout)
+        and listing.returncode == 1 and "unreadable" in listing.stdout)  # listed, and said
 
 
 def home_unreadable(tmp: Path) -> tuple[str, bool]:

@@ -197,7 +197,7 @@ def test_one_goal_named_or_given_as_its_tiles_is_one_search(tmp_path):
     ("closest", "huge", r"closest h is 1073741823: neither an h within the depth limit"),
     ("finished", {"999999": [60, 1, 1]}, "finished names task 999999"),
     ("finished", {"0": [60, -1, 5]}, "finished task 0's figures"),
-    ("generated", 2 ** 63 - 1, r"generated with the finished tasks' is \d+, beyond 2\^63"),
+    ("generated", 2 ** 63 - 1, r"generated, the finished tasks' included, is \d+: beyond 2\^63"),
     ("finished", {"0": [60, 1, 5, 3]}, r"finished task 0: \[60, 1, 5, 3\] is not \[next bound"),
     ("iterations", [{"bound": 50}], "iterations is not a list of"),
     ("finished", [], "finished is not an object"),
@@ -395,19 +395,20 @@ def test_a_periodic_save_that_fails_is_a_warning_and_a_stop_s_an_error(tmp_path,
     though the file held its last save, whole); now the search goes on and tries again an
     interval later. A save at a stop that fails is the command's error, naming what the
     file holds."""
-    keeper = Checkpointing(tmp_path / "c.json", every=0.001)
+    keeper = Checkpointing(tmp_path / "c.json", every=60)
     state = Checkpoint(Identity((1, 2, 3, 0), "blank-first", "manhattan", None, "ida", True),
                        1, 3, 0, 0, [], [0], [FAR], {}, 0.0)
 
     def full(*args, **kw):
         raise OSError(28, "No space left on device")
 
-    time.sleep(0.002)
+    keeper._last -= 61  # due
     with pytest.MonkeyPatch.context() as m:
         m.setattr("pathlib.Path.write_text", full)
         keeper.save_if_due(lambda: state)  # no exception: a warning
-        assert "cannot save the search's progress (cannot write it in" in caplog.text
-        assert "No space left on device); there is no earlier save" in caplog.text
+        assert "c.json: cannot save the search's progress (cannot write it in" in caplog.text
+        assert ("No space left on device); the search goes on and tries again in 60 s"
+                in caplog.text)
         assert not keeper.due()  # tried again an interval later
     keeper.save(state)
     with pytest.MonkeyPatch.context() as m:
@@ -417,6 +418,53 @@ def test_a_periodic_save_that_fails_is_a_warning_and_a_stop_s_an_error(tmp_path,
                            "the same command to resume from it"):
             keeper.save(state)
     assert Checkpoint.from_json(keeper.path.read_text()) == state
+
+
+def test_a_search_stopped_before_its_first_save_does_not_say_it_was_saved(tmp_path):
+    path = tmp_path / "made-by-mktemp"
+    path.write_bytes(b"")
+    solver = Solver(table_free("manhattan", 4))
+    with pytest.raises(LimitReached) as e:  # in the serial iterations: nothing saved
+        solver.search(solver.prepare(HARD, "blank-first"),
+                      SearchControl(budget=1, checkpoint=Checkpointing(path, every=1e9)))
+    assert not getattr(e.value, "__notes__", None)
+
+
+def test_a_second_search_on_a_held_file_never_says_it_resumes(tmp_path):
+    """Solver.search reads the file before the kernels compile: it said "resuming the
+    search saved in F", then that F was the checkpoint of a search running now."""
+    solver = Solver(table_free("manhattan", 4))
+    path = tmp_path / "search.json"
+    with pytest.raises(LimitReached):
+        solver.search(solver.prepare(HARD, "blank-first"),
+                      SearchControl(budget=200_000, checkpoint=Checkpointing(path, every=1e9)))
+    said = []
+    with Checkpointing(path).holding():
+        with pytest.raises(BadInput, match="running now"):
+            solver.search(solver.prepare(HARD, "blank-first"),
+                          SearchControl(checkpoint=Checkpointing(path, on_resume=said.append)))
+    assert said == []
+
+
+def test_one_keeper_is_held_by_one_thread_at_a_time(tmp_path):
+    import threading
+
+    keeper, refused = Checkpointing(tmp_path / "search.json"), []
+
+    def other():
+        try:
+            with keeper.holding():
+                pass
+        except BadInput as e:
+            refused.append(str(e))
+
+    with keeper.holding(), keeper.holding():  # the same thread: held on
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+    assert len(refused) == 1 and "running now (in this process)" in refused[0]
+    with keeper.holding():  # let go: free again
+        pass
 
 
 def test_a_search_stopped_by_its_budget_says_where_its_progress_is(tmp_path):

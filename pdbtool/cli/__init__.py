@@ -57,8 +57,11 @@ def keep_stderr_open() -> None:
         return
     except OSError:
         pass
-    fd = os.open(os.devnull, os.O_WRONLY)
-    if fd != 2:
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+    except OSError:  # (no /dev/null: the messages stay lost, as they were)
+        return
+    if fd != 2:  # (fd 0 or 1, closed too, lent for a moment: closed again)
         os.dup2(fd, 2)
         os.close(fd)
-    sys.stderr = open(2, "w", closefd=False)
+    sys.stderr = open(2, "w", errors="backslashreplace", closefd=False)

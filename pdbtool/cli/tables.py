@@ -53,11 +53,10 @@ def cmd_build(args) -> int:
         except trust.StampNotWritten as e:  # the artifact is whole: say so, and succeed
             warn(str(e))
             meta, warnings = e.meta, [str(e)]
-        emit(args, {**meta.to_dict(), "stamped": not warnings, "warnings": warnings}, f"wrote {meta.path}  version {meta.version}  "
-                                   f"{meta.total_entries:,} entries  "
-                                   f"{meta.build.get('seconds', 0):.1f} s  peak memory "
-                                   f"{meta.build.get('peak_memory_bytes', 0) / 2**30:.2f} GiB",
-             wrote=meta.path)
+        emit(args, {**meta.to_dict(), "stamped": not warnings, "warnings": warnings},
+             f"wrote {meta.path}  version {meta.version}  {meta.total_entries:,} entries  "
+             f"{meta.build.get('seconds', 0):.1f} s  peak memory "
+             f"{meta.build.get('peak_memory_bytes', 0) / 2**30:.2f} GiB", wrote=meta.path)
         outcome_out()  # written and said before Ray is closed, which a stop no longer interrupts
     return 0
 
@@ -197,9 +196,9 @@ def cmd_unpack(args) -> int:
     for text in warnings:
         warn(text)
     emit(args, {**meta.to_dict(), "source": str(args.path), "stamped": not report.note,
-                "warnings": warnings}, f"unpacked {args.path} -> {meta.path}: {meta.partition} version {meta.version}, "
-                               f"checksums and all {len(report.checks)} verify checks passed",
-         wrote=meta.path)
+                "warnings": warnings},
+         f"unpacked {args.path} -> {meta.path}: {meta.partition} version {meta.version}, "
+         f"checksums and all {len(report.checks)} verify checks passed", wrote=meta.path)
     return 0
 
 

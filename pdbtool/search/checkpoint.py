@@ -36,6 +36,7 @@ import os
 import re
 import socket
 import struct
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -188,7 +189,8 @@ class Checkpoint:
                                      ("generated", 2, self.generated)):
             total = before + sum(row[column] for row in self.finished.values())
             if total > MOST:  # (each count within it, their sum a search's counter)
-                raise ValueError(f"{name} with the finished tasks' is {total}, beyond 2^63 - 1")
+                raise ValueError(f"{name}, the finished tasks' included, is {total}: beyond "
+                                 "2^63 - 1")
 
 
 def digest(content: dict) -> str:
@@ -256,7 +258,8 @@ class Checkpointing:
                            f"number of seconds, not {every!r:.60}")
         self.path, self.every = Path(path), seconds
         self.on_resume = on_resume  # called with the path when a saved search is first accepted
-        self._held = 0  # holding()'s depth: the command line holds the file before the search
+        self._owner: int | None = None  # the thread holding the file (holding()), which
+        self._held = 0  # may hold it again: the command line holds it before the search
         try:
             self._check_place()
         except OSError as e:  # (a name too long for the system: is_dir() raises)
@@ -342,17 +345,11 @@ class Checkpointing:
     def save(self, checkpoint: Checkpoint) -> None:
         """Replace the file with ``checkpoint``, whole or not at all; PdbError naming the
         file, the cause and what the file holds meanwhile if it cannot be written."""
-        try:
-            with atomic_output(self.path) as tmp:
-                Path(tmp).write_text(checkpoint.to_json())
-        except PdbError as e:  # (a full disk: the file's own words say the rest)
-            cause = str(e).removeprefix(f"{self.path}: ").split("; nothing was left")[0]
+        cause = self._write(checkpoint)
+        if cause:
             kept = ("its last save there is whole: run the same command to resume from it"
-                    if self.path.exists() else "there is no earlier save to resume from")
-            raise PdbError(f"{self.path}: cannot save the search's progress ({cause}); "
-                           f"{kept}") from None
-        self._last = time.monotonic()
-        self.saves += 1
+                    if self.has_save() else "there is no earlier save to resume from")
+            raise PdbError(f"{self.path}: cannot save the search's progress ({cause}); {kept}")
 
     def save_if_due(self, make) -> None:
         """Save ``make()`` if the interval has passed since the last save. A save that fails
@@ -360,11 +357,22 @@ class Checkpointing:
         keeps its last save): a full disk costs the progress since, not the search."""
         if not self.due():
             return
-        try:
-            self.save(make())
-        except PdbError as e:
+        cause = self._write(make())
+        if cause:
             self._last = time.monotonic()
-            log.warning("%s", e)
+            log.warning("%s: cannot save the search's progress (%s); the search goes on and "
+                        "tries again in %s s", self.path, cause, f"{self.every:g}")
+
+    def _write(self, checkpoint: Checkpoint) -> str | None:
+        """Write the save; why it could not be written (the file keeps the last), or None."""
+        try:
+            with atomic_output(self.path) as tmp:
+                Path(tmp).write_text(checkpoint.to_json())
+        except PdbError as e:  # (a full disk: the file's own words, without their advice)
+            return str(e).removeprefix(f"{self.path}: ").split("; nothing was left")[0]
+        self._last = time.monotonic()
+        self.saves += 1
+        return None
 
     def remove(self) -> None:
         forget(self.path)
@@ -376,24 +384,35 @@ class Checkpointing:
         searches saving over each other would each resume the other's progress). The hold
         is a listening socket in Linux's abstract namespace named for the file's path: no
         file to leave behind, and it ends with the search or its process, a kill too.
-        Held already (the command line holds it before it reads the file and starts a
-        cluster), it is held on. A search stopped short (its limits, Ctrl-C, SIGTERM) with
-        its progress in the file says so in a note on the exception, which the command's
-        last line gives."""
-        hold = claim(self.path) if not self._held else None
+        Held already by this thread (the command line holds it before it reads the file
+        and starts a cluster; Solver.search before its kernels compile), it is held on;
+        another thread is refused as another process is. A search stopped short (its
+        limits, Ctrl-C, SIGTERM) with its progress in the file says so in a note on the
+        exception, which the command's last line gives."""
+        me = threading.get_ident()
+        hold = claim(self.path) if self._owner != me else None
+        self._owner = me
         self._held += 1
         try:
             yield
         except BaseException as e:
             stopped = isinstance(e, LimitReached) or not isinstance(e, Exception)  # Ctrl-C
-            if hold is not None and stopped and self.path.exists():
+            if hold is not None and stopped and self.has_save():
                 e.add_note(f"the progress is saved in {self.path}: given it again, the "
                            "search resumes there")
             raise
         finally:
             self._held -= 1
             if hold is not None:
+                self._owner = None
                 hold.close()
+
+    def has_save(self) -> bool:
+        """Does the file hold a save (an empty one, made for it, does not)?"""
+        try:
+            return self.path.stat().st_size > 0
+        except OSError:
+            return False
 
 
 def forget(path) -> None:

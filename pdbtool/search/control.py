@@ -34,9 +34,10 @@ def limit_reached(status: int, generated: int, seconds: float, control, *,
     the last bound an IDA* searched; its ``reason`` "budget", or the one the search was
     halted for."""
     where = "" if last_bound is None else f", last bound {last_bound}"
-    before = control.earlier.seconds  # resumed: its counts are all its sittings', its
+    keeper = control.checkpoint  # resumed from a file: its counts are all its sittings',
+    before = control.earlier.seconds if keeper is not None and keeper.watching else 0.0
     spent = (f"{seconds:.3f} s in all, {seconds - before:.3f} s in this sitting" if before
-             else f"{seconds:.3f} s")  # timeout this sitting's
+             else f"{seconds:.3f} s")  # its timeout this sitting's (pdbd's hand-off: one)
     return LimitReached(f"{name + ': ' if name else ''}{control.why_stopped(status)} after "
                         f"{generated:,} nodes ({spent}{where})",
                         reason="budget" if status == BUDGET else control.reason or "stopped")

@@ -10,6 +10,7 @@ live counters, the node budget and the timeout.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import threading
@@ -128,17 +129,20 @@ class Solver:
         control = control or SearchControl()
         threads = limits.threads(threads)
         algorithm = self.check_search(algorithm, threads, control, events)
-        if algorithm.name == "ida":
-            resumed(self, prepared, control.checkpoint)  # another search's: refused first
-            self.compile_kernels(shared="shared" in self.kernel_parts(threads))
-        else:
-            self.compile_algorithm(algorithm, prepared.frame)
-        with envelope(control, self.heuristic.source):
-            if algorithm.name != "ida":
-                return search_with(self, prepared, control, threads=threads, algorithm=algorithm)
-            if events is not None:
-                return self._search_serial(prepared, control, events)
-            return search_parallel(self, prepared, control, threads=threads)
+        keeper = control.checkpoint  # held (envelope holds it on), then read: another
+        with keeper.holding() if keeper is not None else contextlib.nullcontext():  # search's
+            if algorithm.name == "ida":  # or one running on it, refused before the compile
+                resumed(self, prepared, keeper)
+                self.compile_kernels(shared="shared" in self.kernel_parts(threads))
+            else:
+                self.compile_algorithm(algorithm, prepared.frame)
+            with envelope(control, self.heuristic.source):
+                if algorithm.name != "ida":
+                    return search_with(self, prepared, control, threads=threads,
+                                       algorithm=algorithm)
+                if events is not None:
+                    return self._search_serial(prepared, control, events)
+                return search_parallel(self, prepared, control, threads=threads)
 
     def check_search(self, algorithm=None, threads: int = 1, control: SearchControl | None = None,
                      events: np.ndarray | None = None) -> Algorithm:
