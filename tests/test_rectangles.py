@@ -388,12 +388,18 @@ def test_keyed_searches_refuse_boards_beyond_two_words():
     for name in KEYED:
         Algorithm(name).check_shape(Shape(4, 6))
         Algorithm(name).check_shape(Shape(6, 4))
-        with pytest.raises(BadInput, match="boards of up to 25 cells .*, not 5x6; ida, wida and rbfs"):
+        with pytest.raises(BadInput, match=r"boards of up to 25 cells .*, not 5x6; a 5x6 board "
+                           r"takes ida, rbfs, wida \(bounded-suboptimal\), greedy \(not optimal\)$"):
             Algorithm(name).check_shape(Shape(5, 6))
     Algorithm("greedy").check_shape(Shape(6, 5))
-    with pytest.raises(BadInput, match=r"bfs holds every state of the board: up to 9 cells "
-                       r"\(3x3, 2x4\), not 2x5"):
+    with pytest.raises(BadInput, match=r"bfs holds every reachable state of the board "
+                       r"\(1,814,400 for 2x5\): boards of up to 9 cells \(3x3, 2x4, 4x2\); a 2x5 "
+                       r"board takes ida, ida-tt, astar, rbfs, sma, frontier, bidir, wida"):
         Algorithm("bfs").check_shape(Shape(2, 5))
+    with pytest.raises(BadInput) as e:  # it said "use astar", which refuses a 6x6 board too
+        Algorithm("bfs").check_shape(Shape(6, 6))
+    assert str(e.value).endswith("(3x3, 2x4, 4x2); a 6x6 board takes ida, rbfs, wida "
+                                 "(bounded-suboptimal), greedy (not optimal)")
 
 
 # --- pattern databases on rectangles ----------------------------------------------------------

@@ -32,7 +32,7 @@ import numpy as np
 
 from pdbtool import limits, puzzle
 from pdbtool.errors import BadInput, LimitReached
-from pdbtool.geometry import as_shape, neighbour_arrays
+from pdbtool.geometry import Shape, as_shape, neighbour_arrays
 from pdbtool.kernels.ida import BUDGET, EXPANDED, FOUND, GENERATED, MAX_DEPTH, STOPPED
 from pdbtool.search.control import limit_reached
 
@@ -49,7 +49,6 @@ DEFAULT_WEIGHT = 1.5
 # where W = 10 takes milliseconds). The weight is lowered so that W x h0 stays within this.
 WIDA_REACH = 500
 BFS_MAX_SIDE = 3
-KEYED_MAX_SIDE = 5  # A* and IDA*+TT key a state in two words (kernels.state_key)
 KEYED = ("astar", "ida-tt", "sma", "frontier", "bidir")  # boards of up to KEY_MAX_CELLS cells
 RECTANGLES = ("ida", "wida", "rbfs", "greedy", *KEYED)  # serve boards that are not square
 @dataclass(frozen=True)
@@ -129,41 +128,48 @@ class Algorithm:
                                f"{fmt_bytes(need)} of memory; {what} {fmt_bytes(have)}")
 
     def check_shape(self, shape) -> None:
-        """Refuse, with the reason, a board shape (or a square's side) this algorithm cannot
-        serve. Rectangles: the depth-first searches (ida, wida, rbfs), greedy, the keyed
-        ones up to KEY_MAX_CELLS cells (4x6, 6x4; not 5x6), and bfs up to 9 cells."""
-        from pdbtool.kernels.state_key import KEY_MAX_CELLS
-
+        """Refuse, with the reason and the algorithms that do serve it, a board shape (or a
+        square's side) this algorithm cannot serve (``serves``)."""
         shape = as_shape(shape)
-        if shape.square:
-            return self.check_side(shape.rows)
-        if self.name == "bfs" and shape.cells <= BFS_MAX_SIDE ** 2:
+        if serves(self.name, shape):
             return
-        if self.name in KEYED and shape.cells > KEY_MAX_CELLS:
-            raise BadInput(f"{self.name} keys a state in two words: boards of up to {KEY_MAX_CELLS} "
-                           f"cells (5x5, 4x6), not {shape}; ida, wida and rbfs search it")
         if self.name == "bfs":
-            raise BadInput(f"bfs holds every state of the board: up to {BFS_MAX_SIDE ** 2} "
-                           f"cells (3x3, 2x4), not {shape}; a {shape} board takes "
-                           f"{', '.join(RECTANGLES)}")
-        if self.name not in RECTANGLES:
-            raise BadInput(f"{self.name} serves square boards; a {shape} board takes "
-                           f"{', '.join(RECTANGLES)}")
+            states = math.factorial(shape.cells) // 2
+            count = f"{states:,}" if states < 10 ** 15 else f"{float(states):.2e}"
+            why = (f"bfs holds every reachable state of the board ({count} for {shape}): "
+                   "boards of up to 9 cells (3x3, 2x4, 4x2)")
+        elif self.name in KEYED:
+            why = (f"{self.name} keys a state in two words: boards of up to 25 cells (5x5, "
+                   f"4x6, 6x4), not {shape}")
+        elif not shape.square:
+            why = f"{self.name} serves square boards, not {shape}"
+        else:
+            limit = puzzle.MAX_SIDE if self.name == "greedy" else puzzle.SEARCH_MAX_SIDE
+            why = f"{self.name} serves boards up to {limit}x{limit}, not {shape}"
+        takers = [name for name in OPTIMAL if serves(name, shape)] + [
+            f"{name} ({what})" for name, what in (("wida", "bounded-suboptimal"),
+                                                  ("greedy", "not optimal")) if serves(name, shape)]
+        raise BadInput(f"{why}; a {shape} board takes {', '.join(takers)}" if takers else why)
 
     def check_side(self, side: int) -> None:
-        """Refuse, with the reason, a board size this algorithm cannot serve."""
-        limit = {"bfs": BFS_MAX_SIDE, "astar": KEYED_MAX_SIDE, "ida-tt": KEYED_MAX_SIDE,
-                 "sma": KEYED_MAX_SIDE, "frontier": KEYED_MAX_SIDE, "bidir": KEYED_MAX_SIDE,
-                 "greedy": puzzle.MAX_SIDE}.get(self.name, puzzle.SEARCH_MAX_SIDE)
-        if side <= limit:
-            return
-        if self.name == "bfs":
-            states = math.factorial(side * side) // 2
-            raise BadInput(f"bfs enumerates every reachable state: {states:,} for a {side}x{side} "
-                           f"board; it serves boards up to {BFS_MAX_SIDE}x{BFS_MAX_SIDE} "
-                           "(181,440 states). Use astar, ida or ida-tt")
-        raise BadInput(f"{self.name} serves boards up to {limit}x{limit}, not {side}x{side}"
-                       + ("" if self.name == "greedy" else "; the greedy algorithm goes to 20x20"))
+        """check_shape for a square board of ``side``."""
+        self.check_shape(Shape(side, side))
+
+
+def serves(name: str, shape) -> bool:
+    """Does algorithm ``name`` serve boards of ``shape`` (a Shape, or a square's side)? bfs
+    up to 9 cells; the keyed ones up to KEY_MAX_CELLS (5x5, 4x6, 6x4); squares up to
+    puzzle.SEARCH_MAX_SIDE (greedy: puzzle.MAX_SIDE); rectangles: RECTANGLES."""
+    from pdbtool.kernels.state_key import KEY_MAX_CELLS
+
+    shape = as_shape(shape)
+    if name == "bfs":
+        return shape.cells <= BFS_MAX_SIDE ** 2
+    if name in KEYED and shape.cells > KEY_MAX_CELLS:
+        return False
+    if not shape.square:
+        return name in RECTANGLES
+    return shape.rows <= (puzzle.MAX_SIDE if name == "greedy" else puzzle.SEARCH_MAX_SIDE)
 
 
 def search_with(solver, prepared, control, *, algorithm: Algorithm, threads: int = 1):
