@@ -26,6 +26,9 @@ _API = {
     "load_heuristic": "loading", "table_free": "heuristics.table_free",
     "build": "tables.builder", "verify": "verification", "pack": "tables.packing",
     "unpack": "tables.packing", "install": "loading", "parse_board": "puzzle", "random_board": "puzzle",
+    # what they raise (README: the API): every error is a PdbError with its exit_code
+    "PdbError": "errors", "BadInput": "errors", "Unsolvable": "errors", "LimitReached": "errors",
+    "ArtifactError": "errors",
 }
 __all__ = sorted(_API)
 

@@ -196,6 +196,12 @@ def test_what_an_app_passes_for_shapes_is_read_or_refused_in_words(art_dir, tmp_
         Solvers(heuristic="manhattan").for_side(1)
     with pytest.raises(BadInput, match="a 1x1 board is not supported"):
         table_free("manhattan", 1)
+    for blank in (9, -1, 3.5, "0"):  # (9: an IndexError; -1 wrapped to the last cell)
+        with pytest.raises(BadInput, match=r"goal_blank is the goal's blank cell: 0 to 8 on a "
+                           r"3x3 board, not"):
+            table_free("manhattan", 3, blank)
+    import pdbtool  # the errors the README names are the package's
+    assert pdbtool.BadInput is BadInput and issubclass(pdbtool.LimitReached, pdbtool.PdbError)
     with pytest.raises(BadInput, match=r"board is 8 tiles but .* serves 2x3 boards \(6 tiles\)"):
         Solver(table_free("manhattan", (2, 3))).solve([1, 2, 3, 4, 5, 6, 7, 0])
     with pytest.raises(BadInput, match="a board is a sequence of whole numbers, its rows in one"):

@@ -226,6 +226,10 @@ def table_free(name: str, shape, goal_blank: int = 0) -> Heuristic:
         raise BadInput(f"{name} serves boards up to {limit}x{limit}; the searches serve up to "
                        f"{puzzle.SEARCH_MAX_SIDE}x{puzzle.SEARCH_MAX_SIDE}, the greedy solver "
                        f"up to {puzzle.MAX_SIDE}x{puzzle.MAX_SIDE} (--algorithm greedy)")
+    if not isinstance(goal_blank, (int, np.integer)) or isinstance(goal_blank, bool) \
+            or not 0 <= goal_blank < shape.cells:
+        raise BadInput(f"goal_blank is the goal's blank cell: 0 to {shape.cells - 1} on a "
+                       f"{shape} board, not {goal_blank!r:.40}")
     if goal_blank and name not in PER_TILE_GOALS:
         raise BadInput(f"{name} needs a goal with the blank in a corner (its lines follow the "
                        f"blank-first goal); for this goal use {', '.join(PER_TILE_GOALS)}")
