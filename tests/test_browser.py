@@ -57,6 +57,8 @@ def test_the_page_says_whether_the_solution_is_optimal(chromium, tmp_path, algor
     assert dom.text["solution-heading"] == ("The optimal solution, move by move"
                                             if algorithm == "ida" else
                                             "A solution (not optimal), move by move")
+    assert dom.text["left-legend"] == ("moves left (exact)" if algorithm == "ida" else
+                                       "moves left on this path")  # (said "exact" of any path)
 
 
 def test_twenty_move_8_puzzle_trace_in_the_page(chromium, tmp_path):
