@@ -120,6 +120,7 @@ def test_table_commands(tmp_path, capsys):
     assert main(["info", str(path), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["partition"] == "8/full" and info["state"] == "verified"
+    assert (info["size"], info["rows"], info["cols"]) == (3, 3, 3)  # (a 3x4's: size 3, no rows)
     packed = tmp_path / "8-full.pdbpack"
     assert main(["pack", str(path), "-o", str(packed), "--json"]) == 0
     pack = json.loads(capsys.readouterr().out)

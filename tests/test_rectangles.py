@@ -419,6 +419,17 @@ def rect_tables(tmp_path_factory):
     return d, metas
 
 
+def test_info_json_gives_a_rectangle_table_its_rows_and_cols(rect_tables, capsys):
+    """`info --json` of a 3x4 table said "size": 3 and "cols": 4, and no rows: read as the
+    3x3 puzzle's."""
+    from pdbtool.cli.main import main
+
+    d, metas = rect_tables
+    assert main(["info", str(metas[Shape(3, 4)].path), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert (info["rows"], info["cols"]) == (3, 4)
+
+
 def test_a_catalogue_names_its_shape():
     cat = catalogue.parse(CAT_3X4)
     assert cat.shape == (3, 4) and cat.cells == 12

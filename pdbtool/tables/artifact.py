@@ -138,8 +138,12 @@ class ArtifactMeta:
         return 1 + max(g.partition for g in self.groups)
 
     def to_dict(self) -> dict:
+        """The metadata for --json: the fields, and the board's ``rows`` and ``cols`` for
+        every table (``size`` is the file's attribute: a rectangle's rows, read alone as a
+        square's side)."""
         d = dataclasses.asdict(self)
         d["total_entries"] = self.total_entries
+        d["rows"], d["cols"] = self.shape.rows, self.shape.cols
         return d
 
 
