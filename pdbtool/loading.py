@@ -20,7 +20,7 @@ from pdbtool.geometry import as_shape
 from pdbtool.heuristics.pattern_db import heuristic_from
 from pdbtool.heuristics.table_free import Heuristic
 from pdbtool.tables import artifact, trust
-from pdbtool.tables.files import check_output, remove_stale_partials
+from pdbtool.tables.files import check_output, remove_stale_partials, writer_name
 from pdbtool.tables.packing import unpack
 from pdbtool.verification import verify
 
@@ -123,7 +123,7 @@ def install(src, dst, *, threads=None, force=False, accept=None, progress=None):
     if accept is not None:
         accept(artifact.read_packed_meta(src))
     remove_stale_partials(dst)
-    staging = dst.with_name(f"{dst.name}.{os.getpid()}.unverified")
+    staging = writer_name(dst, "unverified")
     with trust.said_if_written(dst):
         return _install(src, dst, staging, threads, force, progress)
 
@@ -133,7 +133,7 @@ def _install(src, dst: Path, staging: Path, threads, force, progress):
         try:
             unpack(src, staging, threads=threads, force=True, progress=progress)
         except ArtifactError as e:  # said of the name asked for (a disk full named the
-            # staging file: small/y.h5.20969.unverified), its kind and exit code kept
+            # staging file: small/y.h5.20969.1a2b3c4d.unverified), its kind and exit code kept
             e.args = (str(e).replace(str(staging), str(dst)), *e.args[1:])
             raise
         pin = trust.Pinned(staging)

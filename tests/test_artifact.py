@@ -203,6 +203,48 @@ def test_atomic_output_leaves_nothing_on_failure(tmp_path):
     assert list(tmp_path.iterdir()) == [dst] and dst.read_bytes() == b"new"
 
 
+def test_a_replaced_file_keeps_its_permissions(tmp_path):
+    """A checkpoint made read-only (0444) came back 0644 at its next save."""
+    import stat
+
+    dst = tmp_path / "search.json"
+    dst.write_text("old")
+    for mode in (0o444, 0o600):
+        os.chmod(dst, mode)
+        with atomic_output(dst) as tmp:
+            tmp.write_text("new")
+        assert stat.S_IMODE(dst.stat().st_mode) == mode and dst.read_text() == "new"
+
+
+def test_temporary_files_of_another_machine_are_judged_by_their_age(tmp_path):
+    """A directory shared between machines (a cluster's, over NFS) or containers: a writer's
+    temporary file was judged by its pid alone, asked of this machine, so another machine's
+    live write was deleted under it. The name now carries the machine (host and pid
+    namespace): another machine's is left alone until untouched for a day."""
+    import time
+
+    from pdbtool.tables.files import (LEFT_ELSEWHERE_SECONDS, machine_tag, partial_name,
+                                      remove_stale_partials, writer_name)
+
+    dst = tmp_path / "a.h5"
+    here, gone = machine_tag(), 4_000_000  # (above any pid this machine has given)
+    other = "0123abcd" if here != "0123abcd" else "fedc4321"
+    assert partial_name(dst).name == f"a.h5.{os.getpid()}.{here}.partial"
+    assert writer_name(dst, "unverified").name == f"a.h5.{os.getpid()}.{here}.unverified"
+    fresh_elsewhere = tmp_path / f"a.h5.{gone}.{other}.partial"
+    old_elsewhere = tmp_path / f"a.h5.{gone}.{other}.unverified"
+    killed_here = [tmp_path / f"a.h5.{gone}.{here}.partial", tmp_path / f"a.h5.{gone}.partial",
+                   tmp_path / f"a.h5.{gone}.{here}.unverified.{gone}.{here}.partial"]
+    alive_here = tmp_path / f"a.h5.1.{here}.partial"
+    for p in (fresh_elsewhere, old_elsewhere, *killed_here, alive_here):
+        p.write_text("left")
+    past = time.time() - LEFT_ELSEWHERE_SECONDS - 60
+    os.utime(old_elsewhere, (past, past))
+    removed = remove_stale_partials(dst)
+    assert sorted(removed) == sorted([old_elsewhere, *killed_here])
+    assert fresh_elsewhere.exists() and alive_here.exists()
+
+
 def test_a_file_that_appears_while_it_is_written_is_kept_unless_replacing(tmp_path,
                                                                          monkeypatch):
     """`build` and `pack` checked an existing output only at their start: a file made at

@@ -417,7 +417,7 @@ class Checkpointing:
 
 def forget(path) -> None:
     """A checkpoint's file gone (its answer is out), and what a save killed half way left
-    beside it (``<name>.<pid>.partial``: removed before only by a later save)."""
+    beside it (``<name>.<pid>.<machine>.partial``: removed before only by a later save)."""
     Path(path).unlink(missing_ok=True)
     remove_stale_partials(path)
 

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import glob
+import hashlib
 import os
 import re
+import socket
 import stat
+import time
 from pathlib import Path
 
 from pdbtool.errors import ArtifactError, BadInput
@@ -20,9 +24,10 @@ from pdbtool.errors import ArtifactError, BadInput
 def atomic_output(path, replace: bool = True):
     """Yield a temporary path beside `path`; on success fsync it and rename it
     over `path`, on any failure delete it, so no half-written file is ever seen
-    under the final name. Without ``replace``, a file that appeared at `path`
-    meanwhile (another writer; it was checked absent before the work) is kept and
-    the new one refused (BadInput)."""
+    under the final name; a file it replaces keeps its permissions (a checkpoint made
+    read-only stays so). Without ``replace``, a file that appeared at `path` meanwhile
+    (another writer; it was checked absent before the work) is kept and the new one
+    refused (BadInput)."""
     path = Path(path)
     if not path.parent.is_dir():
         raise ArtifactError(f"{path}: directory {path.parent} does not exist")
@@ -35,6 +40,7 @@ def atomic_output(path, replace: bool = True):
         yield tmp
         _fsync(tmp)
         if replace:
+            _keep_mode(path, tmp)
             os.replace(tmp, path)
         else:
             _rename_new(tmp, path)
@@ -47,6 +53,11 @@ def atomic_output(path, replace: bool = True):
         raise
     with contextlib.suppress(OSError):  # make the rename durable; not every fs allows it
         _fsync(path.parent)
+
+
+def _keep_mode(path: Path, tmp: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))
 
 
 NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK}  # a file system without hard links
@@ -70,13 +81,33 @@ def _rename_new(tmp: Path, path: Path) -> None:
     os.unlink(tmp)
 
 
-PARTIAL = ".partial"  # <name>.<pid>.partial: a file being written by process <pid>
+PARTIAL = ".partial"  # <name>.<pid>.<machine>.partial: a file being written by process <pid>
+LEFT_ELSEWHERE_SECONDS = 24 * 3600  # another machine's temporary file untouched this long is
+# a killed writer's (a shared directory: its pid cannot be asked about here)
+
+
+@functools.cache
+def machine_tag() -> str:
+    """Eight hex digits naming this machine and its process-id namespace (a container's
+    pids are not the host's): a writer's temporary file carries it beside its pid, so a
+    pid is only ever asked about where it means that process."""
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        namespace = ""
+    return hashlib.sha1(f"{socket.gethostname()}|{namespace}".encode()).hexdigest()[:8]
+
+
+def writer_name(path, kind: str = "partial") -> Path:
+    """``<name>.<pid>.<machine>.<kind>`` beside ``path``: this process's temporary name
+    for it (``partial`` while written, ``unverified`` while an install checks it)."""
+    path = Path(path)
+    return path.with_name(f"{path.name}.{os.getpid()}.{machine_tag()}.{kind}")
 
 
 def partial_name(path) -> Path:
     """The name atomic_output writes ``path`` under first, in this process."""
-    path = Path(path)
-    return path.with_name(f"{path.name}.{os.getpid()}{PARTIAL}")
+    return writer_name(path, "partial")
 
 # What the disk or the system refuses a writer (HDF5 reports them as errno in a long text).
 WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM,
@@ -167,19 +198,32 @@ def why_unwritable(directory) -> str:
 
 
 def remove_stale_partials(path) -> list[Path]:
-    """Delete ``<name>.<pid>.partial`` (and ``<name>.<pid>.unverified``, an install's
-    staging file) beside ``path`` left by processes that no longer exist (killed during
-    a write); returns what was removed."""
+    """Delete the temporary files beside ``path`` (see writer_name; an install's
+    ``unverified`` staging file, and its own ``partial``) that killed writers left: of this
+    machine, when their process no longer exists; of another machine sharing the
+    directory, when untouched for a day. Names without a machine (written before it was
+    part of them) count as this machine's. Returns what was removed."""
     path = Path(path)
     removed = []
-    pattern = re.compile(re.escape(path.name) + r"\.(\d+)\.(partial|unverified)(\.\d+\.partial)?$")
+    writer = r"\.(\d+)(?:\.([0-9a-f]{8}))?"
+    pattern = re.compile(re.escape(path.name) + writer + r"\.(partial|unverified)"
+                         + r"(" + writer + r"\.partial)?$")
     for p in path.parent.glob(f"{glob.escape(path.name)}.*"):
         m = pattern.match(p.name)
-        if m and not process_alive(int(m.group(1))):
+        if m and _left_behind(p, int(m.group(1)), m.group(2)):
             with contextlib.suppress(FileNotFoundError):
                 p.unlink()
                 removed.append(p)
     return removed
+
+
+def _left_behind(p: Path, pid: int, machine: str | None) -> bool:
+    if machine is None or machine == machine_tag():
+        return not process_alive(pid)
+    try:
+        return time.time() - p.stat().st_mtime > LEFT_ELSEWHERE_SECONDS
+    except FileNotFoundError:
+        return False
 
 
 def process_alive(pid: int) -> bool:

@@ -47,7 +47,7 @@ from typing import NamedTuple
 
 from pdbtool.errors import ArtifactError, NotAFile
 from pdbtool.tables import artifact, lease, residency
-from pdbtool.tables.files import file_problem
+from pdbtool.tables.files import file_problem, partial_name
 
 log = logging.getLogger("pdbtool")
 
@@ -87,7 +87,7 @@ def record(meta: artifact.ArtifactMeta, checked: Identity | None = None) -> None
         raise TableChanged(f"{meta.path} was replaced or changed while it was checked: not "
                            "stamped; verify it again")
     stamp = stamp_path(meta.path)
-    tmp = stamp.with_name(f"{stamp.name}.{os.getpid()}.partial")
+    tmp = partial_name(stamp)
     try:
         tmp.write_text(json.dumps(fingerprint(meta, st)) + "\n")
         os.replace(tmp, stamp)
