@@ -11,7 +11,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from pdbtool import puzzle
+from pdbtool import limits, puzzle
 from pdbtool.errors import BadInput, LimitReached
 from pdbtool.heuristics.table_free import table_free
 from pdbtool.kernels.bfs import rank
@@ -369,6 +369,19 @@ def test_a_transposition_table_beyond_the_machine_is_refused_before_the_search()
                                        r"needs 32,768 GiB of memory; this machine has ") as e:
         solver.solve("8 6 7 2 5 4 3 0 1", algorithm=Algorithm("ida-tt", tt_size=1 << 40))
     assert "--" not in str(e.value)
+
+
+@pytest.mark.parametrize("name", ["astar", "sma", "frontier", "bidir"])
+def test_a_memory_limit_beyond_the_machine_is_refused_before_the_search(name):
+    """A* given 900 GiB on a machine of 24 took it, and would have grown until the system
+    killed it with no word said (sma alone said so, when it failed to allocate)."""
+    solver = Solver(table_free("manhattan", 3))
+    beyond = limits.memory_caps()[0][1] + (1 << 30)
+    with pytest.raises(BadInput, match=r"^a memory limit of [\d,.]+ GiB cannot be reached; "
+                                       r"this machine has "):
+        solver.solve("8 6 7 2 5 4 3 0 1", algorithm=Algorithm(name, max_memory=beyond))
+    within = solver.solve("8 6 7 2 5 4 3 0 1", algorithm=Algorithm(name, max_memory=1 << 24))
+    assert within.length == 31
 
 
 @pytest.mark.process

@@ -1032,6 +1032,14 @@ def test_a_transposition_table_beyond_the_machine_is_a_usage_error(tt_size, caps
     assert " GiB of memory; this machine has " in err and err.count("\n") == 1
 
 
+def test_a_memory_limit_beyond_the_machine_is_a_usage_error(capsys):
+    code = main(["solve", "--algorithm", "astar", "--max-memory", "100T", "--heuristic",
+                 "manhattan", "8 6 7 2 5 4 3 0 1"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("pdbtool: --max-memory: a memory limit of 102,400 GiB "
+                                        "cannot be reached; this machine has ")
+
+
 def test_a_transposition_table_the_machine_could_hold_but_not_now_is_a_limit(monkeypatch,
                                                                               capsys):
     """A table within the machine's memory that cannot be had at the moment (others hold

@@ -38,8 +38,9 @@ from pdbtool.tables.files import atomic_output, check_output
 # --- solve --------------------------------------------------------------------------------
 
 def solvers_from(args):
-    """The Solvers the options choose, and the Algorithm (an ida-tt table beyond this
-    machine's memory refused here, before any search); canonicalises ``args.goal``."""
+    """The Solvers the options choose, and the Algorithm (an ida-tt table or a memory limit
+    beyond this machine's memory refused here, before any search); canonicalises
+    ``args.goal``."""
     from pdbtool.selection import Solvers
 
     args.goal = puzzle.check_goal(args.goal, args.shape)
@@ -51,7 +52,8 @@ def solvers_from(args):
         try:
             algorithm.check_memory()
         except BadInput as e:
-            raise BadInput(f"--tt-size {args.tt_size}: {e}") from None
+            flag = f"--tt-size {args.tt_size}" if algorithm.name == "ida-tt" else "--max-memory"
+            raise BadInput(f"{flag}: {e}") from None
     return Solvers(heuristic=args.heuristic, artifact_path=args.artifact,
                    directory=args.artifacts, reflect=not args.no_reflect,
                    prune=not args.no_prune), algorithm

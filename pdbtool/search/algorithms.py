@@ -111,21 +111,28 @@ class Algorithm:
         return self, False
 
     def check_memory(self) -> None:
-        """Refuse (BadInput) an ida-tt table that needs more memory than this machine has
-        or this process may take (limits.memory_caps): no search could ever have it. One
-        within them that cannot be had at the moment (other processes hold the memory) is
-        a limit met by the search, exit 4, as A*'s."""
-        if self.name != "ida-tt":
-            return
-        from pdbtool.kernels.ida_tt import TT_ENTRY_BYTES
+        """Refuse (BadInput) an ida-tt table, or a memory limit asked for A*, SMA*, frontier
+        or bidir, beyond what this machine has or this process may take
+        (limits.memory_caps): no search could ever have the table, and a search that grew
+        toward the limit would be killed by the system before it met it, with no word said.
+        One within them that cannot be had at the moment (other processes hold the memory)
+        is a limit met by the search, exit 4, as A*'s."""
         from pdbtool.progress import fmt_bytes
 
-        entries = tt_entries(self.tt_size)
-        need = entries * TT_ENTRY_BYTES
+        if self.name == "ida-tt":
+            from pdbtool.kernels.ida_tt import TT_ENTRY_BYTES
+
+            entries = tt_entries(self.tt_size)
+            need = entries * TT_ENTRY_BYTES
+            asked = f"a transposition table of {entries:,} entries needs {fmt_bytes(need)} of memory"
+        elif self.name in MEMORY_BOUND and self.max_memory is not None:
+            need = self.max_memory
+            asked = f"a memory limit of {fmt_bytes(need)} cannot be reached"
+        else:
+            return
         for what, have in limits.memory_caps():
             if need > have:
-                raise BadInput(f"a transposition table of {entries:,} entries needs "
-                               f"{fmt_bytes(need)} of memory; {what} {fmt_bytes(have)}")
+                raise BadInput(f"{asked}; {what} {fmt_bytes(have)}")
 
     def check_shape(self, shape) -> None:
         """Refuse, with the reason and the algorithms that do serve it, a board shape (or a
