@@ -251,6 +251,14 @@ def test_a_flipped_bit_is_refused_by_the_digest_and_so_is_an_undigested_file(art
         path.write_text(text)
         with pytest.raises(BadInput, match="is not a pdbtool checkpoint"):
             search(solver, KORF[88], SearchControl(checkpoint=Checkpointing(path)))
+    # a flip no field's check can see (the bound's above is also refused by the finished
+    # tasks' next bounds): a finished task's count, 2^10 more; only the digest refuses it
+    d = json.loads(good)
+    task, (next_bound, expanded, generated) = next(iter(d["finished"].items()))
+    d["finished"][task] = [next_bound, expanded, generated + (1 << 10)]
+    path.write_text(json.dumps(d))
+    with pytest.raises(BadInput, match="does not match its digest"):
+        search(solver, KORF[88], SearchControl(checkpoint=Checkpointing(path)))
     # the first format, without a digest (its tasks' counts not this version's): refused,
     # with what to do (it resumed: an edit of it went unseen, the counts matched no run)
     d = json.loads(good)

@@ -113,6 +113,51 @@ def test_solver_refuses_an_answer_whose_path_the_table_contradicts(art_dir, tmp_
         Solver(load_heuristic(tmp_path / "boosted.h5")).solve(board)
 
 
+def test_an_answer_that_does_not_replay_is_refused(monkeypatch):
+    """Every answer is replayed to its goal before it is returned: a path turned into
+    moves wrongly (here its last move dropped) is an internal error, never an answer."""
+    from pdbtool.errors import PdbError
+    from pdbtool.heuristics.table_free import table_free
+
+    real = puzzle.blank_path_to_moves
+
+    def one_short(board, cells, shape=None):
+        moves, letters = real(board, cells, shape)
+        return moves[:-1], letters[:-1]
+
+    monkeypatch.setattr(puzzle, "blank_path_to_moves", one_short)
+    with pytest.raises(PdbError, match="does not replay to the goal"):
+        Solver(table_free("manhattan", 3)).solve((8, 6, 7, 2, 5, 4, 3, 0, 1))
+
+
+@pytest.mark.parametrize("edit, check", [("every entry but the goal's", "admissibility"),
+                                         ("every other entry", "consistency")])
+def test_the_sampled_checks_refuse_what_they_check(art_dir, tmp_path, edit, check):
+    """The checks that sample (those a table over EXHAUSTIVE_UP_TO entries gets: 15/7-8,
+    the 24-puzzle's) each refuse a forgery the checks before them pass: every entry but the
+    goal's two moves higher keeps every move's step but the goal's neighbours' (h 3 one
+    move from the goal: the admissibility check's optimal paths end there; the sampled
+    boards never come near it); every other entry two moves higher makes steps of 3. No
+    test table is big enough to be sampled unasked, so without this the sampled checks
+    could say yes to anything unseen."""
+    goal = table_entry(list(range(1, 9)), 0, 3)
+
+    def raise_(t):
+        step = 1 if check == "admissibility" else 2
+        keep = t[goal]
+        t[0::step] = np.where(t[0::step] <= 13, t[0::step] + 1, t[0::step])
+        t[goal] = keep
+
+    path = tmp_path / "8-full.h5"
+    rewrite(art_dir / "8-full.h5", path, raise_)
+    report = verify(path, stamp=False, seed=1, exhaustive=False)
+    names = [c.name for c in report.checks]
+    assert not report.ok and report.failed.name == check, report.failed  # the first failed
+    assert names[:names.index(check)] == ["metadata", "checksums", "ranking", "completeness",
+                                          "histogram", "consistency"][:names.index(check)]
+    assert not verify(path, stamp=False).ok  # every entry read: refused too
+
+
 def test_stamp_is_void_after_an_edit_even_with_mtime_restored(art_dir, tmp_path):
     path = tmp_path / "8-full.h5"
     shutil.copy(art_dir / "8-full.h5", path)
