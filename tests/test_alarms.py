@@ -8,14 +8,18 @@ from pdbtool.search.alarms import Alarms
 
 
 def test_alarms_ring_in_time_order_and_cancelled_ones_do_not():
-    alarms, rang, done = Alarms("test-alarms"), [], threading.Event()
-    cancelled = alarms.after(0.5, rang.append, "cancelled")  # (cancelled at once below: half
-    alarms.after(0.6, rang.append, "late")                   # a second of room on a busy
-    alarms.after(0.3, rang.append, "middle")                 # machine)
+    """The alarms' thread is held in a first alarm until the others are set and one is
+    cancelled: however long this thread stalls, the cancelled one cannot ring first."""
+    alarms, rang, done, gate = Alarms("test-alarms"), [], threading.Event(), threading.Event()
+    alarms.after(0, gate.wait, 10)
+    cancelled = alarms.after(0.05, rang.append, "cancelled")
+    alarms.after(0.3, rang.append, "late")
+    alarms.after(0.2, rang.append, "middle")
     alarms.after(0.01, rang.append, "early")
-    alarms.after(0.8, done.set)
+    alarms.after(0.4, done.set)
     cancelled.cancel()
-    assert done.wait(5)
+    gate.set()
+    assert done.wait(15)
     assert rang == ["early", "middle", "late"]
 
 

@@ -765,23 +765,34 @@ def test_results_are_held_for_others_only_while_the_calls_deadline_is_not_near()
         ["first", "second"]  # far from the deadline: held for the next (the last in flight)
 
 
-def test_the_next_request_may_wait_while_the_calls_boards_are_searched():
+def test_the_next_request_may_wait_while_the_calls_boards_are_searched(monkeypatch):
     """A client that sends its next board once a result came (or closes its side then)
     waits on the server: the request timeout (1 s here) of the next message starts again
     while the call's boards are in flight (the call was dropped at the timeout, CANCELLED,
-    its search stopped). The board's search ends at its budget, seconds on."""
+    its search stopped). The board's search is held 2.5 s before it starts (a budget of
+    nodes alone took a fast machine less than the timeout), and ends at its budget."""
+    import time
+
     from pdbd.server import Connections
     from pdbtool.heuristics.table_free import table_free
+    from pdbtool.search.solver import Solver
     from pdbtool.selection import TableSet
     from serving import channel_stub
 
+    search = Solver.search
+
+    def held(self, *args, **kwargs):
+        time.sleep(2.5)  # past the request timeout, on any machine
+        return search(self, *args, **kwargs)
+
+    monkeypatch.setattr(Solver, "search", held)
     daemon = running_daemon(TableSet({4: table_free("manhattan", 4)}), threads=1,
                             connections=Connections(request_timeout=1))
     answered = threading.Event()
 
     def requests():
         yield pb.BatchRequest(items=[pb.BatchItem(id=5, request=pb.SolveRequest(
-            tiles=HARD, goal="blank-first", node_budget=150_000_000))])
+            tiles=HARD, goal="blank-first", node_budget=1_000_000))])
         assert answered.wait(120)  # then the client closes its side
 
     try:
