@@ -83,6 +83,20 @@ def test_any_byte_outside_the_tables_is_covered(tmp_path, where, no_hdf5):
         assert len(shown) == 2 and shown[0] != shown[1], str(e.value)
 
 
+@pytest.mark.parametrize("offset", [-1, 500, 3000, seal.SEAL_BYTES - 1])
+def test_a_byte_in_the_seal_s_padding_is_refused(tmp_path, offset, no_hdf5):
+    """The block's zeros after the seal's line were covered by nothing: a file with a byte
+    flipped there was verified and stamped, bit-different from what was written."""
+    path = tmp_path / "a.h5"
+    write(path)
+    head = open(path, "rb").read(seal.SEAL_BYTES)
+    flip_byte(path, head.index(b"\n", len(seal.MAGIC)) + 1 if offset < 0 else offset)
+    no_hdf5()
+    with pytest.raises(ArtifactError, match=r"a\.h5: the block of its seal \(the first 4096 "
+                                            r"bytes\) holds bytes after the seal"):
+        read_meta(path)
+
+
 def test_a_truncated_or_extended_file_is_refused_by_its_size(tmp_path, no_hdf5):
     path = tmp_path / "a.h5"
     write(path)

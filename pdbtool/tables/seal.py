@@ -12,7 +12,8 @@ file as before) that holds, as one line of JSON after the magic line:
   own sha256 checksums cover ([0, 0] for a packed file: all of it is metadata here);
 * ``sha256``: of every byte after the user block but those data.
 
-``check`` reads the block and hashes those bytes (a few KiB for an installed file, the
+The rest of the block is zeros, and ``check`` says so of any byte that is not. ``check``
+reads the block and hashes those bytes (a few KiB for an installed file, the
 whole file for a packed one) before any HDF5 call; a file whose bytes differ is refused
 with a message that says so. A file without a user block was written before seals: it is
 read as before (``check`` returns None) and its metadata is parsed unchecked. The seal
@@ -72,6 +73,10 @@ def check(path) -> Seal | None:
             raise ArtifactError(f"{path}: not an HDF5 file (no HDF5 signature at its first "
                                 "byte, and no pdbtool seal)")
         seal = _parse(path, head)
+        if head[head.index(b"\n", len(MAGIC)) + 1:].strip(b"\0"):
+            raise ArtifactError(f"{path}: the block of its seal (the first {SEAL_BYTES} bytes) "
+                                "holds bytes after the seal where zeros were written: the file "
+                                "is corrupted or was edited; refused")
         size = os.fstat(f.fileno()).st_size
         if size != seal.file_size:
             raise ArtifactError(f"{path}: {size:,} bytes where its seal says "
