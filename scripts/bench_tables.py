@@ -36,7 +36,7 @@ def builds() -> list[str]:
     for name, zero_aware, bar in BUILDS:
         meta = artifact.read_meta(ensure_artifact(name, zero_aware))
         b = meta.build
-        peak = max(b["peak_memory_bytes"], b.get("peak_worker_memory_bytes", 0))
+        peak = max(b["peak_memory_bytes"], b.get("peak_worker_memory_bytes") or 0)
         rows.append((name + ("" if zero_aware else " (min over blank)"), len(meta.tables),
                      f"{meta.total_entries:,}", f"{meta.file_size / 2**20:,.0f} MiB",
                      f"{b.get('processes', 1)} x {b.get('threads', b['workers'])}",

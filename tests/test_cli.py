@@ -1057,3 +1057,16 @@ def test_a_transposition_table_the_machine_could_hold_but_not_now_is_a_limit(mon
     code = main(["solve", "--algorithm", "ida-tt", "--tt-size", str(1 << 20), "--heuristic",
                  "manhattan", "8 6 7 2 5 4 3 0 1"])
     assert code == 4 and "cannot be allocated here" in capsys.readouterr().err
+
+
+def test_a_name_too_long_for_the_system_is_bad_input_in_every_command(tmp_path, capsys,
+                                                                      monkeypatch):
+    """verify and info said exit 2 for it, list and build exit 1 (an OSError's code)."""
+    monkeypatch.chdir(tmp_path)
+    long = "a" * 300
+    for argv in (["list", long], ["verify", long], ["info", long],
+                 ["build", "8/full", "--out", long]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith(f"pdbtool: {long}") and err.count("\n") == 1, (argv, err)
+    assert list(tmp_path.iterdir()) == []

@@ -131,14 +131,13 @@ def test_a_full_disk_is_said_plainly_and_leaves_nothing(art_dir, tmp_path):
     small_files = [sys.executable, "-c", "import os, resource, sys; "
                    f"resource.setrlimit(resource.RLIMIT_FSIZE, ({64 << 10}, {64 << 10})); "
                    "os.execv(sys.argv[1], sys.argv[1:])"]
-    out = tmp_path / "out"
-    out.mkdir()
+    out = tmp_path / "new" / "out"  # made by the build, and removed again (they were left)
     p = pdbtool("build", "8/full", "--out", str(out), "--quiet", prefix=small_files)
     assert p.returncode == 1
     assert p.stderr == (f"pdbtool: {out}/8-full.h5: cannot write it in {out}: File too large; "
                         "nothing was left behind (free some space there or write elsewhere, "
                         "then run the command again)\n")
-    assert list(out.iterdir()) == []
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_an_unstamped_complete_artifact_is_a_success_with_a_warning(tmp_path, capsys):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import faulthandler
 import json
 import logging
@@ -20,7 +21,7 @@ import threading
 import time
 
 from pdbtool import limits, puzzle
-from pdbtool.errors import EXIT_INTERRUPTED, BadInput, PdbError
+from pdbtool.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInput, PdbError
 from pdbtool.geometry import Shape
 from pdbtool.progress import LOG_EVERY, fmt_bytes, fmt_seconds
 from pdbtool.search.interrupts import raising
@@ -96,8 +97,9 @@ def run(prog: str, args, report=None) -> int:
         return 1
     except OSError as e:  # a path that cannot be read or written: say which
         where = f"{e.filename}: " if getattr(e, "filename", None) else ""
-        say(prog, args, f"{where}{e.strerror or e}", 1)
-        return 1
+        code = EXIT_BAD_INPUT if e.errno == errno.ENAMETOOLONG else 1  # a name given: bad input
+        say(prog, args, f"{where}{e.strerror or e}", code)
+        return code
     except KeyboardInterrupt as e:
         if _TERMINATED.is_set():
             say(prog, args, stopped("terminated", e), EXIT_TERMINATED)

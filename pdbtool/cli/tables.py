@@ -20,6 +20,13 @@ from pdbtool.tables import artifact, catalogue, files, trust
 from pdbtool.tables.files import file_problem
 
 
+def peaks(build: dict) -> str:
+    """The build's peak memory: this process's, and its largest worker's if it had some."""
+    own = f"{build.get('peak_memory_bytes', 0) / 2**30:.2f} GiB"
+    worker = build.get("peak_worker_memory_bytes")
+    return f"{own} (a worker {worker / 2**30:.2f} GiB)" if worker else own
+
+
 def cmd_build(args) -> int:
     from pdbtool.tables.builder import build
     from pdbtool.tables.catalogue import get
@@ -55,8 +62,8 @@ def cmd_build(args) -> int:
             meta, warnings = e.meta, [str(e)]
         emit(args, {**meta.to_dict(), "stamped": not warnings, "warnings": warnings},
              f"wrote {meta.path}  version {meta.version}  {meta.total_entries:,} entries  "
-             f"{meta.build.get('seconds', 0):.1f} s  peak memory "
-             f"{meta.build.get('peak_memory_bytes', 0) / 2**30:.2f} GiB", wrote=meta.path)
+             f"{meta.build.get('seconds', 0):.1f} s  peak memory {peaks(meta.build)}",
+             wrote=meta.path)
         outcome_out()  # written and said before Ray is closed, which a stop no longer interrupts
     return 0
 

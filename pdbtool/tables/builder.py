@@ -35,6 +35,7 @@ from pdbtool.kernels.ranking import (UNSET, binomials, lex_weights, order_table,
 from pdbtool.progress import Progress, fmt_bytes, fmt_seconds
 from pdbtool.tables import artifact, trust
 from pdbtool.tables.catalogue import Catalogue, get, plan_tables
+from pdbtool.tables.files import directory_made
 
 BUILDER_VERSION = f"{__version__}/layered-region-bfs-2"
 
@@ -249,7 +250,8 @@ def stop_workers(pool: ProcessPoolExecutor) -> None:
 
 
 def peak_memory_bytes() -> tuple[int, int]:
-    """Peak resident memory of this process and of its largest worker process."""
+    """Peak resident memory of this process and of its largest child process (the largest
+    worker's, when the build had workers)."""
     return (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
             resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
 
@@ -297,29 +299,30 @@ def build(catalogue: str | Catalogue, out_dir, *, zero_aware: bool = True,
         check_memory(cat, zero_aware, layout.processes)
     else:
         layout = Layout(len(plan.tables), cluster.build_threads(len(plan.tables)))
-    out.mkdir(parents=True, exist_ok=True)
-    jobs = [TableJob(i, tiles, cat.shape, f"t{i}_" + "-".join(map(str, tiles)), zero_aware,
-                     layout.threads) for i, tiles in enumerate(plan.tables)]
-    labels = {j.index: f"{cat.name} table {j.index + 1}/{len(jobs)} ({len(j.tiles)} tiles)"
-              for j in jobs}
-    t0 = time.perf_counter()
-    if cluster is None:
-        tables = build_tables(jobs, layout, labels, progress)
-    else:
-        tables = cluster.build_tables(jobs, labels, progress)
-    seconds = time.perf_counter() - t0
-    own, worker = peak_memory_bytes()
-    params = {"workers": workers, "processes": layout.processes, "threads": layout.threads,
-              "seconds": round(seconds, 3), "peak_memory_bytes": own,
-              "peak_worker_memory_bytes": worker, "numba": numba.__version__}
-    if cluster is not None:
-        params.update(workers=None, cluster=cluster.address, peak_worker_memory_bytes=None)
-    if any(t.saturated for t in tables):  # said where it happened; not in the content version
-        params["saturated_entries"] = {t.name: t.saturated for t in tables if t.saturated}
-    name = artifact.artifact_filename(cat.name + ("" if zero_aware else "-min"))
-    with trust.said_if_written(out / name):
-        meta = artifact.write_artifact(
-            out / name, partition=cat.name, size=cat.shape, goal="blank-first",
-            zero_aware=zero_aware, tables=tables, groups=plan.groups,
-            build=params, builder_version=BUILDER_VERSION, replace=replace)
-        return trust.confirm(meta)
+    with directory_made(out):  # (removed again if the build fails: nothing left)
+        jobs = [TableJob(i, tiles, cat.shape, f"t{i}_" + "-".join(map(str, tiles)), zero_aware,
+                         layout.threads) for i, tiles in enumerate(plan.tables)]
+        labels = {j.index: f"{cat.name} table {j.index + 1}/{len(jobs)} ({len(j.tiles)} tiles)"
+                  for j in jobs}
+        t0 = time.perf_counter()
+        if cluster is None:
+            tables = build_tables(jobs, layout, labels, progress)
+        else:
+            tables = cluster.build_tables(jobs, labels, progress)
+        seconds = time.perf_counter() - t0
+        own, worker = peak_memory_bytes()
+        params = {"workers": workers, "processes": layout.processes, "threads": layout.threads,
+                  "seconds": round(seconds, 3), "peak_memory_bytes": own,
+                  "peak_worker_memory_bytes": worker if layout.processes > 1 else None,
+                  "numba": numba.__version__}
+        if cluster is not None:
+            params.update(workers=None, cluster=cluster.address, peak_worker_memory_bytes=None)
+        if any(t.saturated for t in tables):  # said where it happened; not in the content version
+            params["saturated_entries"] = {t.name: t.saturated for t in tables if t.saturated}
+        name = artifact.artifact_filename(cat.name + ("" if zero_aware else "-min"))
+        with trust.said_if_written(out / name):
+            meta = artifact.write_artifact(
+                out / name, partition=cat.name, size=cat.shape, goal="blank-first",
+                zero_aware=zero_aware, tables=tables, groups=plan.groups,
+                build=params, builder_version=BUILDER_VERSION, replace=replace)
+            return trust.confirm(meta)

@@ -173,6 +173,26 @@ def check_output(path, *, inputs=(), force: bool = False) -> None:
         raise BadInput(f"{path} exists: give --force to replace it")
 
 
+@contextlib.contextmanager
+def directory_made(path):
+    """``path`` made with its missing parents (as mkdir -p) for the work in the block; if
+    the block fails, the directories it made are removed again, those still empty (a
+    failed build said "nothing was left behind" and left them)."""
+    path = Path(path)
+    made, p = [], path.absolute()
+    while not os.path.lexists(p):
+        made.append(p)  # deepest first
+        p = p.parent
+    path.mkdir(parents=True, exist_ok=True)
+    try:
+        yield path
+    except BaseException:
+        for d in made:
+            with contextlib.suppress(OSError):  # (not empty: someone else's files now)
+                d.rmdir()
+        raise
+
+
 def check_directory(directory, what: str = "") -> None:
     """``directory`` exists and this process may make files in it: BadInput if it is not a
     directory, ArtifactError if it may not be written (as the write itself would say)."""
