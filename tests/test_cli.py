@@ -1070,3 +1070,25 @@ def test_a_name_too_long_for_the_system_is_bad_input_in_every_command(tmp_path, 
         err = capsys.readouterr().err
         assert err.startswith(f"pdbtool: {long}") and err.count("\n") == 1, (argv, err)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.process
+def test_libraries_that_cannot_load_are_one_line(tmp_path):
+    """numba's LLVM under a low `ulimit -v` (its shared object cannot be mapped) was a
+    traceback of thirty lines; a module missing from a broken install likewise. (In a
+    process of its own: the entry point ends the process and changes its signals.)"""
+    import subprocess
+
+    (tmp_path / "unmappable.py").write_text(
+        "try:\n    raise OSError('libllvmlite.so: failed to map segment from shared object')\n"
+        "except OSError:\n    raise OSError('Could not find/load shared object file')\n")
+    (tmp_path / "incomplete.py").write_text("import a_module_not_installed_anywhere\n")
+    for module, says in (("unmappable", "libllvmlite.so: failed to map segment from shared "
+                                        "object"),
+                         ("incomplete", "No module named 'a_module_not_installed_anywhere'")):
+        p = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(tmp_path)!r}); "
+                            f"from pdbtool.cli import launch; launch('pdbtool', {module!r})"],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 1 and p.stderr.startswith(
+            f"pdbtool: cannot load the libraries it runs on: {says}"), p.stderr
+        assert p.stderr.count("\n") == 1

@@ -12,10 +12,34 @@ PROG = "pdbtool"  # the command's name in its messages
 
 def launch(prog: str, module: str) -> None:
     """A command's entry point: ``module``'s main run and its exit code the process's
-    (``end_with``)."""
+    (``end_with``). Libraries that cannot load (numba's LLVM under a low ``ulimit -v``, a
+    package missing from a broken install) are one line and exit 1, not a traceback."""
     import importlib
 
-    end_with(prog, lambda: importlib.import_module(module).main())
+    def run():
+        try:
+            entry = importlib.import_module(module).main
+        except (ImportError, OSError, MemoryError) as e:
+            print(f"{prog}: cannot load the libraries it runs on: {load_failure(e)}",
+                  file=sys.stderr)
+            return 1
+        return entry()
+
+    end_with(prog, run)
+
+
+def load_failure(e: BaseException) -> str:
+    """What stopped the libraries loading, in one line: the system's words (a shared object
+    that could not be mapped, under llvmlite's longer guess), and the process's memory
+    limit when one is set."""
+    import resource
+
+    cause = e.__context__ if isinstance(e.__context__, OSError) else e
+    said = (str(cause) or type(cause).__name__).splitlines()[0]
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if soft != resource.RLIM_INFINITY:
+        said += f" (this process may take {soft >> 20:,} MiB: ulimit -v {soft >> 10})"
+    return said
 
 
 def end_with(prog: str, main) -> None:
