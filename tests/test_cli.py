@@ -3,6 +3,7 @@
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -138,8 +139,13 @@ def test_table_commands(tmp_path, capsys):
         assert record["partition"] == "8/full" and record["version"] == info["version"]
     for record in (unpack, build):
         assert record["stamped"] is True and record["warnings"] == []
-    assert main(["list", str(tmp_path), "--json"]) == 0
+    assert main(["build", "8/full", "--min-over-blank", "--out", str(tmp_path), "--quiet"]) == 0
     capsys.readouterr()
+    assert main(["list", str(tmp_path), "--json"]) == 0
+    listed = {Path(r["path"]).name: r for r in json.loads(capsys.readouterr().out)["artifacts"]}
+    assert [listed[n]["zero_aware"] for n in ("8-full.h5", "8-full-min.h5")] == [True, False]
+    assert main(["list", str(tmp_path)]) == 0  # (the two said alike: 8/full)
+    assert re.search(r"8-full-min\.h5 +8/full-min ", capsys.readouterr().out)
     assert main(["solve", "--json", "--artifact", str(out), "8 6 7 2 5 4 3 0 1"]) == 0
     assert json.loads(capsys.readouterr().out)["length"] == 31
 

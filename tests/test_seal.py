@@ -105,10 +105,10 @@ def test_a_truncated_or_extended_file_is_refused_by_its_size(tmp_path, no_hdf5):
         f.write(b"\0")
     no_hdf5()
     with pytest.raises(ArtifactError, match=rf"{size + 1:,} bytes where its seal says "
-                                            rf"{size:,}: truncated or appended to"):
+                                            rf"{size:,}: truncated, appended to or rewritten"):
         read_meta(path)
     os.truncate(path, size - 10)
-    with pytest.raises(ArtifactError, match=r"truncated or appended to"):
+    with pytest.raises(ArtifactError, match=r"truncated, appended to or rewritten"):
         open_tables(path)
 
 

@@ -190,6 +190,27 @@ def test_a_failed_verify_takes_the_stamp_away(art_dir, tmp_path):
         load_heuristic(path)
 
 
+def test_a_stamp_that_cannot_be_removed_is_said_as_loaders_see_it(art_dir, tmp_path,
+                                                                   monkeypatch):
+    """A stamp that names the file as it is (bits rotted under it) is trusted by loaders;
+    one of an edit before (other times) is not: the warning said "loaders still trust it"
+    of both."""
+    path = tmp_path / "8-full.h5"
+    shutil.copy(art_dir / "8-full.h5", path)
+    flip_byte(path, artifact.read_meta(path).data_offset + 12345)
+    trust.record(artifact.read_meta(path))
+
+    def refused(self, *args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(type(path), "unlink", refused)
+    assert trust.forget(path).endswith("(Permission denied): loaders still trust it; remove it")
+    os.utime(path, ns=(1, 1))  # an edit since the stamp, as far as the stamp can tell
+    assert trust.forget(path).endswith("(Permission denied): it no longer matches the file, "
+                                       "so loaders do not trust it; remove it")
+    assert not trust.is_recorded(artifact.read_meta(path))
+
+
 def test_unknown_rank_scheme_is_refused(art_dir, tmp_path):
     """A well-formed artifact ranked by another scheme version is refused by the solver's
     layout check (its content version rewritten to match, so that the metadata check
@@ -584,6 +605,8 @@ def test_verify_names_a_seed_only_when_it_sampled(art_dir, tmp_path, capsys):
     foreign.write_text("not a table\n")
     assert main(["verify", str(foreign)]) == 1
     assert "sampled with seed" not in capsys.readouterr().out
+    assert main(["verify", "--json", str(foreign)]) == 1
+    assert json.loads(capsys.readouterr().out)["seed"] is None  # (it gave one)
     assert main(["verify", str(art_dir / "8-full.h5"), "--seed", "7"]) == 0
     assert "sampled with seed 7 (--seed 7 repeats them)" in capsys.readouterr().out
 

@@ -366,6 +366,11 @@ def arg_processes(text: str) -> int:
     return arg_threads(text, "processes")
 
 
+def arg_cores(text: str) -> int:
+    """argparse type: a number of cores to use, within the same limits as threads."""
+    return arg_threads(text, "cores")
+
+
 def arg_seconds(text: str, what: str = "timeout") -> float:
     """argparse type: seconds (a deadline or timeout), checked as every tool checks them."""
     try:

@@ -17,8 +17,8 @@ from pathlib import Path
 from pdbtool import puzzle
 from pdbtool.cli import PROG
 from pdbtool.cli.cluster import add_cluster_option, add_shipping_options, open_cluster
-from pdbtool.cli.console import (STDOUT_CLOSED, Parser, SearchReporter, arg_budget, arg_interval,
-                                 arg_non_negative, arg_path, arg_positive, arg_processes,
+from pdbtool.cli.console import (STDOUT_CLOSED, Parser, SearchReporter, arg_budget, arg_cores,
+                                 arg_interval, arg_non_negative, arg_path, arg_positive, arg_processes,
                                  arg_seconds, arg_shape, arg_size, arg_threads, arg_zstd_level,
                                  batch_exit_code, emit, input_lines, library_warnings, no_boards,
                                  plural, report_error, result_text, run, version_text)
@@ -490,7 +490,7 @@ def parser() -> Parser:
     b.add_argument("--min-over-blank", action="store_true",
                    help="keep one entry per placement (the minimum over the blank's regions), "
                         "as Korf & Felner's tables; default: one per region (zero-aware)")
-    b.add_argument("--workers", type=arg_threads,
+    b.add_argument("--workers", type=arg_cores,
                    help="cores to use, processes x threads (default: all cores)")
     b.add_argument("--processes", type=arg_processes,
                    help="worker processes, one table each (default: one per table up to --workers, "

@@ -87,11 +87,12 @@ def cmd_verify(args) -> int:
     report = verify(args.path, full=args.full, seed=args.seed, exhaustive=args.exhaustive,
                     progress=progress)
     lines = [f"{'ok ' if c.ok else 'FAIL'} {c.name:13s} {c.detail} ({c.seconds:.2f} s)" for c in report.checks]
-    if report.meta is not None:  # (a file refused at its metadata: nothing was sampled)
+    sampled = report.meta is not None  # (a file refused at its metadata: nothing was sampled)
+    if sampled:
         lines.append(f"sampled with seed {report.seed} (--seed {report.seed} repeats them)")
     lines.append(f"{args.path}: {'verified' if report.ok else 'FAILED'}"
                  + (" (exhaustive)" if report.exhaustive and report.ok else ""))
-    emit(args, {"path": str(args.path), "ok": report.ok, "seed": report.seed,
+    emit(args, {"path": str(args.path), "ok": report.ok, "seed": report.seed if sampled else None,
                 "exhaustive": report.exhaustive, "stamped": report.ok and not report.note,
                 "warnings": [report.note] if report.note else [],
                 "checks": [c.to_dict() for c in report.checks]}, "\n".join(lines))
@@ -146,7 +147,7 @@ def cmd_list(args) -> int:
         raise BadInput(not_a_directory(directory))
     rows = []
     for path, problem in artifact.scan_artifacts(directory, ("*.h5", "*.pdbpack")):
-        row = {"path": str(path), "partition": None, "version": None,
+        row = {"path": str(path), "partition": None, "zero_aware": None, "version": None,
                "bytes": None if problem else path.stat().st_size, "sealed": None}
         if problem:
             row["state"] = f"not an artifact: {problem}"
@@ -154,14 +155,14 @@ def cmd_list(args) -> int:
             continue
         try:
             meta = artifact.read_any_meta(path)
-            row.update(partition=meta.partition, version=meta.version, state=checksum_state(meta),
-                       sealed=meta.sealed)
+            row.update(partition=meta.partition, zero_aware=meta.zero_aware, version=meta.version,
+                       state=checksum_state(meta), sealed=meta.sealed)
         except artifact.UnreadableFile as e:
             row["state"] = f"unreadable: {str(e).removeprefix(f'{path}: ')}"
         except PdbError as e:
             row["state"] = f"damaged: {e}"
         rows.append(row)
-    text = "\n".join(f"{r['path']:40s} {r['partition'] or '-':12s} {r['version'] or '-':14s} "
+    text = "\n".join(f"{r['path']:40s} {kind(r):12s} {r['version'] or '-':14s} "
                      f"{size_text(r['bytes'])}  {r['state']}"
                      + (", no seal" if r["sealed"] is False else "")
                      for r in rows) or f"no artifacts in {directory}"
@@ -171,6 +172,12 @@ def cmd_list(args) -> int:
         print(f"{PROG}: {directory}: {plural(bad, 'file')} damaged, unreadable or not an "
               "artifact (each named in the list)", file=sys.stderr, flush=True)
     return 1 if bad else 0
+
+
+def kind(row: dict) -> str:
+    """A listed table's partition, ``-min`` after it for a table of the minimum over the
+    blank's regions (as its file is named), or '-'."""
+    return (row["partition"] or "-") + ("-min" if row["zero_aware"] is False else "")
 
 
 def size_text(n: int | None) -> str:

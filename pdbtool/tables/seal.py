@@ -80,7 +80,7 @@ def check(path) -> Seal | None:
         size = os.fstat(f.fileno()).st_size
         if size != seal.file_size:
             raise ArtifactError(f"{path}: {size:,} bytes where its seal says "
-                                f"{seal.file_size:,}: truncated or appended to; refused")
+                                f"{seal.file_size:,}: truncated, appended to or rewritten; refused")
         digest = _digest(f, size, seal.data_offset, seal.data_length)
     if digest != seal.sha256:
         where = " outside the tables" if seal.data_length else ""

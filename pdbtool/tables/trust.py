@@ -110,9 +110,23 @@ def forget(path) -> str | None:
     except FileNotFoundError:
         return None
     except OSError as e:
+        trusted = ("loaders still trust it" if _names_this_file(stamp, path) else
+                   "it no longer matches the file, so loaders do not trust it")
         return (f"its verification stamp {stamp} could not be removed ({e.strerror or e}): "
-                "loaders still trust it; remove it")
+                f"{trusted}; remove it")
     return None
+
+
+def _names_this_file(stamp: Path, path) -> bool:
+    """Whether ``stamp`` names the file now at ``path`` (its device, inode, size and times:
+    a file edited since has other times, and loaders skip no check on such a stamp)."""
+    try:
+        doc, st = json.loads(stamp.read_text()), Path(path).stat()
+        return isinstance(doc, dict) and all(doc.get(k) == v for k, v in (
+            ("device", st.st_dev), ("inode", st.st_ino), ("bytes", st.st_size),
+            ("mtime_ns", st.st_mtime_ns), ("ctime_ns", st.st_ctime_ns)))
+    except (OSError, ValueError):
+        return False
 
 
 def is_recorded(meta: artifact.ArtifactMeta) -> bool:
