@@ -252,3 +252,25 @@ def test_the_memory_check_counts_the_tables_built_at_once(tmp_path, monkeypatch)
                                        r"fewer --processes\); this machine has"):
         build(cat, tmp_path, workers=2, processes=2, progress=False)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.process
+def test_a_build_from_a_script_read_from_stdin_runs_in_one_process(tmp_path):
+    """`python - <<EOF` then build(...): a spawned worker runs the parent's main script
+    again, and '<stdin>' is none; the workers died at their start and the build ended in
+    an EOFError's traceback. It now builds in one process (its threads), and a number of
+    processes asked for is refused, saying why."""
+    import subprocess
+    import sys
+
+    script = (f"from pdbtool.tables.builder import build\n"
+              f"meta = build('15/5-5-5', {str(tmp_path)!r}, progress=False)\n"
+              f"print(meta.build['processes'])\n"
+              f"build('15/5-5-5', {str(tmp_path / 'two')!r}, progress=False, processes=2)\n")
+    p = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True,
+                       timeout=300)
+    assert p.stdout == "1\n"
+    assert p.returncode == 1 and p.stderr.rstrip().endswith(
+        "BadInput: 2 worker processes cannot be started from a script read from stdin (each "
+        "would run it again): give processes=1, or run the script from a file")
+    assert not (tmp_path / "two").exists()

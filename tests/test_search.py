@@ -404,3 +404,22 @@ def test_threads_share_their_budget(budget):
         assert budget <= control.generated <= budget + 2 * 4 * POLL
     else:
         assert result.length == 48 and result.nodes_generated <= budget + 2 * 4 * POLL
+
+
+def test_korf_s_100_with_an_additive_table_are_the_published_optima(tmp_path):
+    """Every one of Korf's 100 with a real disjoint additive table (15/6-6-3, zero-aware,
+    with reflection) on two threads: the published optimal length and a path that replays.
+    The suite's other tables are small or table-free; this is the kernels and the threads
+    of the product's headline use against published data (11 s to build, 6-10 s to solve)."""
+    from pdbtool.tables.builder import build
+    from reference import assert_replays
+
+    build("15/6-6-3", tmp_path, progress=False)
+    solver = Solver(load_heuristic(tmp_path / "15-6-6-3.h5"))
+    wrong = []
+    for number, length, board in korf100():
+        r = solver.solve(board, "blank-first", threads=2)
+        assert_replays(r.to_dict(), board, "blank-first")
+        if r.length != length or not r.optimal:
+            wrong.append((number, r.length, length))
+    assert wrong == []

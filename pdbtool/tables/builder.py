@@ -69,9 +69,19 @@ def choose_layout(plan, shape, workers: int, processes: int | None = None) -> La
     ``workers``, unless one table is more than half the work (then one process)."""
     sizes = [table_size(as_shape(shape).cells, len(t)) for t in plan.tables]
     if processes is None:
-        processes = 1 if max(sizes) * 2 > sum(sizes) else min(workers, len(sizes))
+        processes = (1 if max(sizes) * 2 > sum(sizes) or not can_spawn()
+                     else min(workers, len(sizes)))
     processes = max(1, min(processes, workers, len(sizes)))
     return Layout(processes, max(1, workers // processes))
+
+
+def can_spawn() -> bool:
+    """Whether worker processes can be spawned here: a spawned process runs the parent's
+    main script again, and a script read from stdin (``python - <<EOF``) has none to run
+    (the workers died at their start, and the build with an EOFError's traceback)."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    return path is None or getattr(main, "__spec__", None) is not None or os.path.exists(path)
 
 
 def distance_table(tiles, shape, *, zero_aware: bool = True, label: str = "",
@@ -296,6 +306,10 @@ def build(catalogue: str | Catalogue, out_dir, *, zero_aware: bool = True,
     plan = plan_tables(cat)
     if cluster is None:
         layout = choose_layout(plan, cat.shape, workers, processes)
+        if layout.processes > 1 and not can_spawn():
+            raise BadInput(f"{layout.processes} worker processes cannot be started from a "
+                           "script read from stdin (each would run it again): give "
+                           "processes=1, or run the script from a file")
         check_memory(cat, zero_aware, layout.processes)
     else:
         layout = Layout(len(plan.tables), cluster.build_threads(len(plan.tables)))
