@@ -158,7 +158,10 @@ def no_ray_yet(monkeypatch, tmp_path):
     ray.init is recorded, not run; Ray's temp directory empty, no RAY_ADDRESS."""
     import ray
 
+    from pdbtool.cluster import driver
+
     inits = []
+    monkeypatch.setattr(driver, "speaks_grpc", lambda host, port: True)  # (a socket as head)
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(ray, "init", lambda **kw: inits.append(kw["address"]))
     monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
@@ -314,3 +317,34 @@ def test_a_probe_that_timed_out_is_tried_again_one_refused_is_final(monkeypatch)
                                            r"each\); Ray cannot take"):
         c.reachable()
     assert len(probes) == PROBE_TRIES and c.said == [c.lost]
+
+
+def test_an_address_where_something_else_answers_is_refused_in_seconds(monkeypatch):
+    """A mistyped port where a web server listens (Ray's dashboard, 8265): the TCP probe
+    passed and ray.init waited for a GCS there for minutes (331 s and counting), deaf to
+    SIGTERM. The head must answer gRPC: a web server does not, a gRPC server does."""
+    import http.server
+    from concurrent import futures
+
+    import grpc
+
+    from pdbtool.cluster import driver
+    from pdbtool.cluster.messages import ClusterError
+
+    monkeypatch.setattr(driver, "CONNECT_SECONDS", 3.0)
+    web = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    head = grpc.server(futures.ThreadPoolExecutor(1))
+    port = head.add_insecure_port("127.0.0.1:0")
+    head.start()
+    try:
+        address = f"127.0.0.1:{web.server_address[1]}"
+        t = time.monotonic()
+        with pytest.raises(ClusterError, match=rf"^{address} answers, but not as a Ray head: "
+                                               r"no gRPC there within 3 s"):
+            driver.reach(address)
+        assert time.monotonic() - t < 30
+        driver.reach(f"127.0.0.1:{port}")  # a gRPC server: taken (Ray's GCS is one)
+    finally:
+        web.shutdown()
+        head.stop(None)

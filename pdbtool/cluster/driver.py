@@ -526,6 +526,30 @@ def reach(address: str | None, named: str | None = None) -> None:
         reason = "timed out" if isinstance(e, TimeoutError) else e.strerror or str(e)
         raise ClusterError(f"cannot reach the Ray cluster at {named or address}: {reason} "
                            "(start one with `ray start --head`, or use --cluster local)") from None
+    if not speaks_grpc(*where):
+        raise ClusterError(f"{named or address} answers, but not as a Ray head: no gRPC there "
+                           f"within {CONNECT_SECONDS:g} s (give the address `ray start --head` "
+                           "prints: port 6379 unless it was given another; 8265 is its "
+                           "dashboard)")
+
+
+def speaks_grpc(host: str, port: int) -> bool:
+    """Whether a gRPC server answers at (host, port) within CONNECT_SECONDS: a Ray head's
+    GCS does, another service there (a web server: a port mistyped) does not, and Ray
+    waited for it for minutes. True where Ray's connections use TLS (RAY_USE_TLS), which
+    this plain probe cannot speak."""
+    if os.environ.get("RAY_USE_TLS", "").lower() in ("1", "true"):
+        return True
+    import grpc
+
+    channel = grpc.insecure_channel(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
+    try:
+        grpc.channel_ready_future(channel).result(timeout=CONNECT_SECONDS)
+        return True
+    except grpc.FutureTimeoutError:
+        return False
+    finally:
+        channel.close()
 
 
 @contextlib.contextmanager
