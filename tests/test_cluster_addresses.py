@@ -348,3 +348,32 @@ def test_an_address_where_something_else_answers_is_refused_in_seconds(monkeypat
     finally:
         web.shutdown()
         head.stop(None)
+
+
+STOPPED_IN_INIT = """
+import signal, sys
+import ray
+from pdbtool.cluster import driver
+shut = []
+def init(**kw):  # as ray.init's own SIGTERM handler does (sys.exit), or a Ctrl-C
+    raise SystemExit(15) if sys.argv[1] == "term" else KeyboardInterrupt()
+ray.init, ray.shutdown = init, lambda: shut.append(1)
+class Stopped(BaseException): pass
+def handler(signum, frame): raise Stopped()
+signal.signal(signal.SIGTERM, handler)
+try:
+    driver.Cluster("local")
+except BaseException as e:
+    print(type(e).__name__, shut, signal.getsignal(signal.SIGTERM) is handler)
+"""
+
+
+@pytest.mark.parametrize("stop, seen", [("term", "Stopped [1] True"),
+                                        ("int", "KeyboardInterrupt [1] True")])
+def test_a_stop_while_ray_starts_shuts_down_what_it_started(stop, seen):
+    """SIGTERM 6-12 s into `--cluster local` (Ray starting) exited 15 with no word, Ray's
+    handler's sys.exit, and a Ctrl-C then left Ray's agents running and its session in
+    /tmp/ray: neither went through Cluster.close. Now what started is shut down, and a
+    SIGTERM reaches the process's own handler (the command's: exit 143, one line)."""
+    p = run("-c", STOPPED_IN_INIT, stop, timeout=120)
+    assert p.stdout.strip() == seen, p.stderr

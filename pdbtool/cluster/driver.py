@@ -148,12 +148,31 @@ class Cluster:
                 raise ClusterError(f"cannot reach the Ray cluster at {self.named}: {e} (a cluster "
                                    "with token authentication also needs RAY_AUTH_MODE=token "
                                    "here, and its token in ~/.ray/auth_token)") from None
+            except BaseException as e:  # a Ctrl-C, or a SIGTERM that Ray's handler took
+                self._abandon_start()
+                if isinstance(e, SystemExit):  # (ray.init's handler: sys.exit on SIGTERM)
+                    os.kill(os.getpid(), signal.SIGTERM)  # to the process's own, put back
+                    raise ClusterError("Ray's start was stopped by SIGTERM") from None
+                raise
         self._workers: list[Worker] | None = None  # one per node, made on first use
         self._loaded: set[HeuristicSpec] = set()    # heuristics every worker has loaded
         self._lock = threading.Lock()
         self.running: SearchRun | None = None  # the last search started (its busy count)
         self._actor_class = ray.remote(concurrency_groups={"control": 2})(NodeWorker)
         self._build_task = ray.remote(build_on_node)
+
+    def _abandon_start(self) -> None:
+        """Ray's start stopped half way (Ctrl-C, SIGTERM): what it started is shut down and
+        a local session's directory removed (its processes and /tmp/ray/session_* stayed)."""
+        session = None
+        with contextlib.suppress(Exception):  # (how far the start came decides what exists)
+            node = self.ray._private.worker._global_node
+            if node is not None and self.address == LOCAL:
+                session = Path(node.get_session_dir_path())
+        with contextlib.suppress(Exception):
+            self.ray.shutdown()
+        if session is not None:
+            remove_session(session)
 
     @property
     def named(self) -> str:
