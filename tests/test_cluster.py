@@ -373,19 +373,26 @@ def test_each_iteration_searches_the_frontier_closest_first(cluster):
 def test_cancellation_stops_the_tasks(cluster):
     """serving.HARD, 80 moves (an hour or more with Manhattan distance), so the search is
     still running when it is cancelled (Korf's #88, here before, ends in about 20 s on two
-    threads)."""
+    threads); the nodes counted at the stop include those of the batches then out."""
     solver = Solver(table_free("manhattan", 4))
     board = HARD
     control = SearchControl()
     before = cluster.running
     t, box = in_thread(on_cluster, cluster, solver, board, "blank-first", control)
     assert busy_soon(cluster, before)
-    time.sleep(0.5)
+    start, end = control.generated, time.monotonic() + 60
+    while control.generated == start and time.monotonic() < end:  # a node's live count
+        time.sleep(0.1)
+    seen = control.generated  # (the batches out searched part of it)
+    assert seen > start
     stopped = time.monotonic()
     control.halt("cancelled")
     t.join(30)
     assert not t.is_alive() and isinstance(box.get("error"), LimitReached)
     assert time.monotonic() - stopped < 10
+    # the batches out counted what they searched (cancelled, they counted nothing)
+    said = int(re.search(r"after ([\d,]+) nodes", str(box["error"])).group(1).replace(",", ""))
+    assert said >= seen, (str(box["error"]), seen)
     end = time.monotonic() + 10
     while cluster.info().busy and time.monotonic() < end:
         time.sleep(0.2)
