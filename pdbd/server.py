@@ -64,7 +64,6 @@ log = logging.getLogger("pdbd")
 # doubled the peak of 4 MiB under many such calls at once (docs/architecture.md).
 MAX_MESSAGE_BYTES = 1 << 20
 TRANSPORT_MESSAGE_BYTES = 4 << 20
-RAY_RECONNECT_SECONDS = 10 * 365 * 86400  # how long the daemon's Ray driver waits for its head
 SPARE_SOLVES = 8     # solve calls beyond threads + queue: bad boards are answered too
 STREAM_SECONDS = 300.0  # a Watch or reflection stream is ended after this (the client reopens)
 
@@ -409,13 +408,13 @@ def checked_serve(config: ServeConfig, signals: ServeSignals) -> int:
     if pid_file:
         pid_file.check()  # a daemon running already is said now, not after the tables
     if config.cluster:
-        from pdbtool.cluster.messages import ray_module
+        from pdbtool.cluster.messages import RECONNECT_SECONDS, ray_module
 
         # Ray ends a driver whose cluster's head has been unreachable for a minute (its own
         # line, "The program will terminate", and exit 1): the daemon serves on without
         # the cluster instead (Info says it is unreachable, a search for it is refused).
         # Read when Ray is imported (just below); the operator's setting wins.
-        os.environ.setdefault("RAY_gcs_rpc_server_reconnect_timeout_s", str(RAY_RECONNECT_SECONDS))
+        os.environ.setdefault("RAY_gcs_rpc_server_reconnect_timeout_s", str(RECONNECT_SECONDS))
         ray_module(config.cluster)  # Ray missing is said now, not after the tables
         logs.take_ray_lines()  # before ray.init: its error listener prints from its start
     elif config.cluster_shared or config.cluster_cache:

@@ -284,6 +284,35 @@ def test_ctrl_c_saves_the_cluster_search(cluster, tmp_path, monkeypatch):
     assert saved.identity.algorithm == "ida on a cluster" and saved.bound == polls[-1]
 
 
+def test_a_head_lost_during_a_search_is_said_and_the_search_saved(cluster, tmp_path,
+                                                                 monkeypatch):
+    """The head of a cluster given by its address killed mid-search: Ray ended the process
+    a minute later with a line of its own, no error of pdbtool's and no checkpoint saved.
+    The search probes the head itself (every HEAD_CHECK_SECONDS), stops at the first probe
+    that finds it lost, saves its progress and says why. (The head's loss is simulated:
+    the session's Ray runs here, and its probe is replaced.)"""
+    from pdbtool.cluster import run
+    from pdbtool.cluster.messages import ClusterError
+
+    monkeypatch.setattr(run, "HEAD_CHECK_SECONDS", 0.2)
+    probes = []
+
+    def lost():
+        probes.append(time.monotonic())
+        if len(probes) >= 3:
+            raise ClusterError("the Ray cluster's head at 10.0.0.1:6379 was lost")
+
+    monkeypatch.setattr(cluster, "reachable", lost)
+    solver = Solver(table_free("manhattan", 4))
+    path = tmp_path / "search.json"
+    with pytest.raises(ClusterError, match="head at 10.0.0.1:6379 was lost") as e:
+        on_cluster(cluster, solver, HARDEST, control=SearchControl(
+            checkpoint=Checkpointing(path, every=1e9), timeout=300))  # (a backstop)
+    assert Checkpoint.from_json(path.read_text()).identity.algorithm == "ida on a cluster"
+    assert e.value.__notes__ == [f"the progress is saved in {path}: given it again, the "
+                                 "search resumes there"]
+
+
 def test_a_node_lost_after_the_goal_is_found_does_not_lose_the_answer(cluster, monkeypatch):
     """Once the goal is found the driver only waits for the batches out; a batch that a
     lost node gives back then is not waited on (Dispatch puts it back in its queue, which

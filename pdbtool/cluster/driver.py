@@ -63,7 +63,8 @@ from pdbtool import __version__
 from pdbtool.cluster.frontier import MAX_FRONTIER, SERIAL_BELOW
 from pdbtool.cluster.messages import (BUILD_RETRIES, CONNECT_SECONDS, IN_FLIGHT_PER_CPU, LOCAL,
                                       LOCAL_NICENESS, MAX_RESTARTS, MAX_TASK_RETRIES,
-                                      PROBE_PAUSE, PROBE_SECONDS, PROBE_TRIES, START_SECONDS,
+                                      PROBE_PAUSE, PROBE_SECONDS, PROBE_TRIES, RECONNECT_SECONDS,
+                                      START_SECONDS,
                                       BoardAnswer, ClusterError, ClusterInfo, HeuristicSpec,
                                       TableSource, default_cache_dir, keep_on_loopback, log,
                                       on_loopback, ray_module, split_address)
@@ -111,6 +112,10 @@ class Cluster:
 
     def __init__(self, address: str = LOCAL, *, cache_dir=None, shared=None,
                  notify: Callable[[str], None] | None = None, num_cpus: int | None = None):
+        # Ray ends a driver whose head it has not heard for a minute (its own line, "The
+        # program will terminate", exit 1, no checkpoint saved): the searches probe the head
+        # themselves (SearchRun: reachable) and stop saying so. Read when Ray is imported.
+        os.environ.setdefault("RAY_gcs_rpc_server_reconnect_timeout_s", str(RECONNECT_SECONDS))
         self.ray = ray = ray_module(address)  # "local": on loopback only
         self.address = address
         self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()

@@ -40,6 +40,10 @@ CONNECT_SECONDS = 10.0   # to open a TCP connection to a cluster's address befor
 PROBE_SECONDS = 2.0      # the same, before the cluster's nodes are asked for once connected
 PROBE_TRIES = 3          # probes that time out before the head is taken for lost (one
 PROBE_PAUSE = 0.5        # refused is enough), this many seconds apart
+HEAD_CHECK_SECONDS = 5.0  # between probes of the head during a search (Ray would end
+# the process a minute after losing it, with a line of its own and no checkpoint saved)
+RECONNECT_SECONDS = 10 * 365 * 86400  # how long a driver's Ray waits for a lost head:
+# the driver's own probe decides (RAY_gcs_rpc_server_reconnect_timeout_s)
 # (Ray itself retries an unreachable address for about 12 minutes, deaf to Ctrl-C)
 LOCAL_NICENESS = "0"     # of the workers of a Ray started here (Ray's default is 15): a
 # search on this machine should share it as --threads does, not only take the CPU time
@@ -47,9 +51,11 @@ LOCAL_NICENESS = "0"     # of the workers of a Ray started here (Ray's default i
 
 
 class ClusterError(PdbError):
-    """The cluster cannot be reached, or lost every node, or refused the work."""
+    """The cluster cannot be reached, or lost every node, or refused the work: a search it
+    stops has its progress saved (``stops_a_search``: Checkpointing.holding says so)."""
 
     exit_code = 1
+    stops_a_search = True
 
 
 def on_loopback(address: str | None) -> bool:

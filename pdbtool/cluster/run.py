@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from pdbtool.cluster.frontier import FRONTIER_PER_THREAD, frontier
-from pdbtool.cluster.messages import (BATCHES_PER_CPU, IN_FLIGHT_PER_CPU, POLL_SECONDS,
-                                      PROGRESS_SECONDS, Batch, BatchResult, ClusterError,
+from pdbtool.cluster.messages import (BATCHES_PER_CPU, HEAD_CHECK_SECONDS, IN_FLIGHT_PER_CPU,
+                                      POLL_SECONDS, PROGRESS_SECONDS, Batch, BatchResult,
+                                      ClusterError,
                                       HeuristicSpec, NodeProgress, NodeReport, SubtreeRecord)
 from pdbtool.errors import BadInput
 from pdbtool.kernels.ida import BOUND, BUDGET, EXPANDED, GENERATED, INF, NOT_FOUND, STOPPED
@@ -167,6 +168,7 @@ class SearchRun:
         self.busy = 0
         self._polls: dict = {}
         self._last_poll = 0.0
+        self._last_check = time.monotonic()
 
     def publish(self, bound: int) -> None:
         c = self.control.counters
@@ -318,6 +320,9 @@ class SearchRun:
             self._polls = {w.control("progress", self.job): k
                            for k, w in enumerate(self.workers) if w.lost is None}
         self.publish(bound)
+        if now - self._last_check >= HEAD_CHECK_SECONDS:  # a lost head: ClusterError, and
+            self._last_check = now  # the progress saved as at any stop (iteration)
+            self.cluster.reachable()
 
     def _halt_actors(self) -> None:
         for w in self.workers:

@@ -387,8 +387,8 @@ class Checkpointing:
         Held already by this thread (the command line holds it before it reads the file
         and starts a cluster; Solver.search before its kernels compile), it is held on;
         another thread is refused as another process is. A search stopped short (its
-        limits, Ctrl-C, SIGTERM) with its progress in the file says so in a note on the
-        exception, which the command's last line gives."""
+        limits, Ctrl-C, SIGTERM, a cluster lost) with its progress in the file says so in a
+        note on the exception, which the command's last line gives."""
         me = threading.get_ident()
         hold = claim(self.path) if self._owner != me else None
         self._owner = me
@@ -396,7 +396,8 @@ class Checkpointing:
         try:
             yield
         except BaseException as e:
-            stopped = isinstance(e, LimitReached) or not isinstance(e, Exception)  # Ctrl-C
+            stopped = (isinstance(e, LimitReached) or not isinstance(e, Exception)  # Ctrl-C
+                       or getattr(e, "stops_a_search", False))  # (a cluster's head lost)
             if hold is not None and stopped and self.has_save():
                 e.add_note(f"the progress is saved in {self.path}: given it again, the "
                            "search resumes there")
