@@ -389,7 +389,9 @@ def add_solve_options(p) -> None:
                         "iterations and every few thousand nodes, so a search may end a little past "
                         "it (on N threads, shared by them: up to N times a little); greedy, whose "
                         "work is bounded, does not take it")
-    p.add_argument("--timeout", type=arg_seconds, help="give up after this many seconds (exit 4)")
+    p.add_argument("--timeout", type=arg_seconds,
+                   help="give up after this many seconds of search (exit 4; with --cluster, "
+                        "from the search's start, after Ray's start and the tables' shipping)")
     p.add_argument("--trace-cap", type=arg_non_negative, default=DEFAULT_CAP, metavar="N",
                    help=f"nodes a trace records at most (default {DEFAULT_CAP:,}: the 8-puzzle and "
                         "easy 15-puzzles fit); the search goes on beyond, unrecorded")
