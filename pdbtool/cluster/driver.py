@@ -64,10 +64,10 @@ from pdbtool.cluster.frontier import MAX_FRONTIER, SERIAL_BELOW
 from pdbtool.cluster.messages import (BUILD_RETRIES, CONNECT_SECONDS, IN_FLIGHT_PER_CPU, LOCAL,
                                       LOCAL_NICENESS, MAX_RESTARTS, MAX_TASK_RETRIES,
                                       PROBE_PAUSE, PROBE_SECONDS, PROBE_TRIES, RECONNECT_SECONDS,
-                                      START_SECONDS,
-                                      BoardAnswer, ClusterError, ClusterInfo, HeuristicSpec,
-                                      TableSource, default_cache_dir, keep_on_loopback, log,
-                                      on_loopback, ray_module, split_address)
+                                      START_SECONDS, BoardAnswer, ClusterError, ClusterInfo,
+                                      HeuristicSpec, TableSource, default_cache_dir,
+                                      keep_on_loopback, log, on_loopback, ray_module,
+                                      split_address)
 from pdbtool.cluster.node import NodeWorker, build_on_node
 from pdbtool.cluster.run import Dispatch, Node, SearchRun, Worker, first_line, replays
 from pdbtool.errors import EXIT_LIMIT, ArtifactError, BadInput, LimitReached, not_a_directory

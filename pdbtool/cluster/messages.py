@@ -40,11 +40,11 @@ CONNECT_SECONDS = 10.0   # to open a TCP connection to a cluster's address befor
 PROBE_SECONDS = 2.0      # the same, before the cluster's nodes are asked for once connected
 PROBE_TRIES = 3          # probes that time out before the head is taken for lost (one
 PROBE_PAUSE = 0.5        # refused is enough), this many seconds apart
+# (Ray itself retries an unreachable address for about 12 minutes, deaf to Ctrl-C)
 HEAD_CHECK_SECONDS = 5.0  # between probes of the head during a search (Ray would end
 # the process a minute after losing it, with a line of its own and no checkpoint saved)
 RECONNECT_SECONDS = 10 * 365 * 86400  # how long a driver's Ray waits for a lost head:
 # the driver's own probe decides (RAY_gcs_rpc_server_reconnect_timeout_s)
-# (Ray itself retries an unreachable address for about 12 minutes, deaf to Ctrl-C)
 LOCAL_NICENESS = "0"     # of the workers of a Ray started here (Ray's default is 15): a
 # search on this machine should share it as --threads does, not only take the CPU time
 # that every other process leaves (at 15 a single busy process halved the cluster's speed)

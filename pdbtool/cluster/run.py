@@ -15,8 +15,8 @@ import numpy as np
 from pdbtool.cluster.frontier import FRONTIER_PER_THREAD, frontier
 from pdbtool.cluster.messages import (BATCHES_PER_CPU, HEAD_CHECK_SECONDS, IN_FLIGHT_PER_CPU,
                                       POLL_SECONDS, PROGRESS_SECONDS, Batch, BatchResult,
-                                      ClusterError,
-                                      HeuristicSpec, NodeProgress, NodeReport, SubtreeRecord)
+                                      ClusterError, HeuristicSpec, NodeProgress, NodeReport,
+                                      SubtreeRecord)
 from pdbtool.errors import BadInput
 from pdbtool.kernels.ida import BOUND, BUDGET, EXPANDED, GENERATED, INF, NOT_FOUND, STOPPED
 from pdbtool.kernels.tasks import FAR

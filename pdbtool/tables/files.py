@@ -81,7 +81,6 @@ def _rename_new(tmp: Path, path: Path) -> None:
     os.unlink(tmp)
 
 
-PARTIAL = ".partial"  # <name>.<pid>.<machine>.partial: a file being written by process <pid>
 LEFT_ELSEWHERE_SECONDS = 24 * 3600  # another machine's temporary file untouched this long is
 # a killed writer's (a shared directory: its pid cannot be asked about here)
 
@@ -108,6 +107,7 @@ def writer_name(path, kind: str = "partial") -> Path:
 def partial_name(path) -> Path:
     """The name atomic_output writes ``path`` under first, in this process."""
     return writer_name(path, "partial")
+
 
 # What the disk or the system refuses a writer (HDF5 reports them as errno in a long text).
 WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM,
