@@ -158,10 +158,10 @@ def no_ray_yet(monkeypatch, tmp_path):
     ray.init is recorded, not run; Ray's temp directory empty, no RAY_ADDRESS."""
     import ray
 
-    from pdbtool.cluster import driver
+    from pdbtool.cluster import messages
 
     inits = []
-    monkeypatch.setattr(driver, "speaks_grpc", lambda host, port: True)  # (a socket as head)
+    monkeypatch.setattr(messages, "speaks_http2", lambda s: True)  # (a listening socket: the head)
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(ray, "init", lambda **kw: inits.append(kw["address"]))
     monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
@@ -328,10 +328,10 @@ def test_an_address_where_something_else_answers_is_refused_in_seconds(monkeypat
 
     import grpc
 
-    from pdbtool.cluster import driver
+    from pdbtool.cluster import messages
     from pdbtool.cluster.messages import ClusterError
 
-    monkeypatch.setattr(driver, "CONNECT_SECONDS", 3.0)
+    monkeypatch.setattr(messages, "CONNECT_SECONDS", 3.0)
     web = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
     threading.Thread(target=web.serve_forever, daemon=True).start()
     head = grpc.server(futures.ThreadPoolExecutor(1))
@@ -342,9 +342,9 @@ def test_an_address_where_something_else_answers_is_refused_in_seconds(monkeypat
         t = time.monotonic()
         with pytest.raises(ClusterError, match=rf"^{address} answers, but not as a Ray head: "
                                                r"no gRPC there within 3 s"):
-            driver.reach(address)
+            messages.reach(address)
         assert time.monotonic() - t < 30
-        driver.reach(f"127.0.0.1:{port}")  # a gRPC server: taken (Ray's GCS is one)
+        messages.reach(f"127.0.0.1:{port}")  # a gRPC server: taken (Ray's GCS is one)
     finally:
         web.shutdown()
         head.stop(None)

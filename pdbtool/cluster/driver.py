@@ -61,12 +61,12 @@ from typing import Callable, Iterable
 
 from pdbtool import __version__
 from pdbtool.cluster.frontier import MAX_FRONTIER, SERIAL_BELOW
-from pdbtool.cluster.messages import (BUILD_RETRIES, CONNECT_SECONDS, IN_FLIGHT_PER_CPU, LOCAL,
+from pdbtool.cluster.messages import (BUILD_RETRIES, IN_FLIGHT_PER_CPU, LOCAL,
                                       LOCAL_NICENESS, MAX_RESTARTS, MAX_TASK_RETRIES,
                                       PROBE_PAUSE, PROBE_SECONDS, PROBE_TRIES, RECONNECT_SECONDS,
                                       START_SECONDS, BoardAnswer, ClusterError, ClusterInfo,
                                       HeuristicSpec, TableSource, default_cache_dir,
-                                      keep_on_loopback, log, on_loopback, ray_module,
+                                      keep_on_loopback, log, on_loopback, ray_module, reach,
                                       split_address)
 from pdbtool.cluster.node import NodeWorker, build_on_node
 from pdbtool.cluster.run import Dispatch, Node, SearchRun, Worker, first_line, replays
@@ -534,46 +534,6 @@ def head_of(address: str) -> str | None:
     except ValueError as e:  # RAY_ADDRESS, or the address file, holds no address
         raise ClusterError(f"--cluster auto: {e} (from RAY_ADDRESS, or Ray's address file of "
                            "the last `ray start --head`)") from None
-
-
-def reach(address: str | None, named: str | None = None) -> None:
-    """Open (and close) a TCP connection to a cluster's head at ``address`` (None: none to
-    probe), within CONNECT_SECONDS: ClusterError naming it (``named``, else ``address``)
-    and why if it cannot be reached (Ray would retry for minutes, deaf to Ctrl-C and
-    SIGTERM); BadInput if it is no address."""
-    where = split_address(address) if address is not None else None
-    if where is None:
-        return
-    try:
-        socket.create_connection(where, timeout=CONNECT_SECONDS).close()
-    except OSError as e:
-        reason = "timed out" if isinstance(e, TimeoutError) else e.strerror or str(e)
-        raise ClusterError(f"cannot reach the Ray cluster at {named or address}: {reason} "
-                           "(start one with `ray start --head`, or use --cluster local)") from None
-    if not speaks_grpc(*where):
-        raise ClusterError(f"{named or address} answers, but not as a Ray head: no gRPC there "
-                           f"within {CONNECT_SECONDS:g} s (give the address `ray start --head` "
-                           "prints: port 6379 unless it was given another; 8265 is its "
-                           "dashboard)")
-
-
-def speaks_grpc(host: str, port: int) -> bool:
-    """Whether a gRPC server answers at (host, port) within CONNECT_SECONDS: a Ray head's
-    GCS does, another service there (a web server: a port mistyped) does not, and Ray
-    waited for it for minutes. True where Ray's connections use TLS (RAY_USE_TLS), which
-    this plain probe cannot speak."""
-    if os.environ.get("RAY_USE_TLS", "").lower() in ("1", "true"):
-        return True
-    import grpc
-
-    channel = grpc.insecure_channel(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
-    try:
-        grpc.channel_ready_future(channel).result(timeout=CONNECT_SECONDS)
-        return True
-    except grpc.FutureTimeoutError:
-        return False
-    finally:
-        channel.close()
 
 
 @contextlib.contextmanager

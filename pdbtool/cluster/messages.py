@@ -119,6 +119,53 @@ def split_address(address: str) -> tuple[str, int] | None:
     return host, int(port)
 
 
+def reach(address: str | None, named: str | None = None) -> None:
+    """Open (and close) a TCP connection to a cluster's head at ``address`` (None: none to
+    probe), within CONNECT_SECONDS, and see it answer HTTP/2 as a gRPC server does:
+    ClusterError naming it (``named``, else ``address``) and why if it cannot be reached
+    or something else answers there (Ray would retry for minutes, deaf to Ctrl-C and
+    SIGTERM); BadInput if it is no address."""
+    where = split_address(address) if address is not None else None
+    if where is None:
+        return
+    try:
+        with socket.create_connection(where, timeout=CONNECT_SECONDS) as s:
+            answers = speaks_http2(s)
+    except OSError as e:
+        reason = "timed out" if isinstance(e, TimeoutError) else e.strerror or str(e)
+        raise ClusterError(f"cannot reach the Ray cluster at {named or address}: {reason} "
+                           "(start one with `ray start --head`, or use --cluster local)") from None
+    if not answers:
+        raise ClusterError(f"{named or address} answers, but not as a Ray head: no gRPC there "
+                           f"within {CONNECT_SECONDS:g} s (give the address `ray start --head` "
+                           "prints: port 6379 unless it was given another; 8265 is its "
+                           "dashboard)")
+
+
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+def speaks_http2(s: socket.socket) -> bool:
+    """Whether the server on the connected socket ``s`` answers HTTP/2's client preface
+    (and an empty SETTINGS frame) with a SETTINGS frame of its own, as a gRPC server, a
+    Ray head's GCS, does; another service there (a web server: a port mistyped) does not,
+    and Ray waited for it for minutes. True where Ray's connections use TLS (RAY_USE_TLS),
+    which this plain probe cannot speak. OSError if the connection fails meanwhile."""
+    if os.environ.get("RAY_USE_TLS", "").lower() in ("1", "true"):
+        return True
+    s.sendall(HTTP2_PREFACE)
+    head = b""
+    try:
+        while len(head) < 9:  # a frame's header: length (3 bytes), type (4: SETTINGS), ...
+            piece = s.recv(9 - len(head))
+            if not piece:
+                return False
+            head += piece
+    except TimeoutError:
+        return False
+    return head[3] == 4
+
+
 def default_cache_dir() -> Path:
     """Where a node keeps the tables it received (and the driver its packed copies):
     $PDBTOOL_CLUSTER_CACHE, else <tmp>/pdbtool-cluster-<uid>."""
