@@ -133,7 +133,12 @@ def test_a_trace_or_page_never_replaces_a_table(tmp_path, capsys, art_dir, monke
     other = tmp_path / "other.h5"
     other.write_bytes(table.read_bytes())
     before = table.read_bytes()
+    (tmp_path / "artifacts" / "8-full.h5.verified").write_text("{}")
     for argv, message in (
+            (["animate", "-o", "artifacts/8-full.h5.verified", "--force", BOARD],
+             "is the verification stamp of the table artifacts/8-full.h5"),
+            (["solve", "--trace", "artifacts/8-full.h5.verified", "--force", BOARD],
+             "is the verification stamp"),
             (["solve", "--trace", str(table), "--force", BOARD], "is the input"),
             (["animate", "-o", "artifacts/8-full.h5", "--force", BOARD], "is the input"),
             (["solve", "--heuristic", "manhattan", "--trace", str(other), "--force", BOARD],
@@ -144,6 +149,7 @@ def test_a_trace_or_page_never_replaces_a_table(tmp_path, capsys, art_dir, monke
         code, out, err = run(capsys, *argv)
         assert code == 2 and message in err and not out, (argv, err)
     assert table.read_bytes() == before and other.read_bytes() == before
+    assert (tmp_path / "artifacts" / "8-full.h5.verified").read_text() == "{}"
 
 
 @pytest.mark.parametrize("edit, says", [
@@ -153,7 +159,16 @@ def test_a_trace_or_page_never_replaces_a_table(tmp_path, capsys, art_dir, monke
     (lambda d: d["events"]["h"].__setitem__(0, 1.5), "belong: events"),
     (lambda d: d["events"].update(g=5), "events are not columns"),
     (lambda d: d["result"].update(goal=5), "the trace's result is damaged"),
-    (lambda d: d["result"]["moves"].reverse(), "its tiles moved are not those moves")])
+    (lambda d: d["result"]["moves"].reverse(), "its tiles moved are not those moves"),
+    # whole numbers out of their range: the page was written and failed in the browser
+    (lambda d: d["events"].update(outcome=[7] * len(d["events"]["outcome"])),
+     "events' outcome reaches 7, beyond 2"),
+    (lambda d: d["events"].update(blank=[99] * len(d["events"]["blank"])),
+     "events' blank reaches 99, beyond 8"),
+    (lambda d: d["events"].update(iteration=[50] * len(d["events"]["iteration"])),
+     "events' iteration reaches 50"),
+    (lambda d: d["result"].update(path_h=["<script>"]), "path_h is not the h of each board"),
+    (lambda d: d["result"].update(nodes_generated=3), "50 events of a search that generated 3")])
 def test_a_damaged_trace_is_refused_by_name(tmp_path, capsys, edit, says):
     t = trace.record(Solver(table_free("manhattan", 3)), tuple(map(int, BOARD.split())), cap=50)
     d = json.loads(json.dumps(t.to_dict()))
@@ -162,4 +177,20 @@ def test_a_damaged_trace_is_refused_by_name(tmp_path, capsys, edit, says):
     path.write_text(json.dumps(d))
     code, out, err = run(capsys, "animate", "--trace", str(path), "-o", str(tmp_path / "p.html"))
     assert code == 2 and says in err and "Traceback" not in err, err
+    assert not (tmp_path / "p.html").exists()
+
+
+def test_a_trace_that_is_no_file_or_nested_too_deep_is_refused(tmp_path, capsys):
+    """A FIFO given as the trace waited for a writer for good; JSON nested past Python's
+    limit was a RecursionError's traceback."""
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    for path, says in ((fifo, "fifo: not a regular file: a FIFO"),
+                       (deep, "deep.json: not a pdbtool trace (lists or objects nested too deep)")):
+        code, out, err = run(capsys, "animate", "--trace", str(path), "-o", str(tmp_path / "p.html"))
+        assert code == 2 and says in err and "Traceback" not in err, err
     assert not (tmp_path / "p.html").exists()

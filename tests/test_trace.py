@@ -223,7 +223,7 @@ def test_trace_file_round_trip_and_refusals(tmp_path):
         d["result"][field] = value
         (tmp_path / name).write_text(json.dumps(d))
     for name, message in (("x.json", "not a pdbtool trace"), ("y.json", "not JSON"),
-                          ("z.json", "equal length"), ("missing.json", "cannot read"),
+                          ("z.json", "equal length"), ("missing.json", "missing.json: no such file"),
                           ("b.json", "not UTF-8"), ("short.json", "result is damaged"),
                           ("negative.json", "do not take its board to its goal"),
                           ("moves.json", "do not take its board to its goal"),

@@ -120,8 +120,8 @@ def check_written(args, path, *inputs) -> None:
     """May a file the command writes beside its answer (--trace, animate's page) go to
     ``path``? Into a directory that may be written, never onto a table it may read (the
     default ./artifacts' too) or another input, never over any table or pack (an HDF5
-    file), a link or a special file, over another existing file only with --force
-    (BadInput)."""
+    file) or a table's stamp (its loaders would check it whole again), a link or a special
+    file, over another existing file only with --force (BadInput)."""
     tables = [Path(args.artifact)] if getattr(args, "artifact", None) else []
     directory = getattr(args, "artifacts", None) or DEFAULT_ARTIFACTS
     if Path(directory).is_dir():
@@ -130,6 +130,10 @@ def check_written(args, path, *inputs) -> None:
     if Path(path).is_file() and artifact.is_hdf5(path):
         raise BadInput(f"{path} is an HDF5 file (a table or a pack): refusing to write over "
                        "it, even with --force; give another output name")
+    stamped = Path(str(path).removesuffix(".verified"))
+    if str(path).endswith(".verified") and stamped.is_file() and artifact.is_hdf5(stamped):
+        raise BadInput(f"{path} is the verification stamp of the table {stamped}: refusing "
+                       "to write over it, even with --force; give another output name")
 
 
 def write_whole(path, write) -> None:
@@ -477,9 +481,11 @@ def parser() -> Parser:
     sv.set_defaults(func=cmd_solvable)
 
     pr = sub.add_parser("predict", help="predict IDA* nodes per iteration from a table's values",
-                        description="Korf, Reid & Edelkamp's prediction from the artifact's value histograms.")
+                        description="Korf, Reid & Edelkamp's prediction from the artifact's value "
+                                    "histograms: of no start in particular, a comparison of tables "
+                                    "(a given board's search takes orders of magnitude fewer).")
     pr.add_argument("path", metavar="ARTIFACT", type=arg_path)
-    pr.add_argument("--depth", type=arg_positive, required=True, help="predict bounds 0..DEPTH")
+    pr.add_argument("--depth", type=arg_positive, required=True, help="predict bounds 0..DEPTH (at most 255)")
     pr.add_argument("--blank", type=int, default=0, help="the start's blank cell (default 0)")
     pr.add_argument("--no-prune", action="store_true", help="count the tree with parent pruning only")
     pr.add_argument("--json", action="store_true", help="print JSON on stdout instead of text")

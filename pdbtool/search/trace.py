@@ -25,6 +25,7 @@ from pathlib import Path
 from pdbtool import puzzle
 from pdbtool.errors import BadInput, PdbError
 from pdbtool.result import SolveResult
+from pdbtool.tables.files import file_problem
 
 TRACE_FORMAT = "pdbtool-trace"
 TRACE_VERSION = 1
@@ -102,7 +103,30 @@ def from_dict(d: dict, source: str = "trace") -> Trace:
     if damaged:
         raise BadInput(f"{source}: the trace is damaged (not whole numbers where they "
                        f"belong: {', '.join(damaged)})")
+    wrong = out_of_range(result, events)
+    if wrong:
+        raise BadInput(f"{source}: the trace is damaged ({wrong})")
     return Trace(result, events, cap, str(d.get("note", "")))
+
+
+def out_of_range(result: dict, events: dict | None) -> str | None:
+    """What of a trace's whole numbers lies outside what its search can have written (an
+    edited trace passed, and its page failed in the browser), or None."""
+    cells = len(result["board"])
+    path_h = result.get("path_h", [])
+    if not (isinstance(path_h, list) and all(map(whole, path_h))
+            and len(path_h) in (0, len(result["blank_moves"]) + 1)):
+        return "path_h is not the h of each board along the solution"
+    if events is None or not events["outcome"]:
+        return None
+    for column, limit in (("outcome", len(OUTCOME_NAMES)), ("blank", cells),
+                          ("iteration", len(result["iterations"]))):
+        if max(events[column]) >= limit:
+            return f"events' {column} reaches {max(events[column])}, beyond {limit - 1}"
+    if len(events["outcome"]) > result["nodes_generated"]:
+        return (f"{len(events['outcome']):,} events of a search that generated "
+                f"{result['nodes_generated']:,} nodes")
+    return None
 
 
 def whole(x) -> bool:
@@ -140,6 +164,12 @@ def tiles_moved(board, letters: str, shape) -> list[int]:
 
 
 def load(path) -> Trace:
+    """The trace in the file ``path``: BadInput for a file that is not a regular one (a
+    FIFO waited for a writer for good), not JSON (nested past Python's limit too), or not
+    a whole, consistent trace (``from_dict``)."""
+    problem = file_problem(path)
+    if problem:
+        raise BadInput(f"{path}: {problem}")
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as e:
@@ -150,6 +180,8 @@ def load(path) -> Trace:
         d = json.loads(text)
     except json.JSONDecodeError as e:
         raise BadInput(f"{path}: not JSON ({e.msg}: line {e.lineno}, column {e.colno})") from None
+    except RecursionError:
+        raise BadInput(f"{path}: not a pdbtool trace (lists or objects nested too deep)") from None
     return from_dict(d, str(path))
 
 
