@@ -816,7 +816,13 @@ def test_warm_without_artifacts_uses_the_artifacts_directory_here(art_dir, tmp_p
     shutil.copy(art_dir / "8-full.h5", tmp_path / "artifacts" / "8-full.h5")
     monkeypatch.chdir(tmp_path)
     assert main(["warm", "--json"]) == 0
-    assert [w["heuristic"] for w in json.loads(capsys.readouterr().out)["warmed"]] == ["pdb 8/full + reflection"]
+    warmed = json.loads(capsys.readouterr().out)["warmed"]
+    assert [(w["heuristic"], w["rows"], w["cols"]) for w in warmed] == [
+        ("pdb 8/full + reflection", 3, 3)]  # (the shape as solve's JSON gives it; was [3, 3])
+    assert main(["solvable", "--json", "--shape", "4x3", "2", "1", *map(str, range(3, 12)),
+                 "0"]) == 3  # (a swap: Loyd's board)
+    said = json.loads(capsys.readouterr().out)  # (a 3x4's and a 4x3's board read alike)
+    assert (said["rows"], said["cols"], said["solvable"]) == (4, 3, False)
 
 
 def test_a_table_of_the_other_form_is_a_usage_error_naming_the_command(art_dir, tmp_path,

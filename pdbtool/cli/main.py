@@ -319,7 +319,8 @@ def cmd_solvable(args) -> int:
     shape = puzzle.shape_of(board, args.shape)
     puzzle.goal_board(shape, goal)  # the sizes must agree
     ok, why = puzzle.solvability(board, goal, shape)
-    emit(args, {"board": list(board), "goal": goal, "solvable": ok, "explanation": why}, why)
+    emit(args, {"board": list(board), "rows": shape.rows, "cols": shape.cols, "goal": goal,
+                "solvable": ok, "explanation": why}, why)
     return 0 if ok else EXIT_UNSOLVABLE
 
 

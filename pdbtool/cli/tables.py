@@ -298,7 +298,8 @@ def cmd_warm(args) -> int:
                   file=sys.stderr, flush=True)
 
     done = warm(args.artifacts, threads=args.threads, starting=starting, report=report)
-    emit(args, {"warmed": [w._asdict() for w in done]},
+    emit(args, {"warmed": [{"rows": w.shape.rows, "cols": w.shape.cols, "heuristic": w.heuristic,
+                            "seconds": w.seconds} for w in done]},  # (rows, cols as solve's)
          f"kernels ready for {plural(len(done), 'board shape')}")
     return 0
 
