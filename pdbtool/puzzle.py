@@ -285,15 +285,17 @@ def solvability(board, goal="blank-last", shape=None) -> tuple[bool, str]:
     b, gb = board.index(0), target.index(0)
     dist = distance(shape, b, gb)
     word = ("even", "odd")
+    steps = f"{dist} move{'' if dist == 1 else 's'}"
     if odd == dist % 2:
         return True, (f"solvable: the board is an {word[odd]} permutation of the goal and the blank "
-                      f"is {dist} move(s) from its goal cell, an {word[dist % 2]} number: the parities "
+                      f"is {steps} from its goal cell, an {word[dist % 2]} number: the parities "
                       "agree, so moves reach the goal")
     return False, (
         f"unsolvable for the {check_goal(goal, shape)} goal: the board is an {word[odd]} permutation of the goal, "
-        f"but the blank is {dist} move(s) from its goal cell, an {word[dist % 2]} number; "
+        f"but the blank is {steps} from its goal cell, an {word[dist % 2]} number; "
         "every move is one transposition and one blank step, so these parities must agree "
-        "(e.g. Loyd's 14-15 board: one swap away, blank at home)"
+        "(swapping any two tiles turns a solvable board into an unsolvable one, as in Loyd's "
+        "14-15 puzzle)"
     )
 
 

@@ -60,7 +60,9 @@ def test_animate_from_a_board_and_from_a_trace(tmp_path, capsys):
     run(capsys, "solve", "--heuristic", "manhattan", "--goal", "blank-first", "--trace", str(t), "--quiet",
         "1 2 3 4 5 6 7 8 0 9 10 11 12 13 14 15")
     code, out, _ = run(capsys, "animate", "--json", "--trace", str(t), "-o", str(page), "--force")
-    assert code == 0 and json.loads(out)["events_recorded"] == inlined(page.read_text())["events_recorded"]
+    d = json.loads(out)  # the search's result as solve --json gives it, as the trace holds it
+    assert code == 0 and d["events_recorded"] == inlined(page.read_text())["events_recorded"]
+    assert d["result"] == trace.load(t).result and d["path"] == str(page)
     assert inlined(page.read_text())["result"]["size"] == 4
 
 
@@ -76,11 +78,14 @@ def test_refusals_are_bad_input(tmp_path, capsys, monkeypatch):
             (["animate", "--trace", str(not_json)], "not a pdbtool trace"),
             (["animate", "--trace", str(not_json), BOARD], "either a BOARD or --trace"),
             (["animate", "1 2 3"], "not a square board"),
+            (["animate", "-o", "-", BOARD], "not to standard output"),  # (a file named "-")
+            (["solve", "--trace", "-", BOARD], "not to standard output"),
             (["solve", "--file", str(boards), "--trace", "t.json"], "--trace records one board"),
             (["solve", "--heuristic", "manhattan", "--trace", str(tmp_path / "t.json"),
               "--trace-cap", "100000000000", BOARD], "a trace records at most 10,000,000")):
         code, _, err = run(capsys, *argv)
         assert code == 2 and message in err, (argv, err)
+    assert not (tmp_path / "-").exists()
 
 
 def test_traces_and_pages_never_overwrite_by_surprise(tmp_path, capsys, art_dir):
@@ -194,3 +199,15 @@ def test_a_trace_that_is_no_file_or_nested_too_deep_is_refused(tmp_path, capsys)
         code, out, err = run(capsys, "animate", "--trace", str(path), "-o", str(tmp_path / "p.html"))
         assert code == 2 and says in err and "Traceback" not in err, err
     assert not (tmp_path / "p.html").exists()
+
+
+def test_a_traced_search_counts_its_recorded_nodes_in_its_memory():
+    """The recorded nodes are held by the search: 100,000 of them (2.3 MB) were left out of
+    its peak memory, which said only the plain search's arrays."""
+    from pdbtool.kernels.ida import EVENT_FIELDS
+
+    solver = Solver(table_free("manhattan", 3))
+    board = tuple(int(t) for t in BOARD.split())
+    plain = trace.record(solver, board, cap=0).result["peak_memory_bytes"]
+    traced = trace.record(solver, board, cap=100_000).result["peak_memory_bytes"]
+    assert traced == plain + 100_000 * EVENT_FIELDS * 4

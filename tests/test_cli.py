@@ -59,6 +59,24 @@ def test_unsolvable_exit_3_says_why():
     assert p.returncode == 3 and "unsolvable" in p.stderr and "permutation" in p.stderr
 
 
+def test_solvable_words_fit_the_board(capsys):
+    """The explanation counts in words ("1 move") and cites Loyd's puzzle as an example,
+    not as this board (a 2x3 board was "Loyd's 14-15 board")."""
+    assert main(["solvable", "--shape", "2x3", "1 2 3 5 4 0"]) == 3
+    said = capsys.readouterr().out
+    assert "0 moves from its goal cell" in said and "as in Loyd's 14-15 puzzle" in said
+    assert main(["solvable", "1 2 3 4 5 6 7 0 8"]) == 0
+    assert "is 1 move from its goal cell" in capsys.readouterr().out
+
+
+def test_partitions_gives_small_sizes_in_kib(capsys):
+    """The catalogues' sizes in the unit that shows them (8/full's table was "0 MiB" and
+    its build "0.0 GiB")."""
+    assert main(["partitions"]) == 0
+    eight = capsys.readouterr().out.split("\n12/")[0]
+    assert "1 table to build, 177.2 KiB zero-aware" in eight and "2.90 MiB to build" in eight
+
+
 @pytest.mark.process
 def test_a_first_run_compiles_before_the_clock_starts(tmp_path):
     """With an empty kernel cache the first search compiles its kernels (seconds); neither

@@ -509,7 +509,9 @@ def result_text(r: dict, line: int | None = None) -> str:
 
 
 def memory_text(size: int) -> str:
-    """Bytes as MiB, or KiB or bytes below a MiB (3,330 bytes were "0.00 MiB")."""
+    """Bytes as GiB from a GiB, MiB, or KiB or bytes below a MiB (3,330 bytes were "0.00 MiB")."""
+    if size >= 2**30:
+        return f"{size / 2**30:,.2f} GiB"
     if size >= 2**20:
         return f"{size / 2**20:,.2f} MiB"
     return f"{size / 2**10:.1f} KiB" if size >= 2**10 else f"{size} bytes"

@@ -121,7 +121,10 @@ def check_written(args, path, *inputs) -> None:
     ``path``? Into a directory that may be written, never onto a table it may read (the
     default ./artifacts' too) or another input, never over any table or pack (an HDF5
     file) or a table's stamp (its loaders would check it whole again), a link or a special
-    file, over another existing file only with --force (BadInput)."""
+    file, over another existing file only with --force, never to "-" (BadInput)."""
+    if str(path) == "-":
+        raise BadInput("'-': this file is written to a path, not to standard output; give a "
+                       "name (e.g. solve.html or trace.json)")
     tables = [Path(args.artifact)] if getattr(args, "artifact", None) else []
     directory = getattr(args, "artifacts", None) or DEFAULT_ARTIFACTS
     if Path(directory).is_dir():
@@ -305,9 +308,7 @@ def cmd_animate(args) -> int:
     write_whole(args.output, lambda tmp: animate.write(t, tmp))
     path = Path(args.output)
     r = t.result
-    emit(args, {"path": str(path), "length": r["length"], "iterations": len(r["iterations"]),
-                "nodes_generated": r["nodes_generated"], "events_recorded": t.recorded,
-                "note": t.note},
+    emit(args, {"path": str(path), "result": r, "events_recorded": t.recorded, "note": t.note},
          f"wrote {path}: {plural(r['length'], 'move')}, {plural(len(r['iterations']), 'iteration')}, {t.summary}; "
          f"open file://{path.resolve()}")
     return 0

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pdbtool.cli import PROG
 from pdbtool.cli.cluster import open_cluster
-from pdbtool.cli.console import batch_exit_code, emit, plural, report_error
+from pdbtool.cli.console import batch_exit_code, emit, memory_text, plural, report_error
 from pdbtool.errors import BadInput, NotAFile, PdbError, not_a_directory
 from pdbtool.progress import Progress
 from pdbtool.signals import outcome_out
@@ -261,8 +261,10 @@ def cmd_seal(args) -> int:
     codes = []
     for path in args.paths:  # one line (or JSON object) a file, as each is sealed; a file
         try:  # refused is said, and the others are sealed (the exit code says the worst)
-            if artifact.read_meta(path).sealed:
-                emit(args, {"path": str(path), "sealed": "already"}, f"{path}: sealed already")
+            if (known := artifact.read_meta(path)).sealed:
+                emit(args, {"path": str(path), "sealed": True, "already": True,
+                            "partition": known.partition, "version": known.version},
+                     f"{path}: sealed already")
                 codes.append(0)
                 continue
             meta = seal(path)
@@ -272,7 +274,7 @@ def cmd_seal(args) -> int:
             continue
         codes.append(0)
         stamped = checksum_state(meta) == "verified"
-        emit(args, {"path": str(path), "sealed": "now", "partition": meta.partition,
+        emit(args, {"path": str(path), "sealed": True, "already": False, "partition": meta.partition,
                     "version": meta.version, "stamped": stamped},
              f"sealed {path}: {meta.partition} version {meta.version}, checksums checked"
              + ("; stamped again" if stamped else "; not stamped (it had no stamp): "
@@ -317,13 +319,14 @@ def cmd_partitions(args) -> int:
                      "served_bytes": c.served_bytes(),
                      "build_bytes": c.build_bytes()})
     text = "\n".join(
-        f"{r['name']:11s} {r['rows']}x{r['cols']}, {len(r['partitions'])} partition(s), "
+        f"{r['name']:11s} {r['rows']}x{r['cols']}, {plural(len(r['partitions']), 'partition')}, "
         f"groups {r['partitions'][0]}"
         + (" ..." if len(r["partitions"]) > 1 else "")
-        + f"\n            {r['tables_built']} table(s) to build, {r['table_bytes'] / 2**20:,.0f} MiB "
-          f"zero-aware, {r['served_bytes'] / 2**20:,.0f} MiB in memory with its parity bits "
-          f"({r['table_bytes_min_over_blank'] / 2**20:,.0f} MiB min over blank), "
-          f"about {r['build_bytes'] / 2**30:.1f} GiB to build: {r['note']}" for r in rows)
+        + f"\n            {plural(r['tables_built'], 'table')} to build, "
+          f"{memory_text(r['table_bytes'])} zero-aware, {memory_text(r['served_bytes'])} in "
+          f"memory with its parity bits ({memory_text(r['table_bytes_min_over_blank'])} min "
+          "over blank), "
+          f"about {memory_text(r['build_bytes'])} to build: {r['note']}" for r in rows)
     emit(args, {"catalogues": rows}, text)
     return 0
 

@@ -206,6 +206,7 @@ def record(solver, board, goal: str = "blank-last", threads: int = 1, control=No
 
     rows = np.zeros((cap, EVENT_FIELDS), dtype=np.int32)
     result = solver.search(prepared, control, events=rows)
+    result.peak_memory_bytes += rows.nbytes  # the recorded nodes are the search's memory too
     rows = rows[:min(cap, result.nodes_generated)]
     # The kernel searched the goal's image (puzzle.Frame): map its cells back to the user's.
     cells = np.argsort(np.asarray(prepared.frame.cells))[rows[:, EV_CELL]]
