@@ -20,10 +20,11 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from pdbtool.cli.cluster import add_cluster_option, add_shipping_options
-from pdbtool.cli.console import (Parser, UsageError, arg_budget, arg_path, arg_seconds,
-                                 arg_shape, arg_size, arg_threads, batch_exit_code, emit,
-                                 input_lines, no_boards, plural, read_stdin, report_error,
-                                 result_text, run, search_line, stop_on_signals, version_text)
+from pdbtool.cli.console import (Parser, UsageError, arg_budget, arg_non_negative, arg_path,
+                                 arg_positive, arg_seconds, arg_shape, arg_size, arg_threads,
+                                 batch_exit_code, board_lines, emit, no_boards, plural,
+                                 read_stdin, report_error, result_text, run, search_line,
+                                 stop_on_signals, version_text)
 from pdbtool.errors import BadInput, PdbError
 from pdbtool.progress import fmt_bytes
 
@@ -101,7 +102,7 @@ def parser() -> Parser:
                    "serving (for kill -HUP), remove it at exit; refuses a running pdbd's file")
     s.add_argument("--threads", type=arg_threads, default=None, metavar="N",
                    help="search threads (default: one per core)")
-    s.add_argument("--max-queue", type=non_negative, default=DEFAULT_MAX_QUEUE, metavar="Q",
+    s.add_argument("--max-queue", type=arg_non_negative, default=DEFAULT_MAX_QUEUE, metavar="Q",
                    help=f"searches allowed to wait for a thread; beyond, RESOURCE_EXHAUSTED "
                         f"(default {DEFAULT_MAX_QUEUE})")
     s.add_argument("--max-search-seconds", type=limit_seconds, default=DEFAULT_MAX_SEARCH_SECONDS,
@@ -115,7 +116,7 @@ def parser() -> Parser:
                    "and bidir (a client's max_memory above it is lowered to it), the ida-tt "
                    f"table (likewise its entries) (default {DEFAULT_MAX_SEARCH_MEMORY >> 30}G; "
                    "0: no limit)")
-    s.add_argument("--max-per-client", type=non_negative, default=None, metavar="N",
+    s.add_argument("--max-per-client", type=arg_non_negative, default=None, metavar="N",
                    help="searches one client address may have in flight (default: an eighth "
                         "of threads + queue, at least 2; 0: no limit); every client on a unix "
                         "socket is one address, 'unix:'")
@@ -154,7 +155,7 @@ def parser() -> Parser:
                         "S seconds before stopping them (default 0; a second signal stops "
                         "them at once)")
     add_cluster_option(s, "send big IDA* searches to this Ray cluster")
-    s.add_argument("--cluster-above", type=positive, default=None, metavar="N",
+    s.add_argument("--cluster-above", type=arg_positive, default=None, metavar="N",
                    help="with --cluster: a search that generates more than N nodes here goes to "
                         f"the cluster (default {DEFAULT_CLUSTER_ABOVE:,})")
     add_shipping_options(s)
@@ -175,7 +176,7 @@ def parser() -> Parser:
                    help="ida (default), ida-tt, astar, rbfs, sma, frontier, bidir, bfs, wida, greedy "
                         "(see pdbtool solve --help)")
     q.add_argument("--weight", type=float, default=None, help="wida: f = g + W*h (default 1.5)")
-    q.add_argument("--tt-size", type=positive, default=None, metavar="N",
+    q.add_argument("--tt-size", type=arg_positive, default=None, metavar="N",
                    help="ida-tt: transposition table entries (default 1,048,576: 32 MiB)")
     q.add_argument("--max-memory", type=arg_size, default=None, metavar="SIZE",
                    help="astar, sma, frontier, bidir: memory for the states they hold, e.g. "
@@ -223,7 +224,7 @@ def parser() -> Parser:
                    help="a name the page is reached by (the Host header), beyond its IP "
                         "addresses, localhost and this machine's name: a DNS name, a proxy "
                         "in front; repeatable (any other name is refused: DNS rebinding)")
-    w.add_argument("--max-per-client", type=non_negative, default=None, metavar="N",
+    w.add_argument("--max-per-client", type=arg_non_negative, default=None, metavar="N",
                    help="searches one browser (client address) may have in flight; beyond, "
                         "HTTP 429 (default 4; 0: no limit)")
     add_logging(w, solves=False)
@@ -297,20 +298,6 @@ def limit_memory(text):
     """--max-search-memory: a size in bytes ('1G'), or 0 for no limit."""
     size = arg_size(text)
     return size or None
-
-
-def positive(text):
-    v = int(text)
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
-    return v
-
-
-def non_negative(text):
-    v = int(text)
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {v}")
-    return v
 
 
 # -- serve ---------------------------------------------------------------------------------
@@ -419,11 +406,7 @@ def query_file(args) -> int:
             raise BadInput(f"cannot read {args.file}: {e.strerror}") from None
 
     def boards():
-        for lineno, line in input_lines(args.file):
-            if not isinstance(line, BadInput):
-                line = line.split("#")[0].strip()
-                if not line:
-                    continue
+        for lineno, line in board_lines(args.file):
             lines.append(lineno)
             yield line
 

@@ -151,7 +151,8 @@ def info_dict(m: pb.InfoReply) -> dict:
         "sizes": [{"size": s.size or None, "rows": s.rows or s.size, "cols": s.cols or s.size,
                    "heuristic": s.heuristic, "artifact": s.artifact_version or None}
                   for s in m.sizes],
-        "artifacts": [{"path": a.path, "partition": a.partition, "size": a.size,
+        "artifacts": [{"path": a.path, "partition": a.partition,  # "size": a square's side
+                       "size": a.size if a.cols in (0, a.size) else None,  # as under sizes
                        "rows": a.size, "cols": a.cols or a.size,
                        "version": a.version, "bytes": a.bytes,
                        "resident_bytes": a.resident_bytes, "locked": a.locked,

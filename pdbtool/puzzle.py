@@ -37,8 +37,6 @@ SEARCH_MAX_SIDE = 6  # the searches and their heuristics (selection and heuristi
 # Rectangles: each side 2..SEARCH_MAX_SIDE (the searches and greedy; greedy's larger sizes
 # are for squares).
 
-ROTATE_MOVE = str.maketrans("UDLR", "DURL")
-
 
 def parse_board(text: str | list | tuple, shape=None) -> tuple[int, ...]:
     """Parse tiles given as text ("1 2 3, 4 ...") or a sequence of such pieces (the
@@ -118,10 +116,6 @@ def validate(tiles, shape=None) -> tuple[int, ...]:
         missing = sorted(set(range(n)) - seen)
         raise BadInput(f"duplicate tile(s) {sorted(dups)}; missing {missing}")
     return tiles
-
-
-def side_of(board) -> int:
-    return math.isqrt(len(board))
 
 
 def shape_of(board, shape=None) -> Shape:
@@ -226,13 +220,6 @@ def _frame(shape: Shape, goal: str) -> Frame:
     return Frame(target, tuple(range(n)), tuple(labels), gb)
 
 
-def to_blank_first(board, goal: str) -> tuple[int, ...]:
-    """Map a board for ``goal`` onto the equivalent board for the blank-first goal."""
-    if check_goal(goal) == "blank-first":
-        return tuple(board)
-    return rotate_relabel(board)
-
-
 def rotate_relabel(board) -> tuple[int, ...]:
     """The isomorphism between the goals: rotate 180 degrees, relabel t -> N+1-t (0 stays).
 
@@ -240,14 +227,6 @@ def rotate_relabel(board) -> tuple[int, ...]:
     """
     n = len(board)
     return tuple(0 if t == 0 else n - t for t in reversed(board))
-
-
-def moves_from_blank_first(tile_moves, blank_moves, shape, goal):
-    """Map a solution found for the blank-first image back to the user's goal convention."""
-    if goal == "blank-first":
-        return list(tile_moves), blank_moves
-    n = as_shape(shape).cells
-    return [n - t for t in tile_moves], blank_moves.translate(ROTATE_MOVE)
 
 
 # --- parity -------------------------------------------------------------------------------

@@ -159,16 +159,16 @@ def fallback(shape, why: str) -> Heuristic:
 
 
 class Solvers:
-    """One Solver per board shape (a Shape, or a square's side), chosen once: ``heuristic`` (table-free, by name), else
-    ``artifact`` (one file), else the strongest table in ``directory`` (default
+    """One Solver per board shape (a Shape, or a square's side), chosen once: ``heuristic``
+    (table-free, by name), else ``artifact_path`` (one file), else the strongest table in ``directory`` (default
     ./artifacts when it exists), else the announced fallback. Safe to share across threads:
     threads asking for a shape at once wait for its one load."""
 
     def __init__(self, *, heuristic: str | None = None, artifact_path=None, directory=None,
                  reflect: bool = True, prune: bool = True, tables: TableSet | None = None):
-        if heuristic and (artifact_path or directory):
-            raise BadInput(f"--heuristic {heuristic} uses no table: leave out "
-                           f"{'--artifact' if artifact_path else '--artifacts'}")
+        if heuristic and (artifact_path or directory):  # (the options of the same names)
+            raise BadInput(f"heuristic {heuristic} uses no table: give no "
+                           f"{'artifact' if artifact_path else 'artifacts directory'}")
         self.heuristic, self.artifact_path = heuristic, artifact_path
         self.directory = Path(directory) if directory else None
         self.reflect, self.prune = reflect, prune
@@ -179,7 +179,7 @@ class Solvers:
         self._refused: dict = {}  # shape -> the PdbError its table was refused with
         self._lock = threading.RLock()  # around choosing a Solver (and loading its table)
 
-    def for_side(self, shape) -> Solver:
+    def for_shape(self, shape) -> Solver:
         """The Solver of boards of ``shape`` (a Shape, or a square's side) towards a corner.
         A table refused (damaged, unreadable) is refused again for the shape's later boards,
         as it was the first time, without every check run again (a batch's lines)."""
@@ -213,7 +213,7 @@ class Solvers:
                                                 prune=self.prune)
                 return self._solvers[key]
             if gb == 0:
-                return self.for_side(shape)
+                return self.for_shape(shape)
             key = (shape, gb)
             if key not in self._solvers:
                 if self.heuristic:
@@ -269,7 +269,7 @@ def warm(directory=None, *, threads: int = 2, starting=None, report=None) -> lis
     solvers = Solvers(directory=directory, tables=tables)
     done = []
     for shape in tables.shapes or [Shape(3, 3), Shape(4, 4)]:
-        solver = solvers.for_side(shape)
+        solver = solvers.for_shape(shape)
         parts = solver.kernel_parts(threads)
         if starting:
             starting(shape, solver.heuristic.name, pending(type(solver.heuristic.H), parts))

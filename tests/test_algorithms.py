@@ -614,7 +614,7 @@ def test_greedy_makes_no_move_that_the_next_undoes(shape):
     from pdbtool.selection import Solvers
 
     shape = Shape(*shape)
-    solver = Solvers(heuristic="manhattan").for_side(shape)
+    solver = Solvers(heuristic="manhattan").for_shape(shape)
     for goal in ("blank-first", "blank-last"):
         solved = puzzle.goal_board(shape, goal)
         assert solver.solve(solved, goal, algorithm="greedy").length == 0
@@ -631,7 +631,7 @@ def test_every_algorithms_note_joins_its_parts_once(tmp_path):
     boards ...: fell back to walking-distance; ; open list only")."""
     from pdbtool.selection import Solvers
 
-    solver = Solvers(directory=tmp_path).for_side((3, 4))  # no table there: a fallback's note
+    solver = Solvers(directory=tmp_path).for_shape((3, 4))  # no table there: a fallback's note
     assert "fell back" in solver.heuristic.note
     for name in ("ida", "greedy", "frontier"):
         note = solver.solve((10, 2, 4, 11, 7, 5, 0, 1, 6, 3, 9, 8), algorithm=name).note
@@ -649,7 +649,7 @@ def test_sma_s_counts_reach_a_client_of_the_daemon(art_dir):
 
     _, _, board = korf_shortest(1)[0]  # Korf's #55: 41 moves, thousands dropped in 64K
     sma = Algorithm("sma", max_memory=1 << 16)
-    local = Solvers(directory=art_dir).for_side(4).solve(board, "blank-first", algorithm=sma)
+    local = Solvers(directory=art_dir).for_shape(4).solve(board, "blank-first", algorithm=sma)
     assert local.dropped > 0 and local.reexpanded > 0
     daemon = running_daemon(load_directory(art_dir), threads=1)
     try:

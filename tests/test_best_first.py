@@ -137,9 +137,9 @@ def test_memory_options_and_the_servers_cap():
     for name in NEW:
         a, lowered = Algorithm(name, max_memory=1 << 30).within(1 << 20)
         assert lowered and a.max_memory == 1 << 20
-        Algorithm(name).check_side(5)
+        Algorithm(name).check_shape(5)
         with pytest.raises(BadInput, match=r"up to 25 cells \(5x5, 4x6, 6x4\), not 6x6"):
-            Algorithm(name).check_side(6)
+            Algorithm(name).check_shape(6)
 
 
 @pytest.mark.process

@@ -51,6 +51,8 @@ def test_bad_input_exit_2_with_message(board, words):
 def test_bad_goal_and_bad_option():
     assert run("solve", "--goal", "sideways", "1 2 3 0").returncode == 2
     assert run("solve", "--heuristic", "magic", "1 2 3 0").returncode == 2
+    p = run("solve", "--heuristic", "manhattan", "--artifacts", ".", "1 2 3 0")
+    assert p.returncode == 2 and "--heuristic manhattan uses no table: leave out --artifacts" in p.stderr
 
 
 @pytest.mark.process

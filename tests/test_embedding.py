@@ -152,7 +152,7 @@ def test_solvers_chooses_a_shapes_solver_once_for_threads_asking_at_once(monkeyp
 
     monkeypatch.setattr(Solvers, "_choose", waiting)
     solvers, got = Solvers(heuristic="manhattan"), []
-    asking = [threading.Thread(target=lambda: got.append(solvers.for_side(4))) for _ in range(4)]
+    asking = [threading.Thread(target=lambda: got.append(solvers.for_shape(4))) for _ in range(4)]
     for t in asking:
         t.start()
     for t in asking:

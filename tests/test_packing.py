@@ -3,6 +3,8 @@
 import os
 import stat
 
+import re
+
 import h5py
 import numpy as np
 import pytest
@@ -177,6 +179,19 @@ def test_wrong_forms_are_refused(tmp_path, packed):
     with pytest.raises(WrongForm, match=r"pdbpack is a packed table"):
         verify(dst)  # no check failed: the wrong command was run
     assert WrongForm.exit_code == 2
+
+
+def test_a_stamp_given_as_a_table_names_its_table(tmp_path, packed):
+    """A table's .verified stamp given where a table is wanted is the user's slip (exit 2),
+    said as such: it was "not an HDF5 file", exit 1 as for a damaged table, and verify
+    reported a failed check."""
+    src, _ = packed
+    stamp = trust.stamp_path(src)
+    stamp.write_text("{}")  # what is in it does not matter: the name says whose it is
+    for use in (read_meta, open_tables, verify, lambda p: pack(p, tmp_path / "x.pdbpack")):
+        with pytest.raises(WrongForm, match=rf"the verification stamp of the table {re.escape(str(src))}, "
+                                            rf"not a table; give {re.escape(str(src))}$"):
+            use(stamp)
 
 
 def test_a_pack_is_told_by_its_first_bytes_before_it_is_hashed(tmp_path, packed, monkeypatch):

@@ -11,7 +11,7 @@ LOYD = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 14, 0)
 def test_parse_spaces_commas_and_lists():
     assert puzzle.parse_board("1 2 3, 4 5 6,7 8 0") == (1, 2, 3, 4, 5, 6, 7, 8, 0)
     assert puzzle.parse_board(["1,2", "3", "0"]) == (1, 2, 3, 0)
-    assert puzzle.side_of(puzzle.parse_board(" ".join(map(str, range(25))))) == 5
+    assert puzzle.shape_of(puzzle.parse_board(" ".join(map(str, range(25))))).rows == 5
 
 
 @pytest.mark.parametrize("text, words", [

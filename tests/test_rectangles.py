@@ -111,13 +111,13 @@ def test_every_entry_point_takes_a_shape_as_the_library_does(art_dir):
     solvers = Solvers(heuristic="manhattan")
     board = "7 11 0 8, 5 6 3 10, 4 1 9 2"
     for shape in ("3x4", (3, 4), np.array([3, 4])):
-        assert solvers.for_side(shape).shape == Shape(3, 4)
+        assert solvers.for_shape(shape).shape == Shape(3, 4)
         assert solvers.for_goal(shape, "blank-first").shape == Shape(3, 4)
         assert table_free("manhattan", shape).shape == Shape(3, 4)
         assert puzzle.parse_board(board, shape) == puzzle.parse_board(board, Shape(3, 4))
         assert len(puzzle.random_board(shape)) == 12
-    assert solvers.for_side(3) is solvers.for_side("3x3")
-    for call in (lambda: solvers.for_side("3 by 4"), lambda: table_free("manhattan", 3.5),
+    assert solvers.for_shape(3) is solvers.for_shape("3x3")
+    for call in (lambda: solvers.for_shape("3 by 4"), lambda: table_free("manhattan", 3.5),
                  lambda: puzzle.parse_board(board, (3, 4, 1))):
         with pytest.raises(BadInput, match=forms):
             call()

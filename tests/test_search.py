@@ -52,7 +52,8 @@ def test_isomorphism_maps_optimal_solutions(oracle8, oracle8_last):
         image = puzzle.rotate_relabel(b)
         r = solver.solve(b, "blank-first")
         # The image of an optimal blank-first solution solves the image for blank-last.
-        moves, letters = puzzle.moves_from_blank_first(r.moves, r.blank_moves, 3, "blank-last")
+        moves = [9 - t for t in r.moves]  # the relabelling t -> N+1-t, the turn U <-> D, L <-> R
+        letters = r.blank_moves.translate(str.maketrans("UDLR", "DURL"))
         assert puzzle.apply_tile_moves(image, moves) == puzzle.goal_board(3, "blank-last")
         assert puzzle.apply_blank_moves(image, letters) == puzzle.goal_board(3, "blank-last")
         assert oracle8_last[image] == r.length == oracle8[b]
@@ -300,11 +301,11 @@ def test_the_split_nodes_a_solver_keeps_are_bounded(monkeypatch):
         return sum(a.nbytes for a in nodes)
 
     solver = Solver(table_free("manhattan", 4))
-    two = split_depth(4, 2)
+    two = split_depth(16, 2)
     kept = solver.split_nodes(5, two)
     assert solver.split_nodes(5, two) is kept
-    big = solver.split_nodes(5, split_depth(4, 64))
-    again = solver.split_nodes(5, split_depth(4, 64))  # listed again, alike
+    big = solver.split_nodes(5, split_depth(16, 64))
+    again = solver.split_nodes(5, split_depth(16, 64))  # listed again, alike
     assert again is not big and all(np.array_equal(a, b) for a, b in zip(again, big))
     assert size(big) > module.SPLIT_KEPT >= size(kept)
     assert solver.split_bytes_kept() == size(kept) and solver.split_nodes(5, two) is kept

@@ -55,7 +55,7 @@ def test_a_directory_of_packed_tables_only_says_to_unpack_them(tmp_path):
                             f"(15-7-8.pdbpack): unpack them first, e.g. `pdbtool unpack "
                             f"{tmp_path / '15-7-8.pdbpack'} -o {tmp_path / '15-7-8.h5'}`")
     # a solve from that directory falls back, and its note says why and what to do
-    note = Solvers(directory=tmp_path).for_side(4).heuristic.note
+    note = Solvers(directory=tmp_path).for_shape(4).heuristic.note
     assert note.startswith(f"no table for 4x4 boards in {tmp_path}/ (it holds packed tables "
                            "(15-7-8.pdbpack): unpack them first"), note
 
@@ -78,19 +78,19 @@ def test_empty_missing_and_damaged_directories_are_errors(art_dir, tmp_path):
 
 def test_solvers_policy(art_dir, tmp_path):
     named = Solvers(heuristic="manhattan")
-    assert named.for_side(4).heuristic.name == "manhattan"
-    assert named.for_side(4) is named.for_side(4)  # one Solver per side
+    assert named.for_shape(4).heuristic.name == "manhattan"
+    assert named.for_shape(4) is named.for_shape(4)  # one Solver per side
     one = Solvers(artifact_path=art_dir / "8-full.h5")
-    assert one.for_side(3).heuristic.name == "pdb 8/full + reflection"
+    assert one.for_shape(3).heuristic.name == "pdb 8/full + reflection"
     with pytest.raises(BadInput, match="serves 3x3 boards, the board is 4x4"):
-        one.for_side(4)
+        one.for_shape(4)
     directory = Solvers(directory=art_dir, prune=False)
-    assert directory.for_side(4).heuristic.artifact == artifact.read_meta(art_dir / "15-5-5-5.h5").version
-    assert directory.for_side(4).prune is False
-    fallback = directory.for_side(5).heuristic
+    assert directory.for_shape(4).heuristic.artifact == artifact.read_meta(art_dir / "15-5-5-5.h5").version
+    assert directory.for_shape(4).prune is False
+    fallback = directory.for_shape(5).heuristic
     assert fallback.name == "linear-conflict" and "no table for 5x5 boards" in fallback.note
-    assert Solvers(directory=tmp_path).for_side(4).heuristic.name == "walking-distance"
-    with pytest.raises(BadInput, match="--heuristic manhattan uses no table: leave out --artifact"):
+    assert Solvers(directory=tmp_path).for_shape(4).heuristic.name == "walking-distance"
+    with pytest.raises(BadInput, match="heuristic manhattan uses no table: give no artifact"):
         Solvers(heuristic="manhattan", artifact_path=art_dir / "8-full.h5")
 
 
@@ -132,10 +132,10 @@ def test_a_board_loads_only_the_tables_of_its_shape(art_dir, tmp_path, caplog):
     flip_byte(damaged, artifact.read_meta(damaged).data_offset + 99)
     solvers = Solvers(directory=tmp_path)
     with caplog.at_level("WARNING", logger="pdbtool"):
-        assert solvers.for_side(3).heuristic.name == "pdb 8/full + reflection"
+        assert solvers.for_shape(3).heuristic.name == "pdb 8/full + reflection"
     assert not any("15-5-5-5" in r.getMessage() for r in caplog.records)  # not even checked
     with pytest.raises(ArtifactError, match=r"15-5-5-5\.h5: .*checksum.* mismatch"):
-        solvers.for_side(4)
+        solvers.for_shape(4)
 
 
 def test_a_rectangle_s_tables_load_once_for_both_of_its_shapes(tmp_path, monkeypatch):
@@ -154,8 +154,8 @@ def test_a_rectangle_s_tables_load_once_for_both_of_its_shapes(tmp_path, monkeyp
 
     monkeypatch.setattr(selection, "load_directory", loaded)
     solvers = selection.Solvers(directory=tmp_path)
-    assert solvers.for_side(Shape(3, 4)).shape == Shape(3, 4)
-    assert solvers.for_side(Shape(4, 3)).shape == Shape(4, 3)
+    assert solvers.for_shape(Shape(3, 4)).shape == Shape(3, 4)
+    assert solvers.for_shape(Shape(4, 3)).shape == Shape(4, 3)
     assert calls == [{Shape(3, 4), Shape(4, 3)}], calls
 
 
@@ -176,7 +176,7 @@ def test_a_refused_table_is_refused_for_every_later_board_without_loading_again(
     solvers = selection.Solvers(directory=tmp_path)
     for _ in range(3):
         with pytest.raises(ArtifactError, match="check checksums failed"):
-            solvers.for_side(4)
+            solvers.for_shape(4)
     assert loads == [tmp_path]
 
 
@@ -193,7 +193,7 @@ def test_what_an_app_passes_for_shapes_is_read_or_refused_in_words(art_dir, tmp_
     with pytest.raises(BadInput, match="shapes is a list of shapes"):
         load_directory(art_dir, shapes=3.5)
     with pytest.raises(BadInput, match="board side 1 is not supported"):
-        Solvers(heuristic="manhattan").for_side(1)
+        Solvers(heuristic="manhattan").for_shape(1)
     with pytest.raises(BadInput, match="a 1x1 board is not supported"):
         table_free("manhattan", 1)
     for blank in (9, -1, 3.5, "0"):  # (9: an IndexError; -1 wrapped to the last cell)

@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 
 from pdbtool.search.trace import Trace
+from pdbtool.tables.files import atomic_output
 
 TEMPLATE = "animation.html"
 
@@ -39,7 +40,7 @@ def page(trace: Trace | None, live: bool = False) -> str:
 
 
 def write(trace: Trace, path) -> Path:
-    """Write the page for ``trace`` to ``path``; return the path."""
-    path = Path(path)
-    path.write_text(page(trace), encoding="utf-8")
-    return path
+    """Write the page for ``trace`` to ``path``, whole or not at all; return the path."""
+    with atomic_output(path) as tmp:
+        Path(tmp).write_text(page(trace), encoding="utf-8")
+    return Path(path)

@@ -418,10 +418,11 @@ def read_stdin() -> str:
         raise BadInput(f"stdin is not UTF-8 text ({e.reason} at byte {e.start})") from None
 
 
-def input_lines(path: str):
-    """(line number, text) for each line of a file ('-': stdin), read as bytes; a line
-    that is not UTF-8 comes as (line number, BadInput) so the caller reports it and goes on.
-    A byte-order mark before the first line (some editors write one) is not read as text."""
+def board_lines(path: str):
+    """(line number, text) for each board of a file ('-': stdin): a line's text before any
+    '#', lines with none skipped. Read as bytes: a line that is not UTF-8 comes as (line
+    number, BadInput) so the caller reports it and goes on. A byte-order mark before the
+    first line (some editors write one) is not read as text."""
     if path == "-":
         stream = _stdin_bytes()
     else:
@@ -432,9 +433,12 @@ def input_lines(path: str):
     with stream as lines:
         for lineno, raw in enumerate(lines, 1):
             try:
-                yield lineno, raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+                text = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
             except UnicodeDecodeError as e:
                 yield lineno, BadInput(f"not UTF-8 text ({e.reason} at byte {e.start})")
+                continue
+            if board := text.split("#")[0].strip():
+                yield lineno, board
 
 
 def _stdin():
@@ -541,7 +545,7 @@ def search_line(bound: int, nodes: int, elapsed: float, earlier=None) -> str:
 
 class SearchReporter:
     """A thread that reports a long search on stderr from the counters the kernel
-    publishes (see search.SearchControl): nothing for the first ``after`` seconds.
+    publishes (see search.control.SearchControl): nothing for the first ``after`` seconds.
     ``detail()``, if given, is appended to each line (e.g. the cluster's busy workers)."""
 
     def __init__(self, control, enabled: bool = True, after: float = 1.0, detail=None):

@@ -20,7 +20,7 @@ from pdbtool.cli.cluster import add_cluster_option, add_shipping_options, open_c
 from pdbtool.cli.console import (STDOUT_CLOSED, Parser, SearchReporter, arg_budget, arg_cores,
                                  arg_interval, arg_non_negative, arg_path, arg_positive, arg_processes,
                                  arg_seconds, arg_shape, arg_size, arg_threads, arg_zstd_level,
-                                 batch_exit_code, emit, input_lines, library_warnings, no_boards,
+                                 batch_exit_code, board_lines, emit, library_warnings, no_boards,
                                  plural, report_error, result_text, run, version_text)
 from pdbtool.cli.tables import (cmd_build, cmd_info, cmd_list, cmd_pack, cmd_partitions,
                                 cmd_seal, cmd_unpack, cmd_verify, cmd_warm)
@@ -32,7 +32,7 @@ from pdbtool.search.trace import DEFAULT_CAP
 from pdbtool.selection import DEFAULT_ARTIFACTS
 from pdbtool.signals import outcome_out
 from pdbtool.tables import artifact
-from pdbtool.tables.files import atomic_output, check_output
+from pdbtool.tables.files import check_output
 
 
 # --- solve --------------------------------------------------------------------------------
@@ -46,6 +46,9 @@ def solvers_from(args):
     args.goal = puzzle.check_goal(args.goal, args.shape)
     if args.artifact and args.artifacts:
         raise BadInput("give either --artifact FILE or --artifacts DIR, not both")
+    if args.heuristic and (args.artifact or args.artifacts):
+        raise BadInput(f"--heuristic {args.heuristic} uses no table: leave out "
+                       f"{'--artifact' if args.artifact else '--artifacts'}")
     algorithm = Algorithm(args.algorithm, weight=args.weight, tt_size=args.tt_size,
                           max_memory=args.max_memory)
     if not getattr(args, "cluster", None):  # (a cluster's nodes have memories of their own)
@@ -133,16 +136,9 @@ def check_written(args, path, *inputs) -> None:
     if Path(path).is_file() and artifact.is_hdf5(path):
         raise BadInput(f"{path} is an HDF5 file (a table or a pack): refusing to write over "
                        "it, even with --force; give another output name")
-    stamped = Path(str(path).removesuffix(".verified"))
-    if str(path).endswith(".verified") and stamped.is_file() and artifact.is_hdf5(stamped):
+    if stamped := artifact.stamp_of(path):
         raise BadInput(f"{path} is the verification stamp of the table {stamped}: refusing "
                        "to write over it, even with --force; give another output name")
-
-
-def write_whole(path, write) -> None:
-    """``write(tmp)`` a file that appears under ``path`` whole or not at all."""
-    with atomic_output(path) as tmp:
-        write(tmp)
 
 
 def solve_one(args, text, solvers, algorithm, line: int | None = None) -> int:
@@ -150,7 +146,7 @@ def solve_one(args, text, solvers, algorithm, line: int | None = None) -> int:
     trace = solve_traced(args, text, solvers, algorithm, args.trace_cap if args.trace else 0)
     if args.trace:
         try:
-            write_whole(args.trace, trace.save)
+            trace.save(args.trace)
         except PdbError:  # (a full disk): the answer is not lost with the trace
             emit(args, trace.result, result_text(trace.result))
             raise
@@ -186,13 +182,10 @@ def cmd_solve(args) -> int:
     if args.trace:
         raise BadInput("--trace records one board: give a BOARD, not --file")
     codes = []
-    for lineno, line in input_lines(args.file):
+    for lineno, line in board_lines(args.file):
         try:
             if isinstance(line, PdbError):
                 raise line
-            line = line.split("#")[0].strip()
-            if not line:
-                continue
             code = solve_one(args, line, solvers, algorithm, lineno)
         except PdbError as e:
             code = e.exit_code
@@ -232,13 +225,11 @@ def solve_on_cluster(args, solvers, algorithm) -> int:
     if args.board:
         raise BadInput("give either a BOARD or --file, not both")
     entries = []  # in input order: (line number, (solver, prepared) or the error)
-    for lineno, line in input_lines(args.file):
+    for lineno, line in board_lines(args.file):
         try:
             if isinstance(line, PdbError):
                 raise line
-            line = line.split("#")[0].strip()
-            if line:
-                entries.append((lineno, prepare_line(line, args, solvers, algorithm)))
+            entries.append((lineno, prepare_line(line, args, solvers, algorithm)))
         except PdbError as e:
             entries.append((lineno, e))
     if not entries:
@@ -305,7 +296,7 @@ def cmd_animate(args) -> int:
     check_written(args, args.output, *([args.trace] if args.trace else []))  # before solving
     if t is None:
         t = solve_traced(args, " ".join(args.board), *solvers_from(args), args.trace_cap)
-    write_whole(args.output, lambda tmp: animate.write(t, tmp))
+    animate.write(t, args.output)
     path = Path(args.output)
     r = t.result
     emit(args, {"path": str(path), "result": r, "events_recorded": t.recorded, "note": t.note},
@@ -487,7 +478,7 @@ def parser() -> Parser:
                                     "histograms: of no start in particular, a comparison of tables "
                                     "(a given board's search takes orders of magnitude fewer).")
     pr.add_argument("path", metavar="ARTIFACT", type=arg_path)
-    pr.add_argument("--depth", type=arg_positive, required=True, help="predict bounds 0..DEPTH (at most 255)")
+    pr.add_argument("--depth", type=arg_non_negative, required=True, help="predict bounds 0..DEPTH (at most 255)")
     pr.add_argument("--blank", type=int, default=0, help="the start's blank cell (default 0)")
     pr.add_argument("--no-prune", action="store_true", help="count the tree with parent pruning only")
     pr.add_argument("--json", action="store_true", help="print JSON on stdout instead of text")

@@ -41,7 +41,8 @@ class Lookup(NamedTuple):
     tiles: tuple[int, ...]      # the tiles read, in the table's order
     cell_map: tuple[int, ...]   # board cell -> cell in the table's frame
     offset: int                 # byte offset of the table inside the flat table data
-    sum: int                    # which sum it adds to: 2 * partition + reflected
+    sum: int                    # which sum it adds to: 2 * partition + reflected with
+    # reflection, else the partition (one sum a partition: no reflection, or transposed)
 
 
 def lookups(meta: artifact.ArtifactMeta, reflect: bool = True, transposed: bool = False

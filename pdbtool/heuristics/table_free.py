@@ -75,7 +75,7 @@ def board_arrays(board_bf):
 
 
 def line_table(shape) -> np.ndarray:
-    """Linear-conflict value of every line content, indexed as in kernels.line_conflict:
+    """Linear-conflict value of every line content, indexed as in kernels.table_free.line_conflict:
     2 * (tiles of the line - longest strictly increasing run of their goal positions).
     A rectangle's rows and columns differ in length: the columns' table follows the rows'."""
     rows, cols = as_shape(shape)

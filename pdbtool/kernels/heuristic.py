@@ -300,7 +300,7 @@ def broken_derivation(H, s, board, pos, row, moves, nmoves):
     entries that a move derives from the board's (h_update, moved_entry) differ from the
     child's own (h_init), or -1 if none: a zero-aware table damaged behind valid checksums
     at a search's root, which every node below would inherit. -1 for other heuristics.
-    ``moves``, ``nmoves``: the blank's moves (search.blank_moves); the board is restored."""
+    ``moves``, ``nmoves``: the blank's moves (geometry.blank_moves); the board is restored."""
     if not H.zero_aware:
         return -1
     _, rank_col, _, _ = columns(H)

@@ -45,7 +45,7 @@ def line_conflict(H, board, s, line, is_col):
 
     The line's content is coded in base k+1 (k: the line's cells), one digit per cell: a
     tile's goal position within this line, or k for a blank or a tile of another line. A
-    table built once (heuristics.line_table) holds 2 * (tiles of the line - longest
+    table built once (heuristics.table_free.line_table) holds 2 * (tiles of the line - longest
     increasing run); a rectangle's column table follows its row table (``span``).
     """
     k = board.shape[0] // s if is_col else s

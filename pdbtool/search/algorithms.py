@@ -32,7 +32,7 @@ import numpy as np
 
 from pdbtool import limits, puzzle
 from pdbtool.errors import BadInput, LimitReached
-from pdbtool.geometry import Shape, as_shape, neighbour_arrays
+from pdbtool.geometry import as_shape, neighbour_arrays
 from pdbtool.kernels.ida import BUDGET, EXPANDED, FOUND, GENERATED, MAX_DEPTH, STOPPED
 from pdbtool.search.control import limit_reached
 
@@ -48,7 +48,7 @@ DEFAULT_WEIGHT = 1.5
 # through an exponential tree below it (W = 20 on a 24-puzzle, 60 on a 15-puzzle: minutes
 # where W = 10 takes milliseconds). The weight is lowered so that W x h0 stays within this.
 WIDA_REACH = 500
-BFS_MAX_SIDE = 3
+BFS_MAX_CELLS = 9  # bfs: boards of up to 9 cells (3x3, 2x4); its arrays span every placement
 KEYED = ("astar", "ida-tt", "sma", "frontier", "bidir")  # boards of up to KEY_MAX_CELLS cells
 RECTANGLES = ("ida", "wida", "rbfs", "greedy", *KEYED)  # serve boards that are not square
 @dataclass(frozen=True)
@@ -158,10 +158,6 @@ class Algorithm:
                                                   ("greedy", "not optimal")) if serves(name, shape)]
         raise BadInput(f"{why}; a {shape} board takes {', '.join(takers)}" if takers else why)
 
-    def check_side(self, side: int) -> None:
-        """check_shape for a square board of ``side``."""
-        self.check_shape(Shape(side, side))
-
 
 def serves(name: str, shape) -> bool:
     """Does algorithm ``name`` serve boards of ``shape`` (a Shape, or a square's side)? bfs
@@ -171,7 +167,7 @@ def serves(name: str, shape) -> bool:
 
     shape = as_shape(shape)
     if name == "bfs":
-        return shape.cells <= BFS_MAX_SIDE ** 2
+        return shape.cells <= BFS_MAX_CELLS
     if name in KEYED and shape.cells > KEY_MAX_CELLS:
         return False
     if not shape.square:
@@ -179,13 +175,11 @@ def serves(name: str, shape) -> bool:
     return shape.rows <= (puzzle.MAX_SIDE if name == "greedy" else puzzle.SEARCH_MAX_SIDE)
 
 
-def search_with(solver, prepared, control, *, algorithm: Algorithm, threads: int = 1):
-    """Run ``algorithm`` on a prepared board (called by Solver.search, which checked the
-    board's size against it). The control's counters end as the result's (its kernel
-    publishes them only now and then, or never: a daemon's metrics read them)."""
-    if threads > 1:
-        raise BadInput(f"only ida searches on threads ({threads} asked for); "
-                       f"{algorithm.name} runs on one thread")
+def search_with(solver, prepared, control, *, algorithm: Algorithm):
+    """Run ``algorithm`` on a prepared board, on this thread (called by Solver.search, which
+    checked the board's size and the threads against it). The control's counters end as the
+    result's (its kernel publishes them only now and then, or never: a daemon's metrics read
+    them)."""
     run = {"ida-tt": _ida_tt, "wida": _ida_tt, "astar": _astar, "rbfs": _rbfs, "bfs": _bfs,
            "greedy": _greedy}.get(algorithm.name)
     try:

@@ -138,8 +138,7 @@ class Solver:
                 self.compile_algorithm(algorithm, prepared.frame)
             with envelope(control, self.heuristic.source):
                 if algorithm.name != "ida":
-                    return search_with(self, prepared, control, threads=threads,
-                                       algorithm=algorithm)
+                    return search_with(self, prepared, control, algorithm=algorithm)
                 if events is not None:
                     return self._search_serial(prepared, control, events)
                 return search_parallel(self, prepared, control, threads=threads)
@@ -175,7 +174,7 @@ class Solver:
         """What an IDA* search on ``threads`` threads compiles before it starts (warm.PARTS):
         a board of 9 cells or fewer on one thread never shares an iteration (search_parallel),
         so its first solve does not wait for those kernels."""
-        return ("serial", "shared") if threads > 1 or self.shape.cells > 9 else ("serial",)
+        return warm.PARTS if threads > 1 or self.shape.cells > 9 else warm.PARTS[:1]
 
     def compile_kernels(self, shared: bool = True) -> None:
         """Compile IDA*'s kernels for this heuristic (or load them from numba's cache) before

@@ -57,9 +57,11 @@ def search_bounds(solver: Solver, prepared: PreparedBoard, control: SearchContro
     first that generates ``serial_below`` nodes; ``parallel_iteration(bound, left, root)`` ->
     IterationOutcome runs the rest (``root``: the search's, made and checked here once).
     ``serial`` receives the serial iterations' counters (from which, and the parallel
-    iterations' own, the caller's parallel_iteration publishes control.counters). ``resume`` (a checkpoint): no serial iterations, the search goes
-    on at the saved bound with the saved counts and time; ``begin(bound, expanded,
-    generated, iterations)`` is told what was counted before each parallel iteration."""
+    iterations' own, the caller's parallel_iteration publishes control.counters).
+    ``resume`` (a checkpoint): no serial iterations, the search goes on at the saved bound
+    with the saved counts and time; ``begin(bound, expanded, generated, iterations,
+    seconds)`` is told what was counted before each parallel iteration, and the search's
+    seconds so far."""
     bf = prepared.image
     stop, budget = control.stop, control.budget
     t0 = time.perf_counter() - (resume.seconds if resume else 0.0)
@@ -116,7 +118,7 @@ def resumed(solver: Solver, prepared: PreparedBoard, keeper) -> Checkpoint | Non
     if keeper is None or keeper.empty:  # (an empty Held, pdbd's fast lane's, needs no
         return None  # identity made to say so)
     return keeper.load(identity(solver, prepared), frame=prepared.frame,
-                       max_split=split_depth(solver.side, limits.MAX_THREADS))
+                       max_split=split_depth(solver.shape.cells, limits.MAX_THREADS))
 
 
 def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchControl, *,
@@ -149,7 +151,7 @@ def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchCont
     resume = resumed(solver, prepared, keeper)
     if resume:
         split = resume.split  # the saved tasks, whatever the threads now
-    split = split_depth(solver.side, threads) if split is None else split
+    split = split_depth(solver.shape.cells, threads) if split is None else split
     if serial_below is None:
         serial_below = (SHARE_BELOW if threads > 1 else ONE_THREAD_SHARE_BELOW
                         if solver.shape.cells > 9 else NEVER)
@@ -268,11 +270,12 @@ class Counted(NamedTuple):
     at: float       # time.monotonic() then
 
 
-def split_depth(side: int, threads: int) -> int:
+def split_depth(cells: int, threads: int) -> int:
     """The depth whose nodes the threads share: about SHARED_PER_THREAD nodes a thread
-    there, at the branching factor of the side's puzzle under move pruning (about 2.13 for
-    the 15-puzzle, 2.37 for the 24-puzzle)."""
-    branching = {3: 1.73, 4: 2.13}.get(side, 2.37)
+    there, at the branching factor of a puzzle of ``cells`` cells under move pruning (1.73
+    for the 8-puzzle, about 2.13 for the 15-puzzle, 2.37 for the 24-puzzle; a rectangle
+    takes the next square's at least as large, so a board and its transpose split alike)."""
+    branching = 1.73 if cells <= 9 else 2.13 if cells <= 16 else 2.37
     return max(1, math.ceil(math.log(SHARED_PER_THREAD * threads) / math.log(branching)))
 
 

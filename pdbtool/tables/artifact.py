@@ -399,6 +399,17 @@ def is_hdf5(path) -> bool:
         return False
 
 
+STAMP_SUFFIX = ".verified"  # a table's verification stamp: the table's name and this
+
+
+def stamp_of(path) -> Path | None:
+    """The table whose verification stamp ``path`` is (an HDF5 file beside it), else None."""
+    table = Path(str(path).removesuffix(STAMP_SUFFIX))
+    if str(path).endswith(STAMP_SUFFIX) and table.is_file() and is_hdf5(table):
+        return table
+    return None
+
+
 def artifact_filename(partition) -> str:
     """'15/7-8' -> '15-7-8.h5'."""
     name = str(partition).replace("/", "-")
@@ -417,6 +428,9 @@ def _read_meta(path, form: str | None) -> ArtifactMeta:
     if problem:
         raise UnreadableFile(f"{path}: {problem} (check its mode and owner, and its "
                              "directory's)")
+    if (table := stamp_of(path)) and not is_hdf5(path):
+        raise WrongForm(f"{path}: the verification stamp of the table {table}, not a table; "
+                        f"give {table}")
     said = seal.declared(path) if form is not None else None
     if said is not None:  # a table of the other form, told by its first bytes before hashing
         _check_form(path, form, INSTALLED if said.data_length else PACKED)

@@ -57,7 +57,7 @@ READ_STEP = 8 << 20  # bytes a content check reads at a time
 
 
 def stamp_path(path) -> Path:
-    return Path(str(path) + ".verified")
+    return Path(str(path) + artifact.STAMP_SUFFIX)
 
 
 def fingerprint(meta: artifact.ArtifactMeta, st: os.stat_result | None = None) -> dict:
