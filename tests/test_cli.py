@@ -178,7 +178,7 @@ def test_damaged_artifacts_are_refused(tmp_path):
     data[-1000] ^= 0xFF  # inside the table region
     path.write_bytes(bytes(data))
     p = run("info", str(path))  # reads the metadata only, but says the checksums are unchecked
-    assert p.returncode == 0 and f"not verified since written: pdbtool verify {path}" in p.stdout
+    assert p.returncode == 0 and f"not verified here (no valid stamp beside it): pdbtool verify {path}" in p.stdout
     p = run("verify", str(path))
     assert p.returncode == 1 and "checksums" in p.stderr and "8-full" in p.stderr
     p = run("solve", "--artifact", str(path), "1 2 3 4 5 6 7 0 8")

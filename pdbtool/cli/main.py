@@ -499,8 +499,8 @@ def parser() -> Parser:
     add_cluster_option(b, "build the tables as tasks on the nodes of a Ray cluster (the "
                           "artifact is written here)")
     b.add_argument("--out", default=DEFAULT_ARTIFACTS, type=arg_path,
-                   help=f"output directory (default {DEFAULT_ARTIFACTS}); the artifact is "
-                        "named after its catalogue (15/7-8: 15-7-8.h5)")
+                   help=f"output directory (default {DEFAULT_ARTIFACTS}; made, with its parents, "
+                        "if missing); the artifact is named after its catalogue (15/7-8: 15-7-8.h5)")
     b.add_argument("--force", action="store_true",
                    help="replace an artifact of the same name in the output directory")
     b.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -120,7 +120,7 @@ def cmd_info(args) -> int:
     meta = artifact.read_any_meta(args.path)
     state = checksum_state(meta)
     checks = {"verified": "checksums verified (stamp of this file)",
-              "unverified": f"checksums not verified since written: pdbtool verify {meta.path}",
+              "unverified": f"checksums not verified here (no valid stamp beside it): pdbtool verify {meta.path}",
               "packed": "packed: pdbtool unpack verifies its checksums"}[state]
     sealed = ("metadata sealed (checked before HDF5 read it)" if meta.sealed else
               "no seal (written before seals: " + (f"pdbtool seal {meta.path})"
@@ -190,7 +190,7 @@ def cmd_pack(args) -> int:
     stats = pack(args.path, args.output, threads=args.threads, level=args.level, force=args.force,
                  progress=bytes_progress(f"packing {args.path}"))
     emit(args, {"path": str(args.output), "source": str(args.path), **stats},
-         f"packed {args.path} -> {args.output}: {stats['raw_bytes']:,} -> {stats['packed_bytes']:,} bytes "
+         f"packed {args.path} -> {args.output}: {stats['raw_bytes']:,} bytes of tables in a pack of {stats['packed_bytes']:,} bytes "
          f"in {stats['seconds']:.1f} s", wrote=args.output)
     return 0
 
