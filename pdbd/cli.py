@@ -494,7 +494,7 @@ def info(args) -> int:
           + ("; OVERLOADED" if d["overloaded"] else ""))
     cl = d.get("cluster")
     if cl:
-        print(f"cluster {cl['address']}: " + (f"unreachable: {cl['error']}" if cl["error"] else
+        print(f"cluster {cl['address']}: " + (f"no answer: {cl['error']}" if cl["error"] else
               f"{plural(cl['nodes'], 'node')}, {plural(cl['cpus'], 'CPU')}, {cl['busy']} busy")
               + f"; searches above {cl['above']:,} nodes "
               + ("are refused" if cl["error"] else "go there") + f" ({cl['delegated']} went there)")
@@ -543,9 +543,13 @@ def web(args) -> int:
     log.info("pdbd web on %s, solving through pdbd at %s", server.url, args.server)
     while not stop.wait(0.5) and server.alive:
         pass
-    log.info("pdbd web shutting down")
+    died = not stop.is_set()  # its server ended unasked: a failure, for a supervisor
+    if died:
+        log.error("pdbd web: its HTTP server stopped unasked; exiting")
+    else:
+        log.info("pdbd web shutting down")
     server.stop()
-    return 0
+    return 1 if died else 0
 
 
 if __name__ == "__main__":

@@ -433,8 +433,9 @@ class FastLane:
     def run(self, job: Job, client: str, deferring: bool = False) -> bool:
         """Search ``job`` here if it may be: True when ``job.future`` holds its outcome
         (the result, or the error that ended it), False when it is for the pool (not
-        IDA*, no slot free in time, or not done within the lane's nodes: its counters are
-        then reset, its budget and stop flag kept). ``deferring`` (a batch's board, whose
+        IDA*, no slot free in time, or not done within the lane's nodes: its counters then
+        hold the progress it saved, which the pool's search resumes from, or 0 without one
+        (_hand_over), its budget and stop flag kept). ``deferring`` (a batch's board, whose
         reader would otherwise hold a slot board after board): only a slot free at once,
         and none while another call waits for one."""
         control = job.control

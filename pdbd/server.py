@@ -453,21 +453,27 @@ def serve_with(config: ServeConfig, tls: Tls | None, metrics: Metrics,
         cluster = Cluster(config.cluster, cache_dir=config.cluster_cache,
                           shared=config.cluster_shared, notify=log.warning)
         delegation = Delegation(cluster, config.cluster_above)
-        info = cluster.info()
-        log.info("searches above %s nodes go to the Ray cluster at %s: %d nodes, %d CPUs",
-                 f"{config.cluster_above:,}", info.address, info.nodes, info.cpus)
-    files = raise_file_limit()
-    threads = config.threads or os.cpu_count() or 1
-    per_client = (default_per_client(threads, config.max_queue) if config.max_per_client is None
-                  else config.max_per_client or None)
-    limits = Limits(config.max_search_seconds, config.max_nodes, per_client,
-                    config.max_search_memory)
-    daemon = Daemon(loaded, config.listen, threads, config.max_queue, limits=limits,
-                    connections=Connections(config.request_timeout, config.idle_timeout,
-                                            config.max_connection_age),
-                    reflection_on=config.reflection, tls=tls, insecure=config.insecure,
-                    mlock=config.mlock, prefault=config.prefault, delegation=delegation,
-                    metrics=metrics, proxies=proxies, stopping=stop)
+    try:  # until the daemon holds the cluster (Daemon.stop closes it), a failure closes it
+        if delegation is not None:
+            info = delegation.cluster.info()
+            log.info("searches above %s nodes go to the Ray cluster at %s: %d nodes, %d CPUs",
+                     f"{config.cluster_above:,}", info.address, info.nodes, info.cpus)
+        files = raise_file_limit()
+        threads = config.threads or os.cpu_count() or 1
+        per_client = (default_per_client(threads, config.max_queue)
+                      if config.max_per_client is None else config.max_per_client or None)
+        limits = Limits(config.max_search_seconds, config.max_nodes, per_client,
+                        config.max_search_memory)
+        daemon = Daemon(loaded, config.listen, threads, config.max_queue, limits=limits,
+                        connections=Connections(config.request_timeout, config.idle_timeout,
+                                                config.max_connection_age),
+                        reflection_on=config.reflection, tls=tls, insecure=config.insecure,
+                        mlock=config.mlock, prefault=config.prefault, delegation=delegation,
+                        metrics=metrics, proxies=proxies, stopping=stop)
+    except BaseException:
+        if delegation is not None:
+            delegation.cluster.close()
+        raise
     sizes = sizes_text(loaded)
     del loaded  # the daemon's now: a reload releases them, and nothing here may keep them
     # (this frame lives as long as the process: it held the start's files open for good)

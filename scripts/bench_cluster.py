@@ -142,9 +142,9 @@ def shape(rec: Recording, rate: float, groups=None):
 def groups_for(solver, rec: Recording, board, workers: int) -> list[int]:
     """For each recorded subtree, the subtree of a ``workers``-CPU cluster's frontier it
     lies in (the same breadth-first expansion, stopped at an earlier level)."""
-    from pdbtool.cluster.frontier import FRONTIER_PER_THREAD, frontier
+    from pdbtool.cluster.frontier import FRONTIER_PER_CPU, frontier
 
-    coarse, _ = frontier(solver, solver.prepare(board, "blank-first").image, FRONTIER_PER_THREAD * workers)
+    coarse, _ = frontier(solver, solver.prepare(board, "blank-first").image, FRONTIER_PER_CPU * workers)
     depth = len(coarse[0].path)
     index = {n.path: k for k, n in enumerate(coarse)}
     return [index[n.path[:depth]] for n in rec.frontier]
@@ -229,7 +229,7 @@ def measure(artifact_24=None, artifact_15=None, ids="40,25", repeat=3, record="4
             ratio=RATIO) -> str:
     from pdbtool.cluster.driver import Cluster
     from pdbtool.tables.packing import pack
-    from pdbtool.cluster.frontier import FRONTIER_PER_THREAD
+    from pdbtool.cluster.frontier import FRONTIER_PER_CPU
     from pdbtool.loading import load_heuristic
     from pdbtool.search.solver import Solver
 
@@ -252,7 +252,7 @@ def measure(artifact_24=None, artifact_15=None, ids="40,25", repeat=3, record="4
             s24.solve(boards[40][1], "blank-first", threads=2)  # pages in, compiled
             rows, loads, subtrees, raced = race(c, s24, boards, [int(k) for k in ids.split(",")], repeat)
             recordings = record_runs(c, s24, boards, [int(k) for k in record.split(",")],
-                                FRONTIER_PER_THREAD * max(WORKERS))
+                                FRONTIER_PER_CPU * max(WORKERS))
             s15 = Solver(load_heuristic(a15))
             korf = [(b, opt) for _, opt, b in instances("korf100.txt")]
             t0 = time.perf_counter()

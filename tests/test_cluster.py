@@ -104,7 +104,7 @@ def test_tables_are_not_shipped_again(cluster, art_dir):
     from pdbtool.cluster.messages import TableSource
     from pdbtool.cluster.node import receive_tables
 
-    path, shipped = receive_tables(solver.heuristic.artifact, TableSource("x"), "t", cluster.cache_dir, "here")
+    path, shipped = receive_tables(solver.heuristic.artifact, TableSource(), "t", cluster.cache_dir, "here")
     assert path == cached and not shipped
 
 

@@ -265,9 +265,14 @@ def solve_one_on_cluster(args, prepared_board) -> int:
     with keeper.holding() if keeper else nullcontext():  # held, then read: a search running
         resumed(solver, prepared, keeper)  # on it, or another search's: refused before Ray
         with open_cluster(args) as cluster:  # starts, not a minute into it
+            if not args.quiet:  # (it may wait for CPUs another job holds, and ship tables)
+                print(f"{PROG}: starting the workers on the cluster's nodes and loading the "
+                      "tables there", file=sys.stderr, flush=True)
+            cluster.workers(solver)
+
             def busy() -> str:
                 run = cluster.running
-                return f", {run.busy}/{run.cpus} workers busy" if run else ""
+                return f", {run.busy}/{run.live_cpus} workers busy" if run else ""
 
             with SearchReporter(control, enabled=not args.quiet, detail=busy):
                 r = cluster.search(solver, prepared, control).to_dict()

@@ -211,7 +211,7 @@ class Cluster:
                     out.append(Node(n["NodeID"], f"{n.get('NodeManagerHostname', '?')} "
                                                  f"({n.get('NodeManagerAddress', '?')})", cpus))
             if not out:
-                raise ClusterError(f"the Ray cluster at {self.address} has no live node with "
+                raise ClusterError(f"the Ray cluster at {self.named} has no live node with "
                                    "CPUs")
             self._nodes = out
         return self._nodes
@@ -260,7 +260,7 @@ class Cluster:
                 self._workers = self._start()
             workers = [w for w in self._workers if w.lost is None]
             if not workers:
-                raise ClusterError(f"every node of the Ray cluster at {self.address} was lost")
+                raise ClusterError(f"every node of the Ray cluster at {self.named} was lost")
             if spec in self._loaded:
                 return workers
             problems = self._ask(workers, "load", spec)
@@ -339,8 +339,8 @@ class Cluster:
         if not target.exists():
             pack(h.artifact_path, target, force=True)
         if self.shared:
-            return TableSource(h.artifact, (), str(target))
-        return TableSource(h.artifact, (self.ray.put(target.read_bytes()),), None)
+            return TableSource((), str(target))
+        return TableSource((self.ray.put(target.read_bytes()),), None)
 
     def _pack_path(self, solver: Solver) -> Path:
         """Where the packed artifact of the solver's tables is kept: the shared directory,
@@ -354,10 +354,10 @@ class Cluster:
         ClusterError if the head does not take a TCP connection (``reachable``)."""
         self.reachable()
         busy = 0
-        with self._lock:
-            live = [w for w in self._workers or () if w.lost is None]
-            made = self._workers is not None
-        nodes = [w.node for w in live] if made else self.nodes()
+        made = self._workers  # replaced whole, never changed in place: read without the
+        # lock, which a first load holds for minutes (CPUs waited for, tables shipped)
+        live = [w for w in made or () if w.lost is None]
+        nodes = [w.node for w in live] if made is not None else self.nodes()
         refs = [w.control("progress", "") for w in live]
         ready, _ = self.ray.wait(refs, num_returns=len(refs), timeout=2.0) if refs else ([], [])
         for ref in ready:
@@ -389,7 +389,7 @@ class Cluster:
         """Solve a prepared board with IDA* over the cluster: optimal, replayed on the
         driver. Iterations that generate fewer than ``serial_below`` nodes run on this
         process (an easy board never pays for the cluster); the rest are split into
-        about ``FRONTIER_PER_THREAD`` subtrees per CPU of the cluster (or ``target``).
+        about ``FRONTIER_PER_CPU`` subtrees per CPU of the cluster (or ``target``).
         Raises LimitReached when the control's budget, timeout or stop flag ends it. With
         ``control.checkpoint`` the search saves its progress and resumes from it, as on
         threads (search/checkpoint.py)."""

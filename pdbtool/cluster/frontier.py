@@ -14,9 +14,9 @@ from pdbtool.search.control import FrontierNode, IterationOutcome, subtree_outco
 if TYPE_CHECKING:
     from pdbtool.search.solver import Solver
 
-FRONTIER_PER_THREAD = 128  # subtrees per cluster CPU: enough for load balance, few
+FRONTIER_PER_CPU = 128  # subtrees per cluster CPU: enough for load balance, few
 # enough that the per-task cost in Python (about 40 us) stays small against the search
-MAX_FRONTIER = FRONTIER_PER_THREAD * 16_384  # a cluster of 16,384 CPUs: a checkpoint
+MAX_FRONTIER = FRONTIER_PER_CPU * 16_384  # a cluster of 16,384 CPUs: a checkpoint
 # naming a larger frontier is damaged (the driver lists it in Python, without a stop)
 
 
@@ -59,8 +59,9 @@ class SubtreeSearch(NamedTuple):
     """One frontier node's subtree searched under a bound."""
 
     outcome: IterationOutcome
-    closest: int  # the smallest h expanded in it (INF: its root was over the bound): the
-    # driver searches the next iteration's subtrees in this order (closest first)
+    closest: int  # the smallest h expanded in it (INF: its root was over the bound, or it
+    # was skipped, halted): the driver searches the next iteration's subtrees in this order
+    # (closest first)
 
 
 def search_subtree(solver: Solver, node: FrontierNode, bound: int, budget: int,

@@ -206,9 +206,9 @@ class HeuristicSpec(NamedTuple):
 class TableSource(NamedTuple):
     """Where a node gets the packed artifact when its cache lacks the version: the
     object store (``packed`` holds one ObjectRef, in a tuple so that Ray hands it over
-    unresolved and the node fetches it itself) or a shared path."""
+    unresolved and the node fetches it itself) or a shared path. The version it must hold
+    travels in the HeuristicSpec."""
 
-    version: str
     packed: tuple = ()
     shared: str | None = None
 

@@ -289,5 +289,3 @@ def build_on_node(job, pdbtool: str) -> tuple:
     table = build_table(job.tiles, job.shape, job.name, zero_aware=job.zero_aware, progress=False)
     return table, node_name(), time.perf_counter() - t0
 
-
-# --- the driver --------------------------------------------------------------------------

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from pdbtool.cluster.frontier import FRONTIER_PER_THREAD, frontier
+from pdbtool.cluster.frontier import FRONTIER_PER_CPU, frontier
 from pdbtool.cluster.messages import (BATCHES_PER_CPU, HEAD_CHECK_SECONDS, IN_FLIGHT_PER_CPU,
                                       POLL_SECONDS, PROGRESS_SECONDS, Batch, BatchResult,
                                       ClusterError, HeuristicSpec, NodeProgress, NodeReport,
                                       SubtreeRecord)
-from pdbtool.errors import BadInput
+from pdbtool.errors import BadInput, PdbError
 from pdbtool.kernels.ida import BOUND, BUDGET, EXPANDED, GENERATED, INF, NOT_FOUND, STOPPED
 from pdbtool.kernels.tasks import FAR
 from pdbtool.result import SolveResult
@@ -132,6 +132,11 @@ class Dispatch:
                 # affinity is hard): the node is lost either way
                 self.cluster.lose(w, e, self.what)
                 self.todo.appendleft(item)
+            except self.ray.exceptions.RayTaskError as e:  # the task raised: a refusal
+                cause = getattr(e, "cause", None)  # as itself (its exit code), else in a
+                if isinstance(cause, PdbError):  # line (Ray's text is its traceback)
+                    raise cause.with_traceback(None) from None
+                raise ClusterError(f"node {w.node.name}: {first_line(e)}") from None
         return out
 
 
@@ -152,7 +157,7 @@ class SearchRun:
         self.workers = cluster.workers(solver)
         self.spec = HeuristicSpec.of(solver)
         self.cpus = sum(w.node.cpus for w in self.workers if w.lost is None)
-        self.target = resume.split if resume else target or FRONTIER_PER_THREAD * self.cpus
+        self.target = resume.split if resume else target or FRONTIER_PER_CPU * self.cpus
         self.keeper, self.resume = control.checkpoint, resume
         # what the shared counters held before this run (pdbd's search on its own machine
         # first, search_here_then_on): the budget is this run's, its nodes counted beyond it
@@ -165,16 +170,34 @@ class SearchRun:
         self.closest: np.ndarray | None = None  # per frontier node, filled as batches end
         self.subtrees: list[SubtreeRecord] = []  # each subtree searched, as its node timed it
         self.live: dict[int, NodeProgress] = {}  # per worker: the last poll
+        self.lost_counts = np.zeros(2, np.int64)  # generated, expanded by actors since
+        # restarted (a restarted actor counts the job from 0 again): counted all the same
         self.busy = 0
         self._polls: dict = {}
         self._last_poll = 0.0
         self._last_check = time.monotonic()
 
+    @property
+    def live_cpus(self) -> int:
+        """The CPUs of the nodes not lost (``cpus``: at the search's start)."""
+        return sum(w.node.cpus for w in self.workers if w.lost is None)
+
     def publish(self, bound: int) -> None:
         c = self.control.counters
-        c[GENERATED] = self.serial[GENERATED] + sum(p.generated for p in self.live.values())
-        c[EXPANDED] = self.serial[EXPANDED] + sum(p.expanded for p in self.live.values())
+        c[GENERATED] = (self.serial[GENERATED] + self.lost_counts[0]
+                        + sum(p.generated for p in self.live.values()))
+        c[EXPANDED] = (self.serial[EXPANDED] + self.lost_counts[1]
+                       + sum(p.expanded for p in self.live.values()))
         c[BOUND] = bound
+
+    def heard(self, k: int, now: NodeProgress) -> None:
+        """Worker ``k``'s live counters: fewer than it said before, and its actor was
+        restarted (its job counted from 0 again): what the one before counted is kept, so
+        the count shown and the budget checked never go back."""
+        before = self.live.get(k)
+        if before is not None and now.generated < before.generated:
+            self.lost_counts += (before.generated, before.expanded)
+        self.live[k] = now
 
     def begin(self, bound, expanded, generated, iterations, seconds) -> None:
         """Told by the bound loop what was counted before each iteration (checkpoints)."""
@@ -311,10 +334,10 @@ class SearchRun:
             for ref in ready:
                 k = self._polls.pop(ref)
                 try:
-                    self.live[k] = self.ray.get(ref)
+                    self.heard(k, self.ray.get(ref))
                 except self.ray.exceptions.RayError:
                     pass
-            self.busy = sum(p.busy for p in self.live.values())
+            self.busy = sum(p.busy for k, p in self.live.items() if self.workers[k].lost is None)
         if not self._polls and now - self._last_poll >= PROGRESS_SECONDS:
             self._last_poll = now
             self._polls = {w.control("progress", self.job): k
