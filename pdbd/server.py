@@ -446,16 +446,15 @@ def serve_with(config: ServeConfig, tls: Tls | None, metrics: Metrics,
     loaded = load_directory(config.artifacts, require=True)  # a stop meanwhile: at once
     signals.serving()  # from here a stop is graceful (the tables are the daemon's below)
     log_tables(loaded)
-    delegation = None
-    if config.cluster:
-        from pdbtool.cluster.driver import Cluster
-
-        cluster = Cluster(config.cluster, cache_dir=config.cluster_cache,
-                          shared=config.cluster_shared, notify=log.warning)
-        delegation = Delegation(cluster, config.cluster_above)
+    cluster = delegation = None
     try:  # until the daemon holds the cluster (Daemon.stop closes it), a failure closes it
-        if delegation is not None:
-            info = delegation.cluster.info()
+        if config.cluster:
+            from pdbtool.cluster.driver import Cluster
+
+            cluster = Cluster(config.cluster, cache_dir=config.cluster_cache,
+                              shared=config.cluster_shared, notify=log.warning)
+            delegation = Delegation(cluster, config.cluster_above)
+            info = cluster.info()
             log.info("searches above %s nodes go to the Ray cluster at %s: %d nodes, %d CPUs",
                      f"{config.cluster_above:,}", info.address, info.nodes, info.cpus)
         files = raise_file_limit()
@@ -471,8 +470,9 @@ def serve_with(config: ServeConfig, tls: Tls | None, metrics: Metrics,
                         mlock=config.mlock, prefault=config.prefault, delegation=delegation,
                         metrics=metrics, proxies=proxies, stopping=stop)
     except BaseException:
-        if delegation is not None:
-            delegation.cluster.close()
+        if cluster is not None:
+            with contextlib.suppress(Exception):  # (the failure is the one to say)
+                cluster.close()
         raise
     sizes = sizes_text(loaded)
     del loaded  # the daemon's now: a reload releases them, and nothing here may keep them
@@ -484,7 +484,11 @@ def serve_with(config: ServeConfig, tls: Tls | None, metrics: Metrics,
         log.info("stopped")
         return 0
     settle_heap()
-    daemon.start()
+    try:
+        daemon.start()
+    except BaseException:  # (a port taken meanwhile): the cluster closed, as at any stop
+        daemon.stop(grace=0)
+        raise
     try:
         if pid_file:
             pid_file.write()

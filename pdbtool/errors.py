@@ -55,8 +55,9 @@ class NotAFile(ArtifactError):
 
 class WrongForm(ArtifactError):
     """A table of the other form than the command takes: a packed file where an installed
-    table is wanted (verify, solve, seal, pack) or an installed table given to unpack. The
-    user's input, exit 2 as NotAFile; the message says what the file is and what to run."""
+    table is wanted (verify, solve, seal, pack) or an installed table given to unpack; or a
+    table's verification stamp given as a table or a pack. The user's input, exit 2 as
+    NotAFile; the message says what the file is (and, for a table, what to run)."""
 
     exit_code = EXIT_BAD_INPUT
 

@@ -481,9 +481,9 @@ def test_an_algorithm_is_compiled_near_the_goal_before_the_clock(name, monkeypat
     calls = []
     real = solver_module.search_with
 
-    def spy(solver, prepared, control, *, algorithm, threads=1):
+    def spy(solver, prepared, control, *, algorithm):
         calls.append((prepared.image, control, algorithm))
-        return real(solver, prepared, control, algorithm=algorithm, threads=threads)
+        return real(solver, prepared, control, algorithm=algorithm)
 
     monkeypatch.setattr(solver_module, "search_with", spy)
     solver = Solver(table_free("manhattan", 3))

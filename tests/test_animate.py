@@ -78,8 +78,8 @@ def test_refusals_are_bad_input(tmp_path, capsys, monkeypatch):
             (["animate", "--trace", str(not_json)], "not a pdbtool trace"),
             (["animate", "--trace", str(not_json), BOARD], "either a BOARD or --trace"),
             (["animate", "1 2 3"], "not a square board"),
-            (["animate", "-o", "-", BOARD], "not to standard output"),  # (a file named "-")
-            (["solve", "--trace", "-", BOARD], "not to standard output"),
+            (["animate", "-o", "-", BOARD], "not standard output"),  # (a file named "-")
+            (["solve", "--trace", "-", BOARD], "not standard output"),
             (["solve", "--file", str(boards), "--trace", "t.json"], "--trace records one board"),
             (["solve", "--heuristic", "manhattan", "--trace", str(tmp_path / "t.json"),
               "--trace-cap", "100000000000", BOARD], "a trace records at most 10,000,000")):

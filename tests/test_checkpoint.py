@@ -674,3 +674,30 @@ def test_a_thread_search_s_checkpoint_given_to_the_cluster_is_refused_before_ray
     err = capsys.readouterr().err  # (it said "resuming", started Ray, and was refused then)
     assert code == 2 and "is the checkpoint of a search running now (in this process)" in err
     assert "resuming" not in err
+
+
+def test_a_checkpoint_split_by_the_board_s_width_still_resumes(tmp_path):
+    """Until 2026-11-28 a board's split depth was chosen by its width (a 6x3 board's as a
+    3x3's, at the 8-puzzle's branching factor): such a checkpoint, deeper than this
+    version splits a 6x3 board, is resumed, not refused as damaged; one deeper than either
+    rule still is."""
+    import math
+
+    from pdbtool import limits, puzzle
+    from pdbtool.search.checkpoint import identity
+    from pdbtool.search.threads import SHARED_PER_THREAD, resumed, split_depth
+
+    solver = Solver(table_free("manhattan", "6x3"))
+    board = puzzle.apply_blank_moves(puzzle.goal_board(solver.shape), "UULL", solver.shape)
+    prepared = solver.prepare(board, "blank-last")
+    by_width = max(1, math.ceil(math.log(SHARED_PER_THREAD * limits.MAX_THREADS) / math.log(1.73)))
+    assert by_width > split_depth(solver.shape.cells, limits.MAX_THREADS)
+    for split, resumes in ((by_width, True), (by_width + 1, False)):
+        path = tmp_path / f"{split}.ckpt"
+        Checkpointing(path).save(Checkpoint(identity(solver, prepared), split, 40, 0, 0, [],
+                                            list(range(4)), [99] * 4, {}, 1.0))
+        if resumes:
+            assert resumed(solver, prepared, Checkpointing(path)).split == split
+        else:
+            with pytest.raises(BadInput, match="deeper than any search of this program splits"):
+                resumed(solver, prepared, Checkpointing(path))

@@ -181,6 +181,17 @@ def test_wrong_forms_are_refused(tmp_path, packed):
     assert WrongForm.exit_code == 2
 
 
+def test_a_pack_or_a_table_is_never_written_to_a_file_named_dash(tmp_path, packed, monkeypatch):
+    """pack -o - wrote a file named '-' (standard output was meant)."""
+    src, dst = packed
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(BadInput, match="not standard output"):
+        pack(src, "-")
+    with pytest.raises(BadInput, match="not standard output"):
+        unpack(dst, "-")
+    assert not (tmp_path / "-").exists()
+
+
 def test_a_stamp_given_as_a_table_names_its_table(tmp_path, packed):
     """A table's .verified stamp given where a table is wanted is the user's slip (exit 2),
     said as such: it was "not an HDF5 file", exit 1 as for a damaged table, and verify
@@ -188,9 +199,10 @@ def test_a_stamp_given_as_a_table_names_its_table(tmp_path, packed):
     src, _ = packed
     stamp = trust.stamp_path(src)
     stamp.write_text("{}")  # what is in it does not matter: the name says whose it is
-    for use in (read_meta, open_tables, verify, lambda p: pack(p, tmp_path / "x.pdbpack")):
+    for use in (read_meta, open_tables, verify, lambda p: pack(p, tmp_path / "x.pdbpack"),
+                lambda p: unpack(p, tmp_path / "x.h5")):
         with pytest.raises(WrongForm, match=rf"the verification stamp of the table {re.escape(str(src))}, "
-                                            rf"not a table; give {re.escape(str(src))}$"):
+                                            r"not a table or a pack$"):
             use(stamp)
 
 

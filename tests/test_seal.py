@@ -232,7 +232,8 @@ def test_the_seal_command(tmp_path, monkeypatch, capsys):
     assert out[1] == f"{b}: sealed already"
     assert main(["seal", "--json", str(a)]) == 0
     d = json.loads(capsys.readouterr().out)  # "sealed" a boolean, as info and list give it
-    assert (d["path"], d["sealed"], d["already"], d["partition"]) == (str(a), True, True, "15/7-8")
+    assert (d["path"], d["sealed"], d["already"], d["partition"], d["stamped"]) == (
+        str(a), True, True, "15/7-8", False)  # the keys of a file sealed now
     assert main(["info", str(a)]) == 0 and "metadata sealed" in capsys.readouterr().out
     # a file refused among them is said, and the ones after it are still done
     c, missing = tmp_path / "c.h5", tmp_path / "none.h5"

@@ -125,9 +125,6 @@ def check_written(args, path, *inputs) -> None:
     default ./artifacts' too) or another input, never over any table or pack (an HDF5
     file) or a table's stamp (its loaders would check it whole again), a link or a special
     file, over another existing file only with --force, never to "-" (BadInput)."""
-    if str(path) == "-":
-        raise BadInput("'-': this file is written to a path, not to standard output; give a "
-                       "name (e.g. solve.html or trace.json)")
     tables = [Path(args.artifact)] if getattr(args, "artifact", None) else []
     directory = getattr(args, "artifacts", None) or DEFAULT_ARTIFACTS
     if Path(directory).is_dir():

@@ -263,7 +263,8 @@ def cmd_seal(args) -> int:
         try:  # refused is said, and the others are sealed (the exit code says the worst)
             if (known := artifact.read_meta(path)).sealed:
                 emit(args, {"path": str(path), "sealed": True, "already": True,
-                            "partition": known.partition, "version": known.version},
+                            "partition": known.partition, "version": known.version,
+                            "stamped": checksum_state(known) == "verified"},
                      f"{path}: sealed already")
                 codes.append(0)
                 continue

@@ -117,8 +117,12 @@ def resumed(solver: Solver, prepared: PreparedBoard, keeper) -> Checkpoint | Non
     the file)."""
     if keeper is None or keeper.empty:  # (an empty Held, pdbd's fast lane's, needs no
         return None  # identity made to say so)
-    return keeper.load(identity(solver, prepared), frame=prepared.frame,
-                       max_split=split_depth(solver.shape.cells, limits.MAX_THREADS))
+    # The deepest split a checkpoint may hold: this version's, or that of the versions
+    # before it, which chose a board's split by its width (a 6x3 board's as a 3x3's).
+    shape = solver.shape
+    deepest = max(split_depth(shape.cells, limits.MAX_THREADS),
+                  split_depth(shape.cols ** 2, limits.MAX_THREADS))
+    return keeper.load(identity(solver, prepared), frame=prepared.frame, max_split=deepest)
 
 
 def search_parallel(solver: Solver, prepared: PreparedBoard, control: SearchControl, *,

@@ -429,8 +429,8 @@ def _read_meta(path, form: str | None) -> ArtifactMeta:
         raise UnreadableFile(f"{path}: {problem} (check its mode and owner, and its "
                              "directory's)")
     if (table := stamp_of(path)) and not is_hdf5(path):
-        raise WrongForm(f"{path}: the verification stamp of the table {table}, not a table; "
-                        f"give {table}")
+        raise WrongForm(f"{path}: the verification stamp of the table {table}, not a table "
+                        "or a pack")
     said = seal.declared(path) if form is not None else None
     if said is not None:  # a table of the other form, told by its first bytes before hashing
         _check_form(path, form, INSTALLED if said.data_length else PACKED)

@@ -157,8 +157,10 @@ def refuse_special(path) -> None:
 def check_output(path, *, inputs=(), force: bool = False) -> None:
     """May ``path`` be written? Into a directory that exists and may be written (said
     before the work that makes the file, not after it), never onto an input (even with
-    ``force``), never over a non-regular file, and over an existing file only with
-    ``force``."""
+    ``force``), never over a non-regular file, over an existing file only with ``force``,
+    and never to "-" (a file named so, where standard output was meant)."""
+    if str(path) == "-":
+        raise BadInput("'-': this output is a file, not standard output; give a file name")
     path = Path(path)
     check_directory(path.parent, f"{path}: ")
     if not os.path.lexists(path):
