@@ -37,3 +37,16 @@ def test_a_restarted_actor_s_count_is_kept_and_the_shown_count_never_goes_back()
     run.heard(0, NodeProgress(80, 30, 1))  # and on from there
     run.publish(50)
     assert run.control.counters[GENERATED] == 1590
+
+
+def test_a_restart_is_told_by_the_actor_s_process_too():
+    """A restarted actor that had counted past its predecessor's figure by its first
+    answer: its process tells it."""
+    run = a_run([Worker()])
+    run.heard(0, NodeProgress(100, 40, 2, 7))
+    run.heard(0, NodeProgress(150, 60, 2, 8))  # another process: 150 of its own
+    run.publish(50)
+    assert run.control.counters[GENERATED] == 250 and run.control.counters[EXPANDED] == 100
+    run.heard(0, NodeProgress(170, 70, 2, 8))
+    run.publish(50)
+    assert run.control.counters[GENERATED] == 270

@@ -255,6 +255,7 @@ class NodeProgress(NamedTuple):
     generated: int           # of a job on this node, so far (restarts count again)
     expanded: int
     busy: int                # search threads running now
+    pid: int = 0             # the actor's process (another after a restart)
 
 
 class BoardAnswer(NamedTuple):

@@ -193,7 +193,7 @@ class NodeWorker:
             rows, controls, busy = list(state.rows), list(state.controls), self._busy
         return NodeProgress(sum(int(r[:, GENERATED].sum()) for r in rows) + sum(c.generated for c in controls),
                             sum(int(r[:, EXPANDED].sum()) for r in rows) + sum(c.expanded for c in controls),
-                            busy)
+                            busy, os.getpid())
 
     def halt(self, job: str) -> None:
         state = self._job(job)

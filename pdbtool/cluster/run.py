@@ -191,11 +191,11 @@ class SearchRun:
         c[BOUND] = bound
 
     def heard(self, k: int, now: NodeProgress) -> None:
-        """Worker ``k``'s live counters: fewer than it said before, and its actor was
-        restarted (its job counted from 0 again): what the one before counted is kept, so
-        the count shown and the budget checked never go back."""
+        """Worker ``k``'s live counters: from another process, or fewer than it said
+        before, and its actor was restarted (its job counted from 0 again): what the one
+        before counted is kept, so the count shown and the budget checked never go back."""
         before = self.live.get(k)
-        if before is not None and now.generated < before.generated:
+        if before is not None and (now.pid != before.pid or now.generated < before.generated):
             self.lost_counts += (before.generated, before.expanded)
         self.live[k] = now
 
