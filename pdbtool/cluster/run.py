@@ -182,12 +182,17 @@ class SearchRun:
         """The CPUs of the nodes not lost (``cpus``: at the search's start)."""
         return sum(w.node.cpus for w in self.workers if w.lost is None)
 
+    def node_counts(self) -> np.ndarray:
+        """Generated and expanded: what the nodes counted of this job so far, as last heard
+        (the counts of restarted actors kept)."""
+        return self.lost_counts + np.array([sum(p.generated for p in self.live.values()),
+                                            sum(p.expanded for p in self.live.values())], np.int64)
+
     def publish(self, bound: int) -> None:
         c = self.control.counters
-        c[GENERATED] = (self.serial[GENERATED] + self.lost_counts[0]
-                        + sum(p.generated for p in self.live.values()))
-        c[EXPANDED] = (self.serial[EXPANDED] + self.lost_counts[1]
-                       + sum(p.expanded for p in self.live.values()))
+        generated, expanded = self.node_counts()
+        c[GENERATED] = self.serial[GENERATED] + generated
+        c[EXPANDED] = self.serial[EXPANDED] + expanded
         c[BOUND] = bound
 
     def heard(self, k: int, now: NodeProgress) -> None:
@@ -262,6 +267,7 @@ class SearchRun:
             self.order = np.arange(len(nodes), dtype=np.int64)
             self.closest = np.full(len(nodes), FAR, np.int64)
         finished: dict = {}  # first place in the order -> [next bound, expanded, generated, length]
+        counted_before = self.node_counts()
         if self.resume:  # the saved bound: its finished batches are not searched again
             finished = self.resumed()
         else:
@@ -309,6 +315,10 @@ class SearchRun:
                     halted = spent = True
                     tasks.todo.clear()
                     self._halt_actors()
+            if halted and tally.found is None:  # a batch cancelled while it ran counts 0:
+                seen = self.node_counts() - counted_before  # the nodes' live counts say what
+                tally.generated = max(tally.generated, int(seen[0]))  # this iteration searched
+                tally.expanded = max(tally.expanded, int(seen[1]))
             if stop[0] and tally.found is None:
                 tally.status = STOPPED
             elif tally.found is None and (spent or left >= 0 and tally.generated > left):
